@@ -1,0 +1,77 @@
+#include "calib/calibrate_cpu.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "core/thread_pool.hpp"
+
+namespace livedrp {
+
+using calib::CalibrationParams;
+using calib::DecodedPixel;
+
+void calibrate_bank_row_cpu(RawEncoding encoding, const CalibrationConstants& constants,
+                            const CalibrationParams& params, const void* raw,
+                            std::size_t first_pixel, int width, float* out) {
+  std::array<DecodedPixel, calib::kMaxBankColumns> pixels;
+  std::array<float, calib::kMaxBankColumns> offsets;
+  std::array<float, calib::kMaxBankColumns> quiet;
+  int quiet_count = 0;
+  for (int i = 0; i < width; ++i) {
+    const std::size_t p = first_pixel + std::size_t(i);
+    const DecodedPixel pixel = calib::decode_raw(encoding, raw, p, constants.pixel_status[p]);
+    const float offset = calib::pedestal_offset(pixel, constants.at(pixel.mode, p));
+    pixels[i] = pixel;
+    offsets[i] = offset;
+    if (calib::is_quiet(pixel, offset, params.common_mode_threshold_adu)) quiet[quiet_count++] = offset;
+  }
+  float common_mode = 0.0f;
+  if (quiet_count > 0) {
+    // The two middle order statistics, v[(n-1)/2] and v[n/2].
+    const int lower_rank = (quiet_count - 1) / 2, upper_rank = quiet_count / 2;
+    std::nth_element(quiet.begin(), quiet.begin() + upper_rank, quiet.begin() + quiet_count);
+    const float upper = quiet[upper_rank];
+    const float lower = lower_rank == upper_rank
+                            ? upper
+                            : *std::max_element(quiet.begin(), quiet.begin() + upper_rank);
+    common_mode = calib::common_mode_from_order_statistics(lower, upper, quiet_count,
+                                                           params.common_mode_min_pixels);
+  }
+  for (int i = 0; i < width; ++i) {
+    const std::size_t p = first_pixel + std::size_t(i);
+    out[p] = calib::calibrated_value(pixels[i], offsets[i], common_mode,
+                                     constants.at(pixels[i].mode, p));
+  }
+}
+
+void calibrate_event_cpu(const DetectorDescription& detector, const CalibrationConstants& constants,
+                         const CalibrationParams& params, const void* raw, float* out,
+                         ThreadPool* pool) {
+  const RawEncoding encoding = detector.encoding;
+  const bool common_mode = params.common_mode && detector.bank_columns > 0;
+  // Work unit: one bank row with common mode, else a block of pixels.
+  const std::size_t unit = common_mode ? std::size_t(detector.bank_columns) : 4096;
+  const std::size_t pixels = detector.pixels();
+  const std::size_t units = (pixels + unit - 1) / unit;
+  auto body = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t u = begin; u < end; ++u) {
+      const std::size_t first = u * unit;
+      if (common_mode) {
+        calibrate_bank_row_cpu(encoding, constants, params, raw, first, int(unit), out);
+        continue;
+      }
+      const std::size_t last = std::min(first + unit, pixels);
+      for (std::size_t p = first; p < last; ++p) {
+        const DecodedPixel pixel = calib::decode_raw(encoding, raw, p, constants.pixel_status[p]);
+        const calib::PedestalGain pg = constants.at(pixel.mode, p);
+        out[p] = calib::calibrated_value(pixel, calib::pedestal_offset(pixel, pg), 0.0f, pg);
+      }
+    }
+  };
+  if (pool)
+    pool->parallel_for(units, body);
+  else
+    body(0, units);
+}
+
+}  // namespace livedrp

@@ -1,0 +1,48 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "calib/calibration_math.hpp"
+#include "core/detector.hpp"
+
+namespace livedrp {
+
+// Per-pixel calibration constants of one detector, laid out for the kernels: pedestal and gain of
+// a mode side by side (one 8-byte load per pixel), planes ordered [mode][segment][row][col].
+struct CalibrationConstants {
+  int modes = 0;
+  std::size_t pixels = 0;
+  std::vector<calib::PedestalGain> pedestal_gain;  // modes * pixels
+  std::vector<std::uint8_t> pixel_status;          // pixels: calib::kStatusMasked | config bits
+
+  calib::PedestalGain at(int mode, std::size_t pixel) const {
+    return pedestal_gain[std::size_t(mode) * pixels + pixel];
+  }
+  bool masked(std::size_t pixel) const { return pixel_status[pixel] & calib::kStatusMasked; }
+  // Bytes the constants occupy (what a backend uploads once).
+  std::size_t bytes() const {
+    return pedestal_gain.size() * sizeof(calib::PedestalGain) + pixel_status.size();
+  }
+};
+
+// Pedestal 0 and gain 1 in every mode, nothing masked, ePix10ka configuration FH: calibration then
+// returns adc (or the float32 value) unchanged.
+CalibrationConstants identity_constants(const DetectorDescription& detector);
+
+// HDF5 constants file (layout in docs/formats.md):
+//   /pedestal  float32 [modes][segments][rows][cols]   ADU
+//   /gain      float32 [modes][segments][rows][cols]   keV per ADU
+//   /mask      uint8   [segments][rows][cols]          non-zero = bad pixel (pyFAI's convention)
+//   /config    uint8   [segments][rows][cols]          ePix10ka gain configuration 0..4 (FH FM FL
+//                                                      AHL AML); required for that detector only
+//   attribute "detector" on the root group: the detector name
+// Throws InputError naming the file, the dataset and what is wrong (missing, wrong shape or type,
+// a different detector, a configuration value out of range, non-finite constants).
+CalibrationConstants load_constants_hdf5(const std::filesystem::path& path,
+                                         const DetectorDescription& detector);
+void save_constants_hdf5(const std::filesystem::path& path, const DetectorDescription& detector,
+                         const CalibrationConstants& constants);
+
+}  // namespace livedrp

@@ -1,0 +1,196 @@
+#include "core/detector.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/builtin_detectors.hpp"
+#include "core/error.hpp"
+
+namespace livedrp {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& origin, const std::string& what) {
+  throw InputError("detector description " + origin + ": " + what);
+}
+
+const json& require(const json& object, const char* key, const std::string& origin) {
+  if (!object.is_object()) fail(origin, "expected a JSON object");
+  auto it = object.find(key);
+  if (it == object.end()) fail(origin, std::string("missing field '") + key + "'");
+  return *it;
+}
+
+int require_positive_int(const json& object, const char* key, const std::string& origin,
+                         int maximum = 1 << 20) {
+  const json& value = require(object, key, origin);
+  if (!value.is_number_integer() || value.get<long long>() <= 0 || value.get<long long>() > maximum)
+    fail(origin, std::string("field '") + key + "' must be an integer in 1.." +
+                     std::to_string(maximum) + ", got " + value.dump());
+  return value.get<int>();
+}
+
+double require_positive_number(const json& object, const char* key, const std::string& origin) {
+  const json& value = require(object, key, origin);
+  if (!value.is_number() || !(value.get<double>() > 0))
+    fail(origin, std::string("field '") + key + "' must be a positive number, got " + value.dump());
+  return value.get<double>();
+}
+
+std::pair<int, int> require_shape(const json& object, const char* key, const std::string& origin) {
+  const json& value = require(object, key, origin);
+  if (!value.is_array() || value.size() != 2 || !value[0].is_number_integer() ||
+      !value[1].is_number_integer() || value[0].get<long long>() <= 0 ||
+      value[1].get<long long>() <= 0 || value[0].get<long long>() > 65536 ||
+      value[1].get<long long>() > 65536)
+    fail(origin, std::string("field '") + key +
+                     "' must be [rows, cols] with positive integers, got " + value.dump());
+  return {value[0].get<int>(), value[1].get<int>()};
+}
+
+RawEncoding parse_encoding(const json& value, const std::string& origin) {
+  if (value == "epix10ka") return RawEncoding::Epix10ka;
+  if (value == "jungfrau") return RawEncoding::Jungfrau;
+  if (value == "float32") return RawEncoding::Float32;
+  fail(origin, "field 'raw_encoding' must be one of epix10ka, jungfrau, float32; got " +
+                   value.dump());
+}
+
+// The number of gain modes each encoding can produce (see calib/calibration_math.hpp).
+int modes_of(RawEncoding encoding) {
+  switch (encoding) {
+    case RawEncoding::Epix10ka: return 7;
+    case RawEncoding::Jungfrau: return 3;
+    case RawEncoding::Float32: return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string_view to_string(RawEncoding encoding) {
+  switch (encoding) {
+    case RawEncoding::Epix10ka: return "epix10ka";
+    case RawEncoding::Jungfrau: return "jungfrau";
+    case RawEncoding::Float32: return "float32";
+  }
+  return "unknown";
+}
+
+DetectorDescription parse_detector_description(const json& object, const std::string& origin) {
+  DetectorDescription d;
+  const json& version = require(object, "schema_version", origin);
+  if (version != 1) fail(origin, "unsupported schema_version " + version.dump() + " (expected 1)");
+  const json& name = require(object, "name", origin);
+  if (!name.is_string() || name.get<std::string>().empty())
+    fail(origin, "field 'name' must be a non-empty string");
+  d.name = name.get<std::string>();
+  if (auto it = object.find("description"); it != object.end() && it->is_string())
+    d.description = it->get<std::string>();
+  d.encoding = parse_encoding(require(object, "raw_encoding", origin), origin);
+  d.segments = require_positive_int(object, "segments", origin, 1024);
+  std::tie(d.rows, d.cols) = require_shape(object, "segment_shape", origin);
+  d.pixel_size_um = require_positive_number(object, "pixel_size_um", origin);
+  std::tie(d.asic_rows, d.asic_cols) = require_shape(object, "asic_shape", origin);
+  if (d.rows % d.asic_rows != 0 || d.cols % d.asic_cols != 0)
+    fail(origin, "asic_shape [" + std::to_string(d.asic_rows) + ", " + std::to_string(d.asic_cols) +
+                     "] does not tile segment_shape [" + std::to_string(d.rows) + ", " +
+                     std::to_string(d.cols) + "]");
+  const json& bank = require(object, "bank_columns", origin);
+  if (!bank.is_number_integer() || bank.get<long long>() < 0 || bank.get<long long>() > 64)
+    fail(origin, "field 'bank_columns' must be an integer in 0..64 (0 = no common mode), got " +
+                     bank.dump());
+  d.bank_columns = bank.get<int>();
+  if (d.bank_columns > 0 && d.asic_cols % d.bank_columns != 0)
+    fail(origin, "bank_columns " + std::to_string(d.bank_columns) +
+                     " does not divide the ASIC width " + std::to_string(d.asic_cols));
+
+  const json& modes = require(object, "gain_modes", origin);
+  if (!modes.is_array() || int(modes.size()) != modes_of(d.encoding))
+    fail(origin, "field 'gain_modes' must list " + std::to_string(modes_of(d.encoding)) +
+                     " modes for raw_encoding " + std::string(to_string(d.encoding)));
+  for (const json& mode : modes) {
+    GainMode m;
+    const json& mode_name = require(mode, "name", origin);
+    if (!mode_name.is_string()) fail(origin, "gain mode name must be a string");
+    m.name = mode_name.get<std::string>();
+    m.nominal_adu_per_kev = require_positive_number(mode, "nominal_adu_per_kev", origin);
+    d.gain_modes.push_back(std::move(m));
+  }
+
+  const json& placement = require(object, "placement", origin);
+  if (!placement.is_array() || int(placement.size()) != d.segments)
+    fail(origin, "field 'placement' must have one entry per segment (" +
+                     std::to_string(d.segments) + ")");
+  for (const json& p : placement) {
+    SegmentPlacement s;
+    const json& x = require(p, "x_px", origin);
+    const json& y = require(p, "y_px", origin);
+    const json& rotation = require(p, "rotation_deg", origin);
+    if (!x.is_number() || !y.is_number()) fail(origin, "placement x_px and y_px must be numbers");
+    if (!rotation.is_number_integer() || rotation.get<int>() % 90 != 0)
+      fail(origin, "placement rotation_deg must be a multiple of 90, got " + rotation.dump());
+    s.x_px = x.get<double>();
+    s.y_px = y.get<double>();
+    s.rotation_deg = ((rotation.get<int>() % 360) + 360) % 360;
+    d.placement.push_back(s);
+  }
+  return d;
+}
+
+DetectorDescription load_detector_description(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot open detector description " + path.string());
+  json object;
+  try {
+    object = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError("detector description " + path.string() + " is not valid JSON: " + e.what());
+  }
+  return parse_detector_description(object, path.string());
+}
+
+std::vector<std::string> builtin_detector_names() {
+  std::vector<std::string> names;
+  for (const auto& builtin : builtin_detector_sources()) names.emplace_back(builtin.name);
+  return names;
+}
+
+DetectorDescription find_detector(std::string_view name_or_path) {
+  for (const auto& builtin : builtin_detector_sources()) {
+    if (builtin.name == name_or_path)
+      return parse_detector_description(json::parse(builtin.json),
+                                        "built-in '" + std::string(builtin.name) + "'");
+  }
+  std::filesystem::path path(name_or_path);
+  if (path.extension() == ".json") return load_detector_description(path);
+  std::string known;
+  for (const auto& name : builtin_detector_names()) known += (known.empty() ? "" : ", ") + name;
+  throw InputError("unknown detector '" + std::string(name_or_path) + "' (known: " + known +
+                   ", or a path to a .json description)");
+}
+
+nlohmann::json to_json(const DetectorDescription& d) {
+  json modes = json::array();
+  for (const auto& m : d.gain_modes)
+    modes.push_back({{"name", m.name}, {"nominal_adu_per_kev", m.nominal_adu_per_kev}});
+  json placement = json::array();
+  for (const auto& p : d.placement)
+    placement.push_back({{"x_px", p.x_px}, {"y_px", p.y_px}, {"rotation_deg", p.rotation_deg}});
+  return {{"schema_version", d.schema_version},
+          {"name", d.name},
+          {"description", d.description},
+          {"raw_encoding", std::string(to_string(d.encoding))},
+          {"segments", d.segments},
+          {"segment_shape", {d.rows, d.cols}},
+          {"pixel_size_um", d.pixel_size_um},
+          {"asic_shape", {d.asic_rows, d.asic_cols}},
+          {"bank_columns", d.bank_columns},
+          {"gain_modes", modes},
+          {"placement", placement}};
+}
+
+}  // namespace livedrp

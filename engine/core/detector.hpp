@@ -1,0 +1,70 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/raw_encoding.hpp"
+
+namespace livedrp {
+
+std::string_view to_string(RawEncoding encoding);
+
+struct GainMode {
+  std::string name;
+  double nominal_adu_per_kev = 1.0;  // typical conversion; the simulator varies it per pixel
+};
+
+// Where a segment lands in the assembled image: its pixel (row 0, col 0) corner, in assembled
+// pixels, and a rotation by a multiple of 90 degrees about that corner.
+struct SegmentPlacement {
+  double x_px = 0;
+  double y_px = 0;
+  int rotation_deg = 0;
+};
+
+// A detector as the engine sees it: segment layout, raw encoding, gain modes, ASIC and bank layout.
+// Loaded from resources/detectors/NAME.json (built into the binaries) or from a file.
+struct DetectorDescription {
+  int schema_version = 1;
+  std::string name;
+  std::string description;
+  RawEncoding encoding = RawEncoding::Float32;
+  int segments = 0;
+  int rows = 0;  // per segment (slow scan)
+  int cols = 0;  // per segment (fast scan)
+  double pixel_size_um = 0;
+  int asic_rows = 0;
+  int asic_cols = 0;
+  int bank_columns = 0;  // width of a common-mode bank row; 0 = no common mode for this detector
+  std::vector<GainMode> gain_modes;
+  std::vector<SegmentPlacement> placement;  // one per segment
+
+  std::size_t pixels_per_segment() const { return std::size_t(rows) * std::size_t(cols); }
+  std::size_t pixels() const { return pixels_per_segment() * std::size_t(segments); }
+  std::size_t raw_bytes_per_pixel() const { return encoding == RawEncoding::Float32 ? 4 : 2; }
+  std::size_t raw_event_bytes() const { return pixels() * raw_bytes_per_pixel(); }
+  int modes() const { return int(gain_modes.size()); }
+  // Bank rows: each segment row is cut into cols / bank_columns banks.
+  std::size_t bank_rows() const {
+    return bank_columns > 0 ? pixels() / std::size_t(bank_columns) : 0;
+  }
+};
+
+// Parses and validates a description; `origin` names the file in error messages.
+// Throws InputError naming the field and the value that is wrong.
+DetectorDescription parse_detector_description(const nlohmann::json& json, const std::string& origin);
+DetectorDescription load_detector_description(const std::filesystem::path& path);
+
+// A built-in detector by name ("epix10ka2m", "jungfrau4m", "generic_f32"), or a path to a .json
+// file. Throws InputError listing the known names when the name is unknown.
+DetectorDescription find_detector(std::string_view name_or_path);
+std::vector<std::string> builtin_detector_names();
+
+nlohmann::json to_json(const DetectorDescription& detector);
+
+}  // namespace livedrp

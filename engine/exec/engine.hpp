@@ -1,0 +1,70 @@
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "calib/calibration_math.hpp"
+#include "protocol/topics.hpp"
+
+namespace livedrp {
+
+// The pipeline configuration: the same JSON drives the CLI, the GUI and the benchmarks, and is
+// echoed in the `status` topic and in every summary.
+struct EngineConfig {
+  std::string source = "sim:epix10ka2m";  // "sim:DETECTOR"
+  std::uint64_t events = 0;               // stop after this many events; 0 = until stopped
+  double rate_hz = 0;                     // source rate; 0 = as fast as possible
+  std::string backend = "auto";           // "cpu", "cuda", "auto"
+  std::string publish = "tcp://127.0.0.1:5555";
+  std::string constants_file;             // HDF5 constants; empty = the simulator's own
+  calib::CalibrationParams calibration;
+  int ring_slots = 32;                    // doorbell ring depth
+  double stats_interval_s = 0.25;         // `stats` period
+  std::uint64_t seed = 20260101;          // simulator seed
+  double hit_fraction = 0.1;              // simulator: fraction of events with Bragg peaks
+  int simulator_pool = 16;                // simulator: distinct events generated ahead and cycled
+  unsigned cpu_threads = 0;               // CPU backend threads; 0 = all cores
+
+  // Validates every field; throws InputError naming the field, the value and what is allowed.
+  static EngineConfig from_json(const nlohmann::json& json, const std::string& origin);
+  nlohmann::json to_json() const;
+};
+
+struct RunSummary {
+  protocol::StatsPayload stats;  // cumulative counters; rates over the whole run
+  bool finished = false;
+  std::string error;             // non-empty when the run stopped on a fault
+};
+
+// Source -> doorbell ring -> calibrate (CPU or CUDA backend) -> accounting -> publisher, on its own
+// threads. Every event the source produces is processed or counted as dropped with a reason.
+class Engine {
+ public:
+  // Resolves the detector, backend and endpoint; throws InputError for bad input.
+  explicit Engine(EngineConfig config);
+  ~Engine();  // stops and drains
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  void start();
+  void request_stop();  // the source stops; events in flight are drained
+  void wait();          // until the run finished (event count reached, stopped, or failed)
+  bool finished() const;
+  RunSummary summary() const;
+  const EngineConfig& config() const;
+  std::string backend_name() const;
+  std::string device_name() const;
+  std::string publish_endpoint() const;  // as bound
+  // Called from the engine thread at each stats interval (for CLI progress).
+  void set_progress_callback(std::function<void(const protocol::StatsPayload&)> callback);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace livedrp

@@ -1,0 +1,60 @@
+#pragma once
+// Typed payloads of the topics, with their JSON mapping (documented in docs/protocol.md).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "protocol/message.hpp"
+
+namespace livedrp::protocol {
+
+inline constexpr std::string_view kTopicStats = "stats";
+inline constexpr std::string_view kTopicStatus = "status";
+
+struct StageTiming {
+  std::string name;       // "calibrate", ...
+  double mean_us = 0;     // mean time per event in the last interval
+  double max_us = 0;
+  double gbps = 0;        // input bytes of the stage per second of stage time
+};
+
+// `stats`: published a few times a second while a run goes.
+struct StatsPayload {
+  std::uint64_t events_in = 0;         // events the source produced
+  std::uint64_t events_processed = 0;  // events through every stage
+  std::uint64_t events_dropped = 0;    // sum of drops_by_reason
+  std::map<std::string, std::uint64_t> drops_by_reason;  // "ring_full", ...
+  std::uint64_t events_in_flight = 0;  // entered, neither processed nor dropped yet
+  std::uint64_t order_errors = 0;      // sequence gaps or pulse ids that did not rise
+  double elapsed_s = 0;                // since the run started
+  double event_rate_hz = 0;            // processed events per second, last interval
+  double input_gbps = 0;               // raw input bytes per second (1e9), last interval
+  std::uint64_t ring_slots = 0;
+  std::uint64_t ring_occupancy = 0;    // slots holding an event at the time of the snapshot
+  std::string backend;                 // "cpu" or "cuda"
+  std::string device;                  // "NVIDIA H200", "CPU (16 threads)", ...
+  std::vector<StageTiming> stages;
+};
+
+// `status`: on every state change and once a second.
+struct StatusPayload {
+  std::string state;    // "idle", "starting", "running", "stopping", "finished", "error"
+  std::string message;  // human-readable detail (the error text when state is "error")
+  std::string source;   // "sim:epix10ka2m", ...
+  std::string detector;
+  std::string backend;
+  std::string device;
+  nlohmann::json config = nlohmann::json::object();  // the pipeline configuration in force
+};
+
+nlohmann::json to_json(const StatsPayload& stats);
+StatsPayload stats_from_json(const nlohmann::json& payload);  // throws ProtocolError
+nlohmann::json to_json(const StatusPayload& status);
+StatusPayload status_from_json(const nlohmann::json& payload);  // throws ProtocolError
+
+// Message makers (topic and payload filled in; run, sequence and times by the caller).
+Message make_stats_message(const StatsPayload& stats);
+Message make_status_message(const StatusPayload& status);
+
+}  // namespace livedrp::protocol

@@ -1,0 +1,30 @@
+#pragma once
+#include <memory>
+#include <string>
+
+#include "protocol/message.hpp"
+
+namespace livedrp {
+
+// ZeroMQ publisher of protocol messages. Binds `endpoint` (tcp://HOST:PORT, tcp://127.0.0.1:* for
+// any free port, ipc://PATH, inproc://NAME). publish() may be called from any thread and never
+// blocks on slow subscribers. A subscriber that joins late is sent the last message of each topic
+// it subscribes to, so it shows the current state at once.
+class Publisher {
+ public:
+  // Throws InputError naming the endpoint and ZeroMQ's reason when it cannot be bound.
+  explicit Publisher(const std::string& endpoint);
+  ~Publisher();
+  Publisher(const Publisher&) = delete;
+  Publisher& operator=(const Publisher&) = delete;
+
+  void publish(const protocol::Message& message);
+  // The endpoint actually bound (the port filled in for tcp://...:*).
+  std::string endpoint() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace livedrp
