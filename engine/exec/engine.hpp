@@ -18,8 +18,12 @@ struct EngineConfig {
   std::string source = "sim:epix10ka2m";  // "sim:DETECTOR"
   std::uint64_t events = 0;               // stop after this many events; 0 = until stopped
   double rate_hz = 0;                     // source rate; 0 = as fast as possible
+  // What the source does when the ring is full: "drop" the event (a live detector cannot wait),
+  // "wait" for a free slot (measures pipeline capacity), or "auto": drop when rate_hz > 0, else wait.
+  std::string full_ring = "auto";
+  std::int64_t run = 1;                   // run number carried in every message
   std::string backend = "auto";           // "cpu", "cuda", "auto"
-  std::string publish = "tcp://127.0.0.1:5555";
+  std::string publish = "tcp://127.0.0.1:5555";  // empty: publish nothing
   std::string constants_file;             // HDF5 constants; empty = the simulator's own
   calib::CalibrationParams calibration;
   int ring_slots = 32;                    // doorbell ring depth

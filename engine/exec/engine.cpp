@@ -1,0 +1,424 @@
+#include "exec/engine.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "calib/constants.hpp"
+#include "core/detector.hpp"
+#include "core/error.hpp"
+#include "core/thread_pool.hpp"
+#include "exec/backend.hpp"
+#include "publish/publisher.hpp"
+#include "ring/doorbell_ring.hpp"
+#include "sim/simulator.hpp"
+
+namespace livedrp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t wall_clock_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+constexpr const char* kDropRingFull = "ring_full";
+constexpr const char* kDropBackendFault = "backend_fault";
+
+}  // namespace
+
+struct Engine::Impl {
+  EngineConfig config;
+  DetectorDescription detector;
+  std::unique_ptr<DetectorSimulator> simulator;
+  CalibrationConstants constants;
+  std::unique_ptr<Backend> backend;
+  std::string backend_note;
+  std::unique_ptr<Publisher> publisher;
+  std::unique_ptr<DoorbellRing> ring;
+  std::vector<std::vector<std::byte>> event_pool;  // simulated events, cycled by the source
+  bool drop_when_full = false;
+
+  std::thread producer_thread, consumer_thread, reporter_thread;
+  std::atomic<bool> started{false}, stop_requested{false}, producer_done{false},
+      consumer_done{false}, finished{false};
+
+  // Accounting: events_in = processed + dropped + in flight, always.
+  std::atomic<std::uint64_t> events_in{0}, processed{0}, dropped_ring_full{0},
+      dropped_backend_fault{0}, order_errors{0}, last_sequence{0}, last_pulse_id{0};
+
+  mutable std::mutex mutex;  // guards the fields below
+  std::condition_variable finished_signal;
+  std::string error;
+  std::string state = "idle";
+  Clock::time_point run_start{};
+  Clock::time_point run_end{};  // set when the last event is accounted
+  double interval_calibrate_us_sum = 0, interval_calibrate_us_max = 0;
+  std::uint64_t interval_calibrate_count = 0;
+  double total_calibrate_us = 0;
+  std::function<void(const protocol::StatsPayload&)> progress;
+
+  void set_state(const std::string& new_state, const std::string& message = {});
+  void publish_status();
+  void produce();
+  void consume();
+  void report();
+  void account_completed(const CompletedEvent& done);
+  protocol::StatsPayload cumulative_stats() const;
+  void fail(const std::string& what);
+};
+
+void Engine::Impl::fail(const std::string& what) {
+  {
+    std::lock_guard lock(mutex);
+    if (error.empty()) error = what;
+  }
+  spdlog::error("engine: {}", what);
+  stop_requested = true;
+}
+
+void Engine::Impl::set_state(const std::string& new_state, const std::string& message) {
+  {
+    std::lock_guard lock(mutex);
+    state = new_state;
+  }
+  spdlog::debug("engine state: {} {}", new_state, message);
+  publish_status();
+}
+
+void Engine::Impl::publish_status() {
+  if (!publisher) return;
+  protocol::StatusPayload status;
+  {
+    std::lock_guard lock(mutex);
+    status.state = state;
+    status.message = error.empty() ? backend_note : error;
+  }
+  status.source = config.source;
+  status.detector = detector.name;
+  status.backend = backend->name();
+  status.device = backend->device_name();
+  status.config = config.to_json();
+  protocol::Message message = protocol::make_status_message(status);
+  message.run = config.run;
+  message.sequence = last_sequence.load();
+  message.pulse_id = last_pulse_id.load();
+  publisher->publish(message);
+}
+
+void Engine::Impl::produce() {
+  try {
+    // Simulated events are generated once, ahead of the run, and cycled: generating a 2-Mpixel
+    // event with Poisson photons costs far more than a real detector's DMA, and the pipeline
+    // under test must not be limited by the simulator.
+    {
+      ThreadPool pool(config.cpu_threads == 0 ? std::thread::hardware_concurrency()
+                                              : config.cpu_threads);
+      event_pool.resize(std::size_t(config.simulator_pool));
+      for (std::size_t i = 0; i < event_pool.size() && !stop_requested; ++i) {
+        event_pool[i].resize(detector.raw_event_bytes());
+        simulator->generate(i, event_pool[i].data(), nullptr, &pool);
+      }
+    }
+    {
+      std::lock_guard lock(mutex);
+      run_start = Clock::now();
+    }
+    set_state("running");
+    const bool paced = config.rate_hz > 0;
+    const auto period = paced ? std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(1.0 / config.rate_hz))
+                              : Clock::duration::zero();
+    // A paced source that falls behind does not burst to catch up by more than this.
+    const auto max_lag = std::chrono::milliseconds(100);
+    auto next_time = Clock::now();
+    for (std::uint64_t i = 0; (config.events == 0 || i < config.events) && !stop_requested; ++i) {
+      if (paced) {
+        std::this_thread::sleep_until(next_time);
+        next_time += period;
+        if (Clock::now() - next_time > max_lag) next_time = Clock::now();
+      }
+      events_in.fetch_add(1, std::memory_order_relaxed);
+      int slot = ring->producer_claim();
+      while (slot < 0 && !drop_when_full && !stop_requested) {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        slot = ring->producer_claim();
+      }
+      if (slot < 0) {
+        dropped_ring_full.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      const auto& raw = event_pool[i % event_pool.size()];
+      std::memcpy(ring->slot_data(slot), raw.data(), raw.size());
+      EventHeader header = simulator->header_for(i);
+      header.timestamp_ns = wall_clock_ns();
+      ring->slot_header(slot) = header;
+      ring->ring_doorbell(slot);
+    }
+  } catch (const std::exception& e) {
+    fail(std::string("source: ") + e.what());
+  }
+  producer_done = true;
+}
+
+void Engine::Impl::account_completed(const CompletedEvent& done) {
+  const std::uint64_t count = processed.load(std::memory_order_relaxed);
+  if (count > 0 && (done.header.sequence <= last_sequence.load() ||
+                    done.header.pulse_id <= last_pulse_id.load()))
+    order_errors.fetch_add(1, std::memory_order_relaxed);
+  last_sequence = done.header.sequence;
+  last_pulse_id = done.header.pulse_id;
+  {
+    std::lock_guard lock(mutex);
+    interval_calibrate_us_sum += done.calibrate_us;
+    interval_calibrate_us_max = std::max(interval_calibrate_us_max, done.calibrate_us);
+    ++interval_calibrate_count;
+    total_calibrate_us += done.calibrate_us;
+  }
+  ring->rearm(done.ring_slot);
+  processed.fetch_add(1, std::memory_order_release);
+}
+
+void Engine::Impl::consume() {
+  try {
+    for (;;) {
+      bool progressed = false;
+      while (auto done = backend->next_completed(false)) {
+        account_completed(*done);
+        progressed = true;
+      }
+      if (backend->can_submit()) {
+        if (int slot = ring->consumer_peek(); slot >= 0) {
+          backend->submit({ring->slot_header(slot), ring->slot_data(slot), slot});
+          ring->consumer_advance();
+          continue;
+        }
+      }
+      if (producer_done && ring->occupancy() == 0) break;
+      if (progressed) continue;
+      if (backend->in_flight() > 0 && !backend->can_submit()) {
+        if (auto done = backend->next_completed(true)) account_completed(*done);
+      } else {
+        ring->consumer_wait(std::chrono::milliseconds(2), [] { return true; });
+      }
+    }
+  } catch (const std::exception& e) {
+    fail(std::string("backend ") + backend->name() + ": " + e.what());
+    // Whatever entered and was not processed is dropped, with the reason.
+    while (!producer_done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const std::uint64_t lost = events_in.load() - processed.load() - dropped_ring_full.load();
+    dropped_backend_fault.fetch_add(lost);
+  }
+  consumer_done = true;
+}
+
+protocol::StatsPayload Engine::Impl::cumulative_stats() const {
+  protocol::StatsPayload stats;
+  // Read processed before events_in so that in_flight never comes out negative.
+  stats.events_processed = processed.load(std::memory_order_acquire);
+  stats.drops_by_reason[kDropRingFull] = dropped_ring_full.load();
+  if (const auto faults = dropped_backend_fault.load()) stats.drops_by_reason[kDropBackendFault] = faults;
+  for (const auto& [reason, count] : stats.drops_by_reason) stats.events_dropped += count;
+  stats.events_in = events_in.load();
+  stats.events_in_flight =
+      stats.events_in - std::min(stats.events_in, stats.events_processed + stats.events_dropped);
+  stats.order_errors = order_errors.load();
+  stats.ring_slots = ring->slot_count();
+  stats.ring_occupancy = ring->occupancy();
+  stats.backend = backend->name();
+  stats.device = backend->device_name();
+  return stats;
+}
+
+void Engine::Impl::report() {
+  const auto interval = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(config.stats_interval_s));
+  const auto status_period = std::chrono::seconds(1);
+  auto last_time = Clock::now();
+  auto last_status = last_time;
+  std::uint64_t last_processed = 0;
+  const double event_bytes = double(detector.raw_event_bytes());
+  for (bool last_round = false; !last_round;) {
+    last_round = consumer_done.load();
+    if (!last_round) {
+      // Sleep in small steps so a finished run reports at once.
+      const auto wake = last_time + interval;
+      while (Clock::now() < wake && !consumer_done) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      last_round = consumer_done.load();
+    }
+    const auto now = Clock::now();
+    const double dt = std::chrono::duration<double>(now - last_time).count();
+    protocol::StatsPayload stats = cumulative_stats();
+    protocol::StageTiming calibrate{"calibrate"};
+    {
+      std::lock_guard lock(mutex);
+      stats.elapsed_s = run_start == Clock::time_point{}
+                            ? 0.0
+                            : std::chrono::duration<double>(now - run_start).count();
+      if (interval_calibrate_count > 0) {
+        calibrate.mean_us = interval_calibrate_us_sum / double(interval_calibrate_count);
+        calibrate.max_us = interval_calibrate_us_max;
+        calibrate.gbps = event_bytes / (calibrate.mean_us * 1e-6) / 1e9;
+      }
+      interval_calibrate_us_sum = interval_calibrate_us_max = 0;
+      interval_calibrate_count = 0;
+    }
+    stats.stages.push_back(calibrate);
+    if (dt > 0) {
+      const double delta = double(stats.events_processed - last_processed);
+      stats.event_rate_hz = delta / dt;
+      stats.input_gbps = delta * event_bytes / dt / 1e9;
+    }
+    last_processed = stats.events_processed;
+    last_time = now;
+    if (publisher) {
+      protocol::Message message = protocol::make_stats_message(stats);
+      message.run = config.run;
+      message.sequence = last_sequence.load();
+      message.pulse_id = last_pulse_id.load();
+      publisher->publish(message);
+    }
+    std::function<void(const protocol::StatsPayload&)> callback;
+    {
+      std::lock_guard lock(mutex);
+      callback = progress;
+    }
+    if (callback) callback(stats);
+    if (now - last_status >= status_period) {
+      publish_status();
+      last_status = now;
+    }
+  }
+  bool failed;
+  {
+    std::lock_guard lock(mutex);
+    failed = !error.empty();
+  }
+  {
+    std::lock_guard lock(mutex);
+    run_end = Clock::now();
+  }
+  set_state(failed ? "error" : "finished");
+  {
+    std::lock_guard lock(mutex);
+    finished = true;
+  }
+  finished_signal.notify_all();
+}
+
+Engine::Engine(EngineConfig config) : impl_(std::make_unique<Impl>()) {
+  Impl& d = *impl_;
+  d.config = std::move(config);
+  const EngineConfig& c = d.config;
+  if (c.source.rfind("sim:", 0) != 0)
+    throw InputError("unknown source '" + c.source + "' (expected sim:DETECTOR, e.g. sim:epix10ka2m)");
+  d.detector = find_detector(c.source.substr(4));
+  if (c.ring_slots < 1) throw InputError("ring_slots must be at least 1");
+  if (c.simulator_pool < 1) throw InputError("simulator pool_events must be at least 1");
+  if (!(c.rate_hz >= 0)) throw InputError("rate must be >= 0 Hz (0 = as fast as possible)");
+  if (c.full_ring != "auto" && c.full_ring != "drop" && c.full_ring != "wait")
+    throw InputError("full_ring must be auto, drop or wait, got '" + c.full_ring + "'");
+  d.drop_when_full = c.full_ring == "drop" || (c.full_ring == "auto" && c.rate_hz > 0);
+
+  SimulatorConfig simulator_config;
+  simulator_config.seed = c.seed;
+  simulator_config.hit_fraction = c.hit_fraction;
+  d.simulator = std::make_unique<DetectorSimulator>(d.detector, simulator_config);
+  d.constants = c.constants_file.empty() ? d.simulator->constants()
+                                         : load_constants_hdf5(c.constants_file, d.detector);
+
+  // Bind first: a bad endpoint is the user's to fix, and is reported before any heavy set-up.
+  if (!c.publish.empty()) d.publisher = std::make_unique<Publisher>(c.publish);
+
+  BackendChoice choice =
+      make_backend(c.backend, d.detector, d.constants, c.calibration, c.cpu_threads);
+  d.backend = std::move(choice.backend);
+  d.backend_note = choice.note;
+  spdlog::info("engine: {}", d.backend_note);
+  Backend* backend = d.backend.get();
+  d.ring = std::make_unique<DoorbellRing>(
+      std::size_t(c.ring_slots), d.detector.raw_event_bytes(),
+      [backend](std::size_t bytes) { return backend->allocate_host(bytes); },
+      [backend](void* pointer) { backend->free_host(pointer); });
+  d.set_state("idle");
+}
+
+Engine::~Engine() {
+  request_stop();
+  if (impl_->started) wait();
+  // The ring's memory belongs to the backend's allocator: free it first.
+  impl_->ring.reset();
+}
+
+void Engine::start() {
+  Impl& d = *impl_;
+  if (d.started.exchange(true)) return;
+  d.set_state("starting");
+  d.consumer_thread = std::thread([&d] { d.consume(); });
+  d.reporter_thread = std::thread([&d] { d.report(); });
+  d.producer_thread = std::thread([&d] { d.produce(); });
+}
+
+void Engine::request_stop() {
+  Impl& d = *impl_;
+  if (d.started && !d.stop_requested.exchange(true) && !d.finished) d.set_state("stopping");
+  d.stop_requested = true;
+}
+
+void Engine::wait() {
+  Impl& d = *impl_;
+  if (!d.started) return;
+  {
+    std::unique_lock lock(d.mutex);
+    d.finished_signal.wait(lock, [&d] { return d.finished.load(); });
+  }
+  for (std::thread* t : {&d.producer_thread, &d.consumer_thread, &d.reporter_thread})
+    if (t->joinable()) t->join();
+}
+
+bool Engine::finished() const { return impl_->finished; }
+
+RunSummary Engine::summary() const {
+  const Impl& d = *impl_;
+  RunSummary summary;
+  summary.stats = d.cumulative_stats();
+  std::lock_guard lock(d.mutex);
+  summary.finished = d.finished;
+  summary.error = d.error;
+  if (d.run_start != Clock::time_point{}) {
+    const auto end = d.run_end != Clock::time_point{} ? d.run_end : Clock::now();
+    summary.stats.elapsed_s = std::chrono::duration<double>(end - d.run_start).count();
+    if (summary.stats.elapsed_s > 0) {
+      summary.stats.event_rate_hz = double(summary.stats.events_processed) / summary.stats.elapsed_s;
+      summary.stats.input_gbps = summary.stats.event_rate_hz * double(d.detector.raw_event_bytes()) / 1e9;
+    }
+  }
+  protocol::StageTiming calibrate{"calibrate"};
+  if (summary.stats.events_processed > 0) {
+    calibrate.mean_us = d.total_calibrate_us / double(summary.stats.events_processed);
+    calibrate.gbps = double(d.detector.raw_event_bytes()) / (calibrate.mean_us * 1e-6) / 1e9;
+  }
+  summary.stats.stages.push_back(calibrate);
+  return summary;
+}
+
+const EngineConfig& Engine::config() const { return impl_->config; }
+std::string Engine::backend_name() const { return impl_->backend->name(); }
+std::string Engine::device_name() const { return impl_->backend->device_name(); }
+std::string Engine::publish_endpoint() const {
+  return impl_->publisher ? impl_->publisher->endpoint() : std::string();
+}
+void Engine::set_progress_callback(std::function<void(const protocol::StatsPayload&)> callback) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->progress = std::move(callback);
+}
+
+}  // namespace livedrp

@@ -1,0 +1,149 @@
+// EngineConfig <-> JSON. Strict: unknown keys and ill-typed or out-of-range values are errors that
+// name the file, the field, the value and what is allowed, so a typo never passes silently.
+#include <set>
+
+#include "core/error.hpp"
+#include "exec/engine.hpp"
+
+namespace livedrp {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kConfigSchemaVersion = 1;
+
+class FieldReader {
+ public:
+  FieldReader(const json& object, std::string origin, std::string prefix)
+      : object_(object), origin_(std::move(origin)), prefix_(std::move(prefix)) {
+    if (!object_.is_object()) fail(prefix_.empty() ? "configuration" : prefix_, "must be a JSON object");
+  }
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw InputError("configuration " + origin_ + ": field '" + field + "' " + what);
+  }
+  std::string name(const char* key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+  const json* find(const char* key) {
+    known_.insert(key);
+    auto it = object_.find(key);
+    return it == object_.end() ? nullptr : &*it;
+  }
+
+  void read(const char* key, std::string& value) {
+    if (const json* v = find(key)) {
+      if (!v->is_string()) fail(name(key), "must be a string, got " + v->dump());
+      value = v->get<std::string>();
+    }
+  }
+  void read(const char* key, bool& value) {
+    if (const json* v = find(key)) {
+      if (!v->is_boolean()) fail(name(key), "must be true or false, got " + v->dump());
+      value = v->get<bool>();
+    }
+  }
+  template <typename Integer>
+  void read_integer(const char* key, Integer& value, long long minimum, long long maximum) {
+    if (const json* v = find(key)) {
+      if (!v->is_number_integer() || v->get<long long>() < minimum || v->get<long long>() > maximum ||
+          (v->is_number_unsigned() && v->get<unsigned long long>() > (unsigned long long)maximum))
+        fail(name(key), "must be an integer in " + std::to_string(minimum) + ".." +
+                            std::to_string(maximum) + ", got " + v->dump());
+      value = Integer(v->get<long long>());
+    }
+  }
+  void read_number(const char* key, double& value, double minimum, double maximum) {
+    if (const json* v = find(key)) {
+      if (!v->is_number() || !(v->get<double>() >= minimum) || !(v->get<double>() <= maximum))
+        fail(name(key), "must be a number in [" + std::to_string(minimum) + ", " +
+                            std::to_string(maximum) + "], got " + v->dump());
+      value = v->get<double>();
+    }
+  }
+  void read_choice(const char* key, std::string& value, const std::set<std::string>& choices) {
+    read(key, value);
+    if (!choices.count(value)) {
+      std::string allowed;
+      for (const auto& c : choices) allowed += (allowed.empty() ? "" : ", ") + c;
+      fail(name(key), "must be one of " + allowed + ", got \"" + value + "\"");
+    }
+  }
+  // Every key of the object must have been asked for.
+  void reject_unknown_keys() const {
+    for (auto it = object_.begin(); it != object_.end(); ++it)
+      if (!known_.count(it.key()))
+        throw InputError("configuration " + origin_ + ": unknown field '" +
+                         (prefix_.empty() ? it.key() : prefix_ + "." + it.key()) + "'");
+  }
+
+ private:
+  const json& object_;
+  std::string origin_;
+  std::string prefix_;
+  std::set<std::string> known_;
+};
+
+}  // namespace
+
+EngineConfig EngineConfig::from_json(const json& object, const std::string& origin) {
+  EngineConfig c;
+  FieldReader root(object, origin, "");
+  int version = kConfigSchemaVersion;
+  root.read_integer("schema_version", version, 0, 1 << 20);
+  if (version != kConfigSchemaVersion)
+    root.fail("schema_version", "is " + std::to_string(version) + "; this livedrp reads version " +
+                                    std::to_string(kConfigSchemaVersion));
+  root.read("source", c.source);
+  if (c.source.rfind("sim:", 0) != 0 || c.source.size() <= 4)
+    root.fail("source", "must be sim:DETECTOR (e.g. sim:epix10ka2m), got \"" + c.source + "\"");
+  root.read_integer("events", c.events, 0, (1LL << 62));
+  root.read_number("rate_hz", c.rate_hz, 0.0, 1e7);
+  root.read_choice("full_ring", c.full_ring, {"auto", "drop", "wait"});
+  root.read_integer("run", c.run, 0, (1LL << 62));
+  root.read_choice("backend", c.backend, {"auto", "cpu", "cuda"});
+  root.read_integer("cpu_threads", c.cpu_threads, 0, 1024);
+  root.read("publish", c.publish);
+  root.read("constants_file", c.constants_file);
+  root.read_integer("ring_slots", c.ring_slots, 1, 4096);
+  root.read_number("stats_interval_s", c.stats_interval_s, 0.01, 60.0);
+  if (const json* calibration = root.find("calibration")) {
+    FieldReader reader(*calibration, origin, "calibration");
+    reader.read("common_mode", c.calibration.common_mode);
+    double threshold = c.calibration.common_mode_threshold_adu;
+    reader.read_number("common_mode_threshold_adu", threshold, 0.0, 16384.0);
+    c.calibration.common_mode_threshold_adu = float(threshold);
+    reader.read_integer("common_mode_min_pixels", c.calibration.common_mode_min_pixels, 1, 64);
+    reader.reject_unknown_keys();
+  }
+  if (const json* simulator = root.find("simulator")) {
+    FieldReader reader(*simulator, origin, "simulator");
+    reader.read_integer("seed", c.seed, 0, (1LL << 62));
+    reader.read_number("hit_fraction", c.hit_fraction, 0.0, 1.0);
+    reader.read_integer("pool_events", c.simulator_pool, 1, 4096);
+    reader.reject_unknown_keys();
+  }
+  root.reject_unknown_keys();
+  return c;
+}
+
+json EngineConfig::to_json() const {
+  return {{"schema_version", kConfigSchemaVersion},
+          {"source", source},
+          {"events", events},
+          {"rate_hz", rate_hz},
+          {"full_ring", full_ring},
+          {"run", run},
+          {"backend", backend},
+          {"cpu_threads", cpu_threads},
+          {"publish", publish},
+          {"constants_file", constants_file},
+          {"ring_slots", ring_slots},
+          {"stats_interval_s", stats_interval_s},
+          {"calibration",
+           {{"common_mode", calibration.common_mode},
+            {"common_mode_threshold_adu", calibration.common_mode_threshold_adu},
+            {"common_mode_min_pixels", calibration.common_mode_min_pixels}}},
+          {"simulator",
+           {{"seed", seed}, {"hit_fraction", hit_fraction}, {"pool_events", simulator_pool}}}};
+}
+
+}  // namespace livedrp

@@ -1,0 +1,182 @@
+// livedrp-engine: the headless engine. `run` drives a source through the pipeline and publishes
+// over ZeroMQ; progress goes to stderr, the final summary to stdout.
+// Exit status: 0 done, 1 the run failed (device fault), 2 bad input (arguments, config, endpoint).
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/detector.hpp"
+#include "core/error.hpp"
+#include "exec/engine.hpp"
+
+namespace {
+
+constexpr int kExitRunFailed = 1;
+constexpr int kExitBadInput = 2;
+
+std::atomic<bool> interrupted{false};
+extern "C" void on_interrupt(int) { interrupted = true; }
+
+int bad_input(const std::string& what) {
+  std::cerr << "livedrp-engine: error: " << what << "\n";
+  return kExitBadInput;
+}
+
+livedrp::EngineConfig load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw livedrp::InputError("cannot read configuration file '" + path + "'");
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw livedrp::InputError("configuration file '" + path + "' is not valid JSON: " + e.what());
+  }
+  return livedrp::EngineConfig::from_json(json, "'" + path + "'");
+}
+
+std::string drops_text(const livedrp::protocol::StatsPayload& stats) {
+  std::string text;
+  for (const auto& [reason, count] : stats.drops_by_reason)
+    if (count) text += (text.empty() ? " (" : ", ") + reason + " " + std::to_string(count);
+  return text.empty() ? text : text + ")";
+}
+
+nlohmann::json summary_json(const livedrp::Engine& engine, const livedrp::RunSummary& summary) {
+  const auto& s = summary.stats;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& stage : s.stages)
+    stages.push_back({{"name", stage.name}, {"mean_us", stage.mean_us}, {"gbps", stage.gbps}});
+  return {{"events_in", s.events_in},       {"events_processed", s.events_processed},
+          {"events_dropped", s.events_dropped}, {"drops_by_reason", s.drops_by_reason},
+          {"order_errors", s.order_errors}, {"elapsed_s", s.elapsed_s},
+          {"event_rate_hz", s.event_rate_hz}, {"input_gbps", s.input_gbps},
+          {"backend", s.backend},           {"device", s.device},
+          {"stages", stages},               {"error", summary.error},
+          {"config", engine.config().to_json()}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"livedrp-engine: live detector data reduction (headless)"};
+  app.require_subcommand(1);
+
+  CLI::App* run = app.add_subcommand("run", "Run a source through the pipeline and publish results");
+  std::string config_file, source, backend, publish, constants_file, summary_file;
+  std::uint64_t events = 0;
+  double rate = -1;
+  int ring_slots = 0;
+  bool no_common_mode = false, verbose = false;
+  run->add_option("--config", config_file, "Pipeline configuration (JSON); options below override it");
+  run->add_option("--source", source, "sim:epix10ka2m | sim:jungfrau4m | sim:generic_f32");
+  run->add_option("--events", events, "Stop after N events (0: until interrupted)");
+  run->add_option("--rate", rate, "Source rate in Hz (0: as fast as possible)");
+  run->add_option("--backend", backend, "cpu | cuda | auto");
+  run->add_option("--publish", publish, "ZeroMQ endpoint to publish on (default tcp://127.0.0.1:5555)");
+  run->add_option("--constants", constants_file, "Calibration constants (HDF5, see docs/formats.md)");
+  run->add_option("--ring-slots", ring_slots, "Doorbell ring depth");
+  run->add_flag("--no-common-mode", no_common_mode, "Skip the common-mode correction");
+  run->add_option("--summary-json", summary_file, "Write the final summary as JSON to this file");
+  run->add_flag("-v,--verbose", verbose, "Log engine details");
+
+  CLI::App* detectors = app.add_subcommand("detectors", "List the built-in detectors");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return bad_input(e.what());
+  }
+  spdlog::set_level(verbose ? spdlog::level::info : spdlog::level::warn);
+
+  if (detectors->parsed()) {
+    for (const auto& name : livedrp::builtin_detector_names()) {
+      const auto d = livedrp::find_detector(name);
+      std::cout << name << ": " << d.segments << " x " << d.rows << "x" << d.cols << " "
+                << livedrp::to_string(d.encoding) << " - " << d.description << "\n";
+    }
+    return 0;
+  }
+
+  std::unique_ptr<livedrp::Engine> engine;
+  try {
+    livedrp::EngineConfig config = config_file.empty() ? livedrp::EngineConfig{}
+                                                       : load_config_file(config_file);
+    if (!source.empty()) config.source = source;
+    if (run->count("--events")) config.events = events;
+    if (run->count("--rate")) {
+      if (!(rate >= 0)) throw livedrp::InputError("--rate must be >= 0 Hz, got " + std::to_string(rate));
+      config.rate_hz = rate;
+    }
+    if (!backend.empty()) {
+      if (backend != "cpu" && backend != "cuda" && backend != "auto")
+        throw livedrp::InputError("--backend must be cpu, cuda or auto, got '" + backend + "'");
+      config.backend = backend;
+    }
+    if (run->count("--publish")) config.publish = publish;
+    if (!constants_file.empty()) config.constants_file = constants_file;
+    if (run->count("--ring-slots")) {
+      if (ring_slots < 1) throw livedrp::InputError("--ring-slots must be at least 1");
+      config.ring_slots = ring_slots;
+    }
+    if (no_common_mode) config.calibration.common_mode = false;
+    engine = std::make_unique<livedrp::Engine>(config);
+  } catch (const livedrp::InputError& e) {
+    return bad_input(e.what());
+  } catch (const livedrp::RuntimeFault& e) {
+    return bad_input(e.what());
+  }
+
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  std::cerr << "livedrp-engine: " << engine->config().source << " on " << engine->backend_name()
+            << " (" << engine->device_name() << "), publishing on "
+            << (engine->publish_endpoint().empty() ? "nothing" : engine->publish_endpoint()) << "\n";
+  auto last_print = std::chrono::steady_clock::now();
+  engine->set_progress_callback([&last_print](const livedrp::protocol::StatsPayload& s) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_print < std::chrono::seconds(1)) return;
+    last_print = now;
+    std::fprintf(stderr, "  %.1f s: %llu processed, %llu dropped, %.1f events/s, %.3f GB/s\n",
+                 s.elapsed_s, (unsigned long long)s.events_processed,
+                 (unsigned long long)s.events_dropped, s.event_rate_hz, s.input_gbps);
+  });
+  engine->start();
+  while (!engine->finished()) {
+    if (interrupted) engine->request_stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  engine->wait();
+
+  const livedrp::RunSummary summary = engine->summary();
+  const auto& s = summary.stats;
+  std::printf("events in: %llu, processed: %llu, dropped: %llu%s, order errors: %llu\n",
+              (unsigned long long)s.events_in, (unsigned long long)s.events_processed,
+              (unsigned long long)s.events_dropped, drops_text(s).c_str(),
+              (unsigned long long)s.order_errors);
+  std::printf("rate: %.1f events/s, input: %.3f GB/s, elapsed: %.2f s, backend: %s (%s)\n",
+              s.event_rate_hz, s.input_gbps, s.elapsed_s, s.backend.c_str(), s.device.c_str());
+  for (const auto& stage : s.stages)
+    std::printf("stage %s: %.1f us/event, %.2f GB/s\n", stage.name.c_str(), stage.mean_us, stage.gbps);
+  if (!summary_file.empty()) {
+    std::ofstream out(summary_file);
+    out << summary_json(*engine, summary).dump(2) << "\n";
+    if (!out) return bad_input("cannot write summary file '" + summary_file + "'");
+  }
+  if (!summary.error.empty()) {
+    std::cerr << "livedrp-engine: run failed: " << summary.error << "\n";
+    return kExitRunFailed;
+  }
+  return 0;
+}

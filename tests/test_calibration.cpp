@@ -1,0 +1,271 @@
+// Calibration on the CPU backend against an independent float64 reference.
+//
+// The reference below decodes raw words with its own bit logic (not calib/calibration_math.hpp),
+// computes (adc - pedestal - common_mode) * gain in double precision and the common mode as a
+// float64 median. The engine works in float32, so the two agree to float rounding: the pedestal
+// offset of a 14-bit ADC value carries at most half an ulp of 16384 (~0.001 ADU) and the common
+// mode as much again, so |engine - reference| <= kAbsToleranceAdu * gain + 1e-6 * |reference|.
+// Quiet-pixel decisions are taken on the float32 offset in both, as the engine documents.
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "calib/calibrate_cpu.hpp"
+#include "calib/calibration_math.hpp"
+#include "calib/constants.hpp"
+#include "core/detector.hpp"
+#include "core/thread_pool.hpp"
+#include "sim/simulator.hpp"
+
+using namespace livedrp;
+
+namespace {
+
+constexpr double kAbsToleranceAdu = 4e-3;
+constexpr double kRelTolerance = 1e-6;
+
+struct ReferencePixel {
+  int mode = 0;
+  bool bad = false;
+  double adc = 0;
+};
+
+// Independent decoding, straight from the detector documentation.
+ReferencePixel reference_decode(const DetectorDescription& d, const void* raw, std::size_t p,
+                                std::uint8_t status) {
+  ReferencePixel r;
+  r.bad = (status & 0x80) != 0;
+  if (d.encoding == RawEncoding::Float32) {
+    r.adc = static_cast<const float*>(raw)[p];
+    return r;
+  }
+  const std::uint16_t word = static_cast<const std::uint16_t*>(raw)[p];
+  r.adc = double(word % 16384);  // 14 ADC bits
+  if (d.encoding == RawEncoding::Jungfrau) {
+    const int stage = word / 16384;  // bits 15:14
+    static const int kModeOfStage[4] = {0, 1, -1, 2};
+    r.mode = kModeOfStage[stage] < 0 ? 0 : kModeOfStage[stage];
+    if (stage == 2) r.bad = true;
+  } else {
+    const bool switched = (word / 16384) % 2 == 1;  // bit 14
+    switch (status & 7) {
+      case 0: r.mode = 0; break;                   // FH
+      case 1: r.mode = 1; break;                   // FM
+      case 2: r.mode = 2; break;                   // FL
+      case 3: r.mode = switched ? 5 : 3; break;    // AHL: high, or low after switching
+      case 4: r.mode = switched ? 6 : 4; break;    // AML: medium, or low after switching
+      default: r.bad = true;
+    }
+  }
+  return r;
+}
+
+double reference_median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+struct ReferenceResult {
+  std::vector<double> values;
+  std::set<int> modes_seen;
+  std::size_t bad_pixels = 0;
+  std::size_t corrected_bank_rows = 0;
+};
+
+ReferenceResult reference_calibrate(const DetectorDescription& d, const CalibrationConstants& c,
+                                    const calib::CalibrationParams& params, const void* raw) {
+  ReferenceResult result;
+  result.values.resize(d.pixels());
+  const bool common_mode = params.common_mode && d.bank_columns > 0;
+  const std::size_t width = common_mode ? std::size_t(d.bank_columns) : d.pixels();
+  for (std::size_t first = 0; first < d.pixels(); first += width) {
+    std::vector<ReferencePixel> pixels(width);
+    std::vector<double> offsets(width), quiet;
+    for (std::size_t i = 0; i < width; ++i) {
+      const std::size_t p = first + i;
+      pixels[i] = reference_decode(d, raw, p, c.pixel_status[p]);
+      const auto pg = c.pedestal_gain[std::size_t(pixels[i].mode) * c.pixels + p];
+      offsets[i] = pixels[i].adc - double(pg.pedestal);
+      const float offset32 = float(pixels[i].adc) - pg.pedestal;
+      if (common_mode && !pixels[i].bad && std::fabs(offset32) < params.common_mode_threshold_adu)
+        quiet.push_back(offsets[i]);
+    }
+    double cm = 0;
+    if (common_mode && int(quiet.size()) >= params.common_mode_min_pixels) {
+      cm = reference_median(quiet);
+      ++result.corrected_bank_rows;
+    }
+    for (std::size_t i = 0; i < width; ++i) {
+      const std::size_t p = first + i;
+      const auto pg = c.pedestal_gain[std::size_t(pixels[i].mode) * c.pixels + p];
+      result.values[p] = pixels[i].bad ? 0.0 : (offsets[i] - cm) * double(pg.gain);
+      if (pixels[i].bad)
+        ++result.bad_pixels;
+      else
+        result.modes_seen.insert(pixels[i].mode);
+    }
+  }
+  return result;
+}
+
+// Largest deviation in units of the allowed tolerance (<= 1 passes), and where.
+std::pair<double, std::size_t> worst_deviation(const std::vector<float>& engine,
+                                               const ReferenceResult& ref,
+                                               const CalibrationConstants& c) {
+  double worst = 0;
+  std::size_t where = 0;
+  for (std::size_t p = 0; p < engine.size(); ++p) {
+    double max_gain = 0;
+    for (int m = 0; m < c.modes; ++m)
+      max_gain = std::max(max_gain, std::fabs(double(c.pedestal_gain[std::size_t(m) * c.pixels + p].gain)));
+    const double allowed = kAbsToleranceAdu * max_gain + kRelTolerance * std::fabs(ref.values[p]);
+    const double deviation = std::fabs(double(engine[p]) - ref.values[p]) / allowed;
+    if (!(deviation <= worst)) {
+      worst = std::isnan(deviation) ? 1e300 : deviation;
+      where = p;
+    }
+  }
+  return {worst, where};
+}
+
+}  // namespace
+
+class TestCalibration : public QObject {
+  Q_OBJECT
+
+ private:
+  void compare_with_reference(const QString& detector_name, bool common_mode) {
+    const DetectorDescription detector = find_detector(detector_name.toStdString());
+    SimulatorConfig config;
+    config.hit_fraction = 1.0;  // every event has Bragg peaks: bright pixels switch gain
+    DetectorSimulator simulator(detector, config);
+    const CalibrationConstants& constants = simulator.constants();
+    calib::CalibrationParams params;
+    params.common_mode = common_mode;
+    ThreadPool pool(2);
+    std::vector<std::byte> raw(detector.raw_event_bytes());
+    std::vector<float> out(detector.pixels());
+    std::set<int> modes_seen;
+    for (std::uint64_t event = 0; event < 2; ++event) {
+      simulator.generate(event, raw.data(), nullptr, &pool);
+      std::fill(out.begin(), out.end(), std::nanf(""));  // every pixel must be written
+      calibrate_event_cpu(detector, constants, params, raw.data(), out.data(), &pool);
+      const ReferenceResult ref = reference_calibrate(detector, constants, params, raw.data());
+      const auto [worst, where] = worst_deviation(out, ref, constants);
+      QVERIFY2(worst <= 1.0, qPrintable(QString("%1 event %2 pixel %3: engine %4, reference %5")
+                                            .arg(detector_name).arg(event).arg(where)
+                                            .arg(double(out[where]), 0, 'g', 9)
+                                            .arg(ref.values[where], 0, 'g', 12)));
+      QVERIFY(ref.bad_pixels > 0);
+      for (std::size_t p = 0; p < out.size(); ++p)
+        if (ref.values[p] == 0.0 && constants.masked(p)) QCOMPARE(out[p], 0.0f);
+      if (common_mode) QVERIFY(ref.corrected_bank_rows > detector.bank_rows() / 2);
+      modes_seen.insert(ref.modes_seen.begin(), ref.modes_seen.end());
+    }
+    // Every gain mode of the detector occurs in the data and was checked.
+    QCOMPARE(int(modes_seen.size()), detector.modes());
+  }
+
+ private slots:
+  void epix10ka_matches_float64_reference_with_common_mode() { compare_with_reference("epix10ka2m", true); }
+  void epix10ka_matches_float64_reference_without_common_mode() { compare_with_reference("epix10ka2m", false); }
+  void jungfrau_matches_float64_reference_with_common_mode() { compare_with_reference("jungfrau4m", true); }
+  void jungfrau_matches_float64_reference_without_common_mode() { compare_with_reference("jungfrau4m", false); }
+
+  void epix10ka_words_decode_to_documented_modes() {
+    using namespace calib;
+    // Fixed configurations ignore the gain bit; auto configurations switch on it.
+    const std::uint16_t low = 1234, switched = std::uint16_t((1u << 14) | 1234u);
+    QCOMPARE(decode_epix10ka(low, kConfigFH).mode, int(kFH));
+    QCOMPARE(decode_epix10ka(switched, kConfigFH).mode, int(kFH));
+    QCOMPARE(decode_epix10ka(low, kConfigFM).mode, int(kFM));
+    QCOMPARE(decode_epix10ka(low, kConfigFL).mode, int(kFL));
+    QCOMPARE(decode_epix10ka(low, kConfigAHL).mode, int(kAHL_H));
+    QCOMPARE(decode_epix10ka(switched, kConfigAHL).mode, int(kAHL_L));
+    QCOMPARE(decode_epix10ka(low, kConfigAML).mode, int(kAML_M));
+    QCOMPARE(decode_epix10ka(switched, kConfigAML).mode, int(kAML_L));
+    QCOMPARE(decode_epix10ka(switched, kConfigAML).adc, 1234.0f);
+    QVERIFY(decode_epix10ka(low, 5).bad);  // no such configuration
+    QVERIFY(decode_epix10ka(low, kConfigFH | kStatusMasked).bad);
+    QVERIFY(!decode_epix10ka(0xBFFF, kConfigFH).bad);  // bit 15 is not part of the word's meaning
+    QCOMPARE(decode_epix10ka(0xBFFF, kConfigFH).adc, 16383.0f);
+  }
+
+  void jungfrau_words_decode_to_documented_stages() {
+    using namespace calib;
+    QCOMPARE(decode_jungfrau(0x0000 | 100, 0).mode, 0);
+    QCOMPARE(decode_jungfrau(0x4000 | 100, 0).mode, 1);
+    QCOMPARE(decode_jungfrau(0xC000 | 100, 0).mode, 2);
+    QVERIFY(decode_jungfrau(0x8000 | 100, 0).bad);  // bits 10: not a gain stage
+    QVERIFY(!decode_jungfrau(0xC000 | 100, 0).bad);
+    QCOMPARE(decode_jungfrau(0xC000 | 100, 0).adc, 100.0f);
+  }
+
+  // A hand-made single bank row with known offsets: the output is checked against numbers worked
+  // out by hand.
+  void bank_row_common_mode_is_the_median_of_quiet_pixels() {
+    DetectorDescription d = find_detector("jungfrau4m");
+    CalibrationConstants c = identity_constants(d);
+    // Pixels 0..63 of the first bank row: pedestal 1000 ADU, gain 0.5 keV/ADU in g0.
+    for (std::size_t p = 0; p < 64; ++p) c.pedestal_gain[p] = {1000.0f, 0.5f};
+    std::vector<std::uint16_t> raw(d.pixels(), 0);
+    // 60 quiet pixels with offsets 1..60 ADU scattered; 4 bright ones (offset 3000) not quiet.
+    for (std::size_t p = 0; p < 60; ++p) raw[p] = std::uint16_t(1000 + ((p * 37) % 60) + 1);
+    for (std::size_t p = 60; p < 64; ++p) raw[p] = 4000;
+    c.pixel_status[5] |= calib::kStatusMasked;  // its offset ((5*37)%60)+1 = 6 leaves the median
+    calib::CalibrationParams params;
+    params.common_mode_threshold_adu = 100.0f;
+    std::vector<float> out(d.pixels());
+    calibrate_bank_row_cpu(d.encoding, c, params, raw.data(), 0, 64, out.data());
+    // Quiet offsets: 1..60 without 6 -> 59 values, median is the 30th smallest = 31.
+    const float cm = 31.0f;
+    QCOMPARE(out[5], 0.0f);
+    for (std::size_t p = 0; p < 64; ++p) {
+      if (p == 5) continue;
+      const float offset = float(raw[p]) - 1000.0f;
+      QCOMPARE(out[p], (offset - cm) * 0.5f);
+    }
+    // Even count: median is the mean of the two middle values. Unmask pixel 5 -> 1..60 -> 30.5.
+    c.pixel_status[5] = 0;
+    calibrate_bank_row_cpu(d.encoding, c, params, raw.data(), 0, 64, out.data());
+    QCOMPARE(out[60], (3000.0f - 30.5f) * 0.5f);
+    // Too few quiet pixels: no correction.
+    params.common_mode_min_pixels = 61;
+    calibrate_bank_row_cpu(d.encoding, c, params, raw.data(), 0, 64, out.data());
+    QCOMPARE(out[60], 3000.0f * 0.5f);
+  }
+
+  void float32_detector_passes_values_through_and_masks() {
+    const DetectorDescription d = find_detector("generic_f32");
+    CalibrationConstants c = identity_constants(d);
+    std::vector<float> raw(d.pixels());
+    for (std::size_t p = 0; p < raw.size(); ++p) raw[p] = float(p % 1000) * 0.37f - 11.0f;
+    c.pixel_status[17] |= calib::kStatusMasked;
+    std::vector<float> out(d.pixels(), std::nanf(""));
+    calib::CalibrationParams params;
+    calibrate_event_cpu(d, c, params, raw.data(), out.data());
+    for (std::size_t p = 0; p < raw.size(); ++p) QCOMPARE(out[p], p == 17 ? 0.0f : raw[p]);
+  }
+
+  void thread_pool_gives_the_same_result_as_one_thread() {
+    const DetectorDescription d = find_detector("epix10ka2m");
+    DetectorSimulator simulator(d, SimulatorConfig{});
+    std::vector<std::byte> raw(d.raw_event_bytes());
+    simulator.generate(3, raw.data());
+    std::vector<float> serial(d.pixels()), parallel(d.pixels());
+    calib::CalibrationParams params;
+    calibrate_event_cpu(d, simulator.constants(), params, raw.data(), serial.data(), nullptr);
+    ThreadPool pool(3);
+    calibrate_event_cpu(d, simulator.constants(), params, raw.data(), parallel.data(), &pool);
+    QVERIFY(std::memcmp(serial.data(), parallel.data(), serial.size() * sizeof(float)) == 0);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCalibration)
+#include "test_calibration.moc"

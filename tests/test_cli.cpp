@@ -1,0 +1,99 @@
+// livedrp-engine on the command line: bad input of every kind gives exit status 2 and a message
+// naming the problem; a good run prints its summary and exits 0.
+#include <QtTest>
+
+class TestCli : public QObject {
+  Q_OBJECT
+
+  struct Result {
+    int exit_code = -1;
+    QString out, err;
+  };
+
+  static Result run(const QStringList& arguments, int timeout_ms = 120000) {
+    const QString exe = qEnvironmentVariable("LIVEDRP_ENGINE_EXE");
+    QProcess process;
+    process.start(exe, arguments);
+    Result result;
+    if (!process.waitForFinished(timeout_ms)) {
+      process.kill();
+      process.waitForFinished();
+      result.err = "timed out";
+      return result;
+    }
+    result.exit_code = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+    result.out = QString::fromUtf8(process.readAllStandardOutput());
+    result.err = QString::fromUtf8(process.readAllStandardError());
+    return result;
+  }
+
+  QTemporaryDir dir_;
+
+  QString write(const char* name, const QByteArray& content) {
+    const QString path = dir_.path() + "/" + name;
+    QFile file(path);
+    file.open(QIODevice::WriteOnly);
+    file.write(content);
+    return path;
+  }
+
+  void expect_bad_input(const QStringList& arguments, const QString& expected_text) {
+    const Result r = run(arguments);
+    QVERIFY2(r.exit_code == 2, qPrintable(QString("exit %1, stderr: %2").arg(r.exit_code).arg(r.err)));
+    QVERIFY2(r.err.contains(expected_text),
+             qPrintable(QString("stderr lacks '%1': %2").arg(expected_text, r.err)));
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY2(QFile::exists(qEnvironmentVariable("LIVEDRP_ENGINE_EXE")),
+             "set LIVEDRP_ENGINE_EXE to the livedrp-engine executable (CTest does)");
+  }
+
+  void unreadable_config_is_named() {
+    expect_bad_input({"run", "--config", "/nonexistent/pipeline.json"}, "/nonexistent/pipeline.json");
+  }
+  void malformed_config_is_reported_as_invalid_json() {
+    const QString path = write("broken.json", "{ \"source\": ");
+    expect_bad_input({"run", "--config", path}, "not valid JSON");
+  }
+  void config_with_unknown_field_names_it() {
+    const QString path = write("typo.json", R"({"schema_version": 1, "evnets": 10})");
+    expect_bad_input({"run", "--config", path}, "unknown field 'evnets'");
+  }
+  void unknown_detector_is_named() {
+    expect_bad_input({"run", "--source", "sim:pilatus6m", "--backend", "cpu"}, "pilatus6m");
+  }
+  void bad_endpoint_is_named() {
+    expect_bad_input({"run", "--source", "sim:jungfrau4m", "--backend", "cpu", "--publish", "bogus://x"},
+                     "bogus://x");
+  }
+  void bad_backend_is_named() {
+    expect_bad_input({"run", "--backend", "opencl"}, "opencl");
+  }
+  void negative_rate_is_refused() {
+    expect_bad_input({"run", "--rate", "-3", "--backend", "cpu"}, "--rate");
+  }
+  void unknown_option_is_refused() {
+    expect_bad_input({"run", "--frobnicate"}, "frobnicate");
+  }
+  void missing_subcommand_is_refused() { expect_bad_input({}, "subcommand"); }
+
+  void good_run_prints_a_summary_and_exits_zero() {
+    const QString summary = dir_.path() + "/summary.json";
+    const Result r = run({"run", "--source", "sim:jungfrau4m", "--events", "12", "--backend", "cpu",
+                          "--publish", "tcp://127.0.0.1:*", "--summary-json", summary});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+    QVERIFY2(r.out.contains("processed: 12"), qPrintable(r.out));
+    QVERIFY(r.out.contains("dropped: 0"));
+    QVERIFY(r.out.contains("events/s"));
+    QFile file(summary);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QJsonObject json = QJsonDocument::fromJson(file.readAll()).object();
+    QCOMPARE(json["events_processed"].toInt(), 12);
+    QCOMPARE(json["config"].toObject()["source"].toString(), QString("sim:jungfrau4m"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"

@@ -1,0 +1,170 @@
+// The engine end to end on the CPU backend: every event that enters is processed or counted as
+// dropped, results leave in order, `stats` and `status` are published, and bad configurations are
+// refused with the field named.
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "exec/engine.hpp"
+#include "protocol/subscriber.hpp"
+#include "protocol/topics.hpp"
+
+using namespace livedrp;
+
+namespace {
+
+EngineConfig small_cpu_config(const std::string& source = "sim:jungfrau4m") {
+  EngineConfig c;
+  c.source = source;
+  c.backend = "cpu";
+  c.publish = "tcp://127.0.0.1:*";
+  c.simulator_pool = 2;  // generating events is slow on a 2-core machine; two are enough here
+  c.stats_interval_s = 0.05;
+  c.cpu_threads = 2;
+  return c;
+}
+
+QString error_of(const nlohmann::json& json) {
+  try {
+    EngineConfig::from_json(json, "test.json");
+  } catch (const InputError& e) {
+    return QString::fromStdString(e.what());
+  }
+  return {};
+}
+
+}  // namespace
+
+class TestEngine : public QObject {
+  Q_OBJECT
+ private slots:
+  void every_event_is_processed_when_the_source_waits() {
+    EngineConfig c = small_cpu_config();
+    c.events = 25;
+    c.full_ring = "wait";
+    Engine engine(c);
+    engine.start();
+    engine.wait();
+    const RunSummary s = engine.summary();
+    QVERIFY2(s.error.empty(), s.error.c_str());
+    QCOMPARE(s.stats.events_in, std::uint64_t(25));
+    QCOMPARE(s.stats.events_processed, std::uint64_t(25));
+    QCOMPARE(s.stats.events_dropped, std::uint64_t(0));
+    QCOMPARE(s.stats.events_in_flight, std::uint64_t(0));
+    QCOMPARE(s.stats.order_errors, std::uint64_t(0));
+    QCOMPARE(s.stats.backend, std::string("cpu"));
+    QVERIFY(s.stats.event_rate_hz > 0);
+    QVERIFY(s.stats.stages.at(0).mean_us > 0);
+  }
+
+  // A ring of one slot fed flat out with drops allowed: the books must still balance exactly.
+  void drops_are_counted_with_their_reason_and_balance_the_books() {
+    EngineConfig c = small_cpu_config("sim:epix10ka2m");
+    c.events = 300;
+    c.ring_slots = 1;
+    c.full_ring = "drop";
+    Engine engine(c);
+    engine.start();
+    engine.wait();
+    const auto s = engine.summary().stats;
+    QCOMPARE(s.events_in, std::uint64_t(300));
+    QCOMPARE(s.events_processed + s.events_dropped, std::uint64_t(300));
+    QVERIFY(s.events_dropped > 0);  // memcpy outpaces CPU calibration
+    QCOMPARE(s.drops_by_reason.at("ring_full"), s.events_dropped);
+    QCOMPARE(s.order_errors, std::uint64_t(0));
+  }
+
+  void stop_drains_events_in_flight() {
+    EngineConfig c = small_cpu_config();
+    c.rate_hz = 200;
+    Engine engine(c);
+    engine.start();
+    QTest::qWait(500);
+    engine.request_stop();
+    engine.wait();
+    const auto s = engine.summary().stats;
+    QVERIFY(engine.finished());
+    QVERIFY(s.events_processed > 0);
+    QCOMPARE(s.events_in_flight, std::uint64_t(0));
+    QCOMPARE(s.events_processed + s.events_dropped, s.events_in);
+  }
+
+  void stats_and_status_are_published() {
+    EngineConfig c = small_cpu_config();
+    c.events = 20;
+    c.rate_hz = 100;
+    Engine engine(c);
+    protocol::Subscriber subscriber(engine.publish_endpoint());
+    QTest::qWait(100);  // let the subscription reach the publisher
+    engine.start();
+    std::uint64_t last_processed = 0;
+    bool saw_running = false, saw_finished = false, saw_rate = false;
+    QElapsedTimer timer;
+    timer.start();
+    while (!saw_finished && timer.elapsed() < 20000) {
+      auto message = subscriber.receive(std::chrono::milliseconds(200));
+      if (!message) continue;
+      if (message->topic == "stats") {
+        const auto stats = protocol::stats_from_json(message->payload);
+        QVERIFY(stats.events_processed >= last_processed);
+        last_processed = stats.events_processed;
+        if (stats.event_rate_hz > 0) saw_rate = true;
+        QCOMPARE(stats.backend, std::string("cpu"));
+        QCOMPARE(message->run, std::int64_t(1));
+      } else if (message->topic == "status") {
+        const auto status = protocol::status_from_json(message->payload);
+        QCOMPARE(status.detector, std::string("jungfrau4m"));
+        QCOMPARE(status.config.at("source").get<std::string>(), std::string("sim:jungfrau4m"));
+        if (status.state == "running") saw_running = true;
+        if (status.state == "finished") saw_finished = true;
+      }
+    }
+    engine.wait();
+    QVERIFY(saw_running);
+    QVERIFY(saw_finished);
+    QVERIFY(saw_rate);
+    QCOMPARE(last_processed, std::uint64_t(20));
+  }
+
+  void configuration_round_trips_through_json() {
+    EngineConfig c;
+    c.source = "sim:epix10ka2m";
+    c.events = 123;
+    c.rate_hz = 45.5;
+    c.backend = "cpu";
+    c.ring_slots = 7;
+    c.calibration.common_mode = false;
+    c.calibration.common_mode_threshold_adu = 12.5f;
+    c.seed = 99;
+    const EngineConfig again = EngineConfig::from_json(c.to_json(), "round trip");
+    QCOMPARE(again.to_json(), c.to_json());
+    QCOMPARE(again.events, std::uint64_t(123));
+    QCOMPARE(again.calibration.common_mode_threshold_adu, 12.5f);
+  }
+
+  void bad_configuration_names_the_field() {
+    using nlohmann::json;
+    QVERIFY(error_of({{"sorce", "sim:epix10ka2m"}}).contains("unknown field 'sorce'"));
+    QVERIFY(error_of({{"rate_hz", -5}}).contains("rate_hz"));
+    QVERIFY(error_of({{"backend", "opencl"}}).contains("backend"));
+    QVERIFY(error_of({{"source", "file:x.h5"}}).contains("source"));
+    QVERIFY(error_of({{"ring_slots", 0}}).contains("ring_slots"));
+    QVERIFY(error_of({{"events", "many"}}).contains("events"));
+    QVERIFY(error_of({{"calibration", {{"common_mode", "yes"}}}}).contains("calibration.common_mode"));
+    QVERIFY(error_of({{"simulator", {{"hit_fraction", 2}}}}).contains("simulator.hit_fraction"));
+    QVERIFY(error_of({{"schema_version", 2}}).contains("schema_version"));
+    QVERIFY(error_of(json::array()).contains("JSON object"));
+  }
+
+  void unknown_detector_and_bad_endpoint_are_refused_at_construction() {
+    EngineConfig c = small_cpu_config("sim:nosuchdetector");
+    QVERIFY_THROWS_EXCEPTION(InputError, Engine{c});
+    c = small_cpu_config();
+    c.publish = "tcp://not a host:99999";
+    QVERIFY_THROWS_EXCEPTION(InputError, Engine{c});
+  }
+};
+
+QTEST_GUILESS_MAIN(TestEngine)
+#include "test_engine.moc"
