@@ -207,7 +207,11 @@ void Engine::Impl::consume() {
       if (backend->in_flight() > 0 && !backend->can_submit()) {
         if (auto done = backend->next_completed(true)) account_completed(*done);
       } else {
-        ring->consumer_wait(std::chrono::milliseconds(2), [] { return true; });
+        // With events in flight on a device, come back soon to retire them; an idle pipeline
+        // can wait longer for the next doorbell.
+        const auto wait = backend->in_flight() > 0 ? std::chrono::microseconds(50)
+                                                   : std::chrono::microseconds(2000);
+        ring->consumer_wait(wait, [] { return true; });
       }
     }
   } catch (const std::exception& e) {

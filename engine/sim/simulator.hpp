@@ -1,0 +1,160 @@
+#pragma once
+// The simulated live detector: raw events of any built-in detector, made from known constants and
+// a known scene, with the truth kept beside them so every stage downstream can be checked.
+//
+// What one event holds, per pixel p of the detector:
+//   photons  ~ Poisson(powder(p) + Bragg peaks(p) + bright spots(p))
+//   ePix10ka / Jungfrau raw word:
+//     adc = pedestal[mode][p] + common_mode[bank row] + noise + photons * E / gain[mode][p],
+//     mode = the pixel's fixed mode, or for auto-ranging pixels (ePix10ka AHL/AML, every Jungfrau
+//     pixel) the first gain stage in which adc does not overflow the 14-bit ADC; rounded, clamped.
+//   float32 (already calibrated): value = photons * E + noise (keV).
+// Dead pixels read a constant, hot pixels read far above their pedestal; both are masked in
+// constants(). Jungfrau pixels are sometimes written with the invalid gain bits 10.
+//
+// Every random draw is a counter-based hash of (seed, event index, pixel), so any pixel range of
+// any event can be generated on any thread and gives the same bytes (see sim/random.hpp).
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "calib/constants.hpp"
+#include "core/detector.hpp"
+#include "core/event.hpp"
+
+namespace livedrp {
+
+class ThreadPool;
+
+struct SimulatorConfig {
+  // Constants and events are functions of the seed (and the fields below) alone.
+  std::uint64_t seed = 20260101;
+  double hit_fraction = 0.1;       // fraction of events with Bragg peaks (decided per event index)
+  double photon_energy_kev = 9.5;  // monochromatic beam; a typical hard X-ray SFX energy
+
+  // --- Event stamps (header_for) ---
+  // 120 Hz readout of a 360 Hz machine: pulse ids rise by 3 per event.
+  double event_rate_hz = 120.0;
+  std::uint64_t pulses_per_event = 3;
+  std::uint64_t first_pulse_id = 1'000'000;
+  std::int64_t start_time_ns = 1'767'225'600'000'000'000;  // 2026-01-01T00:00:00Z
+
+  // --- Electronics ---
+  // Gaussian electronic noise in ADU, the same in every gain mode. A few ADU as on ePix10ka and
+  // Jungfrau in high gain: well below both a 9.5 keV photon there (~150 ADU) and the default quiet
+  // threshold of the common mode (40 ADU), so photons and quiet pixels separate cleanly.
+  double noise_adu = 4.0;
+  // Noise of float32 (already calibrated) detectors, keV: a tenth of a photon.
+  double float32_noise_kev = 0.8;
+  // Per event, each bank row gets one Gaussian baseline offset of this sigma (ADU); kept a few
+  // times below the quiet threshold so quiet pixels stay quiet with the offset added.
+  double common_mode_sigma_adu = 8.0;
+  // Per-pixel pedestal spread around each mode's typical pedestal (ADU), and relative gain spread.
+  double pedestal_spread_adu = 150.0;
+  double gain_spread = 0.03;
+
+  // --- Defects (fractions of pixels; fixed by the seed, masked in constants()) ---
+  double dead_pixel_fraction = 1e-3;   // read a constant: their pedestal, no noise, no photons
+  double hot_pixel_fraction = 2e-4;    // read this far above their pedestal, plus noise:
+  double hot_pixel_offset_adu = 3000;  // (float32 detectors: divided by the nominal ADU per keV)
+  // Jungfrau: per event, this fraction of pixels is written with the invalid gain bits 10.
+  double bad_gain_bits_fraction = 1e-4;
+
+  // --- Powder scattering, centred on the beam in the assembled image ---
+  double background_photons = 0.02;  // flat mean photons per pixel
+  double ring_peak_photons = 0.25;   // mean photons per pixel on a ring's crest
+  double ring_sigma_px = 2.5;        // Gaussian radial width of a ring
+  // Ring radii as fractions of the distance from the beam to the nearest edge of the assembled
+  // image, so every ring is a full circle on any layout.
+  std::vector<double> ring_radius_fractions = {0.22, 0.41, 0.58, 0.83};
+
+  // --- Bragg peaks on hit events: 2-D Gaussians, photons log-uniform over a wide range so that
+  // the brightest switch gain ---
+  int peaks_per_hit_min = 10;
+  int peaks_per_hit_max = 40;
+  double peak_photons_min = 50;
+  double peak_photons_max = 20000;
+  double peak_sigma_min_px = 0.6;
+  double peak_sigma_max_px = 1.5;
+  // Peak centres keep this distance (pixels) from ASIC edges: more than the 4-sigma support of
+  // the widest peak plus one pixel, so a peak's photons land on one ASIC.
+  int peak_edge_margin_px = 8;
+
+  // --- Bright spots: single pixels hit by hundreds to thousands of photons on every event, hit
+  // or not (stray scattering, zingers); they make gain switching happen on every event ---
+  int bright_spots_per_event = 4;
+  double bright_spot_photons_min = 400;
+  double bright_spot_photons_max = 5000;
+};
+
+// A photon source in segment coordinates: pixel centres at integer (row, col).
+struct TruePeak {
+  int segment = 0;
+  double row = 0;
+  double col = 0;
+  double sigma_px = 0;       // 0: all photons in the one pixel (bright spots)
+  double photons = 0;        // expected photons deposited on the detector
+  double intensity_kev = 0;  // photons * photon energy
+};
+
+struct EventTruth {
+  std::uint64_t index = 0;
+  bool hit = false;
+  std::vector<TruePeak> peaks;         // Bragg peaks (hit events only)
+  std::vector<TruePeak> bright_spots;  // single-pixel sources, every event
+  // Per bank row (detector.bank_rows()), the offset added in ADU; empty when bank_columns == 0.
+  std::vector<float> common_mode_adu;
+  // Pixels that switched to a lower gain (ePix10ka auto modes to low, Jungfrau g1 and g2).
+  std::size_t gain_switched_pixels = 0;
+  // Jungfrau pixels written with the invalid gain bits 10 (not counted as switched).
+  std::size_t bad_gain_pixels = 0;
+};
+
+// Where the powder rings are: beam centre in assembled pixels (x fast scan, y slow scan, the
+// frame of SegmentPlacement) and the ring radii in pixels.
+struct PowderGeometry {
+  double beam_x_px = 0;
+  double beam_y_px = 0;
+  std::vector<double> ring_radii_px;
+};
+
+class DetectorSimulator {
+ public:
+  // Builds the constants and the powder pattern (`pool` only speeds this up). Throws InputError
+  // naming the config field and value when the configuration is unusable.
+  DetectorSimulator(DetectorDescription detector, SimulatorConfig config,
+                    ThreadPool* pool = nullptr);
+
+  const DetectorDescription& detector() const { return detector_; }
+  const SimulatorConfig& config() const { return config_; }
+  // The true constants the raw data is made with: pedestals, gains, mask, ePix10ka configuration.
+  const CalibrationConstants& constants() const { return constants_; }
+  const PowderGeometry& powder_geometry() const { return powder_; }
+
+  // Deterministic: the same (seed, index) gives the same bytes on any thread; thread-safe (const).
+  // raw: detector.raw_event_bytes() bytes. truth may be null. pool may be null (single-threaded).
+  void generate(std::uint64_t index, void* raw, EventTruth* truth = nullptr,
+                ThreadPool* pool = nullptr) const;
+  // Whether event `index` has Bragg peaks, without generating it.
+  bool is_hit(std::uint64_t index) const;
+  // sequence = index, pulse_id = first_pulse_id + pulses_per_event * index, timestamp from
+  // start_time_ns at event_rate_hz.
+  EventHeader header_for(std::uint64_t index) const;
+
+ private:
+  struct EventPlan;
+  EventPlan plan_event(std::uint64_t index) const;
+  void generate_rows(std::uint64_t index, const EventPlan& plan, std::size_t first_row,
+                     std::size_t end_row, void* raw, EventTruth* truth, std::size_t& switched,
+                     std::size_t& bad_gain) const;
+
+  DetectorDescription detector_;
+  SimulatorConfig config_;
+  CalibrationConstants constants_;
+  PowderGeometry powder_;
+  std::vector<std::uint8_t> defect_;          // per pixel: PixelDefect
+  std::vector<float> powder_mean_photons_;    // per pixel: mean photons from rings + background
+  std::vector<float> powder_exp_minus_mean_;  // per pixel: exp(-mean), cached for Poisson draws
+};
+
+}  // namespace livedrp
