@@ -335,7 +335,10 @@ Engine::Engine(EngineConfig config) : impl_(std::make_unique<Impl>()) {
   SimulatorConfig simulator_config;
   simulator_config.seed = c.seed;
   simulator_config.hit_fraction = c.hit_fraction;
-  d.simulator = std::make_unique<DetectorSimulator>(d.detector, simulator_config);
+  {
+    ThreadPool pool(c.cpu_threads == 0 ? std::thread::hardware_concurrency() : c.cpu_threads);
+    d.simulator = std::make_unique<DetectorSimulator>(d.detector, simulator_config, &pool);
+  }
   d.constants = c.constants_file.empty() ? d.simulator->constants()
                                          : load_constants_hdf5(c.constants_file, d.detector);
 

@@ -53,7 +53,8 @@ StatsPayload stats_from_json(const nlohmann::json& payload);  // throws Protocol
 nlohmann::json to_json(const StatusPayload& status);
 StatusPayload status_from_json(const nlohmann::json& payload);  // throws ProtocolError
 
-// Message makers (topic and payload filled in; run, sequence and times by the caller).
+// Message makers: topic and payload filled in, time_ns set to now; run, sequence and pulse_id are
+// the caller's.
 Message make_stats_message(const StatsPayload& stats);
 Message make_status_message(const StatusPayload& status);
 

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -18,9 +19,15 @@ class Publisher {
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
 
+  // Encodes on the caller's thread (so a bad message throws ProtocolError here) and hands the
+  // parts to the sending thread; returns without waiting for the network.
   void publish(const protocol::Message& message);
   // The endpoint actually bound (the port filled in for tcp://...:*).
   std::string endpoint() const;
+  // Messages given to publish() that never reached the socket because the hand-over queue to the
+  // sending thread was full (the oldest is dropped). Drops at a slow subscriber's high-water mark
+  // happen inside ZeroMQ, per subscriber, and cannot be seen here.
+  std::uint64_t dropped_count() const;
 
  private:
   struct Impl;
