@@ -54,12 +54,23 @@ ReferencePixel reference_decode(const DetectorDescription& d, const void* raw, s
   } else {
     const bool switched = (word / 16384) % 2 == 1;  // bit 14
     switch (status & 7) {
-      case 0: r.mode = 0; break;                   // FH
-      case 1: r.mode = 1; break;                   // FM
-      case 2: r.mode = 2; break;                   // FL
-      case 3: r.mode = switched ? 5 : 3; break;    // AHL: high, or low after switching
-      case 4: r.mode = switched ? 6 : 4; break;    // AML: medium, or low after switching
-      default: r.bad = true;
+      case 0:
+        r.mode = 0;
+        break;  // FH
+      case 1:
+        r.mode = 1;
+        break;  // FM
+      case 2:
+        r.mode = 2;
+        break;  // FL
+      case 3:
+        r.mode = switched ? 5 : 3;
+        break;  // AHL: high, or low after switching
+      case 4:
+        r.mode = switched ? 6 : 4;
+        break;  // AML: medium, or low after switching
+      default:
+        r.bad = true;
     }
   }
   return r;
@@ -123,7 +134,8 @@ std::pair<double, std::size_t> worst_deviation(const std::vector<float>& engine,
   for (std::size_t p = 0; p < engine.size(); ++p) {
     double max_gain = 0;
     for (int m = 0; m < c.modes; ++m)
-      max_gain = std::max(max_gain, std::fabs(double(c.pedestal_gain[std::size_t(m) * c.pixels + p].gain)));
+      max_gain = std::max(max_gain,
+                          std::fabs(double(c.pedestal_gain[std::size_t(m) * c.pixels + p].gain)));
     const double allowed = kAbsToleranceAdu * max_gain + kRelTolerance * std::fabs(ref.values[p]);
     const double deviation = std::fabs(double(engine[p]) - ref.values[p]) / allowed;
     if (!(deviation <= worst)) {
@@ -159,7 +171,9 @@ class TestCalibration : public QObject {
       const ReferenceResult ref = reference_calibrate(detector, constants, params, raw.data());
       const auto [worst, where] = worst_deviation(out, ref, constants);
       QVERIFY2(worst <= 1.0, qPrintable(QString("%1 event %2 pixel %3: engine %4, reference %5")
-                                            .arg(detector_name).arg(event).arg(where)
+                                            .arg(detector_name)
+                                            .arg(event)
+                                            .arg(where)
                                             .arg(double(out[where]), 0, 'g', 9)
                                             .arg(ref.values[where], 0, 'g', 12)));
       QVERIFY(ref.bad_pixels > 0);
@@ -173,10 +187,18 @@ class TestCalibration : public QObject {
   }
 
  private slots:
-  void epix10ka_matches_float64_reference_with_common_mode() { compare_with_reference("epix10ka2m", true); }
-  void epix10ka_matches_float64_reference_without_common_mode() { compare_with_reference("epix10ka2m", false); }
-  void jungfrau_matches_float64_reference_with_common_mode() { compare_with_reference("jungfrau4m", true); }
-  void jungfrau_matches_float64_reference_without_common_mode() { compare_with_reference("jungfrau4m", false); }
+  void epix10ka_matches_float64_reference_with_common_mode() {
+    compare_with_reference("epix10ka2m", true);
+  }
+  void epix10ka_matches_float64_reference_without_common_mode() {
+    compare_with_reference("epix10ka2m", false);
+  }
+  void jungfrau_matches_float64_reference_with_common_mode() {
+    compare_with_reference("jungfrau4m", true);
+  }
+  void jungfrau_matches_float64_reference_without_common_mode() {
+    compare_with_reference("jungfrau4m", false);
+  }
 
   void epix10ka_words_decode_to_documented_modes() {
     using namespace calib;

@@ -39,7 +39,8 @@ class TestCli : public QObject {
 
   void expect_bad_input(const QStringList& arguments, const QString& expected_text) {
     const Result r = run(arguments);
-    QVERIFY2(r.exit_code == 2, qPrintable(QString("exit %1, stderr: %2").arg(r.exit_code).arg(r.err)));
+    QVERIFY2(r.exit_code == 2,
+             qPrintable(QString("exit %1, stderr: %2").arg(r.exit_code).arg(r.err)));
     QVERIFY2(r.err.contains(expected_text),
              qPrintable(QString("stderr lacks '%1': %2").arg(expected_text, r.err)));
   }
@@ -51,7 +52,8 @@ class TestCli : public QObject {
   }
 
   void unreadable_config_is_named() {
-    expect_bad_input({"run", "--config", "/nonexistent/pipeline.json"}, "/nonexistent/pipeline.json");
+    expect_bad_input({"run", "--config", "/nonexistent/pipeline.json"},
+                     "/nonexistent/pipeline.json");
   }
   void malformed_config_is_reported_as_invalid_json() {
     const QString path = write("broken.json", "{ \"source\": ");
@@ -65,18 +67,15 @@ class TestCli : public QObject {
     expect_bad_input({"run", "--source", "sim:pilatus6m", "--backend", "cpu"}, "pilatus6m");
   }
   void bad_endpoint_is_named() {
-    expect_bad_input({"run", "--source", "sim:jungfrau4m", "--backend", "cpu", "--publish", "bogus://x"},
-                     "bogus://x");
+    expect_bad_input(
+        {"run", "--source", "sim:jungfrau4m", "--backend", "cpu", "--publish", "bogus://x"},
+        "bogus://x");
   }
-  void bad_backend_is_named() {
-    expect_bad_input({"run", "--backend", "opencl"}, "opencl");
-  }
+  void bad_backend_is_named() { expect_bad_input({"run", "--backend", "opencl"}, "opencl"); }
   void negative_rate_is_refused() {
     expect_bad_input({"run", "--rate", "-3", "--backend", "cpu"}, "--rate");
   }
-  void unknown_option_is_refused() {
-    expect_bad_input({"run", "--frobnicate"}, "frobnicate");
-  }
+  void unknown_option_is_refused() { expect_bad_input({"run", "--frobnicate"}, "frobnicate"); }
   void missing_subcommand_is_refused() { expect_bad_input({}, "subcommand"); }
 
   void good_run_prints_a_summary_and_exits_zero() {

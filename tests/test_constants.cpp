@@ -23,8 +23,8 @@ QString error_of(const std::function<void()>& action) {
 
 // Writes a file with the given datasets (float32 planes, uint8 masks) of chosen shapes.
 void write_file(const std::string& path, const std::vector<hsize_t>& plane_shape,
-                const std::vector<hsize_t>& pixel_shape, bool with_config, std::uint8_t config_value,
-                bool with_gain = true) {
+                const std::vector<hsize_t>& pixel_shape, bool with_config,
+                std::uint8_t config_value, bool with_gain = true) {
   hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   auto write = [&](const char* name, const std::vector<hsize_t>& shape, hid_t type, double value) {
     std::size_t n = 1;
@@ -86,7 +86,8 @@ class TestConstants : public QObject {
 
   void missing_file_and_non_hdf5_file_are_named() {
     const DetectorDescription d = find_detector("jungfrau4m");
-    QVERIFY(error_of([&] { load_constants_hdf5(path("absent.h5"), d); }).contains("does not exist"));
+    QVERIFY(
+        error_of([&] { load_constants_hdf5(path("absent.h5"), d); }).contains("does not exist"));
     const std::string text = path("text.h5");
     QFile f(QString::fromStdString(text));
     QVERIFY(f.open(QIODevice::WriteOnly));

@@ -151,7 +151,8 @@ class TestEngine : public QObject {
     QVERIFY(error_of({{"source", "file:x.h5"}}).contains("source"));
     QVERIFY(error_of({{"ring_slots", 0}}).contains("ring_slots"));
     QVERIFY(error_of({{"events", "many"}}).contains("events"));
-    QVERIFY(error_of({{"calibration", {{"common_mode", "yes"}}}}).contains("calibration.common_mode"));
+    QVERIFY(
+        error_of({{"calibration", {{"common_mode", "yes"}}}}).contains("calibration.common_mode"));
     QVERIFY(error_of({{"simulator", {{"hit_fraction", 2}}}}).contains("simulator.hit_fraction"));
     QVERIFY(error_of({{"schema_version", 2}}).contains("schema_version"));
     QVERIFY(error_of(json::array()).contains("JSON object"));

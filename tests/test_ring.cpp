@@ -11,8 +11,9 @@ using namespace livedrp;
 
 namespace {
 DoorbellRing make_ring(std::size_t slot_count, std::size_t bytes) {
-  return DoorbellRing(slot_count, bytes, [](std::size_t n) { return ::operator new(n); },
-                      [](void* p) { ::operator delete(p); });
+  return DoorbellRing(
+      slot_count, bytes, [](std::size_t n) { return ::operator new(n); },
+      [](void* p) { ::operator delete(p); });
 }
 }  // namespace
 
@@ -110,9 +111,7 @@ class TestRing : public QObject {
     QCOMPARE(ring.occupancy(), std::size_t(0));
   }
 
-  void zero_slots_is_an_error() {
-    QVERIFY_THROWS_EXCEPTION(std::exception, make_ring(0, 8));
-  }
+  void zero_slots_is_an_error() { QVERIFY_THROWS_EXCEPTION(std::exception, make_ring(0, 8)); }
 };
 
 QTEST_GUILESS_MAIN(TestRing)

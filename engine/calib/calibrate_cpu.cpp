@@ -23,7 +23,8 @@ void calibrate_bank_row_cpu(RawEncoding encoding, const CalibrationConstants& co
     const float offset = calib::pedestal_offset(pixel, constants.at(pixel.mode, p));
     pixels[i] = pixel;
     offsets[i] = offset;
-    if (calib::is_quiet(pixel, offset, params.common_mode_threshold_adu)) quiet[quiet_count++] = offset;
+    if (calib::is_quiet(pixel, offset, params.common_mode_threshold_adu))
+      quiet[quiet_count++] = offset;
   }
   float common_mode = 0.0f;
   if (quiet_count > 0) {

@@ -11,8 +11,8 @@
 // Arithmetic is single precision on both backends. The expression has no multiply-add shape, so
 // floating-point contraction cannot change it and the CUDA results equal the CPU ones bit for bit.
 #include <cmath>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 
 #include "core/host_device.hpp"
 #include "core/raw_encoding.hpp"
@@ -20,19 +20,33 @@
 namespace livedrp::calib {
 
 // Per-pixel status byte of the calibration constants.
-inline constexpr std::uint8_t kStatusMasked = 0x80;     // bad pixel: output 0
+inline constexpr std::uint8_t kStatusMasked = 0x80;      // bad pixel: output 0
 inline constexpr std::uint8_t kStatusConfigBits = 0x07;  // ePix10ka gain configuration, below
 
 // ePix10ka per-pixel gain configuration (the low bits of the status byte).
-enum Epix10kaConfig : std::uint8_t { kConfigFH = 0, kConfigFM = 1, kConfigFL = 2, kConfigAHL = 3, kConfigAML = 4 };
+enum Epix10kaConfig : std::uint8_t {
+  kConfigFH = 0,
+  kConfigFM = 1,
+  kConfigFL = 2,
+  kConfigAHL = 3,
+  kConfigAML = 4
+};
 // ePix10ka gain modes: index of the pedestal and gain planes. Auto modes switch to their low gain
 // when the pixel's charge crossed the switching point, which the raw word shows in bit 14.
-enum Epix10kaMode : int { kFH = 0, kFM = 1, kFL = 2, kAHL_H = 3, kAML_M = 4, kAHL_L = 5, kAML_L = 6 };
+enum Epix10kaMode : int {
+  kFH = 0,
+  kFM = 1,
+  kFL = 2,
+  kAHL_H = 3,
+  kAML_M = 4,
+  kAHL_L = 5,
+  kAML_L = 6
+};
 inline constexpr int kEpix10kaModes = 7;
 inline constexpr int kJungfrauModes = 3;
 
-inline constexpr std::uint16_t kAdcBits = 0x3FFF;     // 14 ADC bits of both uint16 encodings
-inline constexpr int kMaxBankColumns = 64;            // widest bank row (Jungfrau: 64 columns)
+inline constexpr std::uint16_t kAdcBits = 0x3FFF;  // 14 ADC bits of both uint16 encodings
+inline constexpr int kMaxBankColumns = 64;         // widest bank row (Jungfrau: 64 columns)
 
 struct PedestalGain {
   float pedestal;  // ADU
@@ -51,7 +65,8 @@ struct CalibrationParams {
   // A pixel is quiet (used for the common mode) when |adc - pedestal| is below this, in ADU:
   // a few times the electronic noise, well under one photon in high gain.
   float common_mode_threshold_adu = 40.0f;
-  // Fewer quiet pixels than this in a bank row: the median is not trusted and no correction is made.
+  // Fewer quiet pixels than this in a bank row: the median is not trusted and no correction is
+  // made.
   int common_mode_min_pixels = 8;
 };
 
@@ -61,12 +76,24 @@ LIVEDRP_HD DecodedPixel decode_epix10ka(std::uint16_t raw, std::uint8_t status) 
   int mode = 0;
   bool bad = (status & kStatusMasked) != 0;
   switch (config) {
-    case kConfigFH: mode = kFH; break;
-    case kConfigFM: mode = kFM; break;
-    case kConfigFL: mode = kFL; break;
-    case kConfigAHL: mode = low_gain_switched ? kAHL_L : kAHL_H; break;
-    case kConfigAML: mode = low_gain_switched ? kAML_L : kAML_M; break;
-    default: bad = true; break;  // a configuration value the detector does not have
+    case kConfigFH:
+      mode = kFH;
+      break;
+    case kConfigFM:
+      mode = kFM;
+      break;
+    case kConfigFL:
+      mode = kFL;
+      break;
+    case kConfigAHL:
+      mode = low_gain_switched ? kAHL_L : kAHL_H;
+      break;
+    case kConfigAML:
+      mode = low_gain_switched ? kAML_L : kAML_M;
+      break;
+    default:
+      bad = true;
+      break;  // a configuration value the detector does not have
   }
   return {float(raw & kAdcBits), mode, bad};
 }

@@ -40,8 +40,7 @@ struct QuietHdf5Errors {
 
 std::string shape_text(const std::vector<hsize_t>& shape) {
   std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + "]";
 }
 
@@ -84,9 +83,9 @@ void write_dataset(hid_t file, const std::string& path, const std::string& name,
                    const std::vector<hsize_t>& shape, hid_t file_type, hid_t memory_type,
                    const T* values) {
   H5Handle space(H5Screate_simple(int(shape.size()), shape.data(), nullptr), H5Sclose);
-  H5Handle dataset(H5Dcreate2(file, name.c_str(), file_type, space.get(), H5P_DEFAULT,
-                              H5P_DEFAULT, H5P_DEFAULT),
-                   H5Dclose);
+  H5Handle dataset(
+      H5Dcreate2(file, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose);
   if (!dataset.valid() ||
       H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) < 0)
     throw RuntimeFault("constants file " + path + ": cannot write /" + name);
@@ -130,8 +129,7 @@ CalibrationConstants load_constants_hdf5(const std::filesystem::path& file_path,
         }
       } else {
         std::string buffer(H5Tget_size(type.get()), '\0');
-        if (H5Aread(attribute.get(), type.get(), buffer.data()) >= 0)
-          name = buffer.c_str();
+        if (H5Aread(attribute.get(), type.get(), buffer.data()) >= 0) name = buffer.c_str();
       }
       if (name != detector.name)
         throw InputError("constants file " + path + " is for detector '" + name + "', not '" +
@@ -145,7 +143,8 @@ CalibrationConstants load_constants_hdf5(const std::filesystem::path& file_path,
   const std::vector<hsize_t> pixel_shape{segments, rows, cols};
   const auto pedestal =
       read_dataset<float>(file.get(), path, "pedestal", plane_shape, H5T_NATIVE_FLOAT, true);
-  const auto gain = read_dataset<float>(file.get(), path, "gain", plane_shape, H5T_NATIVE_FLOAT, true);
+  const auto gain =
+      read_dataset<float>(file.get(), path, "gain", plane_shape, H5T_NATIVE_FLOAT, true);
   const auto mask =
       read_dataset<std::uint8_t>(file.get(), path, "mask", pixel_shape, H5T_NATIVE_UINT8, false);
 
@@ -162,8 +161,8 @@ CalibrationConstants load_constants_hdf5(const std::filesystem::path& file_path,
   }
   constants.pixel_status.assign(constants.pixels, calib::kConfigFH);
   if (detector.encoding == RawEncoding::Epix10ka) {
-    const auto config =
-        read_dataset<std::uint8_t>(file.get(), path, "config", pixel_shape, H5T_NATIVE_UINT8, false);
+    const auto config = read_dataset<std::uint8_t>(file.get(), path, "config", pixel_shape,
+                                                   H5T_NATIVE_UINT8, false);
     for (std::size_t p = 0; p < constants.pixels; ++p) {
       if (config[p] > calib::kConfigAML)
         throw InputError("constants file " + path + ": /config value " +
@@ -177,7 +176,8 @@ CalibrationConstants load_constants_hdf5(const std::filesystem::path& file_path,
   return constants;
 }
 
-void save_constants_hdf5(const std::filesystem::path& file_path, const DetectorDescription& detector,
+void save_constants_hdf5(const std::filesystem::path& file_path,
+                         const DetectorDescription& detector,
                          const CalibrationConstants& constants) {
   const std::string path = file_path.string();
   if (constants.pixels != detector.pixels() || constants.modes != detector.modes())

@@ -55,16 +55,19 @@ RawEncoding parse_encoding(const json& value, const std::string& origin) {
   if (value == "epix10ka") return RawEncoding::Epix10ka;
   if (value == "jungfrau") return RawEncoding::Jungfrau;
   if (value == "float32") return RawEncoding::Float32;
-  fail(origin, "field 'raw_encoding' must be one of epix10ka, jungfrau, float32; got " +
-                   value.dump());
+  fail(origin,
+       "field 'raw_encoding' must be one of epix10ka, jungfrau, float32; got " + value.dump());
 }
 
 // The number of gain modes each encoding can produce (see calib/calibration_math.hpp).
 int modes_of(RawEncoding encoding) {
   switch (encoding) {
-    case RawEncoding::Epix10ka: return 7;
-    case RawEncoding::Jungfrau: return 3;
-    case RawEncoding::Float32: return 1;
+    case RawEncoding::Epix10ka:
+      return 7;
+    case RawEncoding::Jungfrau:
+      return 3;
+    case RawEncoding::Float32:
+      return 1;
   }
   return 0;
 }
@@ -73,9 +76,12 @@ int modes_of(RawEncoding encoding) {
 
 std::string_view to_string(RawEncoding encoding) {
   switch (encoding) {
-    case RawEncoding::Epix10ka: return "epix10ka";
-    case RawEncoding::Jungfrau: return "jungfrau";
-    case RawEncoding::Float32: return "float32";
+    case RawEncoding::Epix10ka:
+      return "epix10ka";
+    case RawEncoding::Jungfrau:
+      return "jungfrau";
+    case RawEncoding::Float32:
+      return "float32";
   }
   return "unknown";
 }
@@ -123,8 +129,8 @@ DetectorDescription parse_detector_description(const json& object, const std::st
 
   const json& placement = require(object, "placement", origin);
   if (!placement.is_array() || int(placement.size()) != d.segments)
-    fail(origin, "field 'placement' must have one entry per segment (" +
-                     std::to_string(d.segments) + ")");
+    fail(origin,
+         "field 'placement' must have one entry per segment (" + std::to_string(d.segments) + ")");
   for (const json& p : placement) {
     SegmentPlacement s;
     const json& x = require(p, "x_px", origin);

@@ -57,7 +57,8 @@ struct DetectorDescription {
 
 // Parses and validates a description; `origin` names the file in error messages.
 // Throws InputError naming the field and the value that is wrong.
-DetectorDescription parse_detector_description(const nlohmann::json& json, const std::string& origin);
+DetectorDescription parse_detector_description(const nlohmann::json& json,
+                                               const std::string& origin);
 DetectorDescription load_detector_description(const std::filesystem::path& path);
 
 // A built-in detector by name ("epix10ka2m", "jungfrau4m", "generic_f32"), or a path to a .json

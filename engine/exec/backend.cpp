@@ -21,9 +21,9 @@ BackendChoice make_backend(const std::string& requested, const DetectorDescripti
     try {
       return {make_cuda_backend(detector, constants, params), "auto: CUDA device found"};
     } catch (const RuntimeFault& fault) {
-      return {make_cpu_backend(detector, constants, params, cpu_threads),
-              std::string("auto: CUDA set-up failed (") + fault.what() +
-                  "), using the CPU backend"};
+      return {
+          make_cpu_backend(detector, constants, params, cpu_threads),
+          std::string("auto: CUDA set-up failed (") + fault.what() + "), using the CPU backend"};
     }
   }
   throw InputError("unknown backend '" + requested + "' (expected cpu, cuda or auto)");

@@ -54,8 +54,7 @@ class Backend {
 
 std::unique_ptr<Backend> make_cpu_backend(const DetectorDescription& detector,
                                           const CalibrationConstants& constants,
-                                          const calib::CalibrationParams& params,
-                                          unsigned threads);
+                                          const calib::CalibrationParams& params, unsigned threads);
 
 // Is a CUDA device usable? nullopt when yes, else the reason (built without CUDA, no device,
 // driver too old, ...).

@@ -2,11 +2,11 @@
 // reference the CUDA backend is checked against, and the backend wherever no GPU is usable.
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <new>
+#include <thread>
 #include <vector>
 
 #include "calib/calibrate_cpu.hpp"

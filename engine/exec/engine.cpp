@@ -229,7 +229,8 @@ protocol::StatsPayload Engine::Impl::cumulative_stats() const {
   // Read processed before events_in so that in_flight never comes out negative.
   stats.events_processed = processed.load(std::memory_order_acquire);
   stats.drops_by_reason[kDropRingFull] = dropped_ring_full.load();
-  if (const auto faults = dropped_backend_fault.load()) stats.drops_by_reason[kDropBackendFault] = faults;
+  if (const auto faults = dropped_backend_fault.load())
+    stats.drops_by_reason[kDropBackendFault] = faults;
   for (const auto& [reason, count] : stats.drops_by_reason) stats.events_dropped += count;
   stats.events_in = events_in.load();
   stats.events_in_flight =
@@ -255,7 +256,8 @@ void Engine::Impl::report() {
     if (!last_round) {
       // Sleep in small steps so a finished run reports at once.
       const auto wake = last_time + interval;
-      while (Clock::now() < wake && !consumer_done) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      while (Clock::now() < wake && !consumer_done)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
       last_round = consumer_done.load();
     }
     const auto now = Clock::now();
@@ -323,7 +325,8 @@ Engine::Engine(EngineConfig config) : impl_(std::make_unique<Impl>()) {
   d.config = std::move(config);
   const EngineConfig& c = d.config;
   if (c.source.rfind("sim:", 0) != 0)
-    throw InputError("unknown source '" + c.source + "' (expected sim:DETECTOR, e.g. sim:epix10ka2m)");
+    throw InputError("unknown source '" + c.source +
+                     "' (expected sim:DETECTOR, e.g. sim:epix10ka2m)");
   d.detector = find_detector(c.source.substr(4));
   if (c.ring_slots < 1) throw InputError("ring_slots must be at least 1");
   if (c.simulator_pool < 1) throw InputError("simulator pool_events must be at least 1");
@@ -391,7 +394,9 @@ void Engine::wait() {
     if (t->joinable()) t->join();
 }
 
-bool Engine::finished() const { return impl_->finished; }
+bool Engine::finished() const {
+  return impl_->finished;
+}
 
 RunSummary Engine::summary() const {
   const Impl& d = *impl_;
@@ -404,8 +409,10 @@ RunSummary Engine::summary() const {
     const auto end = d.run_end != Clock::time_point{} ? d.run_end : Clock::now();
     summary.stats.elapsed_s = std::chrono::duration<double>(end - d.run_start).count();
     if (summary.stats.elapsed_s > 0) {
-      summary.stats.event_rate_hz = double(summary.stats.events_processed) / summary.stats.elapsed_s;
-      summary.stats.input_gbps = summary.stats.event_rate_hz * double(d.detector.raw_event_bytes()) / 1e9;
+      summary.stats.event_rate_hz =
+          double(summary.stats.events_processed) / summary.stats.elapsed_s;
+      summary.stats.input_gbps =
+          summary.stats.event_rate_hz * double(d.detector.raw_event_bytes()) / 1e9;
     }
   }
   protocol::StageTiming calibrate{"calibrate"};
@@ -417,9 +424,15 @@ RunSummary Engine::summary() const {
   return summary;
 }
 
-const EngineConfig& Engine::config() const { return impl_->config; }
-std::string Engine::backend_name() const { return impl_->backend->name(); }
-std::string Engine::device_name() const { return impl_->backend->device_name(); }
+const EngineConfig& Engine::config() const {
+  return impl_->config;
+}
+std::string Engine::backend_name() const {
+  return impl_->backend->name();
+}
+std::string Engine::device_name() const {
+  return impl_->backend->device_name();
+}
 std::string Engine::publish_endpoint() const {
   return impl_->publisher ? impl_->publisher->endpoint() : std::string();
 }

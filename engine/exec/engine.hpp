@@ -19,19 +19,20 @@ struct EngineConfig {
   std::uint64_t events = 0;               // stop after this many events; 0 = until stopped
   double rate_hz = 0;                     // source rate; 0 = as fast as possible
   // What the source does when the ring is full: "drop" the event (a live detector cannot wait),
-  // "wait" for a free slot (measures pipeline capacity), or "auto": drop when rate_hz > 0, else wait.
+  // "wait" for a free slot (measures pipeline capacity), or "auto": drop when rate_hz > 0, else
+  // wait.
   std::string full_ring = "auto";
-  std::int64_t run = 1;                   // run number carried in every message
-  std::string backend = "auto";           // "cpu", "cuda", "auto"
+  std::int64_t run = 1;                          // run number carried in every message
+  std::string backend = "auto";                  // "cpu", "cuda", "auto"
   std::string publish = "tcp://127.0.0.1:5555";  // empty: publish nothing
-  std::string constants_file;             // HDF5 constants; empty = the simulator's own
+  std::string constants_file;                    // HDF5 constants; empty = the simulator's own
   calib::CalibrationParams calibration;
-  int ring_slots = 32;                    // doorbell ring depth
-  double stats_interval_s = 0.25;         // `stats` period
-  std::uint64_t seed = 20260101;          // simulator seed
-  double hit_fraction = 0.1;              // simulator: fraction of events with Bragg peaks
-  int simulator_pool = 16;                // simulator: distinct events generated ahead and cycled
-  unsigned cpu_threads = 0;               // CPU backend threads; 0 = all cores
+  int ring_slots = 32;             // doorbell ring depth
+  double stats_interval_s = 0.25;  // `stats` period
+  std::uint64_t seed = 20260101;   // simulator seed
+  double hit_fraction = 0.1;       // simulator: fraction of events with Bragg peaks
+  int simulator_pool = 16;         // simulator: distinct events generated ahead and cycled
+  unsigned cpu_threads = 0;        // CPU backend threads; 0 = all cores
 
   // Validates every field; throws InputError naming the field, the value and what is allowed.
   static EngineConfig from_json(const nlohmann::json& json, const std::string& origin);
@@ -41,7 +42,7 @@ struct EngineConfig {
 struct RunSummary {
   protocol::StatsPayload stats;  // cumulative counters; rates over the whole run
   bool finished = false;
-  std::string error;             // non-empty when the run stopped on a fault
+  std::string error;  // non-empty when the run stopped on a fault
 };
 
 // Source -> doorbell ring -> calibrate (CPU or CUDA backend) -> accounting -> publisher, on its own

@@ -16,7 +16,8 @@ class FieldReader {
  public:
   FieldReader(const json& object, std::string origin, std::string prefix)
       : object_(object), origin_(std::move(origin)), prefix_(std::move(prefix)) {
-    if (!object_.is_object()) fail(prefix_.empty() ? "configuration" : prefix_, "must be a JSON object");
+    if (!object_.is_object())
+      fail(prefix_.empty() ? "configuration" : prefix_, "must be a JSON object");
   }
 
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
@@ -44,7 +45,8 @@ class FieldReader {
   template <typename Integer>
   void read_integer(const char* key, Integer& value, long long minimum, long long maximum) {
     if (const json* v = find(key)) {
-      if (!v->is_number_integer() || v->get<long long>() < minimum || v->get<long long>() > maximum ||
+      if (!v->is_number_integer() || v->get<long long>() < minimum ||
+          v->get<long long>() > maximum ||
           (v->is_number_unsigned() && v->get<unsigned long long>() > (unsigned long long)maximum))
         fail(name(key), "must be an integer in " + std::to_string(minimum) + ".." +
                             std::to_string(maximum) + ", got " + v->dump());

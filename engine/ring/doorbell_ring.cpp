@@ -7,14 +7,15 @@
 
 namespace livedrp {
 
-DoorbellRing::DoorbellRing(std::size_t slot_count, std::size_t slot_bytes, Allocate allocate, Free free)
+DoorbellRing::DoorbellRing(std::size_t slot_count, std::size_t slot_bytes, Allocate allocate,
+                           Free free)
     : slots_(slot_count), slot_bytes_(slot_bytes), free_(std::move(free)) {
   if (slot_count == 0) throw InputError("doorbell ring: the number of slots must be at least 1");
   for (auto& slot : slots_) {
     slot.data = allocate(slot_bytes);
     if (!slot.data && slot_bytes > 0)
-      throw RuntimeFault("doorbell ring: cannot allocate " + std::to_string(slot_count) + " slots of " +
-                         std::to_string(slot_bytes) + " bytes");
+      throw RuntimeFault("doorbell ring: cannot allocate " + std::to_string(slot_count) +
+                         " slots of " + std::to_string(slot_bytes) + " bytes");
   }
 }
 
@@ -60,7 +61,9 @@ int DoorbellRing::consumer_wait(std::chrono::microseconds timeout,
   }
 }
 
-void DoorbellRing::consumer_advance() { ++read_position_; }
+void DoorbellRing::consumer_advance() {
+  ++read_position_;
+}
 
 void DoorbellRing::rearm(int slot) {
   slots_[std::size_t(slot)].doorbell.store(0, std::memory_order_release);

@@ -9,9 +9,9 @@
 #include <iostream>
 #include <thread>
 
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "core/detector.hpp"
 #include "core/error.hpp"
@@ -23,7 +23,9 @@ constexpr int kExitRunFailed = 1;
 constexpr int kExitBadInput = 2;
 
 std::atomic<bool> interrupted{false};
-extern "C" void on_interrupt(int) { interrupted = true; }
+extern "C" void on_interrupt(int) {
+  interrupted = true;
+}
 
 int bad_input(const std::string& what) {
   std::cerr << "livedrp-engine: error: " << what << "\n";
@@ -54,12 +56,18 @@ nlohmann::json summary_json(const livedrp::Engine& engine, const livedrp::RunSum
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& stage : s.stages)
     stages.push_back({{"name", stage.name}, {"mean_us", stage.mean_us}, {"gbps", stage.gbps}});
-  return {{"events_in", s.events_in},       {"events_processed", s.events_processed},
-          {"events_dropped", s.events_dropped}, {"drops_by_reason", s.drops_by_reason},
-          {"order_errors", s.order_errors}, {"elapsed_s", s.elapsed_s},
-          {"event_rate_hz", s.event_rate_hz}, {"input_gbps", s.input_gbps},
-          {"backend", s.backend},           {"device", s.device},
-          {"stages", stages},               {"error", summary.error},
+  return {{"events_in", s.events_in},
+          {"events_processed", s.events_processed},
+          {"events_dropped", s.events_dropped},
+          {"drops_by_reason", s.drops_by_reason},
+          {"order_errors", s.order_errors},
+          {"elapsed_s", s.elapsed_s},
+          {"event_rate_hz", s.event_rate_hz},
+          {"input_gbps", s.input_gbps},
+          {"backend", s.backend},
+          {"device", s.device},
+          {"stages", stages},
+          {"error", summary.error},
           {"config", engine.config().to_json()}};
 }
 
@@ -69,19 +77,23 @@ int main(int argc, char** argv) {
   CLI::App app{"livedrp-engine: live detector data reduction (headless)"};
   app.require_subcommand(1);
 
-  CLI::App* run = app.add_subcommand("run", "Run a source through the pipeline and publish results");
+  CLI::App* run =
+      app.add_subcommand("run", "Run a source through the pipeline and publish results");
   std::string config_file, source, backend, publish, constants_file, summary_file;
   std::uint64_t events = 0;
   double rate = -1;
   int ring_slots = 0;
   bool no_common_mode = false, verbose = false;
-  run->add_option("--config", config_file, "Pipeline configuration (JSON); options below override it");
+  run->add_option("--config", config_file,
+                  "Pipeline configuration (JSON); options below override it");
   run->add_option("--source", source, "sim:epix10ka2m | sim:jungfrau4m | sim:generic_f32");
   run->add_option("--events", events, "Stop after N events (0: until interrupted)");
   run->add_option("--rate", rate, "Source rate in Hz (0: as fast as possible)");
   run->add_option("--backend", backend, "cpu | cuda | auto");
-  run->add_option("--publish", publish, "ZeroMQ endpoint to publish on (default tcp://127.0.0.1:5555)");
-  run->add_option("--constants", constants_file, "Calibration constants (HDF5, see docs/formats.md)");
+  run->add_option("--publish", publish,
+                  "ZeroMQ endpoint to publish on (default tcp://127.0.0.1:5555)");
+  run->add_option("--constants", constants_file,
+                  "Calibration constants (HDF5, see docs/formats.md)");
   run->add_option("--ring-slots", ring_slots, "Doorbell ring depth");
   run->add_flag("--no-common-mode", no_common_mode, "Skip the common-mode correction");
   run->add_option("--summary-json", summary_file, "Write the final summary as JSON to this file");
@@ -111,12 +123,13 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<livedrp::Engine> engine;
   try {
-    livedrp::EngineConfig config = config_file.empty() ? livedrp::EngineConfig{}
-                                                       : load_config_file(config_file);
+    livedrp::EngineConfig config =
+        config_file.empty() ? livedrp::EngineConfig{} : load_config_file(config_file);
     if (!source.empty()) config.source = source;
     if (run->count("--events")) config.events = events;
     if (run->count("--rate")) {
-      if (!(rate >= 0)) throw livedrp::InputError("--rate must be >= 0 Hz, got " + std::to_string(rate));
+      if (!(rate >= 0))
+        throw livedrp::InputError("--rate must be >= 0 Hz, got " + std::to_string(rate));
       config.rate_hz = rate;
     }
     if (!backend.empty()) {
@@ -142,7 +155,8 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_interrupt);
   std::cerr << "livedrp-engine: " << engine->config().source << " on " << engine->backend_name()
             << " (" << engine->device_name() << "), publishing on "
-            << (engine->publish_endpoint().empty() ? "nothing" : engine->publish_endpoint()) << "\n";
+            << (engine->publish_endpoint().empty() ? "nothing" : engine->publish_endpoint())
+            << "\n";
   auto last_print = std::chrono::steady_clock::now();
   engine->set_progress_callback([&last_print](const livedrp::protocol::StatsPayload& s) {
     const auto now = std::chrono::steady_clock::now();
@@ -168,7 +182,8 @@ int main(int argc, char** argv) {
   std::printf("rate: %.1f events/s, input: %.3f GB/s, elapsed: %.2f s, backend: %s (%s)\n",
               s.event_rate_hz, s.input_gbps, s.elapsed_s, s.backend.c_str(), s.device.c_str());
   for (const auto& stage : s.stages)
-    std::printf("stage %s: %.1f us/event, %.2f GB/s\n", stage.name.c_str(), stage.mean_us, stage.gbps);
+    std::printf("stage %s: %.1f us/event, %.2f GB/s\n", stage.name.c_str(), stage.mean_us,
+                stage.gbps);
   if (!summary_file.empty()) {
     std::ofstream out(summary_file);
     out << summary_json(*engine, summary).dump(2) << "\n";
