@@ -1,0 +1,208 @@
+#include "protocol/topics.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace livedrp::protocol {
+
+namespace {
+
+using nlohmann::json;
+
+// Error texts quote values from the wire; keep them short whatever a peer sends.
+constexpr std::size_t kMaxQuotedChars = 40;
+
+std::string describe(const json& value) {
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    if (text.size() <= kMaxQuotedChars) return "string '" + text + "'";
+    return "string '" + text.substr(0, kMaxQuotedChars) + "...'";
+  }
+  // Containers are named, not dumped: dump() recurses and wire data may nest arbitrarily deep.
+  if (value.is_structured()) return std::string(value.type_name());
+  return std::string(value.type_name()) + " " + value.dump();
+}
+
+// JSON has no NaN or infinity: nlohmann writes them as null. A rate before the first interval is
+// legitimately not a number, so null reads back as NaN instead of failing the whole payload.
+json number_or_null(double value) {
+  if (std::isfinite(value)) return value;
+  return nullptr;
+}
+
+// Reads one payload object with errors such as "stats payload: field 'stages[2].gbps' must be a
+// number, got string 'fast'". Unknown fields are ignored so that a version-1 decoder accepts
+// payloads that later gained fields (docs/protocol.md, versioning).
+class PayloadReader {
+ public:
+  PayloadReader(const json& object, std::string topic, std::string prefix = {})
+      : object_(object), topic_(std::move(topic)), prefix_(std::move(prefix)) {}
+
+  [[noreturn]] void fail(const std::string& name, const std::string& problem) const {
+    throw ProtocolError(topic_ + " payload: field '" + prefix_ + name + "' " + problem);
+  }
+
+  void require_object(const std::string& what) const {
+    if (!object_.is_object()) {
+      throw ProtocolError(topic_ + " payload: " + what + " must be a JSON object, got " +
+                          describe(object_));
+    }
+  }
+
+  const json& field(const std::string& name) const {
+    const auto found = object_.find(name);
+    if (found == object_.end()) fail(name, "is missing");
+    return *found;
+  }
+
+  std::string string(const std::string& name) const {
+    const json& value = field(name);
+    if (!value.is_string()) fail(name, "must be a string, got " + describe(value));
+    return value.get<std::string>();
+  }
+
+  double number(const std::string& name) const {
+    const json& value = field(name);
+    if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (!value.is_number()) fail(name, "must be a number, got " + describe(value));
+    return value.get<double>();
+  }
+
+  std::uint64_t count(const std::string& name) const { return count_value(field(name), name); }
+
+  std::uint64_t count_value(const json& value, const std::string& name) const {
+    if (value.is_number_unsigned()) return value.get<std::uint64_t>();
+    if (value.is_number_integer()) fail(name, "must not be negative, got " + value.dump());
+    fail(name, "must be a non-negative integer, got " + describe(value));
+  }
+
+  const std::string& topic() const { return topic_; }
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  const json& object_;
+  std::string topic_;
+  std::string prefix_;
+};
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+json to_json(const StatsPayload& stats) {
+  json stages = json::array();
+  for (const StageTiming& stage : stats.stages) {
+    stages.push_back({{"name", stage.name},
+                      {"mean_us", number_or_null(stage.mean_us)},
+                      {"max_us", number_or_null(stage.max_us)},
+                      {"gbps", number_or_null(stage.gbps)}});
+  }
+  json drops = json::object();
+  for (const auto& [reason, count] : stats.drops_by_reason) drops[reason] = count;
+
+  return {{"events_in", stats.events_in},
+          {"events_processed", stats.events_processed},
+          {"events_dropped", stats.events_dropped},
+          {"drops_by_reason", std::move(drops)},
+          {"events_in_flight", stats.events_in_flight},
+          {"order_errors", stats.order_errors},
+          {"elapsed_s", number_or_null(stats.elapsed_s)},
+          {"event_rate_hz", number_or_null(stats.event_rate_hz)},
+          {"input_gbps", number_or_null(stats.input_gbps)},
+          {"ring_slots", stats.ring_slots},
+          {"ring_occupancy", stats.ring_occupancy},
+          {"backend", stats.backend},
+          {"device", stats.device},
+          {"stages", std::move(stages)}};
+}
+
+StatsPayload stats_from_json(const json& payload) {
+  const PayloadReader reader(payload, std::string(kTopicStats));
+  reader.require_object("the payload");
+
+  StatsPayload stats;
+  stats.events_in = reader.count("events_in");
+  stats.events_processed = reader.count("events_processed");
+  stats.events_dropped = reader.count("events_dropped");
+  stats.events_in_flight = reader.count("events_in_flight");
+  stats.order_errors = reader.count("order_errors");
+  stats.elapsed_s = reader.number("elapsed_s");
+  stats.event_rate_hz = reader.number("event_rate_hz");
+  stats.input_gbps = reader.number("input_gbps");
+  stats.ring_slots = reader.count("ring_slots");
+  stats.ring_occupancy = reader.count("ring_occupancy");
+  stats.backend = reader.string("backend");
+  stats.device = reader.string("device");
+
+  const json& drops = reader.field("drops_by_reason");
+  if (!drops.is_object()) {
+    reader.fail("drops_by_reason", "must be an object of counts, got " + describe(drops));
+  }
+  for (const auto& [reason, count] : drops.items()) {
+    stats.drops_by_reason[reason] = reader.count_value(count, "drops_by_reason." + reason);
+  }
+
+  const json& stages = reader.field("stages");
+  if (!stages.is_array()) reader.fail("stages", "must be an array, got " + describe(stages));
+  stats.stages.reserve(stages.size());
+  for (std::size_t index = 0; index < stages.size(); ++index) {
+    const std::string name = "stages[" + std::to_string(index) + "]";
+    const json& entry = stages[index];
+    if (!entry.is_object()) reader.fail(name, "must be an object, got " + describe(entry));
+    const PayloadReader stage_reader(entry, reader.topic(), name + ".");
+    StageTiming stage;
+    stage.name = stage_reader.string("name");
+    stage.mean_us = stage_reader.number("mean_us");
+    stage.max_us = stage_reader.number("max_us");
+    stage.gbps = stage_reader.number("gbps");
+    stats.stages.push_back(std::move(stage));
+  }
+  return stats;
+}
+
+json to_json(const StatusPayload& status) {
+  return {{"state", status.state},       {"message", status.message}, {"source", status.source},
+          {"detector", status.detector}, {"backend", status.backend}, {"device", status.device},
+          {"config", status.config}};
+}
+
+StatusPayload status_from_json(const json& payload) {
+  const PayloadReader reader(payload, std::string(kTopicStatus));
+  reader.require_object("the payload");
+
+  StatusPayload status;
+  status.state = reader.string("state");
+  status.message = reader.string("message");
+  status.source = reader.string("source");
+  status.detector = reader.string("detector");
+  status.backend = reader.string("backend");
+  status.device = reader.string("device");
+  const json& config = reader.field("config");
+  if (!config.is_object()) reader.fail("config", "must be an object, got " + describe(config));
+  status.config = config;
+  return status;
+}
+
+Message make_stats_message(const StatsPayload& stats) {
+  Message message;
+  message.topic = std::string(kTopicStats);
+  message.time_ns = now_ns();
+  message.payload = to_json(stats);
+  return message;
+}
+
+Message make_status_message(const StatusPayload& status) {
+  Message message;
+  message.topic = std::string(kTopicStatus);
+  message.time_ns = now_ns();
+  message.payload = to_json(status);
+  return message;
+}
+
+}  // namespace livedrp::protocol
