@@ -1,0 +1,40 @@
+#pragma once
+// The command line of the livedrp GUI. Values given here override the saved settings.
+#include <optional>
+#include <string>
+
+#include <QString>
+#include <QStringList>
+
+namespace livedrp::app {
+
+// The embedded engine's default endpoint: loopback only (DESIGN: defaults bind to 127.0.0.1), the
+// same port the headless engine uses, so a `--connect` GUI finds either.
+inline constexpr const char* kDefaultPublishEndpoint = "tcp://127.0.0.1:5555";
+// Sources the run-control combo offers; any other `sim:DETECTOR` may be typed in.
+inline constexpr const char* kSimulatorSources[] = {"sim:epix10ka2m", "sim:jungfrau4m"};
+inline constexpr const char* kBackends[] = {"auto", "cpu", "cuda"};
+
+struct AppOptions {
+  std::optional<std::string> source;   // --source
+  std::optional<std::string> backend;  // --backend
+  std::optional<double> rate_hz;       // --rate (0 = as fast as possible)
+  std::optional<std::string> publish;  // --publish: the embedded engine's endpoint
+  std::string connect;                 // --connect: attach to a remote engine; no embedded one
+  bool autostart = true;               // --no-autostart clears it
+  QString settings_file;               // --settings: an .ini file instead of the user's settings
+  QString screenshot_file;             // --screenshot
+  double screenshot_after_s = 5;       // --screenshot-after
+};
+
+struct CommandLine {
+  enum class Action { Run, ShowHelp, ShowVersion, Error };
+  Action action = Action::Run;
+  AppOptions options;
+  QString text;  // the help text, the version, or the error (which option, which value, why)
+};
+
+// `arguments` includes the program name first, as QCoreApplication::arguments() does.
+CommandLine parseCommandLine(const QStringList& arguments);
+
+}  // namespace livedrp::app

@@ -1,0 +1,199 @@
+#include "app/engine_host.hpp"
+
+#include <chrono>
+#include <exception>
+#include <utility>
+
+#include "core/error.hpp"
+
+namespace livedrp::app {
+namespace {
+qint64 nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+QString describe(const std::exception& error) {
+  if (dynamic_cast<const InputError*>(&error)) {
+    return QStringLiteral("configuration error: ") + QString::fromUtf8(error.what());
+  }
+  if (dynamic_cast<const RuntimeFault*>(&error)) {
+    return QStringLiteral("engine fault: ") + QString::fromUtf8(error.what());
+  }
+  return QStringLiteral("engine error: ") + QString::fromUtf8(error.what());
+}
+}  // namespace
+
+EngineHost::EngineHost(QObject* parent) : QObject(parent) {
+  widgets::registerProtocolMetaTypes();
+  worker_ = std::thread([this] { workerLoop(); });
+}
+
+EngineHost::~EngineHost() {
+  post({Command::Kind::Quit, {}});
+  worker_.join();
+}
+
+bool EngineHost::start(const EngineConfig& config) {
+  if (active_) return false;
+  active_ = true;
+  state_ = QStringLiteral("starting");
+  post({Command::Kind::Start, config});
+  return true;
+}
+
+void EngineHost::stop() {
+  if (!active_) return;
+  post({Command::Kind::Stop, {}});
+}
+
+void EngineHost::post(Command command) {
+  {
+    std::lock_guard lock(mutex_);
+    commands_.push_back(std::move(command));
+  }
+  wake_.notify_one();
+}
+
+void EngineHost::workerLoop() {
+  for (;;) {
+    std::optional<Command> command;
+    {
+      std::unique_lock lock(mutex_);
+      if (running_) {
+        wake_.wait_for(lock, kFinishPoll, [this] { return !commands_.empty(); });
+      } else {
+        wake_.wait(lock, [this] { return !commands_.empty(); });
+      }
+      if (!commands_.empty()) {
+        command = std::move(commands_.front());
+        commands_.pop_front();
+      }
+    }
+    if (!command) {
+      if (running_ && engine_->finished()) workerFinish();
+      continue;
+    }
+    switch (command->kind) {
+      case Command::Kind::Start:
+        workerStart(command->config);
+        break;
+      case Command::Kind::Stop:
+        workerStop();
+        break;
+      case Command::Kind::Quit:
+        try {
+          if (engine_ && running_) {
+            engine_->request_stop();
+            engine_->wait();
+          }
+          engine_.reset();
+        } catch (const std::exception&) {
+          // Shutting down: nobody is left to tell.
+        }
+        return;
+    }
+  }
+}
+
+void EngineHost::workerStart(const EngineConfig& config) {
+  config_ = config;
+  backend_.clear();
+  device_.clear();
+  try {
+    engine_.reset();  // the previous run's engine (and its publisher) goes now
+    reportStatus(QStringLiteral("starting"), QString());
+    engine_ = std::make_unique<Engine>(config);
+    config_ = engine_->config();
+    backend_ = QString::fromStdString(engine_->backend_name());
+    device_ = QString::fromStdString(engine_->device_name());
+    const QString endpoint = QString::fromStdString(engine_->publish_endpoint());
+    engine_->start();
+    running_ = true;
+    // From here the engine reports its own states (starting, running, ...) on the wire; the host
+    // speaks again for the run's end, which it sees first-hand.
+    QMetaObject::invokeMethod(
+        this,
+        [this, endpoint, backend = backend_, device = device_] {
+          endpoint_ = endpoint;
+          state_ = QStringLiteral("running");
+          emit started(endpoint, backend, device);
+        },
+        Qt::QueuedConnection);
+  } catch (const std::exception& error) {
+    engine_.reset();
+    running_ = false;
+    reportError(describe(error));
+  }
+}
+
+void EngineHost::workerStop() {
+  if (!engine_ || !running_) return;  // already ended by itself; its end was reported
+  reportStatus(QStringLiteral("stopping"), QStringLiteral("draining events in flight"));
+  try {
+    engine_->request_stop();
+    engine_->wait();
+  } catch (const std::exception& error) {
+    running_ = false;
+    reportError(describe(error));
+    return;
+  }
+  workerFinish();
+}
+
+void EngineHost::workerFinish() {
+  running_ = false;
+  RunSummary summary;
+  try {
+    engine_->wait();
+    summary = engine_->summary();
+  } catch (const std::exception& error) {
+    reportError(describe(error));
+    return;
+  }
+  const QString error = QString::fromStdString(summary.error);
+  QMetaObject::invokeMethod(
+      this, [this, stats = summary.stats, error] { emit runFinished(stats, error); },
+      Qt::QueuedConnection);
+  if (!error.isEmpty()) {
+    reportError(QStringLiteral("engine fault: ") + error);
+    return;
+  }
+  reportStatus(QStringLiteral("finished"),
+               QStringLiteral("%1 events processed, %2 dropped")
+                   .arg(summary.stats.events_processed)
+                   .arg(summary.stats.events_dropped));
+}
+
+void EngineHost::reportStatus(const QString& state, const QString& message) {
+  protocol::StatusPayload status;
+  status.state = state.toStdString();
+  status.message = message.toStdString();
+  status.source = config_.source;
+  status.backend = backend_.toStdString();
+  status.device = device_.toStdString();
+  try {
+    status.config = config_.to_json();
+  } catch (const std::exception&) {
+    status.config = nlohmann::json::object();
+  }
+  const qint64 time_ns = nowNs();
+  const bool ended = state == QLatin1String("finished") || state == QLatin1String("error");
+  QMetaObject::invokeMethod(
+      this,
+      [this, status, time_ns, state, ended] {
+        state_ = state;
+        if (ended) active_ = false;
+        emit statusChanged(status, time_ns);
+      },
+      Qt::QueuedConnection);
+}
+
+void EngineHost::reportError(const QString& error) {
+  QMetaObject::invokeMethod(
+      this, [this, error] { emit errorOccurred(error); }, Qt::QueuedConnection);
+  reportStatus(QStringLiteral("error"), error);
+}
+
+}  // namespace livedrp::app

@@ -1,0 +1,369 @@
+#include "app/main_window.hpp"
+
+#include <exception>
+#include <optional>
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDateTime>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenuBar>
+#include <QPlainTextEdit>
+#include <QSettings>
+#include <QStatusBar>
+#include <QToolBar>
+
+#include "app/engine_host.hpp"
+#include "app/run_control_widget.hpp"
+#include "app/subscriber_thread.hpp"
+#include "widgets/counters_view.hpp"
+#include "widgets/number_format.hpp"
+#include "widgets/rate_strip_chart.hpp"
+#include "widgets/run_status_widget.hpp"
+#include "widgets/stats_model.hpp"
+
+namespace livedrp::app {
+namespace {
+// How long a transient status-bar message (an error, a saved layout) stays.
+constexpr int kStatusMessageMs = 15'000;
+// Malformed-message reports reach the log at most this often; the count is always in the status bar.
+constexpr qint64 kMalformedLogIntervalMs = 1'000;
+
+const char* kGeometryKey = "window/geometry";
+const char* kStateKey = "window/state";
+const char* kEngineConfigKey = "engine/config";
+const char* kChartWindowKey = "chart/window_s";
+
+QDockWidget* makeDock(const QString& title, const QString& name, QWidget* content,
+                      QMainWindow* window) {
+  auto* dock = new QDockWidget(title, window);
+  dock->setObjectName(name);  // saveState/restoreState find docks by object name
+  dock->setWidget(content);
+  return dock;
+}
+}  // namespace
+
+const std::vector<std::string>& MainWindow::subscribedTopics() {
+  static const std::vector<std::string> topics{std::string(protocol::kTopicStats),
+                                               std::string(protocol::kTopicStatus)};
+  return topics;
+}
+
+MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
+    : QMainWindow(parent),
+      attached_(!options.connect.empty()),
+      connect_endpoint_(QString::fromStdString(options.connect)),
+      model_(new widgets::StatsModel(this)) {
+  setObjectName(QStringLiteral("livedrpMainWindow"));
+  widgets::registerProtocolMetaTypes();
+  setDockNestingEnabled(true);
+  setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowNestedDocks |
+                 QMainWindow::AllowTabbedDocks);
+  buildDocks();
+  buildMenus();
+  resize(1200, 760);
+  default_state_ = saveState(kLayoutVersion);
+
+  settings_ = options.settings_file.isEmpty()
+                  ? std::make_unique<QSettings>()
+                  : std::make_unique<QSettings>(options.settings_file, QSettings::IniFormat);
+  readSettings(*settings_, settings_->fileName());
+
+  // The command line wins over the saved settings.
+  if (options.source) base_config_.source = *options.source;
+  if (options.backend) base_config_.backend = *options.backend;
+  if (options.rate_hz) base_config_.rate_hz = *options.rate_hz;
+  if (options.publish) base_config_.publish = *options.publish;
+  run_control_->setConfig(base_config_);
+
+  if (attached_) {
+    run_control_->setAttached(connect_endpoint_);
+    connect(model_, &widgets::StatsModel::updated, this, &MainWindow::showRemoteRun);
+    appendLog(tr("attached to the engine at %1").arg(connect_endpoint_));
+    subscribeTo(connect_endpoint_);
+  } else {
+    host_ = new EngineHost(this);
+    connectHost();
+    run_control_->setEndpoint(QString::fromStdString(base_config_.publish));
+    if (options.autostart) startRun();
+  }
+  updateTitle();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildDocks() {
+  chart_ = new widgets::RateStripChart(model_);
+  counters_ = new widgets::CountersView(model_);
+  run_control_ = new RunControlWidget;
+  log_ = new QPlainTextEdit;
+  log_->setObjectName(QStringLiteral("log"));
+  log_->setReadOnly(true);
+  log_->setMaximumBlockCount(kLogLines);
+  log_->setLineWrapMode(QPlainTextEdit::NoWrap);
+
+  chart_dock_ = makeDock(tr("Rates"), QStringLiteral("ratesDock"), chart_, this);
+  run_dock_ = makeDock(tr("Run control"), QStringLiteral("runControlDock"), run_control_, this);
+  counters_dock_ = makeDock(tr("Counters"), QStringLiteral("countersDock"), counters_, this);
+  log_dock_ = makeDock(tr("Log"), QStringLiteral("logDock"), log_, this);
+
+  addDockWidget(Qt::LeftDockWidgetArea, run_dock_);
+  addDockWidget(Qt::LeftDockWidgetArea, counters_dock_);
+  addDockWidget(Qt::RightDockWidgetArea, chart_dock_);
+  addDockWidget(Qt::RightDockWidgetArea, log_dock_);
+  resizeDocks({run_dock_, chart_dock_}, {330, 870}, Qt::Horizontal);
+  resizeDocks({run_dock_, counters_dock_}, {170, 490}, Qt::Vertical);
+  resizeDocks({chart_dock_, log_dock_}, {520, 140}, Qt::Vertical);
+
+  run_toolbar_ = addToolBar(tr("Run"));
+  run_toolbar_->setObjectName(QStringLiteral("runToolBar"));
+  run_toolbar_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  run_toolbar_->addAction(run_control_->startAction());
+  run_toolbar_->addAction(run_control_->stopAction());
+
+  run_status_ = new widgets::RunStatusWidget(model_);
+  statusBar()->addPermanentWidget(run_status_);
+
+  connect(run_control_, &RunControlWidget::startRequested, this, &MainWindow::startRun);
+  connect(run_control_, &RunControlWidget::stopRequested, this, &MainWindow::stopRun);
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&Save Layout..."), this, &MainWindow::saveLayoutDialog);
+  file->addAction(tr("&Load Layout..."), this, &MainWindow::loadLayoutDialog);
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  run->addAction(run_control_->startAction());
+  run->addAction(run_control_->stopAction());
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  for (QDockWidget* dock : {chart_dock_, run_dock_, counters_dock_, log_dock_}) {
+    view->addAction(dock->toggleViewAction());
+  }
+  view->addAction(run_toolbar_->toggleViewAction());
+  view->addSeparator();
+  view->addAction(tr("&Reset Layout"), this, &MainWindow::resetLayout);
+}
+
+void MainWindow::connectHost() {
+  connect(host_, &EngineHost::statusChanged, this,
+          [this](const protocol::StatusPayload& status, qint64 time_ns) {
+            model_->applyStatus(status, time_ns);
+            run_control_->setRunActive(host_->isActive());
+            QString line = tr("engine %1").arg(QString::fromStdString(status.state));
+            if (!status.message.empty()) line += QStringLiteral(": ") + QString::fromStdString(status.message);
+            appendLog(line);
+          });
+  connect(host_, &EngineHost::started, this,
+          [this](const QString& endpoint, const QString& backend, const QString& device) {
+            run_control_->setEndpoint(endpoint);
+            appendLog(tr("engine running on %1 (%2), publishing on %3").arg(backend, device, endpoint));
+            subscribeTo(connectableEndpoint(endpoint));
+            updateTitle();
+          });
+  connect(host_, &EngineHost::runFinished, this,
+          [this](const protocol::StatsPayload& summary, const QString& error) {
+            appendLog(tr("run summary: %1 events in, %2 processed, %3 dropped in %4 (%5 average)%6")
+                          .arg(widgets::formatCount(summary.events_in),
+                               widgets::formatCount(summary.events_processed),
+                               widgets::formatCount(summary.events_dropped),
+                               widgets::formatDuration(summary.elapsed_s),
+                               widgets::formatRateHz(summary.event_rate_hz),
+                               error.isEmpty() ? QString() : tr("; failed: ") + error));
+          });
+  connect(host_, &EngineHost::errorOccurred, this, [this](const QString& error) {
+    statusBar()->showMessage(error, kStatusMessageMs);
+    run_control_->setRunActive(host_->isActive());
+  });
+}
+
+void MainWindow::startRun() {
+  if (!host_ || host_->isActive()) return;
+  base_config_ = run_control_->config(base_config_);
+  model_->clear();  // a new run starts a new chart
+  if (host_->start(base_config_)) {
+    run_control_->setRunActive(true);
+    appendLog(tr("starting the embedded engine: %1, backend %2, %3, publishing on %4")
+                  .arg(QString::fromStdString(base_config_.source),
+                       QString::fromStdString(base_config_.backend),
+                       base_config_.rate_hz > 0 ? widgets::formatRateHz(base_config_.rate_hz)
+                                                : tr("as fast as possible"),
+                       QString::fromStdString(base_config_.publish)));
+  }
+  updateTitle();
+}
+
+void MainWindow::stopRun() {
+  if (!host_ || !host_->isActive()) return;
+  host_->stop();
+  run_control_->stopAction()->setEnabled(false);  // once is enough; the state follows
+  appendLog(tr("stop requested"));
+}
+
+void MainWindow::subscribeTo(const QString& endpoint) {
+  if (subscriber_ && subscriber_->endpoint() == endpoint && subscriber_->isRunning()) return;
+  if (subscriber_) {
+    // Retire the old subscriber without waiting for it: it ends within one receive timeout.
+    SubscriberThread* old = subscriber_;
+    old->disconnect(this);
+    connect(old, &QThread::finished, old, &QObject::deleteLater);
+    old->stop();
+  }
+  auto* thread = new SubscriberThread(endpoint, subscribedTopics(), this);
+  subscriber_ = thread;
+  connect(thread, &SubscriberThread::messagesReceived, this,
+          [this, thread](const widgets::MessageBatch& batch) {
+            if (thread == subscriber_) model_->apply(batch);  // drop what a retired one sent
+          });
+  connect(thread, &SubscriberThread::malformedMessages, this,
+          [this, thread](quint64 count, const QString& last_error) {
+            if (thread != subscriber_) return;
+            run_status_->setMalformedCount(count, last_error);
+            if (!malformed_log_clock_.isValid() ||
+                malformed_log_clock_.elapsed() >= kMalformedLogIntervalMs) {
+              malformed_log_clock_.start();
+              appendLog(tr("%1 malformed message(s) rejected; last: %2").arg(count).arg(last_error));
+            }
+          });
+  connect(thread, &SubscriberThread::failed, this, [this](const QString& error) {
+    appendLog(error);
+    statusBar()->showMessage(error, kStatusMessageMs);
+  });
+  thread->start();
+  appendLog(tr("subscribed to %1").arg(endpoint));
+}
+
+void MainWindow::showRemoteRun() {
+  if (!model_->hasStatus()) return;
+  const protocol::StatusPayload& status = model_->latestStatus();
+  std::optional<double> rate_hz;
+  if (const auto it = status.config.find("rate_hz"); it != status.config.end() && it->is_number()) {
+    rate_hz = it->get<double>();
+  }
+  const std::string& backend = model_->hasStats() && !model_->latestStats().backend.empty()
+                                   ? model_->latestStats().backend
+                                   : status.backend;
+  run_control_->showRemoteRun(QString::fromStdString(status.source),
+                              QString::fromStdString(backend), rate_hz);
+}
+
+EngineConfig MainWindow::engineConfig() const {
+  // Attached, the run-control fields show the remote engine's run, not a configuration of ours.
+  return attached_ ? base_config_ : run_control_->config(base_config_);
+}
+
+void MainWindow::readSettings(QSettings& settings, const QString& origin) {
+  const QByteArray geometry = settings.value(kGeometryKey).toByteArray();
+  if (!geometry.isEmpty()) restoreGeometry(geometry);
+  const QByteArray state = settings.value(kStateKey).toByteArray();
+  if (!state.isEmpty() && !restoreState(state, kLayoutVersion)) {
+    appendLog(tr("%1: the saved window layout is from another version; using the default")
+                  .arg(origin));
+  }
+  bool ok = false;
+  const double window_s = settings.value(kChartWindowKey).toDouble(&ok);
+  if (ok && window_s > 0) chart_->setWindowSeconds(window_s);
+
+  const QString json = settings.value(kEngineConfigKey).toString();
+  if (json.isEmpty()) return;
+  try {
+    base_config_ = EngineConfig::from_json(nlohmann::json::parse(json.toStdString()),
+                                           origin.toStdString() + " [" + kEngineConfigKey + "]");
+  } catch (const std::exception& error) {
+    appendLog(tr("ignoring the saved engine configuration: %1").arg(QString::fromUtf8(error.what())));
+  }
+  run_control_->setConfig(base_config_);
+}
+
+void MainWindow::writeSettings(QSettings& settings) const {
+  settings.setValue(kGeometryKey, saveGeometry());
+  settings.setValue(kStateKey, saveState(kLayoutVersion));
+  settings.setValue(kChartWindowKey, chart_->windowSeconds());
+  // Attached to a remote engine, the embedded engine's saved configuration is left as it was.
+  if (!attached_) {
+    settings.setValue(kEngineConfigKey, QString::fromStdString(engineConfig().to_json().dump()));
+  }
+}
+
+bool MainWindow::saveLayout(const QString& path) {
+  QSettings settings(path, QSettings::IniFormat);
+  writeSettings(settings);
+  settings.sync();
+  if (settings.status() != QSettings::NoError) {
+    const QString error = tr("cannot write the layout to %1").arg(path);
+    appendLog(error);
+    statusBar()->showMessage(error, kStatusMessageMs);
+    return false;
+  }
+  appendLog(tr("layout and engine configuration saved to %1").arg(path));
+  return true;
+}
+
+bool MainWindow::loadLayout(const QString& path) {
+  if (!QFileInfo(path).isReadable()) {
+    const QString error = tr("cannot read the layout %1: no such readable file").arg(path);
+    appendLog(error);
+    statusBar()->showMessage(error, kStatusMessageMs);
+    return false;
+  }
+  QSettings settings(path, QSettings::IniFormat);
+  if (settings.status() != QSettings::NoError) {
+    const QString error = tr("%1 is not a layout file (INI format expected)").arg(path);
+    appendLog(error);
+    statusBar()->showMessage(error, kStatusMessageMs);
+    return false;
+  }
+  readSettings(settings, path);
+  appendLog(tr("layout loaded from %1%2")
+                .arg(path, host_ && host_->isActive()
+                               ? tr("; the engine configuration applies at the next start")
+                               : QString()));
+  return true;
+}
+
+void MainWindow::resetLayout() { restoreState(default_state_, kLayoutVersion); }
+
+void MainWindow::saveLayoutDialog() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Save layout and engine configuration"),
+                                                    QString(), tr("livedrp layout (*.ini)"));
+  if (!path.isEmpty()) saveLayout(path.endsWith(QLatin1String(".ini")) ? path : path + ".ini");
+}
+
+void MainWindow::loadLayoutDialog() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Load layout and engine configuration"),
+                                                    QString(), tr("livedrp layout (*.ini)"));
+  if (!path.isEmpty()) loadLayout(path);
+}
+
+SubscriberThread* MainWindow::subscriber() const { return subscriber_.data(); }
+
+QString MainWindow::logText() const { return log_->toPlainText(); }
+
+void MainWindow::appendLog(const QString& line) {
+  log_->appendPlainText(QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) + line);
+}
+
+void MainWindow::updateTitle() {
+  if (attached_) {
+    setWindowTitle(tr("livedrp — attached to %1").arg(connect_endpoint_));
+  } else {
+    setWindowTitle(tr("livedrp — embedded engine, %1")
+                       .arg(QString::fromStdString(run_control_->config(base_config_).source)));
+  }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  writeSettings(*settings_);
+  settings_->sync();
+  if (host_ && host_->isActive()) host_->stop();  // the host drains and joins when destroyed
+  event->accept();
+}
+
+}  // namespace livedrp::app

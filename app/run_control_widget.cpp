@@ -1,0 +1,141 @@
+#include "app/run_control_widget.hpp"
+
+#include <QAction>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QStyle>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "app/app_options.hpp"
+
+namespace livedrp::app {
+namespace {
+// The simulator's highest useful setting is far below this; it only guards against typos.
+constexpr double kMaxRateHz = 1e6;
+}  // namespace
+
+RunControlWidget::RunControlWidget(QWidget* parent)
+    : QWidget(parent),
+      start_(new QAction(style()->standardIcon(QStyle::SP_MediaPlay), tr("&Start"), this)),
+      stop_(new QAction(style()->standardIcon(QStyle::SP_MediaStop), tr("S&top"), this)),
+      source_(new QComboBox(this)),
+      backend_(new QComboBox(this)),
+      rate_(new QDoubleSpinBox(this)),
+      endpoint_(new QLabel(this)) {
+  setObjectName(QStringLiteral("runControl"));
+  start_->setObjectName(QStringLiteral("startAction"));
+  stop_->setObjectName(QStringLiteral("stopAction"));
+  start_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+  stop_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
+  start_->setToolTip(tr("Start the embedded engine with the settings below (Ctrl+R)"));
+  stop_->setToolTip(tr("Stop the embedded engine; events in flight are drained (Ctrl+.)"));
+  connect(start_, &QAction::triggered, this, &RunControlWidget::startRequested);
+  connect(stop_, &QAction::triggered, this, &RunControlWidget::stopRequested);
+
+  source_->setObjectName(QStringLiteral("sourceCombo"));
+  source_->setEditable(true);  // any sim:DETECTOR may be typed in
+  for (const char* source : kSimulatorSources) source_->addItem(QString::fromLatin1(source));
+  source_->setToolTip(tr("Event source: sim:DETECTOR runs the detector simulator"));
+
+  backend_->setObjectName(QStringLiteral("backendCombo"));
+  for (const char* backend : kBackends) backend_->addItem(QString::fromLatin1(backend));
+  backend_->setToolTip(tr("auto: CUDA when a device is usable, otherwise CPU"));
+
+  rate_->setObjectName(QStringLiteral("rateSpin"));
+  rate_->setRange(0, kMaxRateHz);
+  rate_->setDecimals(1);
+  rate_->setSingleStep(10);
+  rate_->setSuffix(tr(" Hz"));
+  rate_->setSpecialValueText(tr("as fast as possible"));
+  rate_->setToolTip(tr("Source event rate; 0 = as fast as possible"));
+
+  endpoint_->setObjectName(QStringLiteral("endpointLabel"));
+  endpoint_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  endpoint_->setWordWrap(true);
+
+  auto* buttons = new QHBoxLayout;
+  for (QAction* action : {start_, stop_}) {
+    auto* button = new QToolButton(this);
+    button->setDefaultAction(action);
+    button->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    button->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    buttons->addWidget(button);
+  }
+  auto* form = new QFormLayout;
+  form->addRow(tr("Source"), source_);
+  form->addRow(tr("Backend"), backend_);
+  form->addRow(tr("Rate"), rate_);
+  form->addRow(tr("Endpoint"), endpoint_);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(buttons);
+  layout->addLayout(form);
+  layout->addStretch(1);
+
+  setRunActive(false);
+}
+
+void RunControlWidget::setConfig(const EngineConfig& config) {
+  source_->setCurrentText(QString::fromStdString(config.source));
+  const int backend = backend_->findText(QString::fromStdString(config.backend));
+  backend_->setCurrentIndex(backend >= 0 ? backend : 0);
+  rate_->setValue(config.rate_hz);
+}
+
+EngineConfig RunControlWidget::config(const EngineConfig& base) const {
+  EngineConfig config = base;
+  config.source = source_->currentText().trimmed().toStdString();
+  config.backend = backend_->currentText().toStdString();
+  config.rate_hz = rate_->value();
+  return config;
+}
+
+void RunControlWidget::setRunActive(bool active) {
+  if (attached_) return;
+  start_->setEnabled(!active);
+  stop_->setEnabled(active);
+  source_->setEnabled(!active);
+  backend_->setEnabled(!active);
+  rate_->setEnabled(!active);
+}
+
+void RunControlWidget::setAttached(const QString& endpoint) {
+  attached_ = true;
+  for (QAction* action : {start_, stop_}) {
+    action->setEnabled(false);
+    action->setToolTip(tr("The remote engine at %1 is controlled where it runs").arg(endpoint));
+  }
+  for (QWidget* field : {static_cast<QWidget*>(source_), static_cast<QWidget*>(backend_),
+                         static_cast<QWidget*>(rate_)}) {
+    field->setEnabled(false);
+  }
+  endpoint_->setText(tr("%1 (remote engine)").arg(endpoint));
+  // Until the remote engine says what it runs, the fields show nothing rather than local settings.
+  source_->setCurrentText(QString());
+  backend_->setCurrentIndex(-1);
+  rate_->setSpecialValueText(tr("-"));
+  rate_->setValue(0);
+}
+
+void RunControlWidget::showRemoteRun(const QString& source, const QString& backend,
+                                     std::optional<double> rate_hz) {
+  if (source_->currentText() != source) source_->setCurrentText(source);
+  const int index = backend_->findText(backend);
+  if (index >= 0) {
+    if (backend_->currentIndex() != index) backend_->setCurrentIndex(index);
+  } else if (!backend.isEmpty()) {
+    backend_->addItem(backend);  // a backend this build does not list, e.g. from a newer engine
+    backend_->setCurrentIndex(backend_->count() - 1);
+  }
+  rate_->setSpecialValueText(rate_hz ? tr("as fast as possible") : tr("-"));
+  if (rate_->value() != rate_hz.value_or(0)) rate_->setValue(rate_hz.value_or(0));
+}
+
+void RunControlWidget::setEndpoint(const QString& endpoint) {
+  if (!attached_) endpoint_->setText(endpoint);
+}
+
+}  // namespace livedrp::app

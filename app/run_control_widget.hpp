@@ -1,0 +1,57 @@
+#pragma once
+// Run control for the embedded engine: Start/Stop (as actions, shared with the toolbar), source,
+// backend and rate. The fields configure the next start; they are locked while a run is active.
+#include <optional>
+#include <string>
+
+#include <QWidget>
+
+#include "exec/engine.hpp"
+
+class QAction;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+
+namespace livedrp::app {
+
+class RunControlWidget : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit RunControlWidget(QWidget* parent = nullptr);
+
+  QAction* startAction() const { return start_; }
+  QAction* stopAction() const { return stop_; }
+  QComboBox* sourceCombo() const { return source_; }
+  QComboBox* backendCombo() const { return backend_; }
+  QDoubleSpinBox* rateSpin() const { return rate_; }
+
+  // Shows `config`'s source, backend and rate in the fields.
+  void setConfig(const EngineConfig& config);
+  // `base` with the fields' source, backend and rate.
+  EngineConfig config(const EngineConfig& base) const;
+
+  // Embedded: Start/Stop follow `active`. Attached to a remote engine: everything disabled and
+  // the endpoint shown instead.
+  void setRunActive(bool active);
+  void setAttached(const QString& endpoint);
+  void setEndpoint(const QString& endpoint);
+  // Attached: shows what the remote engine reports it runs (its `status`), not local settings.
+  void showRemoteRun(const QString& source, const QString& backend, std::optional<double> rate_hz);
+
+ signals:
+  void startRequested();
+  void stopRequested();
+
+ private:
+  QAction* start_;
+  QAction* stop_;
+  QComboBox* source_;
+  QComboBox* backend_;
+  QDoubleSpinBox* rate_;
+  QLabel* endpoint_;
+  bool attached_ = false;
+};
+
+}  // namespace livedrp::app
