@@ -433,6 +433,7 @@ std::string Engine::backend_name() const {
 std::string Engine::device_name() const {
   return impl_->backend->device_name();
 }
+std::string Engine::backend_note() const { return impl_->backend_note; }
 std::string Engine::publish_endpoint() const {
   return impl_->publisher ? impl_->publisher->endpoint() : std::string();
 }

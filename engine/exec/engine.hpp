@@ -63,6 +63,8 @@ class Engine {
   const EngineConfig& config() const;
   std::string backend_name() const;
   std::string device_name() const;
+  // Why this backend runs (e.g. "auto: CUDA not usable (no CUDA device), using the CPU backend").
+  std::string backend_note() const;
   std::string publish_endpoint() const;  // as bound
   // Called from the engine thread at each stats interval (for CLI progress).
   void set_progress_callback(std::function<void(const protocol::StatsPayload&)> callback);

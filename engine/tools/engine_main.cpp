@@ -156,7 +156,8 @@ int main(int argc, char** argv) {
   std::cerr << "livedrp-engine: " << engine->config().source << " on " << engine->backend_name()
             << " (" << engine->device_name() << "), publishing on "
             << (engine->publish_endpoint().empty() ? "nothing" : engine->publish_endpoint())
-            << "\n";
+            << "\n"
+            << "livedrp-engine: backend " << engine->backend_note() << "\n";
   auto last_print = std::chrono::steady_clock::now();
   engine->set_progress_callback([&last_print](const livedrp::protocol::StatsPayload& s) {
     const auto now = std::chrono::steady_clock::now();
