@@ -89,6 +89,11 @@ StatsPayload sample_stats() {
   stats.backend = "cpu";
   stats.device = "CPU (16 threads)";
   stats.stages = {{"calibrate", 12.5, 40.25, 21.5}, {"integrate", 8.0, 9.5, 33.0}};
+  stats.latency_p50_us = 41.5;
+  stats.latency_p99_us = 230.25;
+  stats.latency_max_us = 900.0;
+  stats.reorder_depth = 3;
+  stats.streams = {{0, 2, 4, 1000}, {1, 4, 4, 998}};
   return stats;
 }
 
@@ -240,6 +245,17 @@ class TestProtocol : public QObject {
       QCOMPARE(stats.stages[index].mean_us, original.stages[index].mean_us);
       QCOMPARE(stats.stages[index].max_us, original.stages[index].max_us);
       QCOMPARE(stats.stages[index].gbps, original.stages[index].gbps);
+    }
+    QCOMPARE(stats.latency_p50_us, original.latency_p50_us);
+    QCOMPARE(stats.latency_p99_us, original.latency_p99_us);
+    QCOMPARE(stats.latency_max_us, original.latency_max_us);
+    QCOMPARE(stats.reorder_depth, original.reorder_depth);
+    QCOMPARE(stats.streams.size(), original.streams.size());
+    for (std::size_t index = 0; index < original.streams.size(); ++index) {
+      QCOMPARE(stats.streams[index].index, original.streams[index].index);
+      QCOMPARE(stats.streams[index].in_flight, original.streams[index].in_flight);
+      QCOMPARE(stats.streams[index].capacity, original.streams[index].capacity);
+      QCOMPARE(stats.streams[index].completed, original.streams[index].completed);
     }
   }
 

@@ -6,20 +6,21 @@ namespace livedrp {
 
 BackendChoice make_backend(const std::string& requested, const DetectorDescription& detector,
                            const CalibrationConstants& constants,
-                           const calib::CalibrationParams& params, unsigned cpu_threads) {
+                           const calib::CalibrationParams& params, unsigned cpu_threads,
+                           const StreamConfig& runtime) {
   if (requested == "cpu")
     return {make_cpu_backend(detector, constants, params, cpu_threads), "cpu: as requested"};
   if (requested == "cuda") {
     if (auto reason = cuda_unavailable_reason())
       throw RuntimeFault("backend 'cuda' requested but CUDA is not usable: " + *reason);
-    return {make_cuda_backend(detector, constants, params), "cuda: as requested"};
+    return {make_cuda_backend(detector, constants, params, runtime), "cuda: as requested"};
   }
   if (requested == "auto") {
     if (auto reason = cuda_unavailable_reason())
       return {make_cpu_backend(detector, constants, params, cpu_threads),
               "auto: CUDA not usable (" + *reason + "), using the CPU backend"};
     try {
-      return {make_cuda_backend(detector, constants, params), "auto: CUDA device found"};
+      return {make_cuda_backend(detector, constants, params, runtime), "auto: CUDA device found"};
     } catch (const RuntimeFault& fault) {
       return {
           make_cpu_backend(detector, constants, params, cpu_threads),

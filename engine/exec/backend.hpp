@@ -3,11 +3,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "calib/calibration_math.hpp"
 #include "calib/constants.hpp"
 #include "core/detector.hpp"
 #include "core/event.hpp"
+#include "exec/stream_config.hpp"
 
 namespace livedrp {
 
@@ -16,17 +18,29 @@ struct BackendEvent {
   EventHeader header;
   const void* raw = nullptr;  // detector.raw_event_bytes(); stays valid until the event completes
   int ring_slot = -1;
+  std::uint64_t admission = 0;  // 0, 1, 2, ... in submission order (the reorder stage's key)
 };
 
 struct CompletedEvent {
   EventHeader header;
   int ring_slot = -1;
-  double calibrate_us = 0;  // time the calibration stage took for this event
+  std::uint64_t admission = 0;
+  int stream = 0;           // lane (CUDA stream) that ran it
+  double calibrate_us = 0;  // time the calibration stage took for this event (its launch's time)
   int output_slot = -1;     // which output buffer holds the result (see read_output)
 };
 
-// A calibration backend. Events are submitted in sequence order and complete in the same order;
-// several may be in flight. Nothing here allocates or synchronises the device per event.
+// Occupancy of one backend lane (a CUDA stream; the CPU backend has one lane).
+struct LaneOccupancy {
+  std::uint64_t in_flight = 0;  // launches submitted, not yet completed
+  std::uint64_t capacity = 0;   // launches the lane can hold
+  std::uint64_t completed = 0;  // events completed since the backend was made
+};
+
+// A calibration backend. Events are submitted in admission order; they may complete in another
+// order when several lanes run at once (the engine's reorder stage puts them back in order), but
+// never lost: every submitted event comes back from next_completed exactly once. Several may be
+// in flight. Nothing here allocates or synchronises the device per event.
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -41,11 +55,17 @@ class Backend {
   virtual void set_params(const calib::CalibrationParams& params) = 0;
 
   virtual bool can_submit() const = 0;  // room for one more event in flight
+  // With batch K > 1 the event may wait for K - 1 more before its launch; see flush().
   virtual void submit(const BackendEvent& event) = 0;
-  // The oldest event in flight once it is done; with `block`, waits for it; nullopt when none is
-  // in flight (or, without `block`, none is done yet). Throws RuntimeFault on a device error.
+  // Launches a partly filled batch now (the engine calls it when the ring has nothing more).
+  virtual void flush() {}
+  // A completed event; with `block`, waits for one; nullopt when none is in flight (or, without
+  // `block`, none is done yet). Throws RuntimeFault on a device error.
   virtual std::optional<CompletedEvent> next_completed(bool block) = 0;
-  virtual std::size_t in_flight() const = 0;
+  virtual std::size_t in_flight() const = 0;  // events submitted and not yet returned
+  // One entry per lane. Called from the thread that submits.
+  virtual std::vector<LaneOccupancy> lane_occupancy() const = 0;
+  virtual StreamConfig stream_config() const { return {}; }  // what the backend actually runs
 
   // Copies the calibrated image of a completed event to the host (detector.pixels() floats). Valid
   // until the next submit. For tests and the image topic, not for the per-event path.
@@ -64,7 +84,8 @@ std::optional<std::string> cuda_unavailable_reason();
 // Only in builds with CUDA; otherwise throws RuntimeFault saying so.
 std::unique_ptr<Backend> make_cuda_backend(const DetectorDescription& detector,
                                            const CalibrationConstants& constants,
-                                           const calib::CalibrationParams& params);
+                                           const calib::CalibrationParams& params,
+                                           const StreamConfig& runtime = {});
 
 struct BackendChoice {
   std::unique_ptr<Backend> backend;
@@ -73,6 +94,7 @@ struct BackendChoice {
 // requested: "cpu", "cuda" or "auto" (CUDA when usable, otherwise CPU and the reason in `note`).
 BackendChoice make_backend(const std::string& requested, const DetectorDescription& detector,
                            const CalibrationConstants& constants,
-                           const calib::CalibrationParams& params, unsigned cpu_threads);
+                           const calib::CalibrationParams& params, unsigned cpu_threads,
+                           const StreamConfig& runtime = {});
 
 }  // namespace livedrp

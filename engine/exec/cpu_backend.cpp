@@ -46,6 +46,7 @@ class CpuBackend final : public Backend {
     CompletedEvent done;
     done.header = event.header;
     done.ring_slot = event.ring_slot;
+    done.admission = event.admission;
     done.output_slot = 0;
     done.calibrate_us = std::chrono::duration<double, std::micro>(end - start).count();
     completed_.push_back(done);
@@ -54,9 +55,13 @@ class CpuBackend final : public Backend {
     if (completed_.empty()) return std::nullopt;
     CompletedEvent done = completed_.front();
     completed_.pop_front();
+    ++completed_count_;
     return done;
   }
   std::size_t in_flight() const override { return completed_.size(); }
+  std::vector<LaneOccupancy> lane_occupancy() const override {
+    return {{completed_.size(), 1, completed_count_}};
+  }
   void read_output(const CompletedEvent&, float* host_out) override {
     std::memcpy(host_out, output_.data(), output_.size() * sizeof(float));
   }
@@ -68,6 +73,7 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   std::vector<float> output_;
   std::deque<CompletedEvent> completed_;
+  std::uint64_t completed_count_ = 0;
 };
 
 }  // namespace

@@ -89,7 +89,9 @@ class CudaBackend final : public Backend {
     slot.end.record(slot.stream);
     slot.header = event.header;
     slot.ring_slot = event.ring_slot;
+    slot.admission = event.admission;
     ++count_;
+    ++submitted_;
   }
 
   std::optional<CompletedEvent> next_completed(bool block) override {
@@ -102,6 +104,7 @@ class CudaBackend final : public Backend {
     CompletedEvent done;
     done.header = slot.header;
     done.ring_slot = slot.ring_slot;
+    done.admission = slot.admission;
     done.output_slot = head_;
     done.calibrate_us = 1000.0 * double(slot.end.elapsed_ms_since(slot.start));
     head_ = (head_ + 1) % kSlots;
@@ -110,6 +113,9 @@ class CudaBackend final : public Backend {
   }
 
   std::size_t in_flight() const override { return std::size_t(count_); }
+  std::vector<LaneOccupancy> lane_occupancy() const override {
+    return {{std::uint64_t(count_), std::uint64_t(kSlots), submitted_ - std::uint64_t(count_)}};
+  }
 
   void read_output(const CompletedEvent& event, float* host_out) override {
     if (event.output_slot < 0 || event.output_slot >= kSlots)
@@ -129,6 +135,7 @@ class CudaBackend final : public Backend {
     gpu::PinnedBuffer staging;
     EventHeader header;
     int ring_slot = -1;
+    std::uint64_t admission = 0;
   };
 
   DetectorDescription detector_;
@@ -138,6 +145,7 @@ class CudaBackend final : public Backend {
   std::array<std::unique_ptr<Slot>, kSlots> slots_;
   int head_ = 0;   // oldest event in flight
   int count_ = 0;  // events in flight
+  std::uint64_t submitted_ = 0;
 };
 
 }  // namespace
@@ -146,7 +154,8 @@ std::optional<std::string> cuda_unavailable_reason() { return gpu::unavailable_r
 
 std::unique_ptr<Backend> make_cuda_backend(const DetectorDescription& detector,
                                            const CalibrationConstants& constants,
-                                           const calib::CalibrationParams& params) {
+                                           const calib::CalibrationParams& params,
+                                           const StreamConfig&) {
   return std::make_unique<CudaBackend>(detector, constants, params);
 }
 
@@ -161,7 +170,7 @@ std::optional<std::string> cuda_unavailable_reason() {
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const DetectorDescription&, const CalibrationConstants&,
-                                           const calib::CalibrationParams&) {
+                                           const calib::CalibrationParams&, const StreamConfig&) {
   throw RuntimeFault("built without CUDA support");
 }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "exec/backend.hpp"
+#include "exec/reorder_buffer.hpp"
 #include "publish/publisher.hpp"
 #include "ring/doorbell_ring.hpp"
 #include "sim/simulator.hpp"
@@ -28,6 +30,23 @@ std::int64_t wall_clock_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// p50, p99 and maximum of the latencies (reorders `latencies`); NaN when there are none.
+void fill_latency(protocol::StatsPayload& stats, std::vector<double>& latencies) {
+  if (latencies.empty()) {
+    stats.latency_p50_us = stats.latency_p99_us = stats.latency_max_us =
+        std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
+  auto at_quantile = [&](double q) {
+    const std::size_t rank = std::min(latencies.size() - 1, std::size_t(q * double(latencies.size())));
+    std::nth_element(latencies.begin(), latencies.begin() + std::ptrdiff_t(rank), latencies.end());
+    return latencies[rank];
+  };
+  stats.latency_p50_us = at_quantile(0.50);
+  stats.latency_p99_us = at_quantile(0.99);
+  stats.latency_max_us = *std::max_element(latencies.begin(), latencies.end());
 }
 
 constexpr const char* kDropRingFull = "ring_full";
@@ -64,6 +83,9 @@ struct Engine::Impl {
   double interval_calibrate_us_sum = 0, interval_calibrate_us_max = 0;
   std::uint64_t interval_calibrate_count = 0;
   double total_calibrate_us = 0;
+  std::vector<double> interval_latencies_us;  // doorbell to release, this stats interval
+  std::vector<LaneOccupancy> lanes;           // snapshot taken by the consumer thread
+  std::uint64_t reorder_depth = 0;
   std::function<void(const protocol::StatsPayload&)> progress;
 
   void set_state(const std::string& new_state, const std::string& message = {});
@@ -176,8 +198,10 @@ void Engine::Impl::account_completed(const CompletedEvent& done) {
     order_errors.fetch_add(1, std::memory_order_relaxed);
   last_sequence = done.header.sequence;
   last_pulse_id = done.header.pulse_id;
+  const double latency_us = double(wall_clock_ns() - done.header.timestamp_ns) / 1e3;
   {
     std::lock_guard lock(mutex);
+    interval_latencies_us.push_back(latency_us);
     interval_calibrate_us_sum += done.calibrate_us;
     interval_calibrate_us_max = std::max(interval_calibrate_us_max, done.calibrate_us);
     ++interval_calibrate_count;
@@ -188,24 +212,42 @@ void Engine::Impl::account_completed(const CompletedEvent& done) {
 }
 
 void Engine::Impl::consume() {
+  // Completions may arrive out of order (several lanes); the reorder stage releases them in
+  // admission order, and only then is a ring slot re-armed, so slots are re-armed in order.
+  ReorderBuffer<CompletedEvent> reorder;
+  std::uint64_t next_admission = 0;
+  auto last_snapshot = Clock::now();
+  constexpr auto kSnapshotPeriod = std::chrono::milliseconds(20);
+  auto retire = [&](const CompletedEvent& done) {
+    reorder.insert(done.admission, done);
+    while (auto ready = reorder.pop_ready()) account_completed(*ready);
+  };
   try {
     for (;;) {
       bool progressed = false;
       while (auto done = backend->next_completed(false)) {
-        account_completed(*done);
+        retire(*done);
         progressed = true;
+      }
+      if (const auto now = Clock::now(); now - last_snapshot >= kSnapshotPeriod) {
+        last_snapshot = now;
+        std::lock_guard lock(mutex);
+        lanes = backend->lane_occupancy();
+        reorder_depth = reorder.depth();
       }
       if (backend->can_submit()) {
         if (int slot = ring->consumer_peek(); slot >= 0) {
-          backend->submit({ring->slot_header(slot), ring->slot_data(slot), slot});
+          backend->submit({ring->slot_header(slot), ring->slot_data(slot), slot, next_admission++});
           ring->consumer_advance();
           continue;
         }
+        // Nothing more in the ring: a partly filled batch goes now rather than waiting.
+        backend->flush();
       }
       if (producer_done && ring->occupancy() == 0) break;
       if (progressed) continue;
       if (backend->in_flight() > 0 && !backend->can_submit()) {
-        if (auto done = backend->next_completed(true)) account_completed(*done);
+        if (auto done = backend->next_completed(true)) retire(*done);
       } else {
         // With events in flight on a device, come back soon to retire them; an idle pipeline
         // can wait longer for the next doorbell.
@@ -220,6 +262,11 @@ void Engine::Impl::consume() {
     while (!producer_done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const std::uint64_t lost = events_in.load() - processed.load() - dropped_ring_full.load();
     dropped_backend_fault.fetch_add(lost);
+  }
+  {
+    std::lock_guard lock(mutex);
+    lanes = backend->lane_occupancy();
+    reorder_depth = reorder.depth();
   }
   consumer_done = true;
 }
@@ -276,6 +323,11 @@ void Engine::Impl::report() {
       }
       interval_calibrate_us_sum = interval_calibrate_us_max = 0;
       interval_calibrate_count = 0;
+      fill_latency(stats, interval_latencies_us);
+      interval_latencies_us.clear();
+      for (std::size_t i = 0; i < lanes.size(); ++i)
+        stats.streams.push_back({i, lanes[i].in_flight, lanes[i].capacity, lanes[i].completed});
+      stats.reorder_depth = reorder_depth;
     }
     stats.stages.push_back(calibrate);
     if (dt > 0) {
@@ -349,7 +401,7 @@ Engine::Engine(EngineConfig config) : impl_(std::make_unique<Impl>()) {
   if (!c.publish.empty()) d.publisher = std::make_unique<Publisher>(c.publish);
 
   BackendChoice choice =
-      make_backend(c.backend, d.detector, d.constants, c.calibration, c.cpu_threads);
+      make_backend(c.backend, d.detector, d.constants, c.calibration, c.cpu_threads, c.runtime);
   d.backend = std::move(choice.backend);
   d.backend_note = choice.note;
   spdlog::info("engine: {}", d.backend_note);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calib/calibration_math.hpp"
+#include "exec/stream_config.hpp"
 #include "protocol/topics.hpp"
 
 namespace livedrp {
@@ -27,6 +28,7 @@ struct EngineConfig {
   std::string publish = "tcp://127.0.0.1:5555";  // empty: publish nothing
   std::string constants_file;                    // HDF5 constants; empty = the simulator's own
   calib::CalibrationParams calibration;
+  StreamConfig runtime;  // streams, launch mode, batch, ... (JSON "runtime")
   int ring_slots = 32;             // doorbell ring depth
   double stats_interval_s = 0.25;  // `stats` period
   std::uint64_t seed = 20260101;   // simulator seed

@@ -116,6 +116,8 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read_integer("common_mode_min_pixels", c.calibration.common_mode_min_pixels, 1, 64);
     reader.reject_unknown_keys();
   }
+  if (const json* runtime = root.find("runtime"))
+    c.runtime = stream_config_from_json(*runtime, "configuration " + origin);
   if (const json* simulator = root.find("simulator")) {
     FieldReader reader(*simulator, origin, "simulator");
     reader.read_integer("seed", c.seed, 0, (1LL << 62));
@@ -144,6 +146,7 @@ json EngineConfig::to_json() const {
            {{"common_mode", calibration.common_mode},
             {"common_mode_threshold_adu", calibration.common_mode_threshold_adu},
             {"common_mode_min_pixels", calibration.common_mode_min_pixels}}},
+          {"runtime", livedrp::to_json(runtime)},
           {"simulator",
            {{"seed", seed}, {"hit_fraction", hit_fraction}, {"pool_events", simulator_pool}}}};
 }

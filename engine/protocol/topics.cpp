@@ -105,6 +105,13 @@ json to_json(const StatsPayload& stats) {
   }
   json drops = json::object();
   for (const auto& [reason, count] : stats.drops_by_reason) drops[reason] = count;
+  json streams = json::array();
+  for (const StreamStats& stream : stats.streams) {
+    streams.push_back({{"index", stream.index},
+                       {"in_flight", stream.in_flight},
+                       {"capacity", stream.capacity},
+                       {"completed", stream.completed}});
+  }
 
   return {{"events_in", stats.events_in},
           {"events_processed", stats.events_processed},
@@ -119,7 +126,12 @@ json to_json(const StatsPayload& stats) {
           {"ring_occupancy", stats.ring_occupancy},
           {"backend", stats.backend},
           {"device", stats.device},
-          {"stages", std::move(stages)}};
+          {"stages", std::move(stages)},
+          {"latency_p50_us", number_or_null(stats.latency_p50_us)},
+          {"latency_p99_us", number_or_null(stats.latency_p99_us)},
+          {"latency_max_us", number_or_null(stats.latency_max_us)},
+          {"reorder_depth", stats.reorder_depth},
+          {"streams", std::move(streams)}};
 }
 
 StatsPayload stats_from_json(const json& payload) {
@@ -162,6 +174,24 @@ StatsPayload stats_from_json(const json& payload) {
     stage.max_us = stage_reader.number("max_us");
     stage.gbps = stage_reader.number("gbps");
     stats.stages.push_back(std::move(stage));
+  }
+  stats.latency_p50_us = reader.number("latency_p50_us");
+  stats.latency_p99_us = reader.number("latency_p99_us");
+  stats.latency_max_us = reader.number("latency_max_us");
+  stats.reorder_depth = reader.count("reorder_depth");
+  const json& streams = reader.field("streams");
+  if (!streams.is_array()) reader.fail("streams", "must be an array, got " + describe(streams));
+  for (std::size_t index = 0; index < streams.size(); ++index) {
+    const std::string name = "streams[" + std::to_string(index) + "]";
+    const json& entry = streams[index];
+    if (!entry.is_object()) reader.fail(name, "must be an object, got " + describe(entry));
+    const PayloadReader stream_reader(entry, reader.topic(), name + ".");
+    StreamStats stream;
+    stream.index = stream_reader.count("index");
+    stream.in_flight = stream_reader.count("in_flight");
+    stream.capacity = stream_reader.count("capacity");
+    stream.completed = stream_reader.count("completed");
+    stats.streams.push_back(stream);
   }
   return stats;
 }

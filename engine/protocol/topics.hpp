@@ -19,6 +19,14 @@ struct StageTiming {
   double gbps = 0;        // input bytes of the stage per second of stage time
 };
 
+// One execution lane of the backend (a CUDA stream; the CPU backend has one).
+struct StreamStats {
+  std::uint64_t index = 0;
+  std::uint64_t in_flight = 0;  // launches submitted and not yet completed, at the snapshot
+  std::uint64_t capacity = 0;   // launches this lane can hold in flight
+  std::uint64_t completed = 0;  // events completed on this lane since the run started
+};
+
 // `stats`: published a few times a second while a run goes.
 struct StatsPayload {
   std::uint64_t events_in = 0;         // events the source produced
@@ -35,6 +43,13 @@ struct StatsPayload {
   std::string backend;                 // "cpu" or "cuda"
   std::string device;                  // "NVIDIA H200", "CPU (16 threads)", ...
   std::vector<StageTiming> stages;
+  // Latency from the doorbell (event written into the ring) to the result leaving the reorder
+  // stage, over the events of the last interval; NaN when none.
+  double latency_p50_us = 0;
+  double latency_p99_us = 0;
+  double latency_max_us = 0;
+  std::uint64_t reorder_depth = 0;  // completed events held back for an earlier one
+  std::vector<StreamStats> streams;
 };
 
 // `status`: on every state change and once a second.
