@@ -61,7 +61,7 @@ struct Engine::Impl {
   CalibrationConstants constants;
   std::unique_ptr<Backend> backend;
   std::string backend_note;
-  std::unique_ptr<Publisher> publisher;
+  std::shared_ptr<Publisher> publisher;
   std::unique_ptr<DoorbellRing> ring;
   std::vector<std::vector<std::byte>> event_pool;  // simulated events, cycled by the source
   bool drop_when_full = false;
@@ -372,7 +372,10 @@ void Engine::Impl::report() {
   finished_signal.notify_all();
 }
 
-Engine::Engine(EngineConfig config) : impl_(std::make_unique<Impl>()) {
+Engine::Engine(EngineConfig config) : Engine(config, nullptr) {}
+
+Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
+    : impl_(std::make_unique<Impl>()) {
   Impl& d = *impl_;
   d.config = std::move(config);
   const EngineConfig& c = d.config;
@@ -398,7 +401,10 @@ Engine::Engine(EngineConfig config) : impl_(std::make_unique<Impl>()) {
                                          : load_constants_hdf5(c.constants_file, d.detector);
 
   // Bind first: a bad endpoint is the user's to fix, and is reported before any heavy set-up.
-  if (!c.publish.empty()) d.publisher = std::make_unique<Publisher>(c.publish);
+  if (publisher)
+    d.publisher = std::move(publisher);
+  else if (!c.publish.empty())
+    d.publisher = std::make_shared<Publisher>(c.publish);
 
   BackendChoice choice =
       make_backend(c.backend, d.detector, d.constants, c.calibration, c.cpu_threads, c.runtime);

@@ -13,6 +13,8 @@
 
 namespace livedrp {
 
+class Publisher;
+
 // The pipeline configuration: the same JSON drives the CLI, the GUI and the benchmarks, and is
 // echoed in the `status` topic and in every summary.
 struct EngineConfig {
@@ -53,6 +55,9 @@ class Engine {
  public:
   // Resolves the detector, backend and endpoint; throws InputError for bad input.
   explicit Engine(EngineConfig config);
+  // Publishes through `publisher` (which outlives restarts of the engine, so subscribers stay
+  // connected) instead of binding config.publish; when null, binds config.publish (if not empty).
+  Engine(EngineConfig config, std::shared_ptr<Publisher> publisher);
   ~Engine();  // stops and drains
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
