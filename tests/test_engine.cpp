@@ -3,6 +3,8 @@
 // refused with the field named.
 #include <QtTest>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -125,6 +127,42 @@ class TestEngine : public QObject {
     QVERIFY(saw_finished);
     QVERIFY(saw_rate);
     QCOMPARE(last_processed, std::uint64_t(20));
+  }
+
+  // Latency is measured from the doorbell to the release of each result: it is positive and
+  // bounded by the run time, p50 <= p99 <= max, and the one CPU lane reports its occupancy.
+  void stats_carry_latency_and_lane_occupancy() {
+    EngineConfig c = small_cpu_config("sim:generic_f32");
+    c.events = 40;
+    c.rate_hz = 100;
+    Engine engine(c);
+    protocol::Subscriber subscriber(engine.publish_endpoint(), {"stats"});
+    QTest::qWait(100);
+    QElapsedTimer timer;
+    timer.start();
+    engine.start();
+    bool saw_latency = false;
+    std::uint64_t lane_completed = 0;
+    while (!engine.finished() || timer.elapsed() < 500) {
+      auto message = subscriber.receive(std::chrono::milliseconds(100));
+      if (timer.elapsed() > 20000) break;
+      if (!message) continue;
+      const auto stats = protocol::stats_from_json(message->payload);
+      QCOMPARE(stats.streams.size(), std::size_t(1));
+      QCOMPARE(stats.streams[0].capacity, std::uint64_t(1));
+      lane_completed = std::max(lane_completed, stats.streams[0].completed);
+      if (std::isfinite(stats.latency_p50_us)) {
+        saw_latency = true;
+        QVERIFY(stats.latency_p50_us > 0);
+        QVERIFY(stats.latency_p50_us <= stats.latency_p99_us);
+        QVERIFY(stats.latency_p99_us <= stats.latency_max_us);
+        QVERIFY(stats.latency_max_us < 1e6 * timer.elapsed() / 1000.0 + 1e6);
+      }
+      QCOMPARE(stats.reorder_depth, std::uint64_t(0));  // one lane completes in order
+    }
+    engine.wait();
+    QVERIFY(saw_latency);
+    QCOMPARE(lane_completed, std::uint64_t(40));
   }
 
   void configuration_round_trips_through_json() {
