@@ -2,6 +2,10 @@
 // naming the problem; a good run prints its summary and exits 0.
 #include <QtTest>
 
+#include <nlohmann/json.hpp>
+
+#include "protocol/control_client.hpp"
+
 class TestCli : public QObject {
   Q_OBJECT
 
@@ -71,6 +75,11 @@ class TestCli : public QObject {
         {"run", "--source", "sim:jungfrau4m", "--backend", "cpu", "--publish", "bogus://x"},
         "bogus://x");
   }
+  void bad_control_endpoint_is_named() {
+    expect_bad_input({"run", "--source", "sim:generic_f32", "--backend", "cpu", "--publish",
+                      "tcp://127.0.0.1:*", "--control", "bogus://x"},
+                     "bogus://x");
+  }
   void bad_backend_is_named() { expect_bad_input({"run", "--backend", "opencl"}, "opencl"); }
   void negative_rate_is_refused() {
     expect_bad_input({"run", "--rate", "-3", "--backend", "cpu"}, "--rate");
@@ -91,6 +100,62 @@ class TestCli : public QObject {
     const QJsonObject json = QJsonDocument::fromJson(file.readAll()).object();
     QCOMPARE(json["events_processed"].toInt(), 12);
     QCOMPARE(json["config"].toObject()["source"].toString(), QString("sim:jungfrau4m"));
+  }
+
+  // With --control the process serves until a "shutdown" request, then prints the last run's
+  // summary and exits 0. The bound control endpoint is read from stderr.
+  void control_socket_serves_status_and_shutdown() {
+    const QString summary = dir_.path() + "/controlled.json";
+    QProcess process;
+    process.setReadChannel(QProcess::StandardError);
+    process.start(qEnvironmentVariable("LIVEDRP_ENGINE_EXE"),
+                  {"run", "--source", "sim:generic_f32", "--backend", "cpu", "--rate", "100",
+                   "--publish", "tcp://127.0.0.1:*", "--control", "tcp://127.0.0.1:*",
+                   "--summary-json", summary});
+    const auto cleanup = qScopeGuard([&process] {
+      if (process.state() != QProcess::NotRunning) {
+        process.kill();
+        process.waitForFinished(5000);
+      }
+    });
+    const QRegularExpression announced("control socket on (\\S+)");
+    QString err;
+    QRegularExpressionMatch match;
+    QDeadlineTimer deadline(60000);
+    while (!(match = announced.match(err)).hasMatch() && !deadline.hasExpired() &&
+           process.state() != QProcess::NotRunning) {
+      process.waitForReadyRead(200);
+      err += QString::fromUtf8(process.readAllStandardError());
+    }
+    QVERIFY2(match.hasMatch(), qPrintable("no control endpoint announced: " + err));
+    const std::string endpoint = match.captured(1).toStdString();
+    QVERIFY2(endpoint.rfind("tcp://127.0.0.1:", 0) == 0 && endpoint.back() != '*', endpoint.c_str());
+
+    livedrp::protocol::ControlClient client(endpoint);
+    nlohmann::json status;
+    for (QDeadlineTimer running(10000); !running.hasExpired(); QTest::qWait(50)) {
+      status = client.status(std::chrono::seconds(5));
+      if (status.at("stats").at("events_processed").get<std::uint64_t>() > 0) break;
+    }
+    QCOMPARE(status.at("state").get<std::string>(), std::string("running"));
+    QCOMPARE(status.at("run").get<int>(), 1);
+    QVERIFY(status.at("stats").at("events_processed").get<std::uint64_t>() > 0);
+    QCOMPARE(status.at("config").at("source").get<std::string>(), std::string("sim:generic_f32"));
+
+    client.shutdown(std::chrono::seconds(5));
+    QVERIFY(process.waitForFinished(30000));
+    err += QString::fromUtf8(process.readAllStandardError());
+    QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(process.exitCode() == 0, qPrintable(err));
+    const QString out = QString::fromUtf8(process.readAllStandardOutput());
+    QVERIFY2(out.contains("events in: ") && out.contains("processed: "), qPrintable(out));
+    QFile file(summary);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QJsonObject json = QJsonDocument::fromJson(file.readAll()).object();
+    QVERIFY(json["events_processed"].toInt() > 0);
+    QCOMPARE(json["events_in"].toInt(),
+             json["events_processed"].toInt() + json["events_dropped"].toInt());
+    QCOMPARE(json["config"].toObject()["run"].toInt(), 1);
   }
 };
 

@@ -416,7 +416,9 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
       std::size_t(c.ring_slots), d.detector.raw_event_bytes(),
       [backend](std::size_t bytes) { return backend->allocate_host(bytes); },
       [backend](void* pointer) { backend->free_host(pointer); });
-  d.set_state("idle");
+  // No status message yet: with a shared publisher an engine built to replace a running one must
+  // not announce itself before the old run has finished; start() announces "starting".
+  d.state = "idle";
 }
 
 Engine::~Engine() {

@@ -1,5 +1,9 @@
 // livedrp-engine: the headless engine. `run` drives a source through the pipeline and publishes
 // over ZeroMQ; progress goes to stderr, the final summary to stdout.
+// With --control ENDPOINT the run is driven by an EngineController behind a control socket
+// (docs/protocol.md, "Control socket"): it can be reconfigured, stopped and restarted remotely, and
+// the process serves until interrupted (SIGINT, SIGTERM) or asked to "shutdown"; the summary
+// printed then is the last run's.
 // Exit status: 0 done, 1 the run failed (device fault), 2 bad input (arguments, config, endpoint).
 #include <atomic>
 #include <chrono>
@@ -16,6 +20,8 @@
 #include "core/detector.hpp"
 #include "core/error.hpp"
 #include "exec/engine.hpp"
+#include "exec/engine_controller.hpp"
+#include "publish/control_server.hpp"
 
 namespace {
 
@@ -51,7 +57,8 @@ std::string drops_text(const livedrp::protocol::StatsPayload& stats) {
   return text.empty() ? text : text + ")";
 }
 
-nlohmann::json summary_json(const livedrp::Engine& engine, const livedrp::RunSummary& summary) {
+nlohmann::json summary_json(const livedrp::EngineConfig& config,
+                            const livedrp::RunSummary& summary) {
   const auto& s = summary.stats;
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& stage : s.stages)
@@ -68,7 +75,80 @@ nlohmann::json summary_json(const livedrp::Engine& engine, const livedrp::RunSum
           {"device", s.device},
           {"stages", stages},
           {"error", summary.error},
-          {"config", engine.config().to_json()}};
+          {"config", config.to_json()}};
+}
+
+void print_progress(const livedrp::protocol::StatsPayload& s) {
+  std::fprintf(stderr, "  %.1f s: %llu processed, %llu dropped, %.1f events/s, %.3f GB/s\n",
+               s.elapsed_s, (unsigned long long)s.events_processed,
+               (unsigned long long)s.events_dropped, s.event_rate_hz, s.input_gbps);
+}
+
+// Prints the summary (stdout, and --summary-json); returns the exit status.
+int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summary,
+           const std::string& summary_file) {
+  const auto& s = summary.stats;
+  std::printf("events in: %llu, processed: %llu, dropped: %llu%s, order errors: %llu\n",
+              (unsigned long long)s.events_in, (unsigned long long)s.events_processed,
+              (unsigned long long)s.events_dropped, drops_text(s).c_str(),
+              (unsigned long long)s.order_errors);
+  std::printf("rate: %.1f events/s, input: %.3f GB/s, elapsed: %.2f s, backend: %s (%s)\n",
+              s.event_rate_hz, s.input_gbps, s.elapsed_s, s.backend.c_str(), s.device.c_str());
+  for (const auto& stage : s.stages)
+    std::printf("stage %s: %.1f us/event, %.2f GB/s\n", stage.name.c_str(), stage.mean_us,
+                stage.gbps);
+  if (!summary_file.empty()) {
+    std::ofstream out(summary_file);
+    out << summary_json(config, summary).dump(2) << "\n";
+    if (!out) return bad_input("cannot write summary file '" + summary_file + "'");
+  }
+  if (!summary.error.empty()) {
+    std::cerr << "livedrp-engine: run failed: " << summary.error << "\n";
+    return kExitRunFailed;
+  }
+  return 0;
+}
+
+// The run under a control socket: serves until interrupted or asked to shut down.
+int run_controlled(const livedrp::EngineConfig& config, const std::string& control_endpoint,
+                   const std::string& summary_file) {
+  auto last_print = std::chrono::steady_clock::now();  // outlives the controller's engines
+  std::unique_ptr<livedrp::EngineController> controller;
+  std::unique_ptr<livedrp::ControlServer> server;
+  try {
+    controller = std::make_unique<livedrp::EngineController>(config);
+    server = std::make_unique<livedrp::ControlServer>(*controller, control_endpoint);
+  } catch (const livedrp::InputError& e) {
+    return bad_input(e.what());
+  } catch (const livedrp::RuntimeFault& e) {
+    return bad_input(e.what());
+  }
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  const livedrp::EngineConfig in_force = controller->config();
+  std::cerr << "livedrp-engine: " << in_force.source << " (backend " << in_force.backend
+            << "), publishing on "
+            << (controller->publish_endpoint().empty() ? "nothing" : controller->publish_endpoint())
+            << "\n"
+            << "livedrp-engine: backend " << controller->backend_note() << "\n"
+            << "livedrp-engine: control socket on " << server->endpoint() << "\n"
+            << std::flush;
+  controller->set_progress_callback([&last_print](const livedrp::protocol::StatsPayload& s) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_print < std::chrono::seconds(1)) return;
+    last_print = now;
+    print_progress(s);
+  });
+  controller->start();
+  while (!interrupted && !server->shutdown_requested())
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Requests that arrive from here on are still answered until the server goes; a "start" among
+  // them would be stopped again by the stop() below.
+  controller->stop();
+  server.reset();
+  std::cerr << "livedrp-engine: "
+            << (interrupted ? "interrupted" : "shut down by a control request") << "\n";
+  return report(controller->config(), controller->summary(), summary_file);
 }
 
 }  // namespace
@@ -79,7 +159,7 @@ int main(int argc, char** argv) {
 
   CLI::App* run =
       app.add_subcommand("run", "Run a source through the pipeline and publish results");
-  std::string config_file, source, backend, publish, constants_file, summary_file;
+  std::string config_file, source, backend, publish, constants_file, summary_file, control;
   std::uint64_t events = 0;
   double rate = -1;
   int ring_slots = 0;
@@ -97,6 +177,10 @@ int main(int argc, char** argv) {
   run->add_option("--ring-slots", ring_slots, "Doorbell ring depth");
   run->add_flag("--no-common-mode", no_common_mode, "Skip the common-mode correction");
   run->add_option("--summary-json", summary_file, "Write the final summary as JSON to this file");
+  run->add_option("--control", control,
+                  "Serve a control socket (REP, JSON) on this endpoint, e.g. tcp://127.0.0.1:5556 "
+                  "or tcp://127.0.0.1:* (the bound endpoint is printed on stderr); the process "
+                  "then serves until interrupted or sent a \"shutdown\" request");
   run->add_flag("-v,--verbose", verbose, "Log engine details");
 
   CLI::App* detectors = app.add_subcommand("detectors", "List the built-in detectors");
@@ -122,9 +206,9 @@ int main(int argc, char** argv) {
   }
 
   std::unique_ptr<livedrp::Engine> engine;
+  livedrp::EngineConfig config;
   try {
-    livedrp::EngineConfig config =
-        config_file.empty() ? livedrp::EngineConfig{} : load_config_file(config_file);
+    config = config_file.empty() ? livedrp::EngineConfig{} : load_config_file(config_file);
     if (!source.empty()) config.source = source;
     if (run->count("--events")) config.events = events;
     if (run->count("--rate")) {
@@ -144,12 +228,18 @@ int main(int argc, char** argv) {
       config.ring_slots = ring_slots;
     }
     if (no_common_mode) config.calibration.common_mode = false;
-    engine = std::make_unique<livedrp::Engine>(config);
+    if (run->count("--control")) {
+      if (control.empty()) throw livedrp::InputError("--control needs an endpoint, got ''");
+    } else {
+      engine = std::make_unique<livedrp::Engine>(config);
+    }
   } catch (const livedrp::InputError& e) {
     return bad_input(e.what());
   } catch (const livedrp::RuntimeFault& e) {
     return bad_input(e.what());
   }
+
+  if (!engine) return run_controlled(config, control, summary_file);
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
@@ -163,9 +253,7 @@ int main(int argc, char** argv) {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_print < std::chrono::seconds(1)) return;
     last_print = now;
-    std::fprintf(stderr, "  %.1f s: %llu processed, %llu dropped, %.1f events/s, %.3f GB/s\n",
-                 s.elapsed_s, (unsigned long long)s.events_processed,
-                 (unsigned long long)s.events_dropped, s.event_rate_hz, s.input_gbps);
+    print_progress(s);
   });
   engine->start();
   while (!engine->finished()) {
@@ -174,25 +262,5 @@ int main(int argc, char** argv) {
   }
   engine->wait();
 
-  const livedrp::RunSummary summary = engine->summary();
-  const auto& s = summary.stats;
-  std::printf("events in: %llu, processed: %llu, dropped: %llu%s, order errors: %llu\n",
-              (unsigned long long)s.events_in, (unsigned long long)s.events_processed,
-              (unsigned long long)s.events_dropped, drops_text(s).c_str(),
-              (unsigned long long)s.order_errors);
-  std::printf("rate: %.1f events/s, input: %.3f GB/s, elapsed: %.2f s, backend: %s (%s)\n",
-              s.event_rate_hz, s.input_gbps, s.elapsed_s, s.backend.c_str(), s.device.c_str());
-  for (const auto& stage : s.stages)
-    std::printf("stage %s: %.1f us/event, %.2f GB/s\n", stage.name.c_str(), stage.mean_us,
-                stage.gbps);
-  if (!summary_file.empty()) {
-    std::ofstream out(summary_file);
-    out << summary_json(*engine, summary).dump(2) << "\n";
-    if (!out) return bad_input("cannot write summary file '" + summary_file + "'");
-  }
-  if (!summary.error.empty()) {
-    std::cerr << "livedrp-engine: run failed: " << summary.error << "\n";
-    return kExitRunFailed;
-  }
-  return 0;
+  return report(engine->config(), engine->summary(), summary_file);
 }

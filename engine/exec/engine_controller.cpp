@@ -1,0 +1,187 @@
+#include "exec/engine_controller.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "core/error.hpp"
+#include "publish/publisher.hpp"
+
+namespace livedrp {
+
+namespace {
+
+// The nested objects of the configuration JSON that a partial change merges key by key; any
+// other key given replaces the value.
+constexpr const char* kMergedObjects[] = {"runtime", "calibration", "simulator"};
+
+bool is_merged_object(const std::string& key) {
+  for (const char* name : kMergedObjects)
+    if (key == name) return true;
+  return false;
+}
+
+}  // namespace
+
+EngineController::EngineController(EngineConfig config) : requested_publish_(config.publish) {
+  // Bind first: a bad endpoint is reported before the engine's heavy set-up.
+  if (!config.publish.empty()) publisher_ = std::make_shared<Publisher>(config.publish);
+  config.publish = publisher_ ? publisher_->endpoint() : std::string();
+  auto engine = build(config);
+  const std::lock_guard lock(state_mutex_);
+  config_ = std::move(config);
+  current_ = {std::move(engine), false};
+}
+
+EngineController::~EngineController() {
+  try {
+    stop();
+  } catch (const std::exception& error) {
+    spdlog::error("engine controller: stopping the run on destruction: {}", error.what());
+  }
+}
+
+std::shared_ptr<Engine> EngineController::build(const EngineConfig& config) const {
+  auto engine = std::make_shared<Engine>(config, publisher_);
+  std::function<void(const protocol::StatsPayload&)> progress;
+  {
+    const std::lock_guard lock(state_mutex_);
+    progress = progress_;
+  }
+  if (progress) engine->set_progress_callback(std::move(progress));
+  return engine;
+}
+
+EngineController::Current EngineController::current() const {
+  const std::lock_guard lock(state_mutex_);
+  return current_;
+}
+
+bool EngineController::start() {
+  const std::lock_guard operation(operation_mutex_);
+  Current now = current();
+  if (now.started && !now.engine->finished()) return false;
+  if (now.started) {
+    // An engine runs once; the next run is a new engine with the next run number.
+    EngineConfig next = config();
+    next.run += 1;
+    auto engine = build(next);
+    const std::lock_guard lock(state_mutex_);
+    config_ = std::move(next);
+    current_ = {std::move(engine), false};
+  }
+  const std::lock_guard lock(state_mutex_);
+  current_.engine->start();
+  current_.started = true;
+  spdlog::info("engine controller: run {} started", config_.run);
+  return true;
+}
+
+void EngineController::stop() {
+  const std::lock_guard operation(operation_mutex_);
+  const Current now = current();
+  if (!now.started) return;
+  now.engine->request_stop();
+  now.engine->wait();
+}
+
+bool EngineController::apply(const EngineConfig& config) {
+  const std::lock_guard operation(operation_mutex_);
+  return apply_locked(config);
+}
+
+bool EngineController::apply_locked(const EngineConfig& config) {
+  EngineConfig next = config;
+  const std::string bound = publisher_ ? publisher_->endpoint() : std::string();
+  if (next.publish != bound && next.publish != requested_publish_)
+    throw InputError(
+        "configuration change: field 'publish' cannot change while the engine "
+        "runs (it is \"" +
+        bound + "\", asked for \"" + next.publish +
+        "\"); subscribers stay connected to one endpoint for the engine's life, "
+        "so restart the engine to publish elsewhere");
+  next.publish = bound;
+
+  const Current old = current();
+  const EngineConfig old_config = this->config();
+  const bool was_running = old.started && !old.engine->finished();
+  // Run numbers are never reused: after a run, the next one counts on, unless the caller asked
+  // for a number of its own.
+  if (old.started && next.run == old_config.run) next.run = old_config.run + 1;
+
+  // Built before the old run is touched: a configuration the engine refuses changes nothing.
+  auto engine = build(next);
+
+  if (was_running) {
+    old.engine->request_stop();
+    old.engine->wait();
+  }
+  const std::lock_guard lock(state_mutex_);
+  config_ = next;
+  current_ = {std::move(engine), false};
+  if (was_running) {
+    current_.engine->start();
+    current_.started = true;
+    spdlog::info("engine controller: run {} restarted as run {} with the new configuration",
+                 old_config.run, next.run);
+  }
+  return was_running;
+}
+
+bool EngineController::apply_json(const nlohmann::json& partial) {
+  if (!partial.is_object())
+    throw InputError("configuration change must be a JSON object, got " +
+                     std::string(partial.type_name()));
+  const std::lock_guard operation(operation_mutex_);
+  nlohmann::json merged = config().to_json();
+  for (const auto& [key, value] : partial.items()) {
+    auto target = merged.find(key);
+    if (is_merged_object(key) && value.is_object() && target != merged.end() &&
+        target->is_object()) {
+      for (const auto& [inner_key, inner_value] : value.items()) (*target)[inner_key] = inner_value;
+    } else {
+      merged[key] = value;  // unknown keys and ill-typed values are from_json's to name
+    }
+  }
+  return apply_locked(EngineConfig::from_json(merged, "change"));
+}
+
+EngineConfig EngineController::config() const {
+  const std::lock_guard lock(state_mutex_);
+  return config_;
+}
+
+std::string EngineController::state() const {
+  const Current now = current();
+  if (!now.started) return "idle";
+  if (!now.engine->finished()) return "running";
+  return now.engine->summary().error.empty() ? "finished" : "error";
+}
+
+std::int64_t EngineController::run() const {
+  const std::lock_guard lock(state_mutex_);
+  return config_.run;
+}
+
+RunSummary EngineController::summary() const {
+  return current().engine->summary();
+}
+
+std::string EngineController::publish_endpoint() const {
+  return publisher_ ? publisher_->endpoint() : std::string();
+}
+
+std::string EngineController::backend_note() const {
+  return current().engine->backend_note();
+}
+
+void EngineController::set_progress_callback(
+    std::function<void(const protocol::StatsPayload&)> callback) {
+  std::shared_ptr<Engine> engine;
+  {
+    const std::lock_guard lock(state_mutex_);
+    progress_ = callback;
+    engine = current_.engine;
+  }
+  if (engine) engine->set_progress_callback(std::move(callback));
+}
+
+}  // namespace livedrp

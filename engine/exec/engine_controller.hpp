@@ -1,0 +1,81 @@
+#pragma once
+// Run control over one Engine at a time: the object the control socket and the GUI's engine host
+// drive. It owns the current Engine, its configuration, and one Publisher made once from
+// config.publish and kept across engine restarts, so subscribers stay connected while the
+// configuration changes. No Qt.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/engine.hpp"
+
+namespace livedrp {
+
+class Publisher;
+
+class EngineController {
+ public:
+  // Binds the publisher (config.publish; nothing when empty) and builds the first Engine, not
+  // started. Throws InputError naming the field or endpoint that is wrong.
+  explicit EngineController(EngineConfig config);
+  ~EngineController();  // stops and drains the run
+  EngineController(const EngineController&) = delete;
+  EngineController& operator=(const EngineController&) = delete;
+
+  // Starts a run. If one is going, does nothing. If the current engine already ran (finished,
+  // stopped or failed), a new engine with the same configuration and run number + 1 starts.
+  // Returns true when a run was started by this call.
+  bool start();
+  // Stops the source and waits until the events in flight are drained (the run's books balance:
+  // in = processed + dropped). Does nothing when no run is going.
+  void stop();
+  // Replaces the configuration. The new engine is built first, so a configuration that is refused
+  // (InputError naming the field) leaves the running one untouched. If a run is going it is stopped
+  // and drained, and the new one starts with run number = previous + 1. If the current engine has
+  // already run, the new one gets run number + 1 too (run numbers are never reused), unless the
+  // configuration names another run number. Changing "publish" is refused: the endpoint is fixed
+  // for the controller's life (the value given or the endpoint as bound are both accepted as
+  // unchanged). Returns true when a run was restarted.
+  bool apply(const EngineConfig& config);
+  // Merges `partial` (a JSON object) into the current configuration's JSON, as a merge patch: only
+  // the given keys change, and the objects "runtime", "calibration" and "simulator" merge key by
+  // key; then reads it with EngineConfig::from_json (strict) and applies it. Throws InputError.
+  bool apply_json(const nlohmann::json& partial);
+
+  EngineConfig config() const;  // in force; "publish" is the endpoint as bound
+  // "idle" (built, not started), "running" (started, not finished: includes starting and
+  // draining), "finished", or "error" (the run stopped on a fault: summary().error says why).
+  std::string state() const;
+  std::int64_t run() const;
+  RunSummary summary() const;            // of the current (or last) run
+  std::string publish_endpoint() const;  // as bound; empty when publishing nothing
+  std::string backend_note() const;      // why the current engine's backend runs
+
+  // Installed on every engine this controller builds from now on (and the current one); called
+  // on the engine's reporter thread at each stats interval.
+  void set_progress_callback(std::function<void(const protocol::StatsPayload&)> callback);
+
+ private:
+  struct Current {
+    std::shared_ptr<Engine> engine;
+    bool started = false;
+  };
+  Current current() const;
+  bool apply_locked(const EngineConfig& config);  // operation_mutex_ held
+  std::shared_ptr<Engine> build(const EngineConfig& config) const;
+
+  std::string requested_publish_;         // config.publish as first given
+  std::shared_ptr<Publisher> publisher_;  // null when publishing nothing
+
+  std::mutex operation_mutex_;      // serialises start, stop and apply (they block for a while)
+  mutable std::mutex state_mutex_;  // guards the fields below; held only briefly
+  EngineConfig config_;
+  Current current_;
+  std::function<void(const protocol::StatsPayload&)> progress_;
+};
+
+}  // namespace livedrp

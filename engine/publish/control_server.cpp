@@ -1,0 +1,275 @@
+#include "publish/control_server.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "core/error.hpp"
+#include "exec/engine_controller.hpp"
+#include "protocol/control.hpp"
+#include "protocol/subscriber.hpp"
+#include "protocol/topics.hpp"
+
+namespace livedrp {
+
+namespace {
+
+using nlohmann::json;
+
+// How often the server thread looks at its stop flag between requests: the bound on how long
+// destruction waits when no request is being handled.
+constexpr std::chrono::milliseconds kPollPeriod{50};
+
+// A message larger than this is not even read: ZeroMQ drops the connection of the peer that sent
+// it (that client times out). Between kControlMaxRequestBytes and this, the request is read and
+// answered with an error, which is what a confused client needs to see.
+constexpr std::int64_t kHardMessageLimitBytes = std::int64_t(64) << 20;
+
+// Time ZeroMQ may take to deliver the last reply after the socket closes (the answer to
+// "shutdown" goes out just before the host destroys the server). The shared context is never
+// terminated, so closing never blocks on this.
+constexpr int kLingerMs = 1000;
+
+std::string shorten(std::string_view text) {
+  constexpr std::size_t kMaxShown = 60;
+  return text.size() <= kMaxShown ? std::string(text)
+                                  : std::string(text.substr(0, kMaxShown)) + "...";
+}
+
+std::string shown(const json& value) {
+  return shorten(value.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+// A request that carries something wrong: the text is the reply's "error".
+struct BadRequest : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The fields a request may carry besides the envelope, and whether each is a required object.
+struct RequestShape {
+  std::set<std::string> object_fields;  // each required, each a JSON object
+};
+
+const std::map<std::string, RequestShape, std::less<>>& request_shapes() {
+  static const std::map<std::string, RequestShape, std::less<>> shapes = {
+      {"status", {}},
+      {"get_config", {}},
+      {"apply", {{"config"}}},
+      {"set_runtime", {{"runtime"}}},
+      {"set_calibration", {{"calibration"}}},
+      {"start", {}},
+      {"stop", {}},
+      {"shutdown", {}},
+  };
+  return shapes;
+}
+
+std::string known_requests() {
+  std::string names;
+  for (const auto name : protocol::kControlRequests)
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  return names;
+}
+
+// Checks the request's own fields against its shape: each required object present and an object,
+// nothing else besides the envelope.
+void check_fields(const std::string& name, const json& body, const RequestShape& shape) {
+  for (const std::string& field : shape.object_fields) {
+    const auto value = body.find(field);
+    if (value == body.end())
+      throw BadRequest("request '" + name + "' lacks field '" + field + "' (a JSON object)");
+    if (!value->is_object())
+      throw BadRequest("request '" + name + "': field '" + field + "' must be a JSON object, got " +
+                       shown(*value));
+  }
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    const std::string& key = it.key();
+    if (key == "schema" || key == "schema_version" || key == "request") continue;
+    if (!shape.object_fields.count(key))
+      throw BadRequest("request '" + name + "': unknown field '" + shorten(key) + "'");
+  }
+}
+
+}  // namespace
+
+struct ControlServer::Impl {
+  EngineController& controller;
+  zmq::socket_t socket;
+  std::string bound_endpoint;
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> shutdown{false};
+  std::atomic<std::uint64_t> answered{0};
+  std::thread thread;
+
+  Impl(EngineController& controller_, const std::string& endpoint)
+      : controller(controller_), socket(protocol::shared_zmq_context(), zmq::socket_type::rep) {
+    socket.set(zmq::sockopt::linger, kLingerMs);
+    socket.set(zmq::sockopt::maxmsgsize, kHardMessageLimitBytes);
+    try {
+      socket.bind(endpoint);
+    } catch (const zmq::error_t& error) {
+      throw InputError("cannot bind control socket to '" + endpoint + "': " + error.what());
+    }
+    bound_endpoint = socket.get(zmq::sockopt::last_endpoint);
+  }
+
+  json status_result() const {
+    const RunSummary summary = controller.summary();
+    return {{"state", controller.state()},
+            {"run", controller.run()},
+            {"error", summary.error},
+            {"publish", controller.publish_endpoint()},
+            {"backend_note", controller.backend_note()},
+            {"stats", protocol::to_json(summary.stats)},
+            {"config", controller.config().to_json()}};
+  }
+
+  json run_result() const {
+    return {{"state", controller.state()},
+            {"run", controller.run()},
+            {"config", controller.config().to_json()}};
+  }
+
+  json apply_result(bool restarted) const {
+    json result = run_result();
+    result["restarted"] = restarted;
+    return result;
+  }
+
+  json dispatch(const std::string& name, const json& body) {
+    if (name == "status") return status_result();
+    if (name == "get_config") return {{"config", controller.config().to_json()}};
+    if (name == "apply") return apply_result(controller.apply_json(body.at("config")));
+    if (name == "set_runtime")
+      return apply_result(controller.apply_json({{"runtime", body.at("runtime")}}));
+    if (name == "set_calibration")
+      return apply_result(controller.apply_json({{"calibration", body.at("calibration")}}));
+    if (name == "start") {
+      const bool started = controller.start();
+      json result = run_result();
+      result["started"] = started;
+      return result;
+    }
+    if (name == "stop") {
+      controller.stop();
+      json result = run_result();
+      result["stats"] = protocol::to_json(controller.summary().stats);
+      return result;
+    }
+    if (name == "shutdown") {
+      shutdown = true;
+      return run_result();
+    }
+    // request_shapes() and this function list the same names; reaching here is a bug, answered.
+    throw BadRequest("request '" + name + "' is known but not handled");
+  }
+
+  json handle(const std::vector<std::string_view>& parts) {
+    try {
+      if (parts.size() != 1)
+        throw BadRequest("a request is one message part holding one JSON object, got " +
+                         std::to_string(parts.size()) + " parts");
+      if (parts.front().size() > protocol::kControlMaxRequestBytes)
+        throw BadRequest("request of " + std::to_string(parts.front().size()) +
+                         " bytes is larger than the limit of " +
+                         std::to_string(protocol::kControlMaxRequestBytes) + " bytes");
+      const protocol::ControlRequest request = protocol::parse_control_request(parts.front());
+      const auto shape = request_shapes().find(request.name);
+      if (shape == request_shapes().end())
+        throw BadRequest("unknown request '" + shorten(request.name) +
+                         "' (known: " + known_requests() + ")");
+      check_fields(request.name, request.body, shape->second);
+      try {
+        return protocol::make_control_ok(dispatch(request.name, request.body));
+      } catch (const InputError& error) {
+        throw BadRequest("request '" + request.name + "' refused: " + error.what());
+      } catch (const RuntimeFault& error) {
+        throw BadRequest("request '" + request.name + "' failed: " + error.what());
+      }
+    } catch (const BadRequest& error) {
+      return protocol::make_control_error(error.what());
+    } catch (const protocol::ProtocolError& error) {
+      return protocol::make_control_error(error.what());
+    } catch (const std::exception& error) {
+      // Anything else (out of memory, a library's surprise) is still this request's answer.
+      return protocol::make_control_error(std::string("request failed: ") + error.what());
+    }
+  }
+
+  void reply(const json& answer) {
+    std::string text;
+    try {
+      text = answer.dump(-1, ' ', false, json::error_handler_t::replace);
+    } catch (const std::exception& error) {
+      text =
+          protocol::make_control_error(std::string("reply could not be encoded: ") + error.what())
+              .dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+    try {
+      socket.send(zmq::buffer(text), zmq::send_flags::dontwait);
+      answered.fetch_add(1, std::memory_order_relaxed);
+    } catch (const zmq::error_t& error) {
+      spdlog::warn("control socket {}: cannot send a reply: {}", bound_endpoint, error.what());
+    }
+  }
+
+  void serve() {
+    while (!stopping) {
+      zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+      try {
+        zmq::poll(&item, 1, kPollPeriod);
+      } catch (const zmq::error_t& error) {
+        if (error.num() == EINTR) continue;
+        spdlog::error("control socket {}: cannot wait for requests: {}", bound_endpoint,
+                      error.what());
+        break;
+      }
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      std::vector<zmq::message_t> parts;
+      try {
+        if (!zmq::recv_multipart(socket, std::back_inserter(parts), zmq::recv_flags::dontwait))
+          continue;
+      } catch (const zmq::error_t& error) {
+        spdlog::warn("control socket {}: cannot read a request: {}", bound_endpoint, error.what());
+        continue;
+      }
+      std::vector<std::string_view> views;
+      views.reserve(parts.size());
+      for (const zmq::message_t& part : parts) views.push_back(part.to_string_view());
+      reply(handle(views));
+    }
+    socket.close();  // in the thread that used it
+  }
+};
+
+ControlServer::ControlServer(EngineController& controller, const std::string& endpoint)
+    : impl_(std::make_unique<Impl>(controller, endpoint)) {
+  // Starting the thread is a full memory barrier, as ZeroMQ asks when a socket changes threads.
+  impl_->thread = std::thread([impl = impl_.get()] { impl->serve(); });
+}
+
+ControlServer::~ControlServer() {
+  impl_->stopping = true;
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+std::string ControlServer::endpoint() const {
+  return impl_->bound_endpoint;
+}
+
+bool ControlServer::shutdown_requested() const {
+  return impl_->shutdown;
+}
+
+std::uint64_t ControlServer::requests_answered() const {
+  return impl_->answered.load(std::memory_order_relaxed);
+}
+
+}  // namespace livedrp

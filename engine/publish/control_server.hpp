@@ -1,0 +1,35 @@
+#pragma once
+// The engine's control socket (docs/protocol.md, "Control socket"): a ZeroMQ REP socket that
+// answers JSON requests against an EngineController, on its own thread. Every request gets exactly
+// one reply, ok or an error naming what is wrong; nothing a client sends can crash or stall it.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace livedrp {
+
+class EngineController;
+
+class ControlServer {
+ public:
+  // Binds `endpoint` (tcp://HOST:PORT, tcp://127.0.0.1:* for any free port, ipc://, inproc:// in
+  // the shared context) and starts serving. Throws InputError naming the endpoint when it cannot
+  // be bound. `controller` must outlive the server.
+  ControlServer(EngineController& controller, const std::string& endpoint);
+  ~ControlServer();  // stops serving within ~kPollPeriod; a request being handled finishes first
+  ControlServer(const ControlServer&) = delete;
+  ControlServer& operator=(const ControlServer&) = delete;
+
+  std::string endpoint() const;  // as bound (the port filled in for tcp://...:*)
+  // True once a "shutdown" request has been answered: the host (livedrp-engine) then stops the
+  // run and exits. The server itself goes on answering until destroyed.
+  bool shutdown_requested() const;
+  std::uint64_t requests_answered() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace livedrp
