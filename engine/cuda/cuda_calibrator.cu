@@ -11,6 +11,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -36,6 +37,14 @@ constexpr int kGroupLanes = 8;
 constexpr int kSortWidth = kGroupLanes * kLanePixels;
 static_assert(kSortWidth == calib::kMaxBankColumns, "one group sorts one bank row");
 static_assert(sizeof(PedestalGain) == 8, "PedestalGain is loaded as a float2");
+
+// Where the events of one batched launch lie (event b = blockIdx.y) and how far apart the mode
+// planes of the constants are (the whole detector's pixels, also when a launch covers one segment).
+struct BatchStrides {
+  std::size_t raw_bytes = 0;   // from one event's raw words to the next's
+  std::size_t out_floats = 0;  // from one event's output to the next's
+  std::size_t plane = 0;       // PedestalGain entries per mode plane
+};
 
 // ---------------------------------------------------------------------------------------------
 // Loading and decoding the pixels of one thread.
@@ -169,13 +178,16 @@ template <RawEncoding E, bool kVector>
 __global__ void __launch_bounds__(kBlockThreads)
     calibrate_pixels_kernel(const void* __restrict__ raw, const std::uint8_t* __restrict__ status,
                             const PedestalGain* __restrict__ pedestal_gain, std::size_t pixels,
-                            float* __restrict__ out) {
+                            float* __restrict__ out, BatchStrides batch) {
+  // Event blockIdx.y of a batch: its own raw words and its own output.
+  raw = static_cast<const char*>(raw) + std::size_t(blockIdx.y) * batch.raw_bytes;
+  out += std::size_t(blockIdx.y) * batch.out_floats;
   const std::size_t first =
       (std::size_t(blockIdx.x) * kBlockThreads + threadIdx.x) * std::size_t(kLanePixels);
   if (first >= pixels) return;
   const int count = pixels - first < std::size_t(kLanePixels) ? int(pixels - first) : kLanePixels;
   LanePixels lane;
-  load_lane<E, kVector>(raw, status, pedestal_gain, pixels, first, count, lane);
+  load_lane<E, kVector>(raw, status, pedestal_gain, batch.plane, first, count, lane);
   float values[kLanePixels];
 #pragma unroll
   for (int i = 0; i < kLanePixels; ++i)
@@ -278,7 +290,9 @@ __global__ void __launch_bounds__(kBlockThreads)
                                const std::uint8_t* __restrict__ status,
                                const PedestalGain* __restrict__ pedestal_gain, std::size_t pixels,
                                int width, std::size_t rows, CalibrationParams params,
-                               float* __restrict__ out) {
+                               float* __restrict__ out, BatchStrides batch) {
+  raw = static_cast<const char*>(raw) + std::size_t(blockIdx.y) * batch.raw_bytes;
+  out += std::size_t(blockIdx.y) * batch.out_floats;
   const int lane_id = threadIdx.x & 31;
   const int member = lane_id & (kGroupLanes - 1);
   const std::size_t row = (std::size_t(blockIdx.x) * kBlockThreads + threadIdx.x) / kGroupLanes;
@@ -288,7 +302,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const std::size_t first = row * std::size_t(width) + std::size_t(begin);
 
   LanePixels lane;
-  if (count > 0) load_lane<E, kVector>(raw, status, pedestal_gain, pixels, first, count, lane);
+  if (count > 0) load_lane<E, kVector>(raw, status, pedestal_gain, batch.plane, first, count, lane);
 
   float keys[kLanePixels];
   int quiet = 0;
@@ -405,27 +419,46 @@ template <RawEncoding E>
 void launch_vectorized(const void* raw, const std::uint8_t* status,
                        const PedestalGain* pedestal_gain, std::size_t pixels, int bank_columns,
                        bool common_mode, const CalibrationParams& params, float* out,
-                       cudaStream_t stream) {
+                       cudaStream_t stream, int events, BatchStrides batch, bool aligned,
+                       bool invalid_config) {
+  // invalid_config: the fault-injection hook asks for a block larger than any device allows.
+  const unsigned threads = invalid_config ? 4096u : unsigned(kBlockThreads);
   if (common_mode) {
     const std::size_t rows = pixels / std::size_t(bank_columns);
-    const unsigned blocks = blocks_for(rows * kGroupLanes);
-    if (bank_columns % kLanePixels == 0)
-      calibrate_bank_rows_kernel<E, true><<<blocks, kBlockThreads, 0, stream>>>(
-          raw, status, pedestal_gain, pixels, bank_columns, rows, params, out);
+    const dim3 blocks(blocks_for(rows * kGroupLanes), unsigned(events));
+    if (aligned && bank_columns % kLanePixels == 0)
+      calibrate_bank_rows_kernel<E, true><<<blocks, threads, 0, stream>>>(
+          raw, status, pedestal_gain, pixels, bank_columns, rows, params, out, batch);
     else
-      calibrate_bank_rows_kernel<E, false><<<blocks, kBlockThreads, 0, stream>>>(
-          raw, status, pedestal_gain, pixels, bank_columns, rows, params, out);
+      calibrate_bank_rows_kernel<E, false><<<blocks, threads, 0, stream>>>(
+          raw, status, pedestal_gain, pixels, bank_columns, rows, params, out, batch);
     check_launch("calibrate_bank_rows_kernel");
     return;
   }
-  const unsigned blocks = blocks_for((pixels + kLanePixels - 1) / kLanePixels);
-  if (pixels % kLanePixels == 0)
-    calibrate_pixels_kernel<E, true><<<blocks, kBlockThreads, 0, stream>>>(raw, status,
-                                                                          pedestal_gain, pixels, out);
+  const dim3 blocks(blocks_for((pixels + kLanePixels - 1) / kLanePixels), unsigned(events));
+  if (aligned && pixels % kLanePixels == 0)
+    calibrate_pixels_kernel<E, true><<<blocks, threads, 0, stream>>>(raw, status, pedestal_gain,
+                                                                     pixels, out, batch);
   else
-    calibrate_pixels_kernel<E, false><<<blocks, kBlockThreads, 0, stream>>>(
-        raw, status, pedestal_gain, pixels, out);
+    calibrate_pixels_kernel<E, false><<<blocks, threads, 0, stream>>>(raw, status, pedestal_gain,
+                                                                      pixels, out, batch);
   check_launch("calibrate_pixels_kernel");
+}
+
+// Fault injection for the tests (see testing::inject_fault): which fault, after how many more
+// launches. Read and written with relaxed atomics; a test sets it before the launches it watches.
+std::atomic<int> injected_fault{0};
+std::atomic<long long> launches_before_fault{-1};
+
+__global__ void trap_kernel() { __trap(); }
+
+// Consumes one launch of the countdown; the fault to produce now, or None.
+testing::Fault take_injected_fault() {
+  if (injected_fault.load(std::memory_order_relaxed) == int(testing::Fault::None))
+    return testing::Fault::None;
+  if (launches_before_fault.fetch_sub(1, std::memory_order_relaxed) != 0)
+    return testing::Fault::None;
+  return testing::Fault(injected_fault.exchange(int(testing::Fault::None)));
 }
 
 }  // namespace
@@ -503,23 +536,66 @@ void DeviceCalibrator::launch(const void* device_raw, float* device_out,
     }
     return;
   }
+  launch_batch(device_raw, device_out, params, stream, 1, 0, 0, -1);
+}
+
+void DeviceCalibrator::launch_batch(const void* device_raw, float* device_out,
+                                    const calib::CalibrationParams& params, const Stream& stream,
+                                    int events, std::size_t raw_stride_bytes,
+                                    std::size_t out_stride_floats, int segment) const {
+  if (events < 1 || events > kMaxBatchEvents)
+    throw InputError("DeviceCalibrator::launch_batch: " + std::to_string(events) +
+                     " events per launch (1.." + std::to_string(kMaxBatchEvents) + ")");
+  if (segment >= detector_.segments)
+    throw InputError("DeviceCalibrator::launch_batch: segment " + std::to_string(segment) +
+                     " of a detector with " + std::to_string(detector_.segments));
+  const std::size_t all = detector_.pixels();
+  if (all == 0) return;
+  const std::size_t first = segment < 0 ? 0 : std::size_t(segment) * detector_.pixels_per_segment();
+  const std::size_t pixels = segment < 0 ? all : detector_.pixels_per_segment();
+  const std::size_t raw_offset = first * detector_.raw_bytes_per_pixel();
+  const void* raw = static_cast<const char*>(device_raw) + raw_offset;
+  float* out = device_out + first;
+  const auto* status = status_.as<const std::uint8_t>() + first;
+  const auto* pedestal_gain = pedestal_gain_.as<const PedestalGain>() + first;
+  const bool common_mode = params.common_mode && detector_.bank_columns > 0;
+  // The vectorised loads need 16-byte aligned raw words and outputs for every event of the batch.
+  const bool aligned = first % kLanePixels == 0 && raw_stride_bytes % 16 == 0 &&
+                       out_stride_floats % 4 == 0 &&
+                       reinterpret_cast<std::uintptr_t>(raw) % 16 == 0 &&
+                       reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+  const BatchStrides batch{raw_stride_bytes, out_stride_floats, all};
+  const cudaStream_t s = stream.get();
+  const testing::Fault fault = take_injected_fault();
+  if (fault == testing::Fault::DeviceTrap) {
+    trap_kernel<<<1, 1, 0, s>>>();
+    check_launch("trap_kernel (injected fault)");
+  }
+  const bool invalid = fault == testing::Fault::InvalidLaunch;
   switch (detector_.encoding) {
     case RawEncoding::Epix10ka:
-      launch_vectorized<RawEncoding::Epix10ka>(device_raw, status, pedestal_gain, pixels,
-                                               detector_.bank_columns, common_mode, params,
-                                               device_out, s);
+      launch_vectorized<RawEncoding::Epix10ka>(raw, status, pedestal_gain, pixels,
+                                               detector_.bank_columns, common_mode, params, out,
+                                               s, events, batch, aligned, invalid);
       break;
     case RawEncoding::Jungfrau:
-      launch_vectorized<RawEncoding::Jungfrau>(device_raw, status, pedestal_gain, pixels,
-                                               detector_.bank_columns, common_mode, params,
-                                               device_out, s);
+      launch_vectorized<RawEncoding::Jungfrau>(raw, status, pedestal_gain, pixels,
+                                               detector_.bank_columns, common_mode, params, out,
+                                               s, events, batch, aligned, invalid);
       break;
     case RawEncoding::Float32:
-      launch_vectorized<RawEncoding::Float32>(device_raw, status, pedestal_gain, pixels,
-                                              detector_.bank_columns, common_mode, params,
-                                              device_out, s);
+      launch_vectorized<RawEncoding::Float32>(raw, status, pedestal_gain, pixels,
+                                              detector_.bank_columns, common_mode, params, out,
+                                              s, events, batch, aligned, invalid);
       break;
   }
 }
+
+namespace testing {
+void inject_fault(Fault fault, long long after_launches) {
+  launches_before_fault.store(after_launches, std::memory_order_relaxed);
+  injected_fault.store(int(fault), std::memory_order_relaxed);
+}
+}  // namespace testing
 
 }  // namespace livedrp::gpu

@@ -29,6 +29,20 @@ std::string_view to_string(KernelVariant variant);
 // byte + the float32 output, i.e.  pixels * (raw_bytes_per_pixel + 8 + 1 + 4).
 std::size_t calibration_bytes_per_event(const DetectorDescription& detector);
 
+// Most events one launch_batch calibrates (the batch K of StreamConfig, 1..64).
+inline constexpr int kMaxBatchEvents = 64;
+
+// Test hook: make a later calibration launch fail, to check that faults surface as RuntimeFault
+// and nothing hangs. InvalidLaunch: the launch itself is rejected (a block of 4096 threads;
+// CUDA 13.0 reports cudaErrorInvalidValue at the launch call; the context stays usable).
+// DeviceTrap: a kernel that executes `trap` runs before it on the same stream (reported
+// asynchronously, by the next query of that stream's work; the context is lost for the process).
+namespace testing {
+enum class Fault { None = 0, InvalidLaunch = 1, DeviceTrap = 2 };
+// The fault hits the launch after `after_launches` more launches (0: the next one), process-wide.
+void inject_fault(Fault fault, long long after_launches = 0);
+}  // namespace testing
+
 class DeviceCalibrator {
  public:
   // Uploads the constants (blocking; set-up only). Throws InputError when the detector's layout
@@ -44,6 +58,17 @@ class DeviceCalibrator {
   // allocation, no host wait. Throws RuntimeFault if the launch fails.
   void launch(const void* device_raw, float* device_out, const calib::CalibrationParams& params,
               const Stream& stream, KernelVariant variant = KernelVariant::Vectorized) const;
+
+  // Enqueues one launch that calibrates `events` events (1..kMaxBatchEvents, blockIdx.y picks the
+  // event): event b's raw words at device_raw + b * raw_stride_bytes, its image at
+  // device_out + b * out_stride_floats, each a whole-detector buffer. `segment` -1 calibrates
+  // every segment; 0..segments-1 only that one (its pixels of each event; the rest untouched).
+  // Strides that keep 16-byte alignment (multiples of 16 bytes and 4 floats) get the vectorised
+  // loads. Always the vectorised kernel family; asynchronous, no allocation, no host wait.
+  void launch_batch(const void* device_raw, float* device_out,
+                    const calib::CalibrationParams& params, const Stream& stream, int events,
+                    std::size_t raw_stride_bytes, std::size_t out_stride_floats,
+                    int segment = -1) const;
 
   const DetectorDescription& detector() const { return detector_; }
   std::size_t constants_bytes() const;  // on the device

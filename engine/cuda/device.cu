@@ -47,6 +47,12 @@ std::optional<std::string> unavailable_reason() {
   return std::nullopt;
 }
 
+std::size_t device_memory_used() {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  return total_bytes - free_bytes;
+}
+
 void use_device() { check(cudaSetDevice(0), "cudaSetDevice(0)"); }
 
 DeviceProperties device_properties() {

@@ -34,6 +34,9 @@ struct DeviceProperties {
 };
 DeviceProperties device_properties();  // of device 0; makes it current
 
+// Bytes of device 0's memory in use now, by every process (total - free from cudaMemGetInfo).
+std::size_t device_memory_used();
+
 // Device 0 is the one the engine uses; makes it current for the calling thread.
 void use_device();
 

@@ -1,6 +1,7 @@
 // livedrp-bench: throughput of the engine's stages against the bandwidth the machine measures in
 // the same run.
 //
+//   livedrp-bench runtime ...   (the CUDA runtime's configuration matrix: bench_runtime.cpp)
 //   livedrp-bench calibrate [--detector epix10ka2m|jungfrau4m|generic_f32] [--backend cpu|cuda|both]
 //                           [--events N] [--streams 1,2,4,8] [--common-mode on|off|both]
 //                           [--json FILE] [--markdown FILE]
@@ -49,6 +50,7 @@
 #include "core/thread_pool.hpp"
 #include "exec/backend.hpp"
 #include "sim/simulator.hpp"
+#include "bench_runtime.hpp"
 
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/cuda_calibrator.hpp"
@@ -603,6 +605,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   calibrate->add_option("--seed", o.seed, "simulator seed")->capture_default_str();
   calibrate->add_option("--json", o.json_path, "write the results as JSON here");
+  livedrp::bench::RuntimeOptions runtime_options;
+  CLI::App* runtime = app.add_subcommand(
+      "runtime", "CUDA runtime stream-configuration matrix (streams, graphs, K, segments, source)");
+  livedrp::bench::add_runtime_options(*runtime, runtime_options);
   calibrate->add_option("--markdown", o.markdown_path, "write the markdown table here");
   try {
     app.parse(argc, argv);
@@ -611,6 +617,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : kExitBadInput;
   }
   try {
+    if (runtime->parsed()) return livedrp::bench::run_runtime(runtime_options);
     return run_calibrate(o);
   } catch (const InputError& e) {
     std::cerr << "livedrp-bench: error: " << e.what() << "\n";
