@@ -10,6 +10,17 @@
 
 namespace livedrp::app {
 
+std::string defaultControlEndpoint(const std::string& connect) {
+  const QString endpoint = QString::fromStdString(connect);
+  if (!endpoint.startsWith(QLatin1String("tcp://"))) return {};
+  const int colon = endpoint.lastIndexOf(QLatin1Char(':'));
+  if (colon <= 5) return {};
+  bool ok = false;
+  const int port = endpoint.mid(colon + 1).toInt(&ok);
+  if (!ok || port <= 0 || port >= 65535) return {};
+  return (endpoint.left(colon + 1) + QString::number(port + 1)).toStdString();
+}
+
 CommandLine parseCommandLine(const QStringList& arguments) {
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral(
@@ -37,6 +48,11 @@ CommandLine parseCommandLine(const QStringList& arguments) {
       QStringLiteral("connect"),
       QStringLiteral("Attach to a running headless engine at ENDPOINT instead of embedding one."),
       QStringLiteral("ENDPOINT"));
+  const QCommandLineOption control(
+      QStringLiteral("control"),
+      QStringLiteral("With --connect: the remote engine's control socket (default: the same host, "
+                     "the publisher's port + 1)."),
+      QStringLiteral("ENDPOINT"));
   const QCommandLineOption no_autostart(
       QStringLiteral("no-autostart"), QStringLiteral("Do not start the embedded engine at launch."));
   const QCommandLineOption settings(
@@ -52,7 +68,7 @@ CommandLine parseCommandLine(const QStringList& arguments) {
       QStringLiteral("screenshot-after"),
       QStringLiteral("Seconds to run before the screenshot is taken (default 5)."),
       QStringLiteral("SECONDS"));
-  parser.addOptions({source, backend, rate, publish, connect, no_autostart, settings, screenshot,
+  parser.addOptions({source, backend, rate, publish, connect, control, no_autostart, settings, screenshot,
                      screenshot_after});
 
   CommandLine result;
@@ -133,6 +149,19 @@ CommandLine parseCommandLine(const QStringList& arguments) {
                                  "--rate and --publish configure the embedded one: use one or "
                                  "the other"));
     }
+  }
+  if (parser.isSet(control)) {
+    if (!parser.isSet(connect)) {
+      return fail(QStringLiteral("--control: only with --connect (the embedded engine is "
+                                 "controlled directly)"));
+    }
+    if (!endpoint(control, options.control)) {
+      return fail(QStringLiteral("--control: '%1' is not a ZeroMQ endpoint (e.g. "
+                                 "tcp://detector-node:5556)")
+                      .arg(parser.value(control)));
+    }
+  } else if (parser.isSet(connect)) {
+    options.control = defaultControlEndpoint(options.connect);
   }
   options.autostart = !parser.isSet(no_autostart);
   if (parser.isSet(settings)) options.settings_file = parser.value(settings);

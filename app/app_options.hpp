@@ -11,6 +11,10 @@ namespace livedrp::app {
 // The embedded engine's default endpoint: loopback only (DESIGN: defaults bind to 127.0.0.1), the
 // same port the headless engine uses, so a `--connect` GUI finds either.
 inline constexpr const char* kDefaultPublishEndpoint = "tcp://127.0.0.1:5555";
+// The control endpoint of a remote engine published on `connect` (tcp://HOST:PORT -> tcp://HOST:PORT+1);
+// empty when it cannot be derived (not tcp, no numeric port).
+std::string defaultControlEndpoint(const std::string& connect);
+
 // Sources the run-control combo offers; any other `sim:DETECTOR` may be typed in.
 inline constexpr const char* kSimulatorSources[] = {"sim:epix10ka2m", "sim:jungfrau4m"};
 inline constexpr const char* kBackends[] = {"auto", "cpu", "cuda"};
@@ -21,6 +25,9 @@ struct AppOptions {
   std::optional<double> rate_hz;       // --rate (0 = as fast as possible)
   std::optional<std::string> publish;  // --publish: the embedded engine's endpoint
   std::string connect;                 // --connect: attach to a remote engine; no embedded one
+  // --control: the remote engine's control socket; empty = derived from --connect (same host,
+  // the publisher's port + 1, as the headless engine binds by default).
+  std::string control;
   bool autostart = true;               // --no-autostart clears it
   QString settings_file;               // --settings: an .ini file instead of the user's settings
   QString screenshot_file;             // --screenshot

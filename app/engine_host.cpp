@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "publish/publisher.hpp"
 
 namespace livedrp::app {
 namespace {
@@ -48,6 +49,12 @@ void EngineHost::stop() {
   post({Command::Kind::Stop, {}});
 }
 
+bool EngineHost::apply(const EngineConfig& config) {
+  if (!active_) return false;
+  post({Command::Kind::Apply, config});
+  return true;
+}
+
 void EngineHost::post(Command command) {
   {
     std::lock_guard lock(mutex_);
@@ -82,6 +89,9 @@ void EngineHost::workerLoop() {
       case Command::Kind::Stop:
         workerStop();
         break;
+      case Command::Kind::Apply:
+        workerApply(std::move(command->config));
+        break;
       case Command::Kind::Quit:
         try {
           if (engine_ && running_) {
@@ -89,6 +99,7 @@ void EngineHost::workerLoop() {
             engine_->wait();
           }
           engine_.reset();
+          publisher_.reset();
         } catch (const std::exception&) {
           // Shutting down: nobody is left to tell.
         }
@@ -97,35 +108,118 @@ void EngineHost::workerLoop() {
   }
 }
 
+std::unique_ptr<Engine> EngineHost::makeEngine(const EngineConfig& config) {
+  if (config.publish.empty()) {
+    publisher_.reset();
+    publisher_requested_.clear();
+  } else if (!publisher_ || publisher_requested_ != config.publish) {
+    publisher_.reset();  // unbind first: the new endpoint may be the same port
+    publisher_ = std::make_shared<Publisher>(config.publish);
+    publisher_requested_ = config.publish;
+  }
+  auto engine = std::make_unique<Engine>(config, publisher_);
+  if (forward_stats_) {
+    const qint64 run = config.run;
+    engine->set_progress_callback([this, run](const protocol::StatsPayload& stats) {
+      QMetaObject::invokeMethod(
+          this, [this, stats, run] { emit statsReported(stats, run); }, Qt::QueuedConnection);
+    });
+  }
+  return engine;
+}
+
+void EngineHost::announceStarted(const EngineConfig& config) {
+  const QString endpoint = QString::fromStdString(engine_->publish_endpoint());
+  // From here the engine reports its own states (starting, running, ...) on the wire; the host
+  // speaks again for the run's end, which it sees first-hand.
+  QMetaObject::invokeMethod(
+      this,
+      [this, endpoint, config, backend = backend_, device = device_] {
+        endpoint_ = endpoint;
+        current_config_ = config;
+        state_ = QStringLiteral("running");
+        emit started(endpoint, backend, device);
+      },
+      Qt::QueuedConnection);
+}
+
 void EngineHost::workerStart(const EngineConfig& config) {
   config_ = config;
   backend_.clear();
   device_.clear();
   try {
-    engine_.reset();  // the previous run's engine (and its publisher) goes now
+    engine_.reset();  // the previous run's engine goes now (the publisher stays if reusable)
     reportStatus(QStringLiteral("starting"), QString());
-    engine_ = std::make_unique<Engine>(config);
+    engine_ = makeEngine(config);
     config_ = engine_->config();
     backend_ = QString::fromStdString(engine_->backend_name());
     device_ = QString::fromStdString(engine_->device_name());
-    const QString endpoint = QString::fromStdString(engine_->publish_endpoint());
     engine_->start();
     running_ = true;
-    // From here the engine reports its own states (starting, running, ...) on the wire; the host
-    // speaks again for the run's end, which it sees first-hand.
-    QMetaObject::invokeMethod(
-        this,
-        [this, endpoint, backend = backend_, device = device_] {
-          endpoint_ = endpoint;
-          state_ = QStringLiteral("running");
-          emit started(endpoint, backend, device);
-        },
-        Qt::QueuedConnection);
+    announceStarted(config_);
   } catch (const std::exception& error) {
     engine_.reset();
     running_ = false;
     reportError(describe(error));
   }
+}
+
+void EngineHost::workerApply(EngineConfig config) {
+  if (!engine_ || !running_) {
+    const QString error = QStringLiteral("no run to apply the configuration to: the run ended");
+    QMetaObject::invokeMethod(
+        this, [this, error] { emit applyFailed(error); }, Qt::QueuedConnection);
+    return;
+  }
+  config.run = config_.run + 1;
+  config.publish = config_.publish;  // same publisher: subscribers stay connected
+  // Build the new engine while the old one still runs: a rejected configuration changes nothing.
+  std::unique_ptr<Engine> next;
+  try {
+    next = makeEngine(config);
+  } catch (const std::exception& error) {
+    const QString text = describe(error);
+    QMetaObject::invokeMethod(
+        this, [this, text] { emit applyFailed(text); }, Qt::QueuedConnection);
+    return;
+  }
+  reportStatus(QStringLiteral("stopping"),
+               QStringLiteral("applying a new configuration: draining run %1").arg(config_.run));
+  RunSummary summary;
+  try {
+    engine_->request_stop();
+    engine_->wait();
+    summary = engine_->summary();
+  } catch (const std::exception& error) {
+    summary.error = error.what();
+  }
+  {
+    const QString error = QString::fromStdString(summary.error);
+    QMetaObject::invokeMethod(
+        this, [this, stats = summary.stats, error] { emit runFinished(stats, error); },
+        Qt::QueuedConnection);
+  }
+  engine_ = std::move(next);
+  config_ = engine_->config();
+  backend_ = QString::fromStdString(engine_->backend_name());
+  device_ = QString::fromStdString(engine_->device_name());
+  try {
+    engine_->start();
+  } catch (const std::exception& error) {
+    engine_.reset();
+    running_ = false;
+    const QString text = describe(error);
+    QMetaObject::invokeMethod(
+        this, [this, text] { emit applyFailed(text); }, Qt::QueuedConnection);
+    reportError(text);
+    return;
+  }
+  running_ = true;
+  announceStarted(config_);
+  const QString json = QString::fromStdString(config_.to_json().dump());
+  const qint64 run = config_.run;
+  QMetaObject::invokeMethod(
+      this, [this, json, run] { emit applied(json, run); }, Qt::QueuedConnection);
 }
 
 void EngineHost::workerStop() {

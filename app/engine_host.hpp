@@ -7,11 +7,20 @@
 // constructed: detector, simulator, backend, publisher), stopping, and the end: finished, or error
 // with the InputError / RuntimeFault text. In between, the engine's own `status` messages speak. The Engine of a finished run is kept until the
 // next start (or the host's end), so its publisher still serves the final values to subscribers.
+//
+// The host owns the publisher and keeps it across runs while the endpoint stays the same, so
+// subscribers stay connected when a new configuration is applied. apply() replaces the running
+// engine: the new one is built first (with the old one still running), so a configuration the
+// engine rejects leaves the old run untouched; then the old run is stopped and drained and the new
+// one starts with the next run number.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <memory>
+#include <string>
 #include <thread>
 
 #include <QObject>
@@ -38,6 +47,15 @@ class EngineHost : public QObject {
   bool start(const EngineConfig& config);
   // Asks the run to stop; events in flight are drained. Never blocks. No-op when idle.
   void stop();
+  // Replaces the running engine with one built from `config` (its run number and publish endpoint
+  // are the host's: the current run + 1, the current endpoint). Answers with applied() or
+  // applyFailed(). Returns false (and does nothing) while no run is active. Never blocks.
+  bool apply(const EngineConfig& config);
+  // When on, every stats interval of the engine is also sent as statsReported() (no subscriber
+  // needed: the comparison runner records runs this way). Takes effect at the next start.
+  void setStatsForwarding(bool on) { forward_stats_ = on; }
+  // The configuration of the current (or last) run as the engine took it; the GUI thread's copy.
+  const EngineConfig& currentConfig() const { return current_config_; }
 
   // Between start() and the run's end (finished or error), as seen from the GUI thread.
   bool isActive() const { return active_; }
@@ -54,10 +72,16 @@ class EngineHost : public QObject {
   void runFinished(livedrp::protocol::StatsPayload summary, QString error);
   // Bad configuration or a fault (the exception's text).
   void errorOccurred(QString error);
+  // apply() took effect: the new engine runs `config` (run number included).
+  void applied(QString config_json, qint64 run);
+  // apply() was refused (the engine's error text); the previous run goes on unchanged.
+  void applyFailed(QString error);
+  // A stats interval of the running engine (only with setStatsForwarding(true)).
+  void statsReported(livedrp::protocol::StatsPayload stats, qint64 run);
 
  private:
   struct Command {
-    enum class Kind { Start, Stop, Quit } kind;
+    enum class Kind { Start, Stop, Apply, Quit } kind;
     EngineConfig config;
   };
   void post(Command command);
@@ -65,6 +89,10 @@ class EngineHost : public QObject {
   // Worker-side helpers; each posts its results to the GUI thread.
   void workerStart(const EngineConfig& config);
   void workerStop();
+  void workerApply(EngineConfig config);
+  // Builds an engine publishing through the host's publisher (made or replaced as needed).
+  std::unique_ptr<Engine> makeEngine(const EngineConfig& config);
+  void announceStarted(const EngineConfig& config);
   void workerFinish();
   void reportStatus(const QString& state, const QString& message);
   void reportError(const QString& error);
@@ -75,13 +103,19 @@ class EngineHost : public QObject {
   std::deque<Command> commands_;
 
   // Worker only.
+  std::shared_ptr<Publisher> publisher_;
+  std::string publisher_requested_;  // the endpoint publisher_ was bound for (before * is filled)
   std::unique_ptr<Engine> engine_;
   bool running_ = false;
   EngineConfig config_;
   QString backend_;
   QString device_;
 
+  // Set on the GUI thread before a start; read by the worker when it builds an engine.
+  std::atomic<bool> forward_stats_{false};
+
   // GUI thread only.
+  EngineConfig current_config_;
   bool active_ = false;
   QString state_ = QStringLiteral("idle");
   QString endpoint_;

@@ -7,7 +7,10 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDateTime>
+#include <QComboBox>
 #include <QDockWidget>
+#include <QDoubleSpinBox>
+#include <QSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMenuBar>
@@ -16,10 +19,15 @@
 #include <QStatusBar>
 #include <QToolBar>
 
+#include "app/comparison_panel.hpp"
 #include "app/engine_host.hpp"
+#include "app/remote_control.hpp"
+#include "app/saved_configurations.hpp"
+#include "app/stream_config_panel.hpp"
 #include "app/run_control_widget.hpp"
 #include "app/subscriber_thread.hpp"
 #include "widgets/counters_view.hpp"
+#include "widgets/engine_view.hpp"
 #include "widgets/number_format.hpp"
 #include "widgets/rate_strip_chart.hpp"
 #include "widgets/run_status_widget.hpp"
@@ -36,6 +44,11 @@ const char* kGeometryKey = "window/geometry";
 const char* kStateKey = "window/state";
 const char* kEngineConfigKey = "engine/config";
 const char* kChartWindowKey = "chart/window_s";
+const char* kConfigurationsDirKey = "configurations/directory";
+const char* kComparisonEventsKey = "comparison/events";
+const char* kComparisonDetectorKey = "comparison/detector";
+const char* kComparisonRateKey = "comparison/rate_hz";
+const char* kComparisonCheckedKey = "comparison/configurations";
 
 QDockWidget* makeDock(const QString& title, const QString& name, QWidget* content,
                       QMainWindow* window) {
@@ -78,9 +91,30 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
   if (options.rate_hz) base_config_.rate_hz = *options.rate_hz;
   if (options.publish) base_config_.publish = *options.publish;
   run_control_->setConfig(base_config_);
+  stream_config_->setConfig(base_config_);
 
   if (attached_) {
     run_control_->setAttached(connect_endpoint_);
+    if (options.control.empty()) {
+      stream_config_->setApplyAvailable(
+          false, tr("not available: no control endpoint for %1 (give --control ENDPOINT)")
+                     .arg(connect_endpoint_));
+    } else {
+      remote_ = new RemoteControl(QString::fromStdString(options.control), this);
+      connect(remote_, &RemoteControl::applyDone, this, [this](bool ok, const QString& text) {
+        if (ok) {
+          stream_config_->showApplied(tr("applied on the remote engine at %1").arg(remote_->endpoint()));
+          appendLog(tr("remote engine accepted the configuration: %1").arg(text));
+        } else {
+          stream_config_->showError(tr("not applied: %1").arg(text));
+          appendLog(tr("remote engine refused the configuration: %1").arg(text));
+        }
+      });
+      stream_config_->setApplyAvailable(true);
+    }
+    comparison_->setEnabled(false);
+    comparison_->setToolTip(tr("The comparison runs on an embedded engine; not available while "
+                               "attached to a remote one"));
     connect(model_, &widgets::StatsModel::updated, this, &MainWindow::showRemoteRun);
     appendLog(tr("attached to the engine at %1").arg(connect_endpoint_));
     subscribeTo(connect_endpoint_);
@@ -99,6 +133,9 @@ void MainWindow::buildDocks() {
   chart_ = new widgets::RateStripChart(model_);
   counters_ = new widgets::CountersView(model_);
   run_control_ = new RunControlWidget;
+  stream_config_ = new StreamConfigPanel;
+  engine_view_ = new widgets::EngineView(model_);
+  comparison_ = new ComparisonPanel;
   log_ = new QPlainTextEdit;
   log_->setObjectName(QStringLiteral("log"));
   log_->setReadOnly(true);
@@ -109,12 +146,21 @@ void MainWindow::buildDocks() {
   run_dock_ = makeDock(tr("Run control"), QStringLiteral("runControlDock"), run_control_, this);
   counters_dock_ = makeDock(tr("Counters"), QStringLiteral("countersDock"), counters_, this);
   log_dock_ = makeDock(tr("Log"), QStringLiteral("logDock"), log_, this);
+  stream_config_dock_ = makeDock(tr("Stream configuration"), QStringLiteral("streamConfigDock"),
+                                 stream_config_, this);
+  engine_dock_ = makeDock(tr("Engine"), QStringLiteral("engineDock"), engine_view_, this);
+  comparison_dock_ = makeDock(tr("Comparison"), QStringLiteral("comparisonDock"), comparison_, this);
 
   addDockWidget(Qt::LeftDockWidgetArea, run_dock_);
   addDockWidget(Qt::LeftDockWidgetArea, counters_dock_);
+  tabifyDockWidget(counters_dock_, engine_dock_);
+  tabifyDockWidget(engine_dock_, stream_config_dock_);
   addDockWidget(Qt::RightDockWidgetArea, chart_dock_);
+  tabifyDockWidget(chart_dock_, comparison_dock_);
   addDockWidget(Qt::RightDockWidgetArea, log_dock_);
-  resizeDocks({run_dock_, chart_dock_}, {330, 870}, Qt::Horizontal);
+  engine_dock_->raise();
+  chart_dock_->raise();
+  resizeDocks({run_dock_, chart_dock_}, {400, 800}, Qt::Horizontal);
   resizeDocks({run_dock_, counters_dock_}, {170, 490}, Qt::Vertical);
   resizeDocks({chart_dock_, log_dock_}, {520, 140}, Qt::Vertical);
 
@@ -129,6 +175,18 @@ void MainWindow::buildDocks() {
 
   connect(run_control_, &RunControlWidget::startRequested, this, &MainWindow::startRun);
   connect(run_control_, &RunControlWidget::stopRequested, this, &MainWindow::stopRun);
+  connect(stream_config_, &StreamConfigPanel::applyRequested, this, &MainWindow::applyStreamConfig);
+  connect(stream_config_, &StreamConfigPanel::logMessage, this, [this](const QString& line) {
+    appendLog(line);
+    comparison_->refreshList();  // a configuration was saved, loaded or deleted
+  });
+  connect(comparison_, &ComparisonPanel::logMessage, this, &MainWindow::appendLog);
+  connect(comparison_, &ComparisonPanel::aboutToRun, this, [this] {
+    if (host_ && host_->isActive()) {
+      appendLog(tr("stopping the live run: the comparison gets the machine to itself"));
+      stopRun();
+    }
+  });
 }
 
 void MainWindow::buildMenus() {
@@ -144,7 +202,8 @@ void MainWindow::buildMenus() {
   run->addAction(run_control_->stopAction());
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  for (QDockWidget* dock : {chart_dock_, run_dock_, counters_dock_, log_dock_}) {
+  for (QDockWidget* dock : {chart_dock_, run_dock_, counters_dock_, log_dock_, stream_config_dock_,
+                            engine_dock_, comparison_dock_}) {
     view->addAction(dock->toggleViewAction());
   }
   view->addAction(run_toolbar_->toggleViewAction());
@@ -178,6 +237,26 @@ void MainWindow::connectHost() {
                                widgets::formatRateHz(summary.event_rate_hz),
                                error.isEmpty() ? QString() : tr("; failed: ") + error));
           });
+  connect(host_, &EngineHost::applied, this, [this](const QString& json, qint64 run) {
+    try {
+      base_config_ = EngineConfig::from_json(nlohmann::json::parse(json.toStdString()), "engine");
+    } catch (const std::exception& error) {
+      appendLog(tr("applied configuration not readable: %1").arg(QString::fromUtf8(error.what())));
+    }
+    run_control_->setConfig(base_config_);
+    stream_config_->setConfig(base_config_);
+    // No model_->clear(): the model starts a new series itself when the run number changes.
+    const QString text = tr("applied: run %1 with %2")
+                             .arg(run)
+                             .arg(QString::fromStdString(describe(base_config_.runtime)));
+    stream_config_->showApplied(text);
+    appendLog(text);
+  });
+  connect(host_, &EngineHost::applyFailed, this, [this](const QString& error) {
+    stream_config_->showError(tr("not applied (the run goes on unchanged): %1").arg(error));
+    appendLog(tr("stream configuration not applied: %1").arg(error));
+    statusBar()->showMessage(error, kStatusMessageMs);
+  });
   connect(host_, &EngineHost::errorOccurred, this, [this](const QString& error) {
     statusBar()->showMessage(error, kStatusMessageMs);
     run_control_->setRunActive(host_->isActive());
@@ -198,6 +277,42 @@ void MainWindow::startRun() {
                        QString::fromStdString(base_config_.publish)));
   }
   updateTitle();
+}
+
+void MainWindow::applyStreamConfig(const EngineConfig& config) {
+  if (attached_) {
+    if (!remote_) return;
+    if (remote_->apply(stream_config_->partialJson())) {
+      stream_config_->showApplying(tr("applying on the remote engine at %1 ...").arg(remote_->endpoint()));
+      appendLog(tr("applying %1 on the remote engine")
+                    .arg(QString::fromStdString(describe(config.runtime))));
+    }
+    return;
+  }
+  // The run-control fields own the source and the rate; the panel owns the rest.
+  EngineConfig next = config;
+  const EngineConfig current = run_control_->config(base_config_);
+  next.source = current.source;
+  next.rate_hz = current.rate_hz;
+  next.publish = base_config_.publish;
+  next.run = base_config_.run;
+  if (host_->isActive()) {
+    host_->apply(next);
+    stream_config_->showApplying(
+        tr("applying: run %1 drains, run %2 starts with %3")
+            .arg(host_->currentConfig().run)
+            .arg(host_->currentConfig().run + 1)
+            .arg(QString::fromStdString(describe(next.runtime))));
+    appendLog(tr("applying the stream configuration %1")
+                  .arg(QString::fromStdString(describe(next.runtime))));
+    return;
+  }
+  base_config_ = next;
+  run_control_->setConfig(base_config_);
+  const QString text = tr("no run active: %1 applies at the next start")
+                           .arg(QString::fromStdString(describe(next.runtime)));
+  stream_config_->showApplied(text);
+  appendLog(text);
 }
 
 void MainWindow::stopRun() {
@@ -243,6 +358,16 @@ void MainWindow::subscribeTo(const QString& endpoint) {
 void MainWindow::showRemoteRun() {
   if (!model_->hasStatus()) return;
   const protocol::StatusPayload& status = model_->latestStatus();
+  if (!remote_config_shown_ && status.config.is_object() && !status.config.empty()) {
+    try {
+      stream_config_->setConfig(EngineConfig::from_json(status.config, "remote engine status"));
+      remote_config_shown_ = true;
+    } catch (const std::exception& error) {
+      appendLog(tr("the remote engine's configuration is not readable here: %1")
+                    .arg(QString::fromUtf8(error.what())));
+      remote_config_shown_ = true;
+    }
+  }
   std::optional<double> rate_hz;
   if (const auto it = status.config.find("rate_hz"); it != status.config.end() && it->is_number()) {
     rate_hz = it->get<double>();
@@ -267,6 +392,20 @@ void MainWindow::readSettings(QSettings& settings, const QString& origin) {
     appendLog(tr("%1: the saved window layout is from another version; using the default")
                   .arg(origin));
   }
+  setConfigurationsDirectory(
+      settings.value(kConfigurationsDirKey, SavedConfigurations::defaultDirectory()).toString());
+  if (settings.contains(kComparisonEventsKey)) {
+    comparison_->eventsSpin()->setValue(settings.value(kComparisonEventsKey).toInt());
+  }
+  if (settings.contains(kComparisonDetectorKey)) {
+    comparison_->detectorCombo()->setCurrentText(settings.value(kComparisonDetectorKey).toString());
+  }
+  if (settings.contains(kComparisonRateKey)) {
+    comparison_->rateSpin()->setValue(settings.value(kComparisonRateKey).toDouble());
+  }
+  if (settings.contains(kComparisonCheckedKey)) {
+    comparison_->setChecked(settings.value(kComparisonCheckedKey).toStringList());
+  }
   bool ok = false;
   const double window_s = settings.value(kChartWindowKey).toDouble(&ok);
   if (ok && window_s > 0) chart_->setWindowSeconds(window_s);
@@ -280,12 +419,24 @@ void MainWindow::readSettings(QSettings& settings, const QString& origin) {
     appendLog(tr("ignoring the saved engine configuration: %1").arg(QString::fromUtf8(error.what())));
   }
   run_control_->setConfig(base_config_);
+  stream_config_->setConfig(base_config_);
+}
+
+void MainWindow::setConfigurationsDirectory(const QString& directory) {
+  configurations_dir_ = directory;
+  stream_config_->setDirectory(directory);
+  comparison_->setDirectory(directory);
 }
 
 void MainWindow::writeSettings(QSettings& settings) const {
   settings.setValue(kGeometryKey, saveGeometry());
   settings.setValue(kStateKey, saveState(kLayoutVersion));
   settings.setValue(kChartWindowKey, chart_->windowSeconds());
+  settings.setValue(kConfigurationsDirKey, configurations_dir_);
+  settings.setValue(kComparisonEventsKey, comparison_->eventsSpin()->value());
+  settings.setValue(kComparisonDetectorKey, comparison_->detectorCombo()->currentText());
+  settings.setValue(kComparisonRateKey, comparison_->rateSpin()->value());
+  settings.setValue(kComparisonCheckedKey, comparison_->checkedNames());
   // Attached to a remote engine, the embedded engine's saved configuration is left as it was.
   if (!attached_) {
     settings.setValue(kEngineConfigKey, QString::fromStdString(engineConfig().to_json().dump()));

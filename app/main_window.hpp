@@ -1,7 +1,8 @@
 #pragma once
 // The livedrp main window: dock widgets over one main window (rates chart, run control, counters,
-// log), a run toolbar and a status bar. It composes the widgets (which know only the protocol),
-// the subscriber thread and, unless attached to a remote engine, the embedded EngineHost.
+// engine view, stream configuration, comparison, log), a run toolbar and a status bar. It
+// composes the widgets (which know only the protocol), the subscriber thread and, unless attached
+// to a remote engine, the embedded EngineHost.
 // Layout, window geometry and the engine configuration persist together in QSettings, and can be
 // saved to / loaded from one .ini file.
 #include <memory>
@@ -23,6 +24,7 @@ class QToolBar;
 
 namespace livedrp::widgets {
 class CountersView;
+class EngineView;
 class RateStripChart;
 class RunStatusWidget;
 class StatsModel;
@@ -30,8 +32,11 @@ class StatsModel;
 
 namespace livedrp::app {
 
+class ComparisonPanel;
 class EngineHost;
+class RemoteControl;
 class RunControlWidget;
+class StreamConfigPanel;
 class SubscriberThread;
 
 class MainWindow : public QMainWindow {
@@ -39,7 +44,7 @@ class MainWindow : public QMainWindow {
 
  public:
   // Bumped when the dock arrangement changes incompatibly (QMainWindow::saveState's version).
-  static constexpr int kLayoutVersion = 1;
+  static constexpr int kLayoutVersion = 2;  // 2: stream configuration, engine, comparison docks
   // Lines kept in the log dock.
   static constexpr int kLogLines = 2000;
   // Topics the window shows; `image`, `profile` and `peaks` are not subscribed to.
@@ -64,6 +69,16 @@ class MainWindow : public QMainWindow {
   widgets::RunStatusWidget* runStatus() const { return run_status_; }
   widgets::CountersView* counters() const { return counters_; }
   RunControlWidget* runControl() const { return run_control_; }
+  StreamConfigPanel* streamConfig() const { return stream_config_; }
+  widgets::EngineView* engineView() const { return engine_view_; }
+  ComparisonPanel* comparison() const { return comparison_; }
+  RemoteControl* remoteControl() const { return remote_; }  // null when embedded or unknown
+  // Where the named configurations are saved (QSettings "configurations/directory").
+  QString configurationsDirectory() const { return configurations_dir_; }
+  // The stream-configuration panel's Apply: embedded, to the EngineHost (the running engine
+  // restarts with the next run number; idle, the configuration is kept for the next start);
+  // attached, to the remote engine's control socket. Never blocks.
+  void applyStreamConfig(const EngineConfig& config);
   EngineHost* engineHost() const { return host_; }  // null when attached
   SubscriberThread* subscriber() const;  // the current one; null before the first subscription
   QString logText() const;
@@ -84,6 +99,7 @@ class MainWindow : public QMainWindow {
   void loadLayoutDialog();
   void appendLog(const QString& line);
   void updateTitle();
+  void setConfigurationsDirectory(const QString& directory);
 
   const bool attached_;
   const QString connect_endpoint_;
@@ -95,6 +111,15 @@ class MainWindow : public QMainWindow {
   widgets::CountersView* counters_ = nullptr;
   widgets::RunStatusWidget* run_status_ = nullptr;
   RunControlWidget* run_control_ = nullptr;
+  StreamConfigPanel* stream_config_ = nullptr;
+  widgets::EngineView* engine_view_ = nullptr;
+  ComparisonPanel* comparison_ = nullptr;
+  QDockWidget* stream_config_dock_ = nullptr;
+  QDockWidget* engine_dock_ = nullptr;
+  QDockWidget* comparison_dock_ = nullptr;
+  RemoteControl* remote_ = nullptr;
+  bool remote_config_shown_ = false;
+  QString configurations_dir_;
   QPlainTextEdit* log_ = nullptr;
   QToolBar* run_toolbar_ = nullptr;
   QDockWidget* chart_dock_ = nullptr;

@@ -1,6 +1,7 @@
 #include "widgets/stats_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 
 namespace livedrp::widgets {
@@ -66,6 +67,7 @@ void StatsModel::applyStatus(const protocol::StatusPayload& status, std::int64_t
 
 void StatsModel::clear() {
   samples_.clear();
+  latency_.clear();
   stats_ = {};
   status_ = {};
   has_stats_ = has_status_ = false;
@@ -83,10 +85,20 @@ std::size_t StatsModel::firstSampleAtOrAfter(double time_s) const {
   return static_cast<std::size_t>(it - samples_.begin());
 }
 
+std::size_t StatsModel::firstLatencySampleAtOrAfter(double time_s) const {
+  const auto it = std::lower_bound(
+      latency_.begin(), latency_.end(), time_s,
+      [](const LatencySample& sample, double time) { return sample.time_s < time; });
+  return static_cast<std::size_t>(it - latency_.begin());
+}
+
 void StatsModel::storeStats(const protocol::StatsPayload& stats, std::int64_t run) {
   const bool new_run = has_stats_ && (run != run_ || (!samples_.empty() &&
                                                       stats.elapsed_s < samples_.back().time_s));
-  if (new_run) samples_.clear();
+  if (new_run) {
+    samples_.clear();
+    latency_.clear();
+  }
   // A repeat of the last interval (a late joiner is re-sent the last stats) updates the counters
   // but adds no point.
   if (samples_.empty() || stats.elapsed_s > samples_.back().time_s) {
@@ -95,6 +107,16 @@ void StatsModel::storeStats(const protocol::StatsPayload& stats, std::int64_t ru
   const double oldest_kept = samples_.back().time_s - history_s_;
   while (samples_.size() > max_samples_ || samples_.front().time_s < oldest_kept) {
     samples_.pop_front();
+  }
+  if (std::isfinite(stats.latency_p50_us) && std::isfinite(stats.latency_p99_us) &&
+      (latency_.empty() || stats.elapsed_s > latency_.back().time_s)) {
+    latency_.push_back({stats.elapsed_s, stats.latency_p50_us, stats.latency_p99_us,
+                        std::isfinite(stats.latency_max_us) ? stats.latency_max_us
+                                                            : stats.latency_p99_us});
+  }
+  while (!latency_.empty() &&
+         (latency_.size() > max_samples_ || latency_.front().time_s < oldest_kept)) {
+    latency_.pop_front();
   }
   stats_ = stats;
   run_ = run;

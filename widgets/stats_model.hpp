@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 #include <QObject>
 #include <QString>
@@ -19,6 +20,15 @@ struct RateSample {
   double time_s = 0;         // run time: StatsPayload::elapsed_s
   double event_rate_hz = 0;  // StatsPayload::event_rate_hz
   double input_gbps = 0;     // StatsPayload::input_gbps
+};
+
+// Doorbell-to-result latency of one stats interval. Intervals without a latency (no event left the
+// reorder stage: NaN in the payload) add no sample, so the series holds finite values only.
+struct LatencySample {
+  double time_s = 0;   // run time: StatsPayload::elapsed_s
+  double p50_us = 0;   // StatsPayload::latency_p50_us
+  double p99_us = 0;   // StatsPayload::latency_p99_us
+  double max_us = 0;   // StatsPayload::latency_max_us
 };
 
 class StatsModel : public QObject {
@@ -54,6 +64,12 @@ class StatsModel : public QObject {
   const RateSample& sample(std::size_t index) const { return samples_[index]; }
   // Index of the first sample with time_s >= time (sampleCount() when none).
   std::size_t firstSampleAtOrAfter(double time_s) const;
+  // Latency series (same history bound as the rate series), oldest first.
+  std::size_t latencySampleCount() const { return latency_.size(); }
+  const LatencySample& latencySample(std::size_t index) const { return latency_[index]; }
+  std::size_t firstLatencySampleAtOrAfter(double time_s) const;
+  // The execution lanes of the latest stats (empty before the first, or from an older engine).
+  const std::vector<protocol::StreamStats>& latestStreams() const { return stats_.streams; }
   double historySeconds() const { return history_s_; }
   std::size_t maxSamples() const { return max_samples_; }
 
@@ -80,6 +96,7 @@ class StatsModel : public QObject {
   double history_s_;
   std::size_t max_samples_;
   std::deque<RateSample> samples_;
+  std::deque<LatencySample> latency_;
   protocol::StatsPayload stats_;
   protocol::StatusPayload status_;
   bool has_stats_ = false;
