@@ -36,8 +36,8 @@ struct StatsPayload {
   std::uint64_t events_in_flight = 0;  // entered, neither processed nor dropped yet
   std::uint64_t order_errors = 0;      // sequence gaps or pulse ids that did not rise
   double elapsed_s = 0;                // since the run started
-  double event_rate_hz = 0;            // processed events per second, last interval
-  double input_gbps = 0;               // raw input bytes per second (1e9), last interval
+  double event_rate_hz = 0;            // processed events per second, over the last second
+  double input_gbps = 0;               // raw input bytes per second (1e9), same window
   std::uint64_t ring_slots = 0;
   std::uint64_t ring_occupancy = 0;    // slots holding an event at the time of the snapshot
   std::string backend;                 // "cpu" or "cuda"
