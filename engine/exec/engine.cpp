@@ -7,6 +7,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -61,8 +62,12 @@ struct Engine::Impl {
   DetectorDescription detector;
   std::unique_ptr<DetectorSimulator> simulator;
   CalibrationConstants constants;
+  // A backend that failed during the run (runtime.on_fault = fallback_cpu): kept until the ring,
+  // whose slot memory it allocated, is gone.
+  std::unique_ptr<Backend> failed_backend;
   std::unique_ptr<Backend> backend;
   std::string backend_note;
+  std::string backend_label, device_label;  // guarded by `mutex`: the backend may be replaced
   std::shared_ptr<Publisher> publisher;
   std::unique_ptr<DoorbellRing> ring;
   std::vector<std::vector<std::byte>> event_pool;  // simulated events, cycled by the source
@@ -128,8 +133,11 @@ void Engine::Impl::publish_status() {
   }
   status.source = config.source;
   status.detector = detector.name;
-  status.backend = backend->name();
-  status.device = backend->device_name();
+  {
+    std::lock_guard lock(mutex);
+    status.backend = backend_label;
+    status.device = device_label;
+  }
   status.config = config.to_json();
   protocol::Message message = protocol::make_status_message(status);
   message.run = config.run;
@@ -220,50 +228,87 @@ void Engine::Impl::consume() {
   std::uint64_t next_admission = 0;
   auto last_snapshot = Clock::now();
   constexpr auto kSnapshotPeriod = std::chrono::milliseconds(20);
+  // Submitted and not yet returned by the backend: what a fallback must run again.
+  std::map<std::uint64_t, BackendEvent> unreturned;
   auto retire = [&](const CompletedEvent& done) {
+    unreturned.erase(done.admission);
     reorder.insert(done.admission, done);
     while (auto ready = reorder.pop_ready()) account_completed(*ready);
   };
-  try {
-    for (;;) {
-      bool progressed = false;
-      while (auto done = backend->next_completed(false)) {
-        retire(*done);
-        progressed = true;
-      }
-      if (const auto now = Clock::now(); now - last_snapshot >= kSnapshotPeriod) {
-        last_snapshot = now;
-        std::lock_guard lock(mutex);
-        lanes = backend->lane_occupancy();
-        reorder_depth = reorder.depth();
-      }
-      if (backend->can_submit()) {
-        if (int slot = ring->consumer_peek(); slot >= 0) {
-          backend->submit({ring->slot_header(slot), ring->slot_data(slot), slot, next_admission++});
-          ring->consumer_advance();
-          continue;
+  for (bool running = true; running;) {
+    try {
+      for (;;) {
+        bool progressed = false;
+        while (auto done = backend->next_completed(false)) {
+          retire(*done);
+          progressed = true;
         }
-        // Nothing more in the ring: a partly filled batch goes now rather than waiting.
-        backend->flush();
+        if (const auto now = Clock::now(); now - last_snapshot >= kSnapshotPeriod) {
+          last_snapshot = now;
+          std::lock_guard lock(mutex);
+          lanes = backend->lane_occupancy();
+          reorder_depth = reorder.depth();
+        }
+        if (backend->can_submit()) {
+          if (int slot = ring->consumer_peek(); slot >= 0) {
+            const BackendEvent event{ring->slot_header(slot), ring->slot_data(slot), slot,
+                                     next_admission++};
+            unreturned.emplace(event.admission, event);
+            backend->submit(event);
+            ring->consumer_advance();
+            continue;
+          }
+          // Nothing more in the ring: a partly filled batch goes now rather than waiting.
+          backend->flush();
+        }
+        if (producer_done && ring->occupancy() == 0) break;
+        if (progressed) continue;
+        if (backend->in_flight() > 0 && !backend->can_submit()) {
+          if (auto done = backend->next_completed(true)) retire(*done);
+        } else {
+          // With events in flight on a device, come back soon to retire them; an idle pipeline
+          // can wait longer for the next doorbell.
+          const auto wait = backend->in_flight() > 0 ? std::chrono::microseconds(50)
+                                                     : std::chrono::microseconds(2000);
+          ring->consumer_wait(wait, [] { return true; });
+        }
       }
-      if (producer_done && ring->occupancy() == 0) break;
-      if (progressed) continue;
-      if (backend->in_flight() > 0 && !backend->can_submit()) {
-        if (auto done = backend->next_completed(true)) retire(*done);
+      running = false;
+    } catch (const std::exception& e) {
+      if (config.runtime.on_fault == FaultPolicy::FallbackCpu && backend->name() != "cpu" &&
+          !failed_backend) {
+        // Fall back once: the events the failed backend still held run again on the CPU, in
+        // admission order, so nothing is lost and the reorder stage sees each exactly once.
+        const std::string what = std::string("backend ") + backend->name() + " failed (" +
+                                 e.what() + "); falling back to the CPU backend";
+        spdlog::warn("engine: {}", what);
+        try {
+          failed_backend = std::move(backend);
+          backend = make_cpu_backend(detector, constants, config.calibration, config.cpu_threads);
+          {
+            std::lock_guard lock(mutex);
+            backend_note = what;
+            backend_label = backend->name();
+            device_label = backend->device_name();
+          }
+          publish_status();
+          for (const auto& [admission, event] : unreturned) {
+            backend->submit(event);
+            while (auto done = backend->next_completed(true)) retire(*done);
+          }
+          continue;
+        } catch (const std::exception& again) {
+          fail(what + ", and the CPU backend failed too: " + again.what());
+        }
       } else {
-        // With events in flight on a device, come back soon to retire them; an idle pipeline
-        // can wait longer for the next doorbell.
-        const auto wait = backend->in_flight() > 0 ? std::chrono::microseconds(50)
-                                                   : std::chrono::microseconds(2000);
-        ring->consumer_wait(wait, [] { return true; });
+        fail(std::string("backend ") + backend->name() + ": " + e.what());
       }
+      // Whatever entered and was not processed is dropped, with the reason.
+      while (!producer_done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const std::uint64_t lost = events_in.load() - processed.load() - dropped_ring_full.load();
+      dropped_backend_fault.fetch_add(lost);
+      running = false;
     }
-  } catch (const std::exception& e) {
-    fail(std::string("backend ") + backend->name() + ": " + e.what());
-    // Whatever entered and was not processed is dropped, with the reason.
-    while (!producer_done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    const std::uint64_t lost = events_in.load() - processed.load() - dropped_ring_full.load();
-    dropped_backend_fault.fetch_add(lost);
   }
   {
     std::lock_guard lock(mutex);
@@ -287,8 +332,11 @@ protocol::StatsPayload Engine::Impl::cumulative_stats() const {
   stats.order_errors = order_errors.load();
   stats.ring_slots = ring->slot_count();
   stats.ring_occupancy = ring->occupancy();
-  stats.backend = backend->name();
-  stats.device = backend->device_name();
+  {
+    std::lock_guard lock(mutex);
+    stats.backend = backend_label;
+    stats.device = device_label;
+  }
   return stats;
 }
 
@@ -420,6 +468,8 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
       make_backend(c.backend, d.detector, d.constants, c.calibration, c.cpu_threads, c.runtime);
   d.backend = std::move(choice.backend);
   d.backend_note = choice.note;
+  d.backend_label = d.backend->name();
+  d.device_label = d.backend->device_name();
   spdlog::info("engine: {}", d.backend_note);
   Backend* backend = d.backend.get();
   d.ring = std::make_unique<DoorbellRing>(
@@ -498,12 +548,15 @@ const EngineConfig& Engine::config() const {
   return impl_->config;
 }
 std::string Engine::backend_name() const {
-  return impl_->backend->name();
+  std::lock_guard lock(impl_->mutex);
+  return impl_->backend_label;
 }
 std::string Engine::device_name() const {
-  return impl_->backend->device_name();
+  std::lock_guard lock(impl_->mutex);
+  return impl_->device_label;
 }
 std::string Engine::backend_note() const {
+  std::lock_guard lock(impl_->mutex);
   return impl_->backend_note;
 }
 std::string Engine::publish_endpoint() const {
