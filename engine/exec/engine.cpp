@@ -283,8 +283,9 @@ void Engine::Impl::consume() {
                                  e.what() + "); falling back to the CPU backend";
         spdlog::warn("engine: {}", what);
         try {
+          auto cpu = make_cpu_backend(detector, constants, config.calibration, config.cpu_threads);
           failed_backend = std::move(backend);
-          backend = make_cpu_backend(detector, constants, config.calibration, config.cpu_threads);
+          backend = std::move(cpu);
           {
             std::lock_guard lock(mutex);
             backend_note = what;
@@ -292,7 +293,9 @@ void Engine::Impl::consume() {
             device_label = backend->device_name();
           }
           publish_status();
-          for (const auto& [admission, event] : unreturned) {
+          // A copy: retiring an event erases it from `unreturned`.
+          const std::map<std::uint64_t, BackendEvent> pending = unreturned;
+          for (const auto& [admission, event] : pending) {
             backend->submit(event);
             while (auto done = backend->next_completed(true)) retire(*done);
           }
