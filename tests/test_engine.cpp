@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "exec/backend.hpp"
 #include "exec/engine.hpp"
 #include "protocol/subscriber.hpp"
 #include "protocol/topics.hpp"
@@ -202,6 +203,33 @@ class TestEngine : public QObject {
     c = small_cpu_config();
     c.publish = "tcp://not a host:99999";
     QVERIFY_THROWS_EXCEPTION(InputError, Engine{c});
+  }
+
+  // The device-resident source runs only on a CUDA device, whole events, without CPU fallback;
+  // each impossible combination is refused with the field named.
+  void device_resident_source_is_refused_where_it_cannot_run() {
+    auto error_for = [](EngineConfig c) -> QString {
+      try {
+        Engine engine(c);
+      } catch (const InputError& e) {
+        return QString::fromStdString(e.what());
+      }
+      return {};
+    };
+    EngineConfig c = small_cpu_config();
+    c.publish = "";
+    c.runtime.source = SourcePlacement::Device;
+    QVERIFY(error_for(c).contains("needs the CUDA backend"));
+    c.backend = "auto";
+    if (const auto reason = cuda_unavailable_reason()) {
+      QVERIFY(error_for(c).contains("needs a usable CUDA device"));
+    } else {
+      c.runtime.on_fault = FaultPolicy::FallbackCpu;
+      QVERIFY(error_for(c).contains("fallback_cpu"));
+      c.runtime.on_fault = FaultPolicy::Stop;
+      c.runtime.batch = 4;
+      QVERIFY(error_for(c).contains("batch must be 1"));
+    }
   }
 };
 

@@ -64,14 +64,13 @@ void validate(const StreamConfig& c) {
   if (c.launch == LaunchMode::DeviceGraph || c.launch == LaunchMode::Persistent)
     throw InputError(std::string("cuda backend: runtime.launch '") +
                      std::string(to_string(c.launch)) +
-                     "' is not available through the engine's host-fed path (it needs the "
-                     "device-resident source; `livedrp-bench runtime` measures it); use 'plain' "
-                     "or 'graph'");
+                     "' needs no host per event, so it goes only with runtime.source 'device' "
+                     "(the engine then runs the device-resident pipeline); with source 'host' use "
+                     "'plain' or 'graph'");
   if (c.source == SourcePlacement::Device)
     throw InputError(
-        "cuda backend: runtime.source 'device' is not available through the engine yet (the "
-        "engine's ring is in pinned host memory); `livedrp-bench runtime` measures the "
-        "device-resident source; use source 'host'");
+        "cuda backend: runtime.source 'device' is run by the engine's device-resident pipeline, "
+        "not by the host-fed backend");
 }
 
 struct PendingEvent {

@@ -23,6 +23,11 @@
 #include "ring/doorbell_ring.hpp"
 #include "sim/simulator.hpp"
 
+#ifdef LIVEDRP_HAVE_CUDA
+#include "cuda/device.hpp"
+#include "cuda/resident/resident_pipeline.hpp"
+#endif
+
 namespace livedrp {
 namespace {
 
@@ -69,7 +74,10 @@ struct Engine::Impl {
   std::string backend_note;
   std::string backend_label, device_label;  // guarded by `mutex`: the backend may be replaced
   std::shared_ptr<Publisher> publisher;
-  std::unique_ptr<DoorbellRing> ring;
+  std::unique_ptr<DoorbellRing> ring;  // host source only
+  // runtime.source = device: the simulated detector writes into a ring in GPU memory and the
+  // consumers follow its doorbells on the device (cuda/resident); no host ring, no Backend.
+  bool device_source = false;
   std::vector<std::vector<std::byte>> event_pool;  // simulated events, cycled by the source
   bool drop_when_full = false;
 
@@ -99,6 +107,7 @@ struct Engine::Impl {
   void publish_status();
   void produce();
   void consume();
+  void run_device_source();
   void report();
   void account_completed(const CompletedEvent& done);
   protocol::StatsPayload cumulative_stats() const;
@@ -217,7 +226,7 @@ void Engine::Impl::account_completed(const CompletedEvent& done) {
     ++interval_calibrate_count;
     total_calibrate_us += done.calibrate_us;
   }
-  ring->rearm(done.ring_slot);
+  if (ring) ring->rearm(done.ring_slot);
   processed.fetch_add(1, std::memory_order_release);
 }
 
@@ -253,9 +262,11 @@ void Engine::Impl::consume() {
           if (int slot = ring->consumer_peek(); slot >= 0) {
             const BackendEvent event{ring->slot_header(slot), ring->slot_data(slot), slot,
                                      next_admission++};
+            // Taken from the ring before submit: if submit throws, `unreturned` still answers
+            // for the event (a fallback runs it again) and the ring does not offer it twice.
             unreturned.emplace(event.admission, event);
-            backend->submit(event);
             ring->consumer_advance();
+            backend->submit(event);
             continue;
           }
           // Nothing more in the ring: a partly filled batch goes now rather than waiting.
@@ -321,6 +332,98 @@ void Engine::Impl::consume() {
   consumer_done = true;
 }
 
+void Engine::Impl::run_device_source() {
+#ifdef LIVEDRP_HAVE_CUDA
+  try {
+    std::vector<std::vector<std::uint8_t>> pool(std::size_t(config.simulator_pool));
+    {
+      ThreadPool threads(config.cpu_threads == 0 ? std::thread::hardware_concurrency()
+                                                 : config.cpu_threads);
+      for (std::size_t i = 0; i < pool.size() && !stop_requested; ++i) {
+        pool[i].resize(detector.raw_event_bytes());
+        simulator->generate(i, pool[i].data(), nullptr, &threads);
+      }
+    }
+    gpu::ResidentConfig resident;
+    resident.launch = config.runtime.launch;
+    resident.lanes = config.runtime.streams;
+    resident.ring_slots = config.ring_slots;
+    resident.producer = gpu::ProducerMode::Copy;  // the simulator writes every event's data
+    resident.rate_hz = config.rate_hz;
+    resident.events = config.events;
+    resident.params = config.calibration;
+    const SimulatorConfig& sim = simulator->config();
+    resident.first_pulse_id = sim.first_pulse_id;
+    resident.pulses_per_event = sim.pulses_per_event;
+    gpu::ResidentPipeline pipeline(detector, constants, pool, resident);
+    {
+      std::lock_guard lock(mutex);
+      run_start = Clock::now();
+      backend_note = "cuda, device-resident source: " + pipeline.describe();
+    }
+    set_state("running", pipeline.describe());
+    pipeline.start();
+    const int lane_count =
+        config.runtime.launch == LaunchMode::Persistent ? 1 : config.runtime.streams;
+    std::vector<LaneOccupancy> per_lane(static_cast<std::size_t>(lane_count));
+    for (auto& lane : per_lane) lane.capacity = std::uint64_t(config.ring_slots / lane_count);
+    auto last_snapshot = Clock::now();
+    bool stop_sent = false;
+    const std::int64_t wall_minus_steady =
+        wall_clock_ns() -
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+            .count();
+    for (;;) {
+      if (stop_requested && !stop_sent) {
+        pipeline.request_stop();
+        stop_sent = true;
+      }
+      auto result = pipeline.next_result(false);
+      if (!result) {
+        if (const auto final = pipeline.final_count();
+            final && pipeline.results_returned() >= *final)
+          break;
+      } else {
+        CompletedEvent done;
+        done.header.sequence = result->sequence;
+        done.header.pulse_id = result->pulse_id;
+        // Source time: the doorbell, on the host's wall clock; latency = doorbell -> seen here.
+        done.header.timestamp_ns = pipeline.to_host_ns(result->doorbell_ns) + wall_minus_steady;
+        done.ring_slot = result->slot;
+        done.admission = result->sequence;
+        done.stream = result->lane;
+        done.calibrate_us = double(result->done_ns - result->doorbell_ns) * 1e-3;
+        events_in.store(std::max(events_in.load(), result->sequence + 1));
+        account_completed(done);
+        ++per_lane[std::size_t(result->lane % lane_count)].completed;
+      }
+      if (const auto now = Clock::now(); now - last_snapshot >= std::chrono::milliseconds(20)) {
+        last_snapshot = now;
+        const std::uint64_t announced = pipeline.announced();
+        events_in.store(std::max(events_in.load(), announced));
+        const std::uint64_t in_flight = announced - std::min(announced, processed.load());
+        std::lock_guard lock(mutex);
+        for (std::size_t l = 0; l < per_lane.size(); ++l)
+          per_lane[l].in_flight =
+              in_flight / per_lane.size() + (l < in_flight % per_lane.size() ? 1 : 0);
+        lanes = per_lane;
+      }
+      if (!result) std::this_thread::yield();
+    }
+    pipeline.stop();
+    std::lock_guard lock(mutex);
+    for (auto& lane : per_lane) lane.in_flight = 0;
+    lanes = per_lane;
+  } catch (const std::exception& e) {
+    fail(std::string("device-resident source: ") + e.what());
+    const std::uint64_t lost = events_in.load() - processed.load();
+    dropped_backend_fault.fetch_add(lost);
+  }
+#endif
+  producer_done = true;
+  consumer_done = true;
+}
+
 protocol::StatsPayload Engine::Impl::cumulative_stats() const {
   protocol::StatsPayload stats;
   // Read processed before events_in so that in_flight never comes out negative.
@@ -333,8 +436,13 @@ protocol::StatsPayload Engine::Impl::cumulative_stats() const {
   stats.events_in_flight =
       stats.events_in - std::min(stats.events_in, stats.events_processed + stats.events_dropped);
   stats.order_errors = order_errors.load();
-  stats.ring_slots = ring->slot_count();
-  stats.ring_occupancy = ring->occupancy();
+  if (ring) {
+    stats.ring_slots = ring->slot_count();
+    stats.ring_occupancy = ring->occupancy();
+  } else {
+    stats.ring_slots = std::size_t(config.ring_slots);  // the device ring
+    stats.ring_occupancy = stats.events_in_flight;
+  }
   {
     std::lock_guard lock(mutex);
     stats.backend = backend_label;
@@ -467,6 +575,32 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   else if (!c.publish.empty())
     d.publisher = std::make_shared<Publisher>(c.publish);
 
+  if (c.runtime.source == SourcePlacement::Device) {
+    // The device-resident source: no host ring and no Backend; run_device_source does it all.
+    if (c.backend == "cpu")
+      throw InputError("runtime.source 'device' needs the CUDA backend (backend is 'cpu')");
+    if (const auto reason = cuda_unavailable_reason())
+      throw InputError("runtime.source 'device' needs a usable CUDA device: " + *reason);
+    if (c.runtime.on_fault == FaultPolicy::FallbackCpu)
+      throw InputError(
+          "runtime.on_fault 'fallback_cpu' cannot go with runtime.source 'device': "
+          "the events live in GPU memory; use on_fault 'stop'");
+    if (c.runtime.batch != 1 || c.runtime.segments != SegmentsPerLaunch::All)
+      throw InputError(
+          "runtime.source 'device' runs one whole event per launch: batch must be 1 "
+          "and segments_per_launch 'all'");
+    if (c.ring_slots < 2 || c.ring_slots > 1024)
+      throw InputError("runtime.source 'device': ring_slots must be 2..1024, got " +
+                       std::to_string(c.ring_slots));
+#ifdef LIVEDRP_HAVE_CUDA
+    d.device_source = true;
+    d.backend_label = "cuda";
+    d.device_label = gpu::device_properties().name;
+    d.backend_note = "cuda, device-resident source";
+    d.state = "idle";
+    return;
+#endif
+  }
   BackendChoice choice =
       make_backend(c.backend, d.detector, d.constants, c.calibration, c.cpu_threads, c.runtime);
   d.backend = std::move(choice.backend);
@@ -495,8 +629,12 @@ void Engine::start() {
   Impl& d = *impl_;
   if (d.started.exchange(true)) return;
   d.set_state("starting");
-  d.consumer_thread = std::thread([&d] { d.consume(); });
   d.reporter_thread = std::thread([&d] { d.report(); });
+  if (d.device_source) {
+    d.producer_thread = std::thread([&d] { d.run_device_source(); });
+    return;
+  }
+  d.consumer_thread = std::thread([&d] { d.consume(); });
   d.producer_thread = std::thread([&d] { d.produce(); });
 }
 

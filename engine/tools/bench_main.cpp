@@ -2,6 +2,7 @@
 // the same run.
 //
 //   livedrp-bench runtime ...   (the CUDA runtime's configuration matrix: bench_runtime.cpp)
+//   livedrp-bench resident ...  (the device-resident doorbell ring and its consumers: bench_resident.cpp)
 //   livedrp-bench calibrate [--detector epix10ka2m|jungfrau4m|generic_f32] [--backend cpu|cuda|both]
 //                           [--events N] [--streams 1,2,4,8] [--common-mode on|off|both]
 //                           [--json FILE] [--markdown FILE]
@@ -50,6 +51,8 @@
 #include "core/thread_pool.hpp"
 #include "exec/backend.hpp"
 #include "sim/simulator.hpp"
+#include "bench_common.hpp"
+#include "bench_resident.hpp"
 #include "bench_runtime.hpp"
 
 #ifdef LIVEDRP_HAVE_CUDA
@@ -199,39 +202,6 @@ void bench_cpu(const Options& o, const DetectorDescription& d, const Calibration
 // GPU
 
 #ifdef LIVEDRP_HAVE_CUDA
-
-double measure_device_copy(std::size_t bytes, int repeats) {
-  gpu::DeviceBuffer a(bytes), b(bytes);
-  gpu::Stream stream;
-  gpu::fill_async(a.get(), 0x5A, bytes, stream);
-  gpu::Event start, stop;
-  std::vector<double> gbps;
-  for (int r = 0; r < repeats + 2; ++r) {
-    start.record(stream);
-    gpu::copy_async(b.get(), a.get(), bytes, stream, "device-to-device bandwidth test");
-    stop.record(stream);
-    stop.synchronize();
-    if (r >= 2) gbps.push_back(2.0 * double(bytes) / (stop.elapsed_ms_since(start) * 1e-3) * 1e-9);
-  }
-  return median(gbps);
-}
-
-double measure_h2d(std::size_t bytes, int repeats) {
-  gpu::PinnedBuffer host(bytes);
-  std::memset(host.get(), 0x5A, bytes);
-  gpu::DeviceBuffer device(bytes);
-  gpu::Stream stream;
-  gpu::Event start, stop;
-  std::vector<double> gbps;
-  for (int r = 0; r < repeats + 1; ++r) {
-    start.record(stream);
-    gpu::copy_async(device.get(), host.get(), bytes, stream, "host-to-device bandwidth test");
-    stop.record(stream);
-    stop.synchronize();
-    if (r >= 1) gbps.push_back(double(bytes) / (stop.elapsed_ms_since(start) * 1e-3) * 1e-9);
-  }
-  return median(gbps);
-}
 
 // Device-resident events, one launch each, round-robin over `streams` streams.
 void bench_device_resident(const Options& o, const DetectorDescription& d,
@@ -504,9 +474,9 @@ int run_calibrate(const Options& o) {
               {"runtime_version", p.runtime_version},
               {"driver_version", p.driver_version}};
     base.device_copy_bytes = o.copy_mib << 20;
-    base.device_copy_gbps = measure_device_copy(base.device_copy_bytes, 10);
+    base.device_copy_gbps = bench::device_copy_gbps(base.device_copy_bytes, 10);
     base.h2d_bytes = std::size_t(256) << 20;
-    base.h2d_pinned_gbps = measure_h2d(base.h2d_bytes, 5);
+    base.h2d_pinned_gbps = bench::pinned_h2d_gbps(base.h2d_bytes, 5);
     std::cerr << "device-to-device copy " << base.device_copy_gbps << " GB/s, pinned H2D "
               << base.h2d_pinned_gbps << " GB/s\n";
     bench_device_resident(o, d, constants, events, modes, base, p.name, rows);
@@ -609,6 +579,10 @@ int main(int argc, char** argv) {
   CLI::App* runtime = app.add_subcommand(
       "runtime", "CUDA runtime stream-configuration matrix (streams, graphs, K, segments, source)");
   livedrp::bench::add_runtime_options(*runtime, runtime_options);
+  livedrp::bench::ResidentOptions resident_options;
+  CLI::App* resident = app.add_subcommand(
+      "resident", "device-resident source: doorbell ring in GPU memory, persistent kernel, device graphs");
+  livedrp::bench::add_resident_options(*resident, resident_options);
   calibrate->add_option("--markdown", o.markdown_path, "write the markdown table here");
   try {
     app.parse(argc, argv);
@@ -618,6 +592,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (runtime->parsed()) return livedrp::bench::run_runtime(runtime_options);
+    if (resident->parsed()) return livedrp::bench::run_resident(resident_options);
     return run_calibrate(o);
   } catch (const InputError& e) {
     std::cerr << "livedrp-bench: error: " << e.what() << "\n";

@@ -23,6 +23,7 @@
 // measured in the same run. GPU memory = device memory in use while the row's buffers exist,
 // minus what was in use before.
 #include "bench_runtime.hpp"
+#include "bench_common.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -73,40 +74,7 @@ struct Row {
   double gbps() const { return events_per_s() * double(raw_bytes) * 1e-9; }
 };
 
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, std::size_t(q * double(v.size() - 1) + 0.5))];
-}
-
-DetectorDescription runtime_detector(const std::string& name) {
-  if (name != "epix10ka_segment") return find_detector(name);
-  DetectorDescription d = find_detector("epix10ka2m");
-  d.name = "epix10ka_segment";
-  d.description = "one 352x384 segment of the ePix10ka2M";
-  d.segments = 1;
-  d.placement.resize(1);
-  return d;
-}
-
 #ifdef LIVEDRP_HAVE_CUDA
-
-double measure_h2d_gbps() {
-  gpu::PinnedBuffer host(kH2dProbeBytes);
-  std::memset(host.get(), 0x5A, kH2dProbeBytes);
-  gpu::DeviceBuffer device(kH2dProbeBytes);
-  gpu::Stream stream;
-  gpu::Event start, stop;
-  std::vector<double> gbps;
-  for (int r = 0; r < 6; ++r) {
-    start.record(stream);
-    gpu::copy_async(device.get(), host.get(), kH2dProbeBytes, stream, "host-to-device probe");
-    stop.record(stream);
-    stop.synchronize();
-    if (r > 0) gbps.push_back(double(kH2dProbeBytes) / (stop.elapsed_ms_since(start) * 1e-3) * 1e-9);
-  }
-  return percentile(gbps, 0.5);
-}
 
 Row run_host_row(const DetectorDescription& d, const CalibrationConstants& c,
                  const std::vector<std::vector<std::uint8_t>>& events, const StreamConfig& config,
@@ -288,7 +256,7 @@ int run_runtime(const RuntimeOptions& o) {
     simulator.generate(std::uint64_t(i), events[std::size_t(i)].data(), nullptr, &pool);
   }
   const auto properties = gpu::device_properties();
-  const double h2d = measure_h2d_gbps();
+  const double h2d = pinned_h2d_gbps(kH2dProbeBytes, 5);
   std::cerr << "device " << properties.name << ", pinned H2D " << fixed(h2d, 1) << " GB/s\n";
 
   std::vector<Row> rows;

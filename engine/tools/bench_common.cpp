@@ -1,0 +1,65 @@
+#include "bench_common.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#ifdef LIVEDRP_HAVE_CUDA
+#include "cuda/device.hpp"
+#endif
+
+namespace livedrp::bench {
+
+double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return -1;
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, std::size_t(q * double(values.size() - 1) + 0.5))];
+}
+
+DetectorDescription runtime_detector(const std::string& name) {
+  if (name != "epix10ka_segment") return find_detector(name);
+  DetectorDescription d = find_detector("epix10ka2m");
+  d.name = "epix10ka_segment";
+  d.description = "one 352x384 segment of the ePix10ka2M";
+  d.segments = 1;
+  d.placement.resize(1);
+  return d;
+}
+
+#ifdef LIVEDRP_HAVE_CUDA
+
+double device_copy_gbps(std::size_t bytes, int repeats) {
+  gpu::DeviceBuffer a(bytes), b(bytes);
+  gpu::Stream stream;
+  gpu::fill_async(a.get(), 0x5A, bytes, stream);
+  gpu::Event start, stop;
+  std::vector<double> gbps;
+  for (int r = 0; r < repeats + 2; ++r) {
+    start.record(stream);
+    gpu::copy_async(b.get(), a.get(), bytes, stream, "device-to-device bandwidth test");
+    stop.record(stream);
+    stop.synchronize();
+    if (r >= 2) gbps.push_back(2.0 * double(bytes) / (stop.elapsed_ms_since(start) * 1e-3) * 1e-9);
+  }
+  return percentile(gbps, 0.5);
+}
+
+double pinned_h2d_gbps(std::size_t bytes, int repeats) {
+  gpu::PinnedBuffer host(bytes);
+  std::memset(host.get(), 0x5A, bytes);
+  gpu::DeviceBuffer device(bytes);
+  gpu::Stream stream;
+  gpu::Event start, stop;
+  std::vector<double> gbps;
+  for (int r = 0; r < repeats + 1; ++r) {
+    start.record(stream);
+    gpu::copy_async(device.get(), host.get(), bytes, stream, "host-to-device bandwidth test");
+    stop.record(stream);
+    stop.synchronize();
+    if (r >= 1) gbps.push_back(double(bytes) / (stop.elapsed_ms_since(start) * 1e-3) * 1e-9);
+  }
+  return percentile(gbps, 0.5);
+}
+
+#endif
+
+}  // namespace livedrp::bench

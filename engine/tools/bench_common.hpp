@@ -1,0 +1,26 @@
+#pragma once
+// What the livedrp-bench subcommands share: the bandwidths every figure is compared with
+// (measured in the same run), percentiles, and the detectors the runtime benchmarks accept.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/detector.hpp"
+
+namespace livedrp::bench {
+
+// Element at rank q * (n - 1) (rounded) of the sorted values; -1 for none.
+double percentile(std::vector<double> values, double q);
+
+// A built-in detector, or "epix10ka_segment": one 352x384 segment of the ePix10ka2M.
+DetectorDescription runtime_detector(const std::string& name);
+
+#ifdef LIVEDRP_HAVE_CUDA
+// Device-to-device cudaMemcpyAsync of `bytes`, read + write bytes per second / 1e9, median of
+// `repeats` after two warm-up copies.
+double device_copy_gbps(std::size_t bytes, int repeats);
+// Pinned host-to-device copy of `bytes`, GB/s, median of `repeats` after one warm-up copy.
+double pinned_h2d_gbps(std::size_t bytes, int repeats);
+#endif
+
+}  // namespace livedrp::bench
