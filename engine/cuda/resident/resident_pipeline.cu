@@ -140,15 +140,20 @@ __global__ void __launch_bounds__(kBlockThreads)
     persistent_consumer_kernel(Ring ring, CalibrationWork work) {
   __shared__ u64 s_ticket;
   __shared__ int s_go;
+  // Thread 0 claims the next ticket while the block calibrates the current tile, so the atomic's
+  // round trip is off the critical path. A claimed ticket is abandoned only when the block leaves,
+  // and then it is past the run's end.
+  u64 next_ticket = 0;
+  if (threadIdx.x == 0) next_ticket = atomicAdd(&ring.control->consumer_ticket, 1ull);
   for (;;) {
     if (threadIdx.x == 0) {
-      const u64 ticket = atomicAdd(&ring.control->consumer_ticket, 1ull);
-      s_ticket = ticket;
-      s_go = wait_for_event(ring, ticket / work.tiles) ? 1 : 0;
+      s_ticket = next_ticket;
+      s_go = wait_for_event(ring, next_ticket / work.tiles) ? 1 : 0;
       __threadfence();  // order the block's reads of the slot after the doorbell
     }
     __syncthreads();
     if (!s_go) return;
+    if (threadIdx.x == 0) next_ticket = atomicAdd(&ring.control->consumer_ticket, 1ull);
     const u64 event = s_ticket / work.tiles;
     const unsigned tile = unsigned(s_ticket % work.tiles);
     const unsigned slot = unsigned(event % u64(ring.slots));
@@ -444,7 +449,7 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
   p.period_ns = config.rate_hz > 0 ? u64(1e9 / config.rate_hz) : 0;
   p.first_pulse_id = config.first_pulse_id;
   p.pulses_per_event = config.pulses_per_event;
-  s.producer_blocks = config.producer_blocks > 0 ? config.producer_blocks : (p.copy ? 32 : 4);
+  s.producer_blocks = config.producer_blocks > 0 ? config.producer_blocks : (p.copy ? 32 : 16);
 
   s.producer_stream = std::make_unique<Stream>();
   s.control_stream = std::make_unique<Stream>();

@@ -50,7 +50,7 @@ struct ResidentConfig {
   int lanes = 1;        // DeviceGraph / Graph / Plain: concurrent lanes (streams), 1..16
   int ring_slots = 32;  // device ring slots (events in flight), 2..1024
   ProducerMode producer = ProducerMode::Copy;
-  int producer_blocks = 0;   // 0: chosen by mode (Copy 32, InPlace 4)
+  int producer_blocks = 0;   // 0: chosen by mode (Copy 32, InPlace 16)
   double rate_hz = 0;        // 0: flat out
   std::uint64_t events = 0;  // stop after this many; 0: until stop()
   bool checksum = false;     // per-event checksum of the calibrated image (calib/output_checksum)
