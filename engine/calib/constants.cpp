@@ -6,37 +6,13 @@
 #include <hdf5.h>
 
 #include "core/error.hpp"
+#include "io/hdf5_handle.hpp"
 
 namespace livedrp {
 namespace {
 
-// Owns one HDF5 identifier and closes it with the matching function.
-class H5Handle {
- public:
-  H5Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  ~H5Handle() {
-    if (id_ >= 0) close_(id_);
-  }
-  H5Handle(const H5Handle&) = delete;
-  H5Handle& operator=(const H5Handle&) = delete;
-  hid_t get() const { return id_; }
-  bool valid() const { return id_ >= 0; }
-
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
-
-// HDF5 prints its error stack to stderr by default; we report our own messages instead.
-struct QuietHdf5Errors {
-  QuietHdf5Errors() {
-    H5Eget_auto2(H5E_DEFAULT, &old_function, &old_data);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~QuietHdf5Errors() { H5Eset_auto2(H5E_DEFAULT, old_function, old_data); }
-  H5E_auto2_t old_function = nullptr;
-  void* old_data = nullptr;
-};
+using io::H5Handle;
+using io::QuietHdf5Errors;
 
 std::string shape_text(const std::vector<hsize_t>& shape) {
   std::string text = "[";
