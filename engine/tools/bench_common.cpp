@@ -2,12 +2,32 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "exec/backend.hpp"
 
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/device.hpp"
 #endif
 
 namespace livedrp::bench {
+
+void add_common_options(CLI::App& command, std::uint64_t& seed, std::string& json_path,
+                        std::string& markdown_path) {
+  command.add_option("--seed", seed, "simulator seed")->capture_default_str();
+  command.add_option("--json", json_path, "write the results as JSON here");
+  command.add_option("--markdown", markdown_path, "write the markdown table here");
+}
+
+bool cuda_ready(const char* command) {
+  if (const auto reason = cuda_unavailable_reason()) {
+    std::cerr << "livedrp-bench " << command << ": no usable CUDA device: " << *reason << "\n";
+    return false;
+  }
+  return true;
+}
 
 double percentile(std::vector<double> values, double q) {
   if (values.empty()) return -1;

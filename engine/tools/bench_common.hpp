@@ -2,12 +2,24 @@
 // What the livedrp-bench subcommands share: the bandwidths every figure is compared with
 // (measured in the same run), percentiles, and the detectors the runtime benchmarks accept.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/detector.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace livedrp::bench {
+
+// --seed, --json FILE and --markdown FILE, as every subcommand has them.
+void add_common_options(CLI::App& command, std::uint64_t& seed, std::string& json_path,
+                        std::string& markdown_path);
+
+// True when a CUDA device can run `command`; otherwise says why on stderr and returns false.
+bool cuda_ready(const char* command);
 
 // Element at rank q * (n - 1) (rounded) of the sorted values; -1 for none.
 double percentile(std::vector<double> values, double q);

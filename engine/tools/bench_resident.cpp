@@ -150,9 +150,7 @@ void add_resident_options(CLI::App& command, ResidentOptions& o) {
       ->capture_default_str();
   command.add_flag("--checksum", o.checksum,
                    "compute each event's image checksum (as the tests do)");
-  command.add_option("--seed", o.seed, "simulator seed")->capture_default_str();
-  command.add_option("--json", o.json_path, "write the results as JSON here");
-  command.add_option("--markdown", o.markdown_path, "write the markdown table here");
+  add_common_options(command, o.seed, o.json_path, o.markdown_path);
 }
 
 int run_resident(const ResidentOptions& o) {
@@ -161,10 +159,7 @@ int run_resident(const ResidentOptions& o) {
   std::cerr << "livedrp-bench resident: built without CUDA\n";
   return 1;
 #else
-  if (const auto reason = cuda_unavailable_reason()) {
-    std::cerr << "livedrp-bench resident: no usable CUDA device: " << *reason << "\n";
-    return 1;
-  }
+  if (!cuda_ready("resident")) return 1;
   if (o.ring_slots % kDistinct != 0)
     throw InputError("--ring " + std::to_string(o.ring_slots) + ": must be a multiple of " +
                      std::to_string(kDistinct) + " (the event pool)");

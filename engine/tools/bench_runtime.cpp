@@ -230,9 +230,7 @@ void add_runtime_options(CLI::App& command, RuntimeOptions& o) {
   command.add_option("--segments", o.segments, "all,one")->delimiter(',')->check(CLI::IsMember({"all", "one"}))->capture_default_str();
   command.add_option("--threads", o.threads, "one_for_all,per_stream (host-fed rows)")->delimiter(',')->check(CLI::IsMember({"one_for_all", "per_stream"}))->capture_default_str();
   command.add_option("--source", o.source, "host,device")->delimiter(',')->check(CLI::IsMember({"host", "device"}))->capture_default_str();
-  command.add_option("--seed", o.seed, "simulator seed")->capture_default_str();
-  command.add_option("--json", o.json_path, "write the results as JSON here");
-  command.add_option("--markdown", o.markdown_path, "write the markdown table here");
+  add_common_options(command, o.seed, o.json_path, o.markdown_path);
 }
 
 int run_runtime(const RuntimeOptions& o) {
@@ -241,10 +239,7 @@ int run_runtime(const RuntimeOptions& o) {
   std::cerr << "livedrp-bench runtime: built without CUDA\n";
   return 1;
 #else
-  if (const auto reason = cuda_unavailable_reason()) {
-    std::cerr << "livedrp-bench runtime: no usable CUDA device: " << *reason << "\n";
-    return 1;
-  }
+  if (!cuda_ready("runtime")) return 1;
   const DetectorDescription d = runtime_detector(o.detector);
   ThreadPool pool;
   SimulatorConfig sim;
