@@ -4,31 +4,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_process.hpp"
+
 #include "protocol/control_client.hpp"
 
 class TestCli : public QObject {
   Q_OBJECT
 
-  struct Result {
-    int exit_code = -1;
-    QString out, err;
-  };
-
+  using Result = CliResult;
   static Result run(const QStringList& arguments, int timeout_ms = 120000) {
-    const QString exe = qEnvironmentVariable("LIVEDRP_ENGINE_EXE");
-    QProcess process;
-    process.start(exe, arguments);
-    Result result;
-    if (!process.waitForFinished(timeout_ms)) {
-      process.kill();
-      process.waitForFinished();
-      result.err = "timed out";
-      return result;
-    }
-    result.exit_code = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    result.out = QString::fromUtf8(process.readAllStandardOutput());
-    result.err = QString::fromUtf8(process.readAllStandardError());
-    return result;
+    return run_cli("LIVEDRP_ENGINE_EXE", arguments, timeout_ms);
   }
 
   QTemporaryDir dir_;
@@ -42,11 +27,7 @@ class TestCli : public QObject {
   }
 
   void expect_bad_input(const QStringList& arguments, const QString& expected_text) {
-    const Result r = run(arguments);
-    QVERIFY2(r.exit_code == 2,
-             qPrintable(QString("exit %1, stderr: %2").arg(r.exit_code).arg(r.err)));
-    QVERIFY2(r.err.contains(expected_text),
-             qPrintable(QString("stderr lacks '%1': %2").arg(expected_text, r.err)));
+    EXPECT_BAD_INPUT(run(arguments), expected_text);
   }
 
  private slots:
@@ -108,10 +89,10 @@ class TestCli : public QObject {
     const QString summary = dir_.path() + "/controlled.json";
     QProcess process;
     process.setReadChannel(QProcess::StandardError);
-    process.start(qEnvironmentVariable("LIVEDRP_ENGINE_EXE"),
-                  {"run", "--source", "sim:generic_f32", "--backend", "cpu", "--rate", "100",
-                   "--publish", "tcp://127.0.0.1:*", "--control", "tcp://127.0.0.1:*",
-                   "--summary-json", summary});
+    process.start(
+        qEnvironmentVariable("LIVEDRP_ENGINE_EXE"),
+        {"run", "--source", "sim:generic_f32", "--backend", "cpu", "--rate", "100", "--publish",
+         "tcp://127.0.0.1:*", "--control", "tcp://127.0.0.1:*", "--summary-json", summary});
     const auto cleanup = qScopeGuard([&process] {
       if (process.state() != QProcess::NotRunning) {
         process.kill();
@@ -129,7 +110,8 @@ class TestCli : public QObject {
     }
     QVERIFY2(match.hasMatch(), qPrintable("no control endpoint announced: " + err));
     const std::string endpoint = match.captured(1).toStdString();
-    QVERIFY2(endpoint.rfind("tcp://127.0.0.1:", 0) == 0 && endpoint.back() != '*', endpoint.c_str());
+    QVERIFY2(endpoint.rfind("tcp://127.0.0.1:", 0) == 0 && endpoint.back() != '*',
+             endpoint.c_str());
 
     livedrp::protocol::ControlClient client(endpoint);
     nlohmann::json status;

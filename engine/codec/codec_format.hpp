@@ -1,0 +1,112 @@
+#pragma once
+// The compressed-stream format, as numbers: codec and dtype ids, limits, the chunk-table entry and
+// the geometry of one chunk's encoded form. docs/formats.md ("Compressed arrays") describes the
+// bytes; this header is what host and device code agree on, so it stays plain C++ that nvcc
+// compiles (no std containers, no exceptions).
+#include <cstddef>
+#include <cstdint>
+
+#include "core/host_device.hpp"
+
+namespace livedrp::codec {
+
+// Ids as stored in the header; 0 is never valid so that a zeroed header is rejected.
+enum class Codec : std::uint8_t { Lossless = 1, Lossy = 2 };
+enum class DType : std::uint8_t { UInt16 = 1, Float32 = 2 };
+
+// How one chunk is stored (top two bits of its chunk-table entry). The pipelines differ only in
+// the predictor: Delta predicts each element by the previous one (smooth data), Plain predicts 0
+// (sparse data, where a delta would turn every isolated value into two). The encoder keeps
+// whichever is smaller, and stores the chunk Raw when neither is smaller than its raw bytes.
+enum class ChunkMode : std::uint8_t { Raw = 0, Delta = 1, Plain = 2 };
+
+inline constexpr std::uint16_t kFormatVersion = 1;
+inline constexpr std::uint32_t kDefaultChunkBytes = 16384;
+inline constexpr std::uint32_t kMinChunkBytes = 1024;
+inline constexpr std::uint32_t kMaxChunkBytes = 1u << 20;
+// Chunks hold whole 32-element shuffle blocks of 32-bit words (128 bytes), for either dtype.
+inline constexpr std::uint32_t kChunkBytesMultiple = 128;
+inline constexpr unsigned kMaxNdim = 8;
+
+// Byte layout of the stream: fixed header, shape, chunk table, two checksums, payload.
+inline constexpr std::size_t kFixedHeaderBytes = 56;
+inline constexpr std::size_t kChecksumBytes = 16;  // payload checksum u64, header checksum u64
+inline constexpr std::uint32_t kPayloadAlignment = 4;
+
+LIVEDRP_HD std::size_t header_bytes(unsigned ndim) {
+  return kFixedHeaderBytes + 8 * ndim;
+}
+LIVEDRP_HD std::size_t payload_offset(unsigned ndim, std::uint64_t chunks) {
+  return header_bytes(ndim) + 4 * std::size_t(chunks) + kChecksumBytes;
+}
+
+LIVEDRP_HD std::uint32_t element_bytes(DType dtype) {
+  return dtype == DType::UInt16 ? 2 : 4;
+}
+// Bits per word of the residual (or bin) stream, i.e. bit planes per shuffle block.
+LIVEDRP_HD std::uint32_t word_bits(DType dtype) {
+  return dtype == DType::UInt16 ? 16 : 32;
+}
+
+// --- Chunk table entry: bits 29..0 the stored size in bytes, bits 31..30 the ChunkMode. ---
+inline constexpr std::uint32_t kEntrySizeMask = 0x3FFFFFFFu;
+inline constexpr unsigned kEntryModeShift = 30;
+
+LIVEDRP_HD std::uint32_t make_table_entry(ChunkMode mode, std::uint32_t size) {
+  return (std::uint32_t(mode) << kEntryModeShift) | (size & kEntrySizeMask);
+}
+LIVEDRP_HD std::uint32_t entry_size(std::uint32_t entry) {
+  return entry & kEntrySizeMask;
+}
+LIVEDRP_HD std::uint32_t entry_mode_bits(std::uint32_t entry) {
+  return entry >> kEntryModeShift;
+}
+// Each chunk starts at a multiple of 4 bytes in the payload, so a chunk's offset is the exclusive
+// prefix sum of padded_size() over the chunks before it; the pad bytes are zero.
+LIVEDRP_HD std::uint64_t padded_size(std::uint32_t size) {
+  return (std::uint64_t(size) + (kPayloadAlignment - 1)) & ~std::uint64_t(kPayloadAlignment - 1);
+}
+
+// --- Geometry of one chunk of `elements` elements (the last chunk may be short) ---
+//
+// Residual words are bit-shuffled in blocks of 32 (the last block zero-padded) into `bits` planes
+// of one 32-bit word per block, plane-major over the chunk: word (plane p, block b) sits at word
+// index p * blocks + b of the shuffled data. Zero-byte elimination then keeps a bitmap of the
+// nonzero bytes (level 0), a bitmap of the nonzero bytes of that bitmap (level 1) and of that one
+// (level 2); only level 2 is stored whole.
+struct ChunkLayout {
+  std::uint32_t elements;        // elements in the chunk
+  std::uint32_t raw_bytes;       // elements * element size: the chunk's size stored Raw
+  std::uint32_t bits;            // planes per block: 16 (uint16) or 32 (float32, lossy bins)
+  std::uint32_t blocks;          // ceil(elements / 32)
+  std::uint32_t shuffled_bytes;  // blocks * bits * 4, a multiple of 64
+  std::uint32_t level0_bytes;    // shuffled_bytes / 8: one bit per shuffled byte
+  std::uint32_t level1_bytes;    // level0_bytes / 8
+  std::uint32_t level2_bytes;    // ceil(level1_bytes / 8), stored verbatim
+};
+
+LIVEDRP_HD ChunkLayout chunk_layout(DType dtype, std::uint32_t elements) {
+  ChunkLayout l{};
+  l.elements = elements;
+  l.raw_bytes = elements * element_bytes(dtype);
+  l.bits = word_bits(dtype);
+  l.blocks = (elements + 31) / 32;
+  l.shuffled_bytes = l.blocks * l.bits * 4;
+  l.level0_bytes = l.shuffled_bytes / 8;
+  l.level1_bytes = l.level0_bytes / 8;
+  l.level2_bytes = (l.level1_bytes + 7) / 8;
+  return l;
+}
+
+// Elements per full chunk, and the element count of chunk `index` of `count` elements.
+LIVEDRP_HD std::uint32_t chunk_elements(DType dtype, std::uint32_t chunk_bytes) {
+  return chunk_bytes / element_bytes(dtype);
+}
+LIVEDRP_HD std::uint32_t elements_in_chunk(std::uint64_t count, std::uint32_t per_chunk,
+                                           std::uint64_t index) {
+  const std::uint64_t first = index * per_chunk;
+  const std::uint64_t left = count - first;
+  return left < per_chunk ? std::uint32_t(left) : per_chunk;
+}
+
+}  // namespace livedrp::codec

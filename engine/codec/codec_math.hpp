@@ -1,0 +1,289 @@
+#pragma once
+// The per-element and per-word math of both codecs, written once for the CPU and CUDA backends.
+// Everything here is a small pure function: no allocation, no exceptions, no std containers, so
+// a kernel running one thread block per chunk calls the same functions per element, per 32-value
+// block or per 8-byte word that the CPU backend loops over, and both produce the same bytes.
+//
+// Stages, in encoding order:
+//   uint16            value                         -> residual (delta or plain) -> zigzag
+//   float32 lossless  float bits -> order_float_bits -> residual                 -> zigzag
+//   float32 lossy     lossy_quantize (bin number)    -> residual                 -> zigzag
+//   then transpose32 (bit shuffle) per 32-value block, then zero-byte elimination, whose bitmap
+//   bytes come from nonzero_byte_mask.
+//
+// Floating point: only the lossy quantiser uses it, in double precision, with every product kept
+// apart from any addition (see lossy_quantize), so contraction into fused multiply-adds cannot
+// change a result. Fast-math modes could (flushing float denormals, reassociating), so they are
+// refused at compile time (below).
+#include <cstdint>
+#include <cstring>
+
+#include "core/host_device.hpp"
+
+// -ffast-math may reassociate or flush denormals, which would change bins and bounds. nvcc's
+// --use_fast_math / --ftz=true would too (float<->double conversions of denormals), but nvcc tells
+// the preprocessor nothing about them: kernels that include this header must be built without
+// them (livedrp's CUDA flags are), and the GPU suite compares their bytes with the CPU's.
+#if defined(__FAST_MATH__)
+#error "codec_math.hpp needs IEEE arithmetic: compile without -ffast-math"
+#endif
+
+namespace livedrp::codec {
+
+// ---------------------------------------------------------------------------------------------
+// Bit access. Byte-wise little-endian loads and stores are independent of host byte order and of
+// alignment; compilers turn them into single moves.
+
+LIVEDRP_HD std::uint32_t float_bits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(f);
+#else
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+#endif
+}
+
+LIVEDRP_HD float bits_float(std::uint32_t u) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
+
+LIVEDRP_HD std::uint16_t load_le16(const std::uint8_t* p) {
+  return std::uint16_t(p[0] | (unsigned(p[1]) << 8));
+}
+LIVEDRP_HD std::uint32_t load_le32(const std::uint8_t* p) {
+  return std::uint32_t(p[0]) | (std::uint32_t(p[1]) << 8) | (std::uint32_t(p[2]) << 16) |
+         (std::uint32_t(p[3]) << 24);
+}
+LIVEDRP_HD std::uint64_t load_le64(const std::uint8_t* p) {
+  return std::uint64_t(load_le32(p)) | (std::uint64_t(load_le32(p + 4)) << 32);
+}
+LIVEDRP_HD void store_le16(std::uint8_t* p, std::uint16_t v) {
+  p[0] = std::uint8_t(v);
+  p[1] = std::uint8_t(v >> 8);
+}
+LIVEDRP_HD void store_le32(std::uint8_t* p, std::uint32_t v) {
+  p[0] = std::uint8_t(v);
+  p[1] = std::uint8_t(v >> 8);
+  p[2] = std::uint8_t(v >> 16);
+  p[3] = std::uint8_t(v >> 24);
+}
+LIVEDRP_HD void store_le64(std::uint8_t* p, std::uint64_t v) {
+  store_le32(p, std::uint32_t(v));
+  store_le32(p + 4, std::uint32_t(v >> 32));
+}
+
+// Bit counts; the host versions avoid a library call on CPUs built for without POPCNT.
+LIVEDRP_HD unsigned popcount64(std::uint64_t v) {
+#ifdef __CUDA_ARCH__
+  return unsigned(__popcll(v));
+#else
+  v -= (v >> 1) & 0x5555555555555555ull;
+  v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+  v = (v + (v >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return unsigned((v * 0x0101010101010101ull) >> 56);
+#endif
+}
+LIVEDRP_HD unsigned popcount32(std::uint32_t v) {
+  return popcount64(v);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prediction and zigzag. Residuals are taken modulo 2^bits, so any input round-trips; zigzag then
+// interleaves signs (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...) so that small residuals of either sign
+// leave the high bit planes empty.
+
+LIVEDRP_HD std::uint16_t zigzag16(std::uint16_t d) {
+  return std::uint16_t((std::uint32_t(d) << 1) ^ (0u - (std::uint32_t(d) >> 15)));
+}
+LIVEDRP_HD std::uint16_t unzigzag16(std::uint16_t z) {
+  return std::uint16_t((std::uint32_t(z) >> 1) ^ (0u - (std::uint32_t(z) & 1u)));
+}
+LIVEDRP_HD std::uint32_t zigzag32(std::uint32_t d) {
+  return (d << 1) ^ (0u - (d >> 31));
+}
+LIVEDRP_HD std::uint32_t unzigzag32(std::uint32_t z) {
+  return (z >> 1) ^ (0u - (z & 1u));
+}
+
+// Residual word of `value` against `prediction` (the previous value for ChunkMode::Delta, 0 for
+// Plain), for words of `bits` (16 or 32) bits.
+LIVEDRP_HD std::uint32_t residual_word(std::uint32_t value, std::uint32_t prediction,
+                                       std::uint32_t bits) {
+  const std::uint32_t d = value - prediction;
+  return bits == 16 ? zigzag16(std::uint16_t(d)) : zigzag32(d);
+}
+LIVEDRP_HD std::uint32_t restore_word(std::uint32_t residual, std::uint32_t prediction,
+                                      std::uint32_t bits) {
+  if (bits == 16) return std::uint16_t(unzigzag16(std::uint16_t(residual)) + prediction);
+  return unzigzag32(residual) + prediction;
+}
+
+// Float bits to an integer whose two's-complement order is the order of the floats: positive
+// floats keep their bits, negative ones get their magnitude bits inverted, so -0.0 maps to -1 next
+// to +0.0 at 0 and neighbouring values get neighbouring integers whatever their sign. It is its
+// own inverse and maps every bit pattern (NaN payloads included) one to one.
+LIVEDRP_HD std::uint32_t order_float_bits(std::uint32_t u) {
+  return u ^ ((0u - (u >> 31)) >> 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bit shuffle: a 32 x 32 bit-matrix transpose in place. Before, a[i] is value i of the block;
+// after, a[p] is bit plane p: its bit i is bit p of value i. This is the plane word a warp gets
+// from __ballot_sync(~0u, (value >> p) & 1) with value i in lane i; on the CPU the transpose
+// swaps ever smaller off-diagonal sub-blocks (5 rounds of masked shifts, not 1024 bit moves).
+
+// One round: within every group of 2 width rows, columns [width, 2 width) of row k trade places
+// with columns [0, width) of row k + width, in every 2 width-wide column group (mask selects
+// the low half of each column group).
+LIVEDRP_HD void transpose32_round(std::uint32_t a[32], unsigned width, std::uint32_t mask) {
+  for (unsigned base = 0; base < 32; base += 2 * width) {
+    for (unsigned k = base; k < base + width; ++k) {
+      const std::uint32_t t = ((a[k] >> width) ^ a[k + width]) & mask;
+      a[k] ^= t << width;
+      a[k + width] ^= t;
+    }
+  }
+}
+
+LIVEDRP_HD void transpose32(std::uint32_t a[32]) {
+  // Literal widths, so that after inlining every shift is by a constant.
+  transpose32_round(a, 16, 0x0000FFFFu);
+  transpose32_round(a, 8, 0x00FF00FFu);
+  transpose32_round(a, 4, 0x0F0F0F0Fu);
+  transpose32_round(a, 2, 0x33333333u);
+  transpose32_round(a, 1, 0x55555555u);
+}
+
+// Word index of (plane, block) in a chunk's shuffled data: plane-major, so the empty high planes
+// of a chunk form one long run of zero bytes for the bitmaps to skip.
+LIVEDRP_HD std::uint32_t plane_word_index(std::uint32_t plane, std::uint32_t block,
+                                          std::uint32_t blocks) {
+  return plane * blocks + block;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Zero-byte elimination. Bit j of bitmap byte i says whether byte 8 i + j of the level below is
+// nonzero; this builds that bitmap byte from the 8 bytes as one little-endian word.
+
+LIVEDRP_HD std::uint32_t nonzero_byte_mask(std::uint64_t bytes) {
+  constexpr std::uint64_t kLow7 = 0x7F7F7F7F7F7F7F7Full;
+  constexpr std::uint64_t kHigh = 0x8080808080808080ull;
+  // High bit of each byte set iff the byte is nonzero (the add cannot carry across bytes).
+  const std::uint64_t flags = (((bytes & kLow7) + kLow7) | bytes) & kHigh;
+  // Gather the 8 flags (bits 7, 15, ..., 63) into the top byte: the multiplier's terms place flag
+  // j at bit 56 + j and leave every other product term below bit 56 or above bit 63.
+  return std::uint32_t(((flags >> 7) * 0x0102040810204080ull) >> 56);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Error-bounded quantisation (lossy codec), in double precision on both backends.
+//
+//   width = 2 eb; t = x / width; q = t rounded to nearest, halves away from zero;
+//   r = float(q * width) (the product rounded to double, then to float, both to nearest-even).
+//
+// A value becomes a bin only when |t| < 2^30 (so q fits int32 with margin), r is a finite float,
+// and |r - x| <= eb holds exactly; otherwise (NaN, infinities, huge values, a reconstruction that
+// misses) the encoder stores its bits. The check reconstructs with lossy_reconstruct, the very
+// function the decoder uses, so what is checked is what is decoded.
+//
+// Why contraction cannot change anything: the only product, q * width, is converted to float
+// before anything is added to it, which no contraction may skip; the division and the
+// subtractions are not products. The device product uses __dmul_rn, which nvcc never fuses.
+
+inline constexpr double kLossyMaxBin = 1073741824.0;        // 2^30
+inline constexpr double kFloatMax = 3.4028234663852886e38;  // FLT_MAX, exactly
+
+LIVEDRP_HD double lossy_bin_width(double error_bound) {
+  return 2.0 * error_bound;
+}
+
+LIVEDRP_HD double multiply_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+// Reconstruction of bin q; false when it would not be a finite float (never written by the
+// encoder, so a decoder treats it as corrupt data).
+LIVEDRP_HD bool lossy_reconstruct(std::int32_t q, double width, float* r) {
+  const double p = multiply_rn(double(q), width);
+  if (!(p >= -kFloatMax && p <= kFloatMax)) return false;
+  *r = float(p);
+  return true;
+}
+
+// Exactly |r - x| <= eb, for finite r and x. The double difference s may be rounded; the
+// two-sum error term e makes s + e the exact difference. When |s| differs from eb the rounded
+// comparison already decides (rounding is monotonic and eb is a double); when |s| == eb the
+// exact difference is within the bound iff e does not push it further out.
+LIVEDRP_HD bool within_bound(float r, float x, double eb) {
+  const double a = double(r);
+  const double b = -double(x);
+  const double s = a + b;
+  const double b_virtual = s - a;
+  const double a_virtual = s - b_virtual;
+  const double e = (a - a_virtual) + (b - b_virtual);
+  const double magnitude = s < 0 ? -s : s;
+  if (magnitude < eb) return true;
+  if (magnitude > eb) return false;
+  return s > 0 ? e <= 0 : e >= 0;
+}
+
+// Bin number of x, or false when x must be stored exactly (an outlier).
+LIVEDRP_HD bool lossy_quantize(float x, double eb, double width, std::int32_t* q_out) {
+  const double t = double(x) / width;
+  if (!(t > -kLossyMaxBin && t < kLossyMaxBin)) return false;  // also NaN and infinities
+  // Truncation and the fraction are exact (|t| < 2^30), so the rounding does not depend on any
+  // rounding mode or library routine.
+  const double whole = double(std::int64_t(t));
+  const double fraction = t - whole;
+  std::int32_t q = std::int32_t(whole);
+  if (fraction >= 0.5) {
+    ++q;
+  } else if (fraction <= -0.5) {
+    --q;
+  }
+  float r;
+  if (!lossy_reconstruct(q, width, &r)) return false;
+  if (!within_bound(r, x, eb)) return false;
+  *q_out = q;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checksum: a 64-bit sum, modulo 2^64, of one mixed term per 32-bit little-endian word, plus a
+// term for the word count. Every term is a bijection of its word (for a given index), so any
+// change of a single word always changes the sum; wider damage goes unseen with probability about
+// 2^-64. The sum is order-free, so thread blocks add their chunks' terms independently.
+//
+//   checksum(w[0..m)) = mix64(m ^ kChecksumCountKey) + sum_i mix64(((i << 32) | w[i]) ^ kWordKey)
+
+inline constexpr std::uint64_t kChecksumCountKey = 0x6C69766564727021ull;  // "livedrp!"
+inline constexpr std::uint64_t kChecksumWordKey = 0x9E3779B97F4A7C15ull;
+
+// The finaliser of SplitMix64: xor-shifts and odd multiplications, hence invertible.
+LIVEDRP_HD std::uint64_t mix64(std::uint64_t z) {
+  z ^= z >> 30;
+  z *= 0xBF58476D1CE4E5B9ull;
+  z ^= z >> 27;
+  z *= 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return z;
+}
+LIVEDRP_HD std::uint64_t checksum_word_term(std::uint32_t word, std::uint64_t index) {
+  return mix64(((index << 32) | word) ^ kChecksumWordKey);
+}
+LIVEDRP_HD std::uint64_t checksum_count_term(std::uint64_t words) {
+  return mix64(words ^ kChecksumCountKey);
+}
+
+}  // namespace livedrp::codec

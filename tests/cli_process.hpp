@@ -1,0 +1,38 @@
+#pragma once
+// Running one of livedrp's command-line tools from a test: exit status and output, with a time
+// limit, and the check every bad-input case makes (exit status 2, the problem named on stderr).
+#include <QProcess>
+#include <QtTest>
+
+struct CliResult {
+  int exit_code = -1;  // -1: crashed or timed out
+  QString out, err;
+};
+
+// `executable` from an environment variable CTest sets (LIVEDRP_ENGINE_EXE, LIVEDRP_CODEC_EXE).
+inline CliResult run_cli(const char* executable_variable, const QStringList& arguments,
+                         int timeout_ms = 120000) {
+  QProcess process;
+  process.start(qEnvironmentVariable(executable_variable), arguments);
+  CliResult result;
+  if (!process.waitForFinished(timeout_ms)) {
+    process.kill();
+    process.waitForFinished();
+    result.err = "timed out";
+    return result;
+  }
+  result.exit_code = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+  result.out = QString::fromUtf8(process.readAllStandardOutput());
+  result.err = QString::fromUtf8(process.readAllStandardError());
+  return result;
+}
+
+// Use as: expect_bad_input(run_cli(...), "text"); returns early from the test on failure.
+#define EXPECT_BAD_INPUT(result, expected_text)                                         \
+  do {                                                                                  \
+    const CliResult r_ = (result);                                                      \
+    QVERIFY2(r_.exit_code == 2,                                                         \
+             qPrintable(QString("exit %1, stderr: %2").arg(r_.exit_code).arg(r_.err))); \
+    QVERIFY2(r_.err.contains(expected_text),                                            \
+             qPrintable(QString("stderr lacks '%1': %2").arg(expected_text, r_.err)));  \
+  } while (false)
