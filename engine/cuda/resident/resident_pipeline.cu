@@ -451,6 +451,22 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
   p.pulses_per_event = config.pulses_per_event;
   s.producer_blocks = config.producer_blocks > 0 ? config.producer_blocks : (p.copy ? 32 : 16);
 
+  // Lazy loading (the default since CUDA 12.2) loads a kernel at its first launch, and loading
+  // waits for the device to be idle: launching a consumer while the producer already spins would
+  // never return. Every kernel this pipeline launches is loaded here, before anything runs.
+  {
+    cudaFuncAttributes attributes{};
+    const void* used[] = {reinterpret_cast<const void*>(producer_kernel),
+                          reinterpret_cast<const void*>(s.kernels.persistent),
+                          reinterpret_cast<const void*>(s.kernels.calibrate),
+                          reinterpret_cast<const void*>(wait_kernel),
+                          reinterpret_cast<const void*>(finish_kernel),
+                          reinterpret_cast<const void*>(globaltimer_probe_kernel)};
+    for (const void* kernel : used)
+      check(cudaFuncGetAttributes(&attributes, kernel),
+            "cudaFuncGetAttributes (preloading kernels)");
+  }
+
   s.producer_stream = std::make_unique<Stream>();
   s.control_stream = std::make_unique<Stream>();
   for (int l = 0; l < lanes; ++l) s.lane_streams.push_back(std::make_unique<Stream>());
