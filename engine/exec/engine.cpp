@@ -1,6 +1,7 @@
 #include "exec/engine.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -9,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -57,6 +59,15 @@ void fill_latency(protocol::StatsPayload& stats, std::vector<double>& latencies)
   stats.latency_max_us = *std::max_element(latencies.begin(), latencies.end());
 }
 
+std::optional<codec::CodecParams> compression_params(const CompressionConfig& config) {
+  if (!config.enabled()) return std::nullopt;
+  codec::CodecParams params;
+  params.codec = config.codec == "lossy" ? codec::Codec::Lossy : codec::Codec::Lossless;
+  params.error_bound = params.codec == codec::Codec::Lossy ? config.error_bound : 0.0;
+  params.chunk_bytes = config.chunk_bytes;
+  return params;
+}
+
 constexpr const char* kDropRingFull = "ring_full";
 constexpr const char* kDropBackendFault = "backend_fault";
 
@@ -99,7 +110,13 @@ struct Engine::Impl {
   std::uint64_t interval_calibrate_count = 0;
   double total_calibrate_us = 0;
   std::vector<double> interval_latencies_us;  // doorbell to release, this stats interval
-  std::vector<LaneOccupancy> lanes;           // snapshot taken by the consumer thread
+  // Live compression: per stats interval (reset by report) and since the run started.
+  std::uint64_t interval_compress_in = 0, interval_compress_out = 0;
+  double interval_compress_us = 0;
+  std::array<std::uint64_t, protocol::kRatioHistogramBins> interval_ratio_histogram{};
+  std::uint64_t total_compress_in = 0, total_compress_out = 0;
+  double total_compress_us = 0;
+  std::vector<LaneOccupancy> lanes;  // snapshot taken by the consumer thread
   std::uint64_t reorder_depth = 0;
   std::function<void(const protocol::StatsPayload&)> progress;
 
@@ -111,6 +128,9 @@ struct Engine::Impl {
   void report();
   void account_completed(const CompletedEvent& done);
   protocol::StatsPayload cumulative_stats() const;
+  // The interval's compression block, then starts the next interval; nullopt when off. Called
+  // with `mutex` held.
+  std::optional<protocol::CompressionStats> take_compression_interval();
   void fail(const std::string& what);
 };
 
@@ -225,6 +245,16 @@ void Engine::Impl::account_completed(const CompletedEvent& done) {
     interval_calibrate_us_max = std::max(interval_calibrate_us_max, done.calibrate_us);
     ++interval_calibrate_count;
     total_calibrate_us += done.calibrate_us;
+    if (done.compress_bytes_out > 0) {
+      interval_compress_in += done.compress_bytes_in;
+      interval_compress_out += done.compress_bytes_out;
+      interval_compress_us += done.compress_us;
+      total_compress_in += done.compress_bytes_in;
+      total_compress_out += done.compress_bytes_out;
+      total_compress_us += done.compress_us;
+      ++interval_ratio_histogram[protocol::ratio_histogram_bin(double(done.compress_bytes_in) /
+                                                               double(done.compress_bytes_out))];
+    }
   }
   if (ring) ring->rearm(done.ring_slot);
   processed.fetch_add(1, std::memory_order_release);
@@ -295,6 +325,7 @@ void Engine::Impl::consume() {
         spdlog::warn("engine: {}", what);
         try {
           auto cpu = make_cpu_backend(detector, constants, config.calibration, config.cpu_threads);
+          cpu->set_compression(compression_params(config.compression));
           failed_backend = std::move(backend);
           backend = std::move(cpu);
           {
@@ -368,6 +399,8 @@ void Engine::Impl::run_device_source() {
     std::vector<LaneOccupancy> per_lane(static_cast<std::size_t>(lane_count));
     for (auto& lane : per_lane) lane.capacity = std::uint64_t(config.ring_slots / lane_count);
     auto last_snapshot = Clock::now();
+    auto last_result = Clock::now();
+    constexpr auto kStallLimit = std::chrono::seconds(10);
     bool stop_sent = false;
     const std::int64_t wall_minus_steady =
         wall_clock_ns() -
@@ -384,6 +417,7 @@ void Engine::Impl::run_device_source() {
             final && pipeline.results_returned() >= *final)
           break;
       } else {
+        last_result = Clock::now();
         CompletedEvent done;
         done.header.sequence = result->sequence;
         done.header.pulse_id = result->pulse_id;
@@ -401,6 +435,11 @@ void Engine::Impl::run_device_source() {
         last_snapshot = now;
         const std::uint64_t announced = pipeline.announced();
         events_in.store(std::max(events_in.load(), announced));
+        // Events announced and nothing back for a long time: the device is stuck. Fail with what
+        // its coordination words say (the pipeline's destructor then aborts its kernels).
+        if (announced > processed.load() && now - last_result > kStallLimit)
+          throw RuntimeFault("no result for " + std::to_string(kStallLimit.count()) +
+                             " s with events in flight (" + pipeline.diagnostics() + ")");
         const std::uint64_t in_flight = announced - std::min(announced, processed.load());
         std::lock_guard lock(mutex);
         for (std::size_t l = 0; l < per_lane.size(); ++l)
@@ -451,6 +490,29 @@ protocol::StatsPayload Engine::Impl::cumulative_stats() const {
   return stats;
 }
 
+std::optional<protocol::CompressionStats> Engine::Impl::take_compression_interval() {
+  if (!config.compression.enabled()) return std::nullopt;
+  protocol::CompressionStats block;
+  block.codec = config.compression.codec;
+  block.error_bound = config.compression.codec == "lossy" ? config.compression.error_bound : 0.0;
+  block.interval_bytes_in = interval_compress_in;
+  block.interval_bytes_out = interval_compress_out;
+  block.total_bytes_in = total_compress_in;
+  block.total_bytes_out = total_compress_out;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  block.interval_ratio = interval_compress_out > 0
+                             ? double(interval_compress_in) / double(interval_compress_out)
+                             : nan;
+  block.gbps = interval_compress_us > 0
+                   ? double(interval_compress_in) / (interval_compress_us * 1e-6) / 1e9
+                   : nan;
+  block.ratio_histogram = interval_ratio_histogram;
+  interval_compress_in = interval_compress_out = 0;
+  interval_compress_us = 0;
+  interval_ratio_histogram.fill(0);
+  return block;
+}
+
 void Engine::Impl::report() {
   const auto interval = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(config.stats_interval_s));
@@ -492,6 +554,7 @@ void Engine::Impl::report() {
       for (std::size_t i = 0; i < lanes.size(); ++i)
         stats.streams.push_back({i, lanes[i].in_flight, lanes[i].capacity, lanes[i].completed});
       stats.reorder_depth = reorder_depth;
+      stats.compression = take_compression_interval();
     }
     stats.stages.push_back(calibrate);
     // Drop samples older than the window, keeping the newest of those as the window's start.
@@ -575,6 +638,13 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   else if (!c.publish.empty())
     d.publisher = std::make_shared<Publisher>(c.publish);
 
+  const bool cuda_chosen = c.runtime.source == SourcePlacement::Device || c.backend == "cuda" ||
+                           (c.backend == "auto" && !cuda_unavailable_reason().has_value());
+  if (c.compression.enabled() && cuda_chosen)
+    throw InputError(
+        "compression on the CUDA backend needs the GPU codec, not built yet; use backend cpu or "
+        "compression off");
+
   if (c.runtime.source == SourcePlacement::Device) {
     // The device-resident source: no host ring and no Backend; run_device_source does it all.
     if (c.backend == "cpu")
@@ -604,6 +674,7 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   BackendChoice choice =
       make_backend(c.backend, d.detector, d.constants, c.calibration, c.cpu_threads, c.runtime);
   d.backend = std::move(choice.backend);
+  d.backend->set_compression(compression_params(c.compression));
   d.backend_note = choice.note;
   d.backend_label = d.backend->name();
   d.device_label = d.backend->device_name();
@@ -682,6 +753,22 @@ RunSummary Engine::summary() const {
     calibrate.gbps = double(d.detector.raw_event_bytes()) / (calibrate.mean_us * 1e-6) / 1e9;
   }
   summary.stats.stages.push_back(calibrate);
+  if (d.config.compression.enabled()) {
+    // The whole run is the summary's interval; per-event ratios are binned per interval only.
+    protocol::CompressionStats block;
+    block.codec = d.config.compression.codec;
+    block.error_bound =
+        d.config.compression.codec == "lossy" ? d.config.compression.error_bound : 0;
+    block.interval_bytes_in = block.total_bytes_in = d.total_compress_in;
+    block.interval_bytes_out = block.total_bytes_out = d.total_compress_out;
+    block.interval_ratio = d.total_compress_out > 0
+                               ? double(d.total_compress_in) / double(d.total_compress_out)
+                               : std::numeric_limits<double>::quiet_NaN();
+    block.gbps = d.total_compress_us > 0
+                     ? double(d.total_compress_in) / (d.total_compress_us * 1e-6) / 1e9
+                     : std::numeric_limits<double>::quiet_NaN();
+    summary.stats.compression = block;
+  }
   return summary;
 }
 

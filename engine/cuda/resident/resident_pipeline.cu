@@ -197,14 +197,26 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-__global__ void finish_kernel(Ring ring, LaneState* state, unsigned lanes, u64 known_limit,
-                              int relaunch) {
-  if (threadIdx.x != 0) return;
-  if (state->skip) return;  // the run is over (or aborted): no relaunch
+// Publishes the lane's event and moves the lane on; true when the lane goes on with another event.
+__device__ __forceinline__ bool finish_lane_event(const Ring& ring, LaneState* state,
+                                                  unsigned lanes, u64 known_limit) {
+  if (state->skip) return false;  // the run is over (or aborted)
   __threadfence();
   finish_event(ring, state->event, state->lane);
   state->event += lanes;
-  if (!relaunch || state->event >= known_limit) return;
+  return state->event < known_limit;
+}
+
+// Host-launched lanes (Graph, Plain): the host enqueues the next event's kernels.
+__global__ void finish_kernel(Ring ring, LaneState* state, unsigned lanes, u64 known_limit) {
+  if (threadIdx.x == 0) finish_lane_event(ring, state, lanes, known_limit);
+}
+
+// Device-graph lanes: the graph relaunches itself after this kernel (tail launch). Kept apart from
+// finish_kernel so that only device-launched graphs hold a kernel that uses the device runtime.
+__global__ void finish_and_relaunch_kernel(Ring ring, LaneState* state, unsigned lanes,
+                                           u64 known_limit) {
+  if (threadIdx.x != 0 || !finish_lane_event(ring, state, lanes, known_limit)) return;
   const cudaError_t status = cudaGraphLaunch(cudaGetCurrentGraphExec(), cudaStreamGraphTailLaunch);
   if (status != cudaSuccess) __trap();  // no way to go on; the host sees the fault
 }
@@ -461,6 +473,7 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
                           reinterpret_cast<const void*>(s.kernels.calibrate),
                           reinterpret_cast<const void*>(wait_kernel),
                           reinterpret_cast<const void*>(finish_kernel),
+                          reinterpret_cast<const void*>(finish_and_relaunch_kernel),
                           reinterpret_cast<const void*>(globaltimer_probe_kernel)};
     for (const void* kernel : used)
       check(cudaFuncGetAttributes(&attributes, kernel),
@@ -482,7 +495,10 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
             "cudaStreamBeginCapture");
       wait_kernel<<<1, 32, 0, stream>>>(ring, lane);
       s.kernels.calibrate<<<work.tiles, kBlockThreads, 0, stream>>>(ring, work, lane);
-      finish_kernel<<<1, 32, 0, stream>>>(ring, lane, unsigned(lanes), p.limit, device_launch);
+      if (device_launch)
+        finish_and_relaunch_kernel<<<1, 32, 0, stream>>>(ring, lane, unsigned(lanes), p.limit);
+      else
+        finish_kernel<<<1, 32, 0, stream>>>(ring, lane, unsigned(lanes), p.limit);
       check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture(resident lane)");
       cudaGraphExec_t exec = nullptr;
       const cudaError_t status = cudaGraphInstantiate(
@@ -689,7 +705,7 @@ std::optional<ResidentResult> ResidentPipeline::next_result(bool block, double s
           LaneState* lane = s.lane_state.as<LaneState>() + l;
           wait_kernel<<<1, 32, 0, stream>>>(s.ring, lane);
           s.kernels.calibrate<<<s.work.tiles, kBlockThreads, 0, stream>>>(s.ring, s.work, lane);
-          finish_kernel<<<1, 32, 0, stream>>>(s.ring, lane, unsigned(lanes), s.producer.limit, 0);
+          finish_kernel<<<1, 32, 0, stream>>>(s.ring, lane, unsigned(lanes), s.producer.limit);
           check_launch("resident lane kernels");
         }
         ++s.enqueued;
