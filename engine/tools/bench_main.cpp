@@ -3,6 +3,7 @@
 //
 //   livedrp-bench runtime ...   (the CUDA runtime's configuration matrix: bench_runtime.cpp)
 //   livedrp-bench resident ...  (the device-resident doorbell ring and its consumers: bench_resident.cpp)
+//   livedrp-bench codec ...     (GPU codecs against a device copy, zstd and lz4: bench_codec.cpp)
 //   livedrp-bench calibrate [--detector epix10ka2m|jungfrau4m|generic_f32] [--backend cpu|cuda|both]
 //                           [--events N] [--streams 1,2,4,8] [--common-mode on|off|both]
 //                           [--json FILE] [--markdown FILE]
@@ -51,6 +52,7 @@
 #include "core/thread_pool.hpp"
 #include "exec/backend.hpp"
 #include "sim/simulator.hpp"
+#include "bench_codec.hpp"
 #include "bench_common.hpp"
 #include "bench_resident.hpp"
 #include "bench_runtime.hpp"
@@ -583,6 +585,10 @@ int main(int argc, char** argv) {
   CLI::App* resident = app.add_subcommand(
       "resident", "device-resident source: doorbell ring in GPU memory, persistent kernel, device graphs");
   livedrp::bench::add_resident_options(*resident, resident_options);
+  livedrp::bench::CodecBenchOptions codec_options;
+  CLI::App* codec = app.add_subcommand(
+      "codec", "GPU codecs against a device copy, and zstd and lz4 on the CPU (--cpu-only)");
+  livedrp::bench::add_codec_options(*codec, codec_options);
   calibrate->add_option("--markdown", o.markdown_path, "write the markdown table here");
   try {
     app.parse(argc, argv);
@@ -593,6 +599,7 @@ int main(int argc, char** argv) {
   try {
     if (runtime->parsed()) return livedrp::bench::run_runtime(runtime_options);
     if (resident->parsed()) return livedrp::bench::run_resident(resident_options);
+    if (codec->parsed()) return livedrp::bench::run_codec(codec_options);
     return run_calibrate(o);
   } catch (const InputError& e) {
     std::cerr << "livedrp-bench: error: " << e.what() << "\n";

@@ -3,15 +3,17 @@
 //
 //   livedrp-codec compress --codec lossless|lossy [--error-bound E] [--backend cpu|cuda]
 //                          [--chunk-bytes N] [--dtype T --shape S] INPUT OUTPUT
-//   livedrp-codec decompress INPUT OUTPUT
-//   livedrp-codec verify [--codec ...] [--error-bound E] [--dtype T --shape S] INPUT
+//   livedrp-codec decompress [--backend cpu|cuda] INPUT OUTPUT
+//   livedrp-codec verify [--codec ...] [--error-bound E] [--backend cpu|cuda] [--dtype T --shape S]
+//                        INPUT
 //
 // INPUT is a NumPy .npy file, an HDF5 dataset (FILE.h5:/path/to/dataset) or raw binary (then
 // --dtype and --shape say what it holds). decompress writes the format OUTPUT names: .npy, an HDF5
 // file (FILE.h5:/dataset; /data when no dataset is given), or raw binary for any other name. Each
 // command reports the ratio and its speed on stderr. verify compresses and decompresses INPUT and
 // checks the round trip (bit for bit, or every element within the bound, non-finite values bit for
-// bit); it exits 1 when the check fails.
+// bit); it exits 1 when the check fails. With --backend cuda the codec runs on the GPU (same
+// bytes); the speed reported is then the kernels' alone, without the copies to and from the host.
 //
 // Exit status: 0 done, 1 a verify that failed or a run failure, 2 bad input (the message names the
 // file, dataset, field or value).
@@ -32,7 +34,13 @@
 #include "codec/codec.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "exec/backend.hpp"
 #include "io/array_file.hpp"
+
+#ifdef LIVEDRP_HAVE_CUDA
+#include "cuda/codec/device_codec.hpp"
+#include "cuda/device.hpp"
+#endif
 
 using namespace livedrp;
 
@@ -84,11 +92,15 @@ std::optional<io::RawLayout> raw_layout(const Options& o) {
   return io::RawLayout{*type, io::parse_shape_text(o.shape)};
 }
 
+void require_cuda(const Options& o) {
+  if (o.backend != "cuda") return;
+  if (const auto reason = cuda_unavailable_reason())
+    throw InputError("--backend cuda: no usable CUDA device (" + *reason +
+                     "); use --backend cpu, which writes the same bytes");
+}
+
 codec::CodecParams params_of(const Options& o) {
-  if (o.backend == "cuda")
-    throw InputError(
-        "--backend cuda: the GPU codec is not built yet (issue 4 is in progress); use --backend "
-        "cpu, whose bytes the GPU codec will reproduce");
+  require_cuda(o);
   codec::CodecParams params;
   params.codec = o.codec == "lossy" ? codec::Codec::Lossy : codec::Codec::Lossless;
   params.error_bound = params.codec == codec::Codec::Lossy ? o.error_bound : 0.0;
@@ -120,31 +132,104 @@ io::ArrayFormat output_format(const io::ArrayLocation& where) {
   return io::ArrayFormat::Raw;
 }
 
-void report(const char* what, const codec::StreamInfo& info, double seconds) {
+void report(const char* what, const codec::StreamInfo& info, double seconds,
+            const std::string& backend) {
   std::cerr << what << ": " << codec::to_string(info.codec) << " " << codec::to_string(info.dtype)
             << ", " << info.element_count << " elements, " << info.raw_bytes << " -> "
             << info.stream_bytes << " bytes, ratio " << std::fixed << std::setprecision(3)
             << info.ratio() << ", " << info.raw_chunks << " of " << info.chunk_count
-            << " chunks stored raw, " << gbps(info.raw_bytes, seconds) << " (CPU)\n";
+            << " chunks stored raw, " << gbps(info.raw_bytes, seconds)
+            << (backend == "cuda" ? " (GPU kernels)" : " (CPU)") << "\n";
+}
+
+#ifdef LIVEDRP_HAVE_CUDA
+// The GPU codec on a host array: upload, compress (timed on the device), download. The object is
+// sized for this one array; a live pipeline keeps one per stream instead.
+std::vector<std::uint8_t> compress_on_gpu(const io::Array& array, codec::DType dtype,
+                                          const codec::CodecParams& params, double* seconds) {
+  const std::uint64_t count = array.elements();
+  const std::size_t bound =
+      codec::compressed_bound(dtype, count, unsigned(array.shape.size()), params);
+  gpu::DeviceCodec codec(count);
+  gpu::Stream stream;
+  gpu::DeviceBuffer in(std::max<std::size_t>(array.bytes.size(), 4)), out(bound);
+  gpu::copy_async(in.get(), array.bytes.data(), array.bytes.size(), stream, "array to the GPU");
+  gpu::Event start, stop;
+  start.record(stream);
+  codec.compress(in.get(), dtype, count, array.shape, params, out.get(), bound, stream);
+  stop.record(stream);
+  const std::uint64_t size = codec.compressed_size(stream);
+  *seconds = stop.elapsed_ms_since(start) * 1e-3;
+  std::vector<std::uint8_t> bytes(size);
+  gpu::copy_async(bytes.data(), out.get(), size, stream, "stream to the host");
+  stream.synchronize();
+  return bytes;
+}
+
+codec::DecodedArray decompress_on_gpu(const std::vector<std::uint8_t>& bytes, double* seconds) {
+  codec::DecodedArray decoded;
+  decoded.info = codec::read_header(bytes.data(), bytes.size());
+  const codec::StreamInfo& info = decoded.info;
+  gpu::DeviceCodec codec(std::max<std::uint64_t>(info.element_count, 1));
+  gpu::Stream stream;
+  gpu::DeviceBuffer in(std::max<std::size_t>(bytes.size(), 4)),
+      out(std::max<std::size_t>(info.raw_bytes, 4));
+  gpu::copy_async(in.get(), bytes.data(), bytes.size(), stream, "stream to the GPU");
+  gpu::Event start, stop;
+  start.record(stream);
+  codec.decompress(in.get(), bytes.size(), out.get(), info.raw_bytes, stream);
+  stop.record(stream);
+  codec.finish_decompress(stream);
+  *seconds = stop.elapsed_ms_since(start) * 1e-3;
+  decoded.bytes.resize(info.raw_bytes);
+  gpu::copy_async(decoded.bytes.data(), out.get(), info.raw_bytes, stream, "array to the host");
+  stream.synchronize();
+  return decoded;
+}
+#else
+std::vector<std::uint8_t> compress_on_gpu(const io::Array&, codec::DType, const codec::CodecParams&,
+                                          double*) {
+  throw InputError("--backend cuda: this build has no CUDA");
+}
+codec::DecodedArray decompress_on_gpu(const std::vector<std::uint8_t>&, double*) {
+  throw InputError("--backend cuda: this build has no CUDA");
+}
+#endif
+
+std::vector<std::uint8_t> compress_array(const Options& o, const io::Array& array,
+                                         codec::DType dtype, const codec::CodecParams& params,
+                                         ThreadPool& pool, double* seconds) {
+  if (o.backend == "cuda") return compress_on_gpu(array, dtype, params, seconds);
+  const auto start = Clock::now();
+  auto bytes = codec::compress_cpu(array.bytes.data(), dtype, array.shape, params, &pool);
+  *seconds = seconds_since(start);
+  return bytes;
+}
+
+codec::DecodedArray decompress_stream(const Options& o, const std::vector<std::uint8_t>& bytes,
+                                      ThreadPool& pool, double* seconds) {
+  require_cuda(o);
+  if (o.backend == "cuda") return decompress_on_gpu(bytes, seconds);
+  const auto start = Clock::now();
+  auto decoded = codec::decompress_cpu(bytes.data(), bytes.size(), &pool);
+  *seconds = seconds_since(start);
+  return decoded;
 }
 
 int compress(const Options& o, ThreadPool& pool) {
   const io::Array array = io::read_array(io::parse_array_location(o.input), raw_layout(o));
   const codec::CodecParams params = params_of(o);
-  const auto start = Clock::now();
-  const auto bytes =
-      codec::compress_cpu(array.bytes.data(), dtype_of(array, o.input), array.shape, params, &pool);
-  const double seconds = seconds_since(start);
+  double seconds = 0;
+  const auto bytes = compress_array(o, array, dtype_of(array, o.input), params, pool, &seconds);
   write_file(o.output, bytes);
-  report("compressed", codec::read_header(bytes.data(), bytes.size()), seconds);
+  report("compressed", codec::read_header(bytes.data(), bytes.size()), seconds, o.backend);
   return 0;
 }
 
 int decompress(const Options& o, ThreadPool& pool) {
   const auto bytes = read_file(o.input);
-  const auto start = Clock::now();
-  const codec::DecodedArray decoded = codec::decompress_cpu(bytes.data(), bytes.size(), &pool);
-  const double seconds = seconds_since(start);
+  double seconds = 0;
+  const codec::DecodedArray decoded = decompress_stream(o, bytes, pool, &seconds);
   io::Array array;
   array.type = element_type_of(decoded.info.dtype);
   array.shape = decoded.info.shape.empty() ? std::vector<std::uint64_t>{decoded.info.element_count}
@@ -152,7 +237,7 @@ int decompress(const Options& o, ThreadPool& pool) {
   array.bytes = decoded.bytes;
   const io::ArrayLocation where = io::parse_array_location(o.output);
   io::write_array(where, output_format(where), array);
-  report("decompressed", decoded.info, seconds);
+  report("decompressed", decoded.info, seconds, o.backend);
   return 0;
 }
 
@@ -168,14 +253,11 @@ int verify(const Options& o, ThreadPool& pool) {
   const io::Array array = io::read_array(io::parse_array_location(o.input), raw_layout(o));
   const codec::CodecParams params = params_of(o);
   const codec::DType dtype = dtype_of(array, o.input);
-  auto start = Clock::now();
-  const auto bytes = codec::compress_cpu(array.bytes.data(), dtype, array.shape, params, &pool);
-  const double compress_s = seconds_since(start);
-  start = Clock::now();
-  const codec::DecodedArray decoded = codec::decompress_cpu(bytes.data(), bytes.size(), &pool);
-  const double decompress_s = seconds_since(start);
-  report("compressed", decoded.info, compress_s);
-  report("decompressed", decoded.info, decompress_s);
+  double compress_s = 0, decompress_s = 0;
+  const auto bytes = compress_array(o, array, dtype, params, pool, &compress_s);
+  const codec::DecodedArray decoded = decompress_stream(o, bytes, pool, &decompress_s);
+  report("compressed", decoded.info, compress_s, o.backend);
+  report("decompressed", decoded.info, decompress_s, o.backend);
   if (decoded.bytes.size() != array.bytes.size()) {
     std::cerr << "verify FAILED: " << decoded.bytes.size() << " bytes back for "
               << array.bytes.size() << "\n";
@@ -244,6 +326,9 @@ int main(int argc, char** argv) {
   compress_command->add_option("INPUT", o.input, ".npy, FILE.h5:/dataset or raw")->required();
   compress_command->add_option("OUTPUT", o.output, "compressed stream")->required();
   CLI::App* decompress_command = app.add_subcommand("decompress", "decompress INPUT into OUTPUT");
+  decompress_command->add_option("--backend", o.backend, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   decompress_command->add_option("INPUT", o.input, "compressed stream")->required();
   decompress_command->add_option("OUTPUT", o.output, ".npy, FILE.h5:/dataset or raw")->required();
   CLI::App* verify_command = app.add_subcommand("verify", "check a round trip of INPUT");

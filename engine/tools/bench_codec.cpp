@@ -1,0 +1,410 @@
+// livedrp-bench codec: the GPU codecs on simulated ePix10ka2M data, against a device-to-device
+// copy of the same bytes measured in the same run, and zstd and lz4 on the CPU on the same data.
+//
+//   livedrp-bench codec [--events N] [--distinct M] [--cpu-events K] [--cpu-only]
+//                       [--seed S] [--json FILE] [--markdown FILE]
+//
+// Cases: raw uint16 lossless; calibrated float32 lossless and lossy at 0.25, 0.5 and 1 (the
+// calibrated image's unit). Scopes: the whole event (16 x 352 x 384), and one 352x384 segment.
+// GPU rows: one array per launch, launches round-robin over 1 and 4 streams (one DeviceCodec per
+// stream), rotating over M distinct events so that the L2 cache holds none of them; N timed
+// launches between CUDA events after a warm-up. GB/s = input (raw) bytes / time, for compression
+// and decompression alike.
+//   copy     a device-to-device copy of the raw array measured here, as input bytes per second
+//            (half its read + write bandwidth): "x copy" is the codec's GB/s over it
+//   floor    the bytes the codec must move (raw in + compressed out) at the copy's read + write
+//            bandwidth, as input bytes per second: "of floor" is the codec's GB/s over it
+// CPU rows (single thread, the first K events): zstd level 1 and lz4 (default,
+// LZ4_compress_default) from Debian's libraries, and livedrp's own CPU codec on one thread for its
+// ratio and speed.
+// --cpu-only runs the CPU rows alone, without a device.
+#include "bench_codec.hpp"
+
+#include <lz4.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench_common.hpp"
+#include "calib/calibrate_cpu.hpp"
+#include "codec/codec.hpp"
+#include "core/error.hpp"
+#include "core/thread_pool.hpp"
+#include "sim/simulator.hpp"
+
+#ifdef LIVEDRP_HAVE_CUDA
+#include "cuda/codec/device_codec.hpp"
+#include "cuda/device.hpp"
+#endif
+
+namespace livedrp::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Bytes = std::vector<std::uint8_t>;
+constexpr std::uint64_t kSegmentPixels = 352 * 384;
+
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(digits) << v;
+  return s.str();
+}
+
+struct Case {
+  std::string name;
+  codec::DType dtype;
+  codec::CodecParams params;
+};
+
+std::vector<Case> cases() {
+  using codec::Codec;
+  using codec::DType;
+  return {{"raw uint16 lossless", DType::UInt16, {Codec::Lossless, 0, codec::kDefaultChunkBytes}},
+          {"calibrated float32 lossless",
+           DType::Float32,
+           {Codec::Lossless, 0, codec::kDefaultChunkBytes}},
+          {"calibrated float32 lossy 0.25",
+           DType::Float32,
+           {Codec::Lossy, 0.25, codec::kDefaultChunkBytes}},
+          {"calibrated float32 lossy 0.5",
+           DType::Float32,
+           {Codec::Lossy, 0.5, codec::kDefaultChunkBytes}},
+          {"calibrated float32 lossy 1",
+           DType::Float32,
+           {Codec::Lossy, 1.0, codec::kDefaultChunkBytes}}};
+}
+
+// The arrays of one case and scope, each `bytes` long: raw events or calibrated images, whole or
+// their first segment.
+struct Arrays {
+  std::vector<std::uint64_t> shape;
+  std::size_t bytes = 0;
+  std::vector<Bytes> items;
+};
+
+struct Data {
+  std::vector<Bytes> raw, calibrated;  // whole events
+};
+
+Data simulate(int distinct, std::uint64_t seed) {
+  const DetectorDescription d = find_detector("epix10ka2m");
+  ThreadPool pool;
+  SimulatorConfig config;
+  config.seed = seed;
+  DetectorSimulator simulator(d, config, &pool);
+  Data data;
+  for (int e = 0; e < distinct; ++e) {
+    data.raw.emplace_back(d.raw_event_bytes());
+    simulator.generate(std::uint64_t(e), data.raw.back().data(), nullptr, &pool);
+    data.calibrated.emplace_back(d.pixels() * 4);
+    calibrate_event_cpu(d, simulator.constants(), calib::CalibrationParams{},
+                        data.raw.back().data(),
+                        reinterpret_cast<float*>(data.calibrated.back().data()), &pool);
+  }
+  return data;
+}
+
+Arrays arrays_of(const Data& data, const Case& c, bool segment) {
+  const auto& source = c.dtype == codec::DType::UInt16 ? data.raw : data.calibrated;
+  const std::size_t esize = codec::element_bytes(c.dtype);
+  Arrays a;
+  a.shape =
+      segment ? std::vector<std::uint64_t>{352, 384} : std::vector<std::uint64_t>{16, 352, 384};
+  a.bytes = (segment ? kSegmentPixels : 16 * kSegmentPixels) * esize;
+  for (const Bytes& b : source) a.items.emplace_back(b.begin(), b.begin() + long(a.bytes));
+  return a;
+}
+
+struct CpuRow {
+  std::string compressor, data;
+  double ratio = 0, compress_gbps = 0, decompress_gbps = 0;
+};
+
+template <class Run>
+double seconds_of(Run&& run) {
+  const auto start = Clock::now();
+  run();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// One single-threaded CPU compressor over the first `events` arrays: ratio and GB/s.
+template <class Compress, class Decompress>
+CpuRow cpu_row(const std::string& name, const std::string& data_name, const Arrays& a, int events,
+               Compress compress, Decompress decompress) {
+  CpuRow row{name, data_name};
+  std::uint64_t in = 0, out = 0;
+  double ct = 0, dt = 0;
+  for (int e = 0; e < events && e < int(a.items.size()); ++e) {
+    Bytes stream;
+    ct += seconds_of([&] { stream = compress(a.items[e]); });
+    Bytes back(a.bytes);
+    dt += seconds_of([&] { decompress(stream, back); });
+    if (back != a.items[e] && name != "livedrp lossy")
+      throw RuntimeFault(name + " did not round-trip " + data_name);
+    in += a.bytes;
+    out += stream.size();
+  }
+  row.ratio = double(in) / double(out);
+  row.compress_gbps = double(in) / ct * 1e-9;
+  row.decompress_gbps = double(in) / dt * 1e-9;
+  return row;
+}
+
+std::vector<CpuRow> cpu_rows(const Data& data, int events) {
+  std::vector<CpuRow> rows;
+  for (const Case& c : cases()) {
+    const Arrays a = arrays_of(data, c, false);
+    const bool lossy = c.params.codec == codec::Codec::Lossy;
+    rows.push_back(cpu_row(
+        lossy ? "livedrp lossy" : "livedrp", c.name, a, events,
+        [&](const Bytes& in) { return codec::compress_cpu(in.data(), c.dtype, a.shape, c.params); },
+        [&](const Bytes& s, Bytes& out) {
+          codec::decompress_cpu_into(s.data(), s.size(), out.data(), out.size());
+        }));
+    std::cerr << "cpu | " << c.name << " | livedrp ratio " << fixed(rows.back().ratio, 2) << "\n";
+    if (lossy) continue;  // zstd and lz4 are lossless: once per dtype
+    rows.push_back(cpu_row(
+        "zstd -1", c.name, a, events,
+        [&](const Bytes& in) {
+          Bytes out(ZSTD_compressBound(in.size()));
+          const std::size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 1);
+          if (ZSTD_isError(n)) throw RuntimeFault(std::string("zstd: ") + ZSTD_getErrorName(n));
+          out.resize(n);
+          return out;
+        },
+        [&](const Bytes& s, Bytes& out) {
+          const std::size_t n = ZSTD_decompress(out.data(), out.size(), s.data(), s.size());
+          if (ZSTD_isError(n)) throw RuntimeFault(std::string("zstd: ") + ZSTD_getErrorName(n));
+        }));
+    rows.push_back(cpu_row(
+        "lz4", c.name, a, events,
+        [&](const Bytes& in) {
+          Bytes out(std::size_t(LZ4_compressBound(int(in.size()))));
+          const int n = LZ4_compress_default(reinterpret_cast<const char*>(in.data()),
+                                             reinterpret_cast<char*>(out.data()), int(in.size()),
+                                             int(out.size()));
+          if (n <= 0) throw RuntimeFault("lz4 compression failed");
+          out.resize(std::size_t(n));
+          return out;
+        },
+        [&](const Bytes& s, Bytes& out) {
+          const int n = LZ4_decompress_safe(reinterpret_cast<const char*>(s.data()),
+                                            reinterpret_cast<char*>(out.data()), int(s.size()),
+                                            int(out.size()));
+          if (n < 0) throw RuntimeFault("lz4 decompression failed");
+        }));
+    std::cerr << "cpu | " << c.name << " | zstd ratio " << fixed(rows[rows.size() - 2].ratio, 2)
+              << ", lz4 ratio " << fixed(rows.back().ratio, 2) << "\n";
+  }
+  return rows;
+}
+
+struct GpuRow {
+  std::string data, scope;
+  int streams = 0;
+  std::size_t raw_bytes = 0;
+  double ratio = 0, compress_gbps = 0, decompress_gbps = 0, copy_gbps = 0, floor_gbps = 0;
+};
+
+#ifdef LIVEDRP_HAVE_CUDA
+// Enqueues `launches` calls of enqueue(stream index, launch index) round-robin over the streams
+// between CUDA events after `warmup` untimed ones; returns seconds.
+template <class Enqueue>
+double timed_launches(std::vector<std::unique_ptr<gpu::Stream>>& streams, int warmup, int launches,
+                      Enqueue enqueue) {
+  const int n = int(streams.size());
+  for (int i = 0; i < warmup; ++i) enqueue(i % n, i);
+  for (auto& s : streams) s->synchronize();
+  gpu::Event start;
+  start.record(*streams[0]);
+  for (int s = 1; s < n; ++s) streams[s]->wait(start.get());
+  for (int i = 0; i < launches; ++i) enqueue(i % n, i);
+  std::vector<std::unique_ptr<gpu::Event>> done;
+  for (int s = 1; s < n; ++s) {
+    done.push_back(std::make_unique<gpu::Event>(false));
+    done.back()->record(*streams[s]);
+    streams[0]->wait(done.back()->get());
+  }
+  gpu::Event stop;
+  stop.record(*streams[0]);
+  stop.synchronize();
+  return stop.elapsed_ms_since(start) * 1e-3;
+}
+
+GpuRow gpu_row(const Case& c, const Arrays& a, const std::string& scope, int stream_count,
+               int events, double copy_rw_gbps) {
+  const std::uint64_t count = a.bytes / codec::element_bytes(c.dtype);
+  // Rounded so that every stream slot starts 256-byte aligned, as the codec wants 4.
+  const std::size_t bound =
+      (codec::compressed_bound(c.dtype, count, unsigned(a.shape.size()), c.params) + 255) & ~255ul;
+  const int distinct = int(a.items.size());
+  gpu::DeviceBuffer inputs(distinct * a.bytes), streams_out(distinct * bound);
+  std::vector<std::unique_ptr<gpu::Stream>> streams;
+  std::vector<std::unique_ptr<gpu::DeviceCodec>> codecs;
+  std::vector<gpu::DeviceBuffer> outputs, decoded;
+  for (int s = 0; s < stream_count; ++s) {
+    streams.push_back(std::make_unique<gpu::Stream>());
+    codecs.push_back(std::make_unique<gpu::DeviceCodec>(count));
+    outputs.emplace_back(bound);
+    decoded.emplace_back(a.bytes);
+  }
+  auto in_at = [&](int i) {
+    return inputs.as<std::uint8_t>() + std::size_t(i % distinct) * a.bytes;
+  };
+  for (int e = 0; e < distinct; ++e)
+    gpu::copy_async(in_at(e), a.items[e].data(), a.bytes, *streams[0], "bench input");
+  // The streams that decompression reads: each distinct array compressed once, its size kept.
+  std::vector<std::uint64_t> sizes(distinct);
+  std::uint64_t compressed = 0;
+  for (int e = 0; e < distinct; ++e) {
+    codecs[0]->compress(in_at(e), c.dtype, count, a.shape, c.params,
+                        streams_out.as<std::uint8_t>() + e * bound, bound, *streams[0]);
+    sizes[e] = codecs[0]->compressed_size(*streams[0]);
+    compressed += sizes[e];
+  }
+  GpuRow row{c.name, scope, stream_count, a.bytes};
+  row.ratio = double(distinct) * double(a.bytes) / double(compressed);
+  const int warmup = std::max(8, 2 * stream_count);
+  const double compress_s = timed_launches(streams, warmup, events, [&](int s, int i) {
+    codecs[s]->compress(in_at(i), c.dtype, count, a.shape, c.params, outputs[s].get(), bound,
+                        *streams[s]);
+  });
+  const double decompress_s = timed_launches(streams, warmup, events, [&](int s, int i) {
+    const int e = i % distinct;
+    codecs[s]->decompress(streams_out.as<std::uint8_t>() + e * bound, sizes[e], decoded[s].get(),
+                          a.bytes, *streams[s]);
+  });
+  for (int s = 0; s < stream_count; ++s) codecs[s]->finish_decompress(*streams[s]);
+  const double moved_per_input =
+      (double(a.bytes) + double(compressed) / distinct) / double(a.bytes);
+  row.compress_gbps = double(events) * double(a.bytes) / compress_s * 1e-9;
+  row.decompress_gbps = double(events) * double(a.bytes) / decompress_s * 1e-9;
+  row.copy_gbps = copy_rw_gbps / 2;
+  row.floor_gbps = copy_rw_gbps / moved_per_input;
+  return row;
+}
+#endif
+
+void write_results(const CodecBenchOptions& o, const std::vector<GpuRow>& gpu_rows,
+                   const std::vector<CpuRow>& cpu, const std::string& device) {
+  nlohmann::json j;
+  j["benchmark"] = "livedrp-bench codec";
+  j["detector"] = "epix10ka2m";
+  j["device"] = device;
+  j["events_per_row"] = o.events;
+  j["distinct_events"] = o.distinct;
+  j["cpu_events"] = o.cpu_events;
+  j["chunk_bytes"] = codec::kDefaultChunkBytes;
+  j["gpu"] = nlohmann::json::array();
+  j["cpu"] = nlohmann::json::array();
+  std::ostringstream m;
+  m << "## livedrp-bench codec: epix10ka2m\n\n";
+  m << "- device: " << device;
+  if (!gpu_rows.empty())
+    m << "; " << o.events << " timed launches per row over " << o.distinct
+      << " distinct simulated events";
+  m << "; chunks of " << codec::kDefaultChunkBytes << " bytes\n";
+  m << "- GB/s = raw (input) bytes / time; copy = device-to-device copy of the same array, as "
+       "input bytes/s; floor = (raw + compressed) bytes at the copy's read + write bandwidth\n";
+  m << "- CPU: one thread, the first " << o.cpu_events << " events\n\n";
+  if (!gpu_rows.empty()) {
+    m << "| data | scope | streams | ratio | compress GB/s | x copy | of floor | decompress GB/s "
+         "| x copy | copy GB/s |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const GpuRow& r : gpu_rows) {
+      j["gpu"].push_back({{"data", r.data},
+                          {"scope", r.scope},
+                          {"streams", r.streams},
+                          {"raw_bytes", r.raw_bytes},
+                          {"ratio", r.ratio},
+                          {"compress_gbps", r.compress_gbps},
+                          {"decompress_gbps", r.decompress_gbps},
+                          {"copy_gbps", r.copy_gbps},
+                          {"floor_gbps", r.floor_gbps},
+                          {"compress_x_copy", r.compress_gbps / r.copy_gbps},
+                          {"compress_of_floor", r.compress_gbps / r.floor_gbps},
+                          {"decompress_x_copy", r.decompress_gbps / r.copy_gbps}});
+      m << "| " << r.data << " | " << r.scope << " | " << r.streams << " | " << fixed(r.ratio, 2)
+        << " | " << fixed(r.compress_gbps, 1) << " | " << fixed(r.compress_gbps / r.copy_gbps, 2)
+        << " | " << fixed(r.compress_gbps / r.floor_gbps, 2) << " | " << fixed(r.decompress_gbps, 1)
+        << " | " << fixed(r.decompress_gbps / r.copy_gbps, 2) << " | " << fixed(r.copy_gbps, 0)
+        << " |\n";
+    }
+    m << "\n";
+  }
+  m << "| CPU compressor | data | ratio | compress GB/s | decompress GB/s "
+       "|\n|---|---|---|---|---|\n";
+  for (const CpuRow& r : cpu) {
+    j["cpu"].push_back({{"compressor", r.compressor},
+                        {"data", r.data},
+                        {"threads", 1},
+                        {"ratio", r.ratio},
+                        {"compress_gbps", r.compress_gbps},
+                        {"decompress_gbps", r.decompress_gbps}});
+    m << "| " << r.compressor << " | " << r.data << " | " << fixed(r.ratio, 2) << " | "
+      << fixed(r.compress_gbps, 2) << " | " << fixed(r.decompress_gbps, 2) << " |\n";
+  }
+  std::cout << m.str();
+  if (!o.json_path.empty()) std::ofstream(o.json_path) << j.dump(2) << "\n";
+  if (!o.markdown_path.empty()) std::ofstream(o.markdown_path) << m.str();
+}
+
+}  // namespace
+
+void add_codec_options(CLI::App& command, CodecBenchOptions& o) {
+  command.add_option("--events", o.events, "timed launches per GPU row")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  command.add_option("--distinct", o.distinct, "distinct simulated events")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  command.add_option("--cpu-events", o.cpu_events, "events per CPU row")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  command.add_flag("--cpu-only", o.cpu_only, "CPU rows only (no device needed)");
+  add_common_options(command, o.seed, o.json_path, o.markdown_path);
+}
+
+int run_codec(const CodecBenchOptions& o) {
+  const Data data = simulate(std::max(o.distinct, o.cpu_events), o.seed);
+  std::vector<GpuRow> gpu_rows;
+  std::string device = "none (CPU only)";
+  if (!o.cpu_only) {
+#ifdef LIVEDRP_HAVE_CUDA
+    if (!cuda_ready("codec")) return 1;
+    device = gpu::device_properties().name;
+    Data gpu_data = data;
+    gpu_data.raw.resize(std::size_t(o.distinct));
+    gpu_data.calibrated.resize(std::size_t(o.distinct));
+    for (bool segment : {false, true}) {
+      for (const Case& c : cases()) {
+        const Arrays a = arrays_of(gpu_data, c, segment);
+        const double copy_rw = device_copy_gbps(a.bytes, 20);
+        for (int streams : {1, 4}) {
+          gpu_rows.push_back(
+              gpu_row(c, a, segment ? "segment" : "event", streams, o.events, copy_rw));
+          const GpuRow& r = gpu_rows.back();
+          std::cerr << r.data << " | " << r.scope << " x" << streams << " | ratio "
+                    << fixed(r.ratio, 2) << " | " << fixed(r.compress_gbps, 1) << " / "
+                    << fixed(r.decompress_gbps, 1) << " GB/s\n";
+        }
+      }
+    }
+#else
+    std::cerr << "livedrp-bench codec: this build has no CUDA; use --cpu-only\n";
+    return 1;
+#endif
+  }
+  write_results(o, gpu_rows, cpu_rows(data, o.cpu_events), device);
+  return 0;
+}
+
+}  // namespace livedrp::bench

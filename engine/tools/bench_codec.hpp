@@ -1,0 +1,26 @@
+#pragma once
+// livedrp-bench codec: the GPU codecs against a device copy and against zstd and lz4 on the CPU
+// (see bench_codec.cpp).
+#include <cstdint>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace livedrp::bench {
+
+struct CodecBenchOptions {
+  int events = 200;       // timed events (or segments) per row and stream count
+  int distinct = 8;       // distinct simulated events, rotated so no event stays in L2
+  int cpu_events = 4;     // events per CPU baseline row
+  bool cpu_only = false;  // skip the GPU rows (no device needed)
+  std::uint64_t seed = 20260101;
+  std::string json_path, markdown_path;
+};
+
+void add_codec_options(CLI::App& command, CodecBenchOptions& options);
+// 0 done, 1 run failure; throws InputError on bad input.
+int run_codec(const CodecBenchOptions& options);
+
+}  // namespace livedrp::bench

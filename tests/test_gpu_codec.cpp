@@ -1,0 +1,332 @@
+// The GPU codec (cuda/codec/device_codec.hpp) against the CPU codec, which is the reference: for
+// every edge case of test_codec.cpp and for simulated ePix10ka2M events (raw uint16, calibrated
+// float32), lossless and lossy at 0.25, 0.5 and 1, over several chunk sizes, the GPU's stream is
+// byte for byte the CPU's, its decoding equals the CPU's decoding, and it decodes CPU streams.
+// One DeviceCodec compresses over 100 events back to back, its size words read only every few
+// events. Damaged streams are rejected by the GPU decoder too.
+//
+// Without a usable CUDA device the suite skips, unless LIVEDRP_REQUIRE_GPU=1, where it fails.
+#include <QtTest>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "calib/calibrate_cpu.hpp"
+#include "codec/codec.hpp"
+#include "core/detector.hpp"
+#include "core/error.hpp"
+#include "core/thread_pool.hpp"
+#include "exec/backend.hpp"
+#include "sim/simulator.hpp"
+
+#ifdef LIVEDRP_HAVE_CUDA
+#include "cuda/codec/device_codec.hpp"
+#include "cuda/device.hpp"
+#endif
+
+using namespace livedrp;
+using namespace livedrp::codec;
+
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+struct Dataset {
+  std::string name;
+  DType dtype;
+  std::vector<std::uint64_t> shape;  // empty: flat
+  std::uint64_t count;
+  Bytes data;
+};
+
+template <typename T>
+Dataset make(const std::string& name, DType dtype, const std::vector<T>& v,
+             std::vector<std::uint64_t> shape = {}) {
+  Bytes bytes(v.size() * sizeof(T));
+  if (!bytes.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
+  return {name, dtype, std::move(shape), v.size(), std::move(bytes)};
+}
+
+float float_of(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+long first_difference(const Bytes& a, const Bytes& b) {
+  const std::size_t n = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return long(i);
+  return a.size() == b.size() ? -1 : long(n);
+}
+
+std::vector<CodecParams> params_for(DType dtype, std::vector<std::uint32_t> chunk_sizes) {
+  std::vector<CodecParams> out;
+  for (std::uint32_t chunk : chunk_sizes) {
+    out.push_back({Codec::Lossless, 0, chunk});
+    if (dtype == DType::Float32)
+      for (double eb : {0.25, 0.5, 1.0}) out.push_back({Codec::Lossy, eb, chunk});
+  }
+  return out;
+}
+
+std::string describe(const Dataset& d, const CodecParams& p) {
+  return d.name + ", " + to_string(p.codec) +
+         (p.codec == Codec::Lossy ? " eb " + std::to_string(p.error_bound) : std::string()) +
+         ", chunk " + std::to_string(p.chunk_bytes);
+}
+
+}  // namespace
+
+class TestGpuCodec : public QObject {
+  Q_OBJECT
+
+  std::mt19937_64 rng_{20260202};
+
+  std::vector<Dataset> edge_cases() {
+    std::vector<Dataset> out;
+    const std::size_t n = 3 * 8192 + 77;  // not a multiple of any chunk size used
+    std::vector<std::uint16_t> u16(n);
+    out.push_back(make("u16 zeros", DType::UInt16, u16));
+    std::fill(u16.begin(), u16.end(), std::uint16_t(1234));
+    out.push_back(make("u16 constant", DType::UInt16, u16));
+    for (auto& x : u16) x = std::uint16_t(rng_());
+    out.push_back(make("u16 random", DType::UInt16, u16));
+    std::normal_distribution<double> noise(3000, 3);
+    for (auto& x : u16) x = std::uint16_t(std::lround(noise(rng_)));
+    out.push_back(make("u16 pedestal+noise", DType::UInt16, u16, {1, n}));
+    for (std::size_t i = 0; i < n; ++i) u16[i] = i % 2 ? 0xFFFF : 0;
+    out.push_back(make("u16 alternating 0/65535", DType::UInt16, u16));
+    out.push_back(make("u16 one element", DType::UInt16, std::vector<std::uint16_t>{42}));
+    out.push_back(make("u16 empty", DType::UInt16, std::vector<std::uint16_t>{}));
+    out.push_back(make("u16 empty 2-d", DType::UInt16, std::vector<std::uint16_t>{}, {0, 16}));
+
+    std::vector<float> f(n);
+    out.push_back(make("f32 zeros", DType::Float32, f));
+    std::fill(f.begin(), f.end(), -0.0f);
+    out.push_back(make("f32 negative zeros", DType::Float32, f));
+    std::fill(f.begin(), f.end(), 3.25f);
+    out.push_back(make("f32 constant", DType::Float32, f));
+    for (std::size_t i = 0; i < n; ++i)
+      f[i] = float_of(0x7F800001u + std::uint32_t(i % 1000) * 4099u);
+    out.push_back(make("f32 NaN payloads", DType::Float32, f));
+    for (std::size_t i = 0; i < n; ++i) f[i] = i % 3 ? INFINITY : -INFINITY;
+    out.push_back(make("f32 +-inf", DType::Float32, f));
+    for (std::size_t i = 0; i < n; ++i) f[i] = float_of(std::uint32_t(i * 131) & 0x807FFFFFu);
+    out.push_back(make("f32 denormals", DType::Float32, f));
+    for (auto& x : f) x = float_of(std::uint32_t(rng_()));
+    out.push_back(make("f32 random bits", DType::Float32, f));
+    std::uniform_real_distribution<double> near(-50.0, 50.0);
+    for (auto& x : f) x = float(near(rng_));
+    out.push_back(make("f32 random values", DType::Float32, f));
+    for (std::size_t i = 0; i < n; ++i) f[i] = (i % 2 ? -1.0f : 1.0f) * FLT_MAX / float(1 + i % 5);
+    out.push_back(make("f32 huge", DType::Float32, f));
+    std::vector<float> mixed;
+    for (int k = -300; k <= 300; ++k)
+      for (double c : {k * 1.0, k * 1.0 + 0.5, k * 1.0 - 0.25}) {
+        mixed.push_back(float(c));
+        mixed.push_back(std::nextafter(float(c), INFINITY));
+        mixed.push_back(std::nextafter(float(c), -INFINITY));
+      }
+    out.push_back(make("f32 bin edges", DType::Float32, mixed));
+    out.push_back(make("f32 one element", DType::Float32, std::vector<float>{-0.0f}));
+    out.push_back(make("f32 empty", DType::Float32, std::vector<float>{}));
+    std::vector<float> cube(4 * 6 * 8);
+    for (std::size_t i = 0; i < cube.size(); ++i) cube[i] = float(i) * 0.5f - 3.0f;
+    out.push_back(make("f32 3-d", DType::Float32, cube, {4, 6, 8}));
+    return out;
+  }
+
+#ifdef LIVEDRP_HAVE_CUDA
+  std::unique_ptr<gpu::DeviceCodec> codec_;
+  std::unique_ptr<gpu::Stream> stream_;
+  static constexpr std::uint64_t kMaxElements = 16 * 352 * 384;
+
+  Bytes compress_cpu_of(const Dataset& d, const CodecParams& p) {
+    return d.shape.empty() ? compress_flat_cpu(d.data.data(), d.dtype, d.count, p)
+                           : compress_cpu(d.data.data(), d.dtype, d.shape, p);
+  }
+
+  Bytes compress_gpu_of(const Dataset& d, const CodecParams& p) {
+    const std::size_t bound = compressed_bound(d.dtype, d.count, unsigned(d.shape.size()), p);
+    gpu::DeviceBuffer in(std::max<std::size_t>(d.data.size(), 4)), out(bound);
+    gpu::copy_async(in.get(), d.data.data(), d.data.size(), *stream_, "test input");
+    codec_->compress(in.get(), d.dtype, d.count, d.shape, p, out.get(), bound, *stream_);
+    Bytes bytes(codec_->compressed_size(*stream_));
+    gpu::copy_async(bytes.data(), out.get(), bytes.size(), *stream_, "test output");
+    stream_->synchronize();
+    return bytes;
+  }
+
+  // Throws InputError as finish_decompress does.
+  Bytes decompress_gpu_of(const Bytes& stream, std::size_t raw_bytes) {
+    gpu::DeviceBuffer in(std::max<std::size_t>(stream.size(), 4)),
+        out(std::max<std::size_t>(raw_bytes, 4));
+    gpu::copy_async(in.get(), stream.data(), stream.size(), *stream_, "test stream");
+    codec_->decompress(in.get(), stream.size(), out.get(), raw_bytes, *stream_);
+    const std::uint64_t decoded = codec_->finish_decompress(*stream_);
+    Bytes bytes(decoded);
+    gpu::copy_async(bytes.data(), out.get(), bytes.size(), *stream_, "test decoded");
+    stream_->synchronize();
+    return bytes;
+  }
+
+  void check_same_as_cpu(const Dataset& d, const CodecParams& p) {
+    const std::string what = describe(d, p);
+    const Bytes cpu = compress_cpu_of(d, p);
+    const Bytes gpu = compress_gpu_of(d, p);
+    const long at = first_difference(cpu, gpu);
+    QVERIFY2(at == -1, qPrintable(QString::fromStdString(what) +
+                                  QString(": GPU stream differs from the CPU's at byte %1 "
+                                          "(sizes %2 CPU, %3 GPU)")
+                                      .arg(at)
+                                      .arg(cpu.size())
+                                      .arg(gpu.size())));
+    const DecodedArray reference = decompress_cpu(cpu.data(), cpu.size());
+    const Bytes decoded = decompress_gpu_of(cpu, reference.bytes.size());
+    QVERIFY2(first_difference(decoded, reference.bytes) == -1,
+             qPrintable(QString::fromStdString(what) + ": GPU decoding differs from the CPU's"));
+    if (p.codec == Codec::Lossless)
+      QVERIFY2(first_difference(decoded, d.data) == -1,
+               qPrintable(QString::fromStdString(what) + ": lossless round trip not exact"));
+  }
+#endif
+
+ private slots:
+  void initTestCase() {
+    if (const auto reason = cuda_unavailable_reason()) {
+      const QByteArray message = "no usable CUDA device: " + QByteArray::fromStdString(*reason);
+      if (qEnvironmentVariable("LIVEDRP_REQUIRE_GPU") == "1")
+        QFAIL((message + " (LIVEDRP_REQUIRE_GPU=1)").constData());
+      QSKIP(message.constData());
+    }
+#ifdef LIVEDRP_HAVE_CUDA
+    codec_ = std::make_unique<gpu::DeviceCodec>(kMaxElements);
+    stream_ = std::make_unique<gpu::Stream>();
+#endif
+  }
+
+#ifdef LIVEDRP_HAVE_CUDA
+  void edge_cases_give_the_cpu_bytes() {
+    for (const Dataset& d : edge_cases())
+      for (const CodecParams& p : params_for(d.dtype, {1024, 4096, 16384, 65536}))
+        check_same_as_cpu(d, p);
+  }
+
+  void simulated_events_give_the_cpu_bytes() {
+    const DetectorDescription detector = find_detector("epix10ka2m");
+    ThreadPool pool;
+    SimulatorConfig config;
+    config.seed = 4242;
+    config.hit_fraction = 0.5;
+    DetectorSimulator simulator(detector, config, &pool);
+    const std::vector<std::uint64_t> shape = {16, 352, 384};
+    for (std::uint64_t e = 0; e < 2; ++e) {
+      std::vector<std::uint16_t> raw(detector.pixels());
+      simulator.generate(e, raw.data(), nullptr, &pool);
+      Dataset r = make("epix10ka2m raw event " + std::to_string(e), DType::UInt16, raw, shape);
+      for (const CodecParams& p : params_for(DType::UInt16, {4096, 16384})) check_same_as_cpu(r, p);
+      std::vector<float> image(detector.pixels());
+      calibrate_event_cpu(detector, simulator.constants(), calib::CalibrationParams{}, raw.data(),
+                          image.data(), &pool);
+      Dataset c = make("epix10ka2m calibrated " + std::to_string(e), DType::Float32, image, shape);
+      for (const CodecParams& p : params_for(DType::Float32, {16384})) check_same_as_cpu(c, p);
+      // One segment, as the single-segment benchmark compresses it.
+      const std::vector<float> segment(image.begin(), image.begin() + 352 * 384);
+      Dataset s =
+          make("epix10ka2m segment " + std::to_string(e), DType::Float32, segment, {352, 384});
+      for (const CodecParams& p : params_for(DType::Float32, {16384})) check_same_as_cpu(s, p);
+    }
+  }
+
+  // 128 events through one DeviceCodec without a host wait between them: each stream goes to
+  // its own output slot and its size word is copied behind it on the device; the host checks
+  // every 8.
+  void back_to_back_events_through_one_codec() {
+    const DetectorDescription detector = find_detector("epix10ka2m");
+    ThreadPool pool;
+    SimulatorConfig config;
+    config.seed = 99;
+    DetectorSimulator simulator(detector, config, &pool);
+    constexpr int kDistinct = 4, kEvents = 128, kSlots = 8;
+    const CodecParams params{Codec::Lossy, 0.5, kDefaultChunkBytes};
+    const std::vector<std::uint64_t> shape = {16, 352, 384};
+    std::vector<std::vector<float>> images(kDistinct, std::vector<float>(detector.pixels()));
+    std::vector<Bytes> want(kDistinct);
+    gpu::DeviceBuffer inputs(kDistinct * detector.pixels() * 4);
+    std::vector<std::uint16_t> raw(detector.pixels());
+    for (int e = 0; e < kDistinct; ++e) {
+      simulator.generate(std::uint64_t(e), raw.data(), nullptr, &pool);
+      calibrate_event_cpu(detector, simulator.constants(), calib::CalibrationParams{}, raw.data(),
+                          images[e].data(), &pool);
+      want[e] = compress_cpu(images[e].data(), DType::Float32, shape, params, &pool);
+      gpu::copy_async(inputs.as<float>() + e * detector.pixels(), images[e].data(),
+                      detector.pixels() * 4, *stream_, "pool event");
+    }
+    const std::size_t bound = compressed_bound(DType::Float32, detector.pixels(), 3, params);
+    gpu::DeviceBuffer outputs(kSlots * bound), sizes(kSlots * 8);
+    gpu::PinnedBuffer host_sizes(kSlots * 8);
+    for (int e = 0; e < kEvents; e += kSlots) {
+      for (int k = 0; k < kSlots; ++k) {
+        const int which = (e + k) % kDistinct;
+        codec_->compress(inputs.as<float>() + which * detector.pixels(), DType::Float32,
+                         detector.pixels(), shape, params, outputs.as<std::uint8_t>() + k * bound,
+                         bound, *stream_);
+        gpu::copy_async(sizes.as<std::uint64_t>() + k, codec_->device_size_word(), 8, *stream_,
+                        "size word");
+      }
+      gpu::copy_async(host_sizes.get(), sizes.get(), kSlots * 8, *stream_, "sizes");
+      stream_->synchronize();
+      for (int k = 0; k < kSlots; ++k) {
+        const int which = (e + k) % kDistinct;
+        const std::uint64_t size = host_sizes.as<std::uint64_t>()[k];
+        QCOMPARE(size, std::uint64_t(want[which].size()));
+        Bytes got(size);
+        gpu::copy_async(got.data(), outputs.as<std::uint8_t>() + k * bound, size, *stream_,
+                        "stream");
+        stream_->synchronize();
+        QVERIFY2(first_difference(got, want[which]) == -1,
+                 qPrintable(QString("event %1 differs from the CPU's stream").arg(e + k)));
+      }
+    }
+  }
+
+  void damaged_streams_are_rejected() {
+    std::vector<float> v(20000);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = float(std::sin(0.01 * double(i)) * 100);
+    const Bytes good = compress_flat_cpu(v.data(), DType::Float32, v.size(),
+                                         {Codec::Lossy, 0.5, kDefaultChunkBytes});
+    const std::size_t raw_bytes = v.size() * 4;
+    QCOMPARE(first_difference(decompress_gpu_of(good, raw_bytes),
+                              decompress_cpu(good.data(), good.size()).bytes),
+             -1L);
+    const auto rejected = [&](Bytes bad, const char* expect) {
+      try {
+        decompress_gpu_of(bad, raw_bytes);
+      } catch (const InputError& e) {
+        return QString(e.what()).contains(expect);
+      }
+      return false;
+    };
+    Bytes flipped = good;
+    flipped.at(good.size() - 3) ^= 0x10;
+    QVERIFY(rejected(flipped, "payload checksum"));
+    Bytes header = good;
+    header[30] ^= 1;
+    QVERIFY(rejected(header, "header checksum"));
+    QVERIFY(rejected(Bytes(good.begin(), good.begin() + long(good.size() / 2)), "compressed"));
+    QVERIFY(rejected(Bytes(good.begin(), good.begin() + 20), "truncated"));
+    Bytes foreign(64, 0x42);
+    QVERIFY(rejected(foreign, "not a livedrp"));
+  }
+#endif
+};
+
+QTEST_GUILESS_MAIN(TestGpuCodec)
+#include "test_gpu_codec.moc"
