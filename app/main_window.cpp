@@ -6,26 +6,27 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
-#include <QDateTime>
 #include <QComboBox>
+#include <QDateTime>
 #include <QDockWidget>
 #include <QDoubleSpinBox>
-#include <QSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMenuBar>
 #include <QPlainTextEdit>
 #include <QSettings>
+#include <QSpinBox>
 #include <QStatusBar>
 #include <QToolBar>
 
 #include "app/comparison_panel.hpp"
 #include "app/engine_host.hpp"
 #include "app/remote_control.hpp"
+#include "app/run_control_widget.hpp"
 #include "app/saved_configurations.hpp"
 #include "app/stream_config_panel.hpp"
-#include "app/run_control_widget.hpp"
 #include "app/subscriber_thread.hpp"
+#include "widgets/compression_view.hpp"
 #include "widgets/counters_view.hpp"
 #include "widgets/engine_view.hpp"
 #include "widgets/number_format.hpp"
@@ -37,7 +38,8 @@ namespace livedrp::app {
 namespace {
 // How long a transient status-bar message (an error, a saved layout) stays.
 constexpr int kStatusMessageMs = 15'000;
-// Malformed-message reports reach the log at most this often; the count is always in the status bar.
+// Malformed-message reports reach the log at most this often; the count is always in the status
+// bar.
 constexpr qint64 kMalformedLogIntervalMs = 1'000;
 
 const char* kGeometryKey = "window/geometry";
@@ -103,7 +105,8 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
       remote_ = new RemoteControl(QString::fromStdString(options.control), this);
       connect(remote_, &RemoteControl::applyDone, this, [this](bool ok, const QString& text) {
         if (ok) {
-          stream_config_->showApplied(tr("applied on the remote engine at %1").arg(remote_->endpoint()));
+          stream_config_->showApplied(
+              tr("applied on the remote engine at %1").arg(remote_->endpoint()));
           appendLog(tr("remote engine accepted the configuration: %1").arg(text));
         } else {
           stream_config_->showError(tr("not applied: %1").arg(text));
@@ -113,8 +116,9 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
       stream_config_->setApplyAvailable(true);
     }
     comparison_->setEnabled(false);
-    comparison_->setToolTip(tr("The comparison runs on an embedded engine; not available while "
-                               "attached to a remote one"));
+    comparison_->setToolTip(
+        tr("The comparison runs on an embedded engine; not available while "
+           "attached to a remote one"));
     connect(model_, &widgets::StatsModel::updated, this, &MainWindow::showRemoteRun);
     appendLog(tr("attached to the engine at %1").arg(connect_endpoint_));
     subscribeTo(connect_endpoint_);
@@ -136,6 +140,7 @@ void MainWindow::buildDocks() {
   stream_config_ = new StreamConfigPanel;
   engine_view_ = new widgets::EngineView(model_);
   comparison_ = new ComparisonPanel;
+  compression_view_ = new widgets::CompressionView(model_);
   log_ = new QPlainTextEdit;
   log_->setObjectName(QStringLiteral("log"));
   log_->setReadOnly(true);
@@ -149,7 +154,10 @@ void MainWindow::buildDocks() {
   stream_config_dock_ = makeDock(tr("Stream configuration"), QStringLiteral("streamConfigDock"),
                                  stream_config_, this);
   engine_dock_ = makeDock(tr("Engine"), QStringLiteral("engineDock"), engine_view_, this);
-  comparison_dock_ = makeDock(tr("Comparison"), QStringLiteral("comparisonDock"), comparison_, this);
+  comparison_dock_ =
+      makeDock(tr("Comparison"), QStringLiteral("comparisonDock"), comparison_, this);
+  compression_dock_ =
+      makeDock(tr("Compression"), QStringLiteral("compressionDock"), compression_view_, this);
 
   addDockWidget(Qt::LeftDockWidgetArea, run_dock_);
   addDockWidget(Qt::LeftDockWidgetArea, counters_dock_);
@@ -157,6 +165,7 @@ void MainWindow::buildDocks() {
   tabifyDockWidget(engine_dock_, stream_config_dock_);
   addDockWidget(Qt::RightDockWidgetArea, chart_dock_);
   tabifyDockWidget(chart_dock_, comparison_dock_);
+  tabifyDockWidget(comparison_dock_, compression_dock_);
   addDockWidget(Qt::RightDockWidgetArea, log_dock_);
   engine_dock_->raise();
   chart_dock_->raise();
@@ -203,7 +212,7 @@ void MainWindow::buildMenus() {
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock : {chart_dock_, run_dock_, counters_dock_, log_dock_, stream_config_dock_,
-                            engine_dock_, comparison_dock_}) {
+                            engine_dock_, comparison_dock_, compression_dock_}) {
     view->addAction(dock->toggleViewAction());
   }
   view->addAction(run_toolbar_->toggleViewAction());
@@ -217,16 +226,18 @@ void MainWindow::connectHost() {
             model_->applyStatus(status, time_ns);
             run_control_->setRunActive(host_->isActive());
             QString line = tr("engine %1").arg(QString::fromStdString(status.state));
-            if (!status.message.empty()) line += QStringLiteral(": ") + QString::fromStdString(status.message);
+            if (!status.message.empty())
+              line += QStringLiteral(": ") + QString::fromStdString(status.message);
             appendLog(line);
           });
-  connect(host_, &EngineHost::started, this,
-          [this](const QString& endpoint, const QString& backend, const QString& device) {
-            run_control_->setEndpoint(endpoint);
-            appendLog(tr("engine running on %1 (%2), publishing on %3").arg(backend, device, endpoint));
-            subscribeTo(connectableEndpoint(endpoint));
-            updateTitle();
-          });
+  connect(
+      host_, &EngineHost::started, this,
+      [this](const QString& endpoint, const QString& backend, const QString& device) {
+        run_control_->setEndpoint(endpoint);
+        appendLog(tr("engine running on %1 (%2), publishing on %3").arg(backend, device, endpoint));
+        subscribeTo(connectableEndpoint(endpoint));
+        updateTitle();
+      });
   connect(host_, &EngineHost::runFinished, this,
           [this](const protocol::StatsPayload& summary, const QString& error) {
             appendLog(tr("run summary: %1 events in, %2 processed, %3 dropped in %4 (%5 average)%6")
@@ -283,7 +294,8 @@ void MainWindow::applyStreamConfig(const EngineConfig& config) {
   if (attached_) {
     if (!remote_) return;
     if (remote_->apply(stream_config_->partialJson())) {
-      stream_config_->showApplying(tr("applying on the remote engine at %1 ...").arg(remote_->endpoint()));
+      stream_config_->showApplying(
+          tr("applying on the remote engine at %1 ...").arg(remote_->endpoint()));
       appendLog(tr("applying %1 on the remote engine")
                     .arg(QString::fromStdString(describe(config.runtime))));
     }
@@ -298,11 +310,10 @@ void MainWindow::applyStreamConfig(const EngineConfig& config) {
   next.run = base_config_.run;
   if (host_->isActive()) {
     host_->apply(next);
-    stream_config_->showApplying(
-        tr("applying: run %1 drains, run %2 starts with %3")
-            .arg(host_->currentConfig().run)
-            .arg(host_->currentConfig().run + 1)
-            .arg(QString::fromStdString(describe(next.runtime))));
+    stream_config_->showApplying(tr("applying: run %1 drains, run %2 starts with %3")
+                                     .arg(host_->currentConfig().run)
+                                     .arg(host_->currentConfig().run + 1)
+                                     .arg(QString::fromStdString(describe(next.runtime))));
     appendLog(tr("applying the stream configuration %1")
                   .arg(QString::fromStdString(describe(next.runtime))));
     return;
@@ -337,16 +348,17 @@ void MainWindow::subscribeTo(const QString& endpoint) {
           [this, thread](const widgets::MessageBatch& batch) {
             if (thread == subscriber_) model_->apply(batch);  // drop what a retired one sent
           });
-  connect(thread, &SubscriberThread::malformedMessages, this,
-          [this, thread](quint64 count, const QString& last_error) {
-            if (thread != subscriber_) return;
-            run_status_->setMalformedCount(count, last_error);
-            if (!malformed_log_clock_.isValid() ||
-                malformed_log_clock_.elapsed() >= kMalformedLogIntervalMs) {
-              malformed_log_clock_.start();
-              appendLog(tr("%1 malformed message(s) rejected; last: %2").arg(count).arg(last_error));
-            }
-          });
+  connect(
+      thread, &SubscriberThread::malformedMessages, this,
+      [this, thread](quint64 count, const QString& last_error) {
+        if (thread != subscriber_) return;
+        run_status_->setMalformedCount(count, last_error);
+        if (!malformed_log_clock_.isValid() ||
+            malformed_log_clock_.elapsed() >= kMalformedLogIntervalMs) {
+          malformed_log_clock_.start();
+          appendLog(tr("%1 malformed message(s) rejected; last: %2").arg(count).arg(last_error));
+        }
+      });
   connect(thread, &SubscriberThread::failed, this, [this](const QString& error) {
     appendLog(error);
     statusBar()->showMessage(error, kStatusMessageMs);
@@ -389,8 +401,8 @@ void MainWindow::readSettings(QSettings& settings, const QString& origin) {
   if (!geometry.isEmpty()) restoreGeometry(geometry);
   const QByteArray state = settings.value(kStateKey).toByteArray();
   if (!state.isEmpty() && !restoreState(state, kLayoutVersion)) {
-    appendLog(tr("%1: the saved window layout is from another version; using the default")
-                  .arg(origin));
+    appendLog(
+        tr("%1: the saved window layout is from another version; using the default").arg(origin));
   }
   setConfigurationsDirectory(
       settings.value(kConfigurationsDirKey, SavedConfigurations::defaultDirectory()).toString());
@@ -416,7 +428,8 @@ void MainWindow::readSettings(QSettings& settings, const QString& origin) {
     base_config_ = EngineConfig::from_json(nlohmann::json::parse(json.toStdString()),
                                            origin.toStdString() + " [" + kEngineConfigKey + "]");
   } catch (const std::exception& error) {
-    appendLog(tr("ignoring the saved engine configuration: %1").arg(QString::fromUtf8(error.what())));
+    appendLog(
+        tr("ignoring the saved engine configuration: %1").arg(QString::fromUtf8(error.what())));
   }
   run_control_->setConfig(base_config_);
   stream_config_->setConfig(base_config_);
@@ -479,23 +492,29 @@ bool MainWindow::loadLayout(const QString& path) {
   return true;
 }
 
-void MainWindow::resetLayout() { restoreState(default_state_, kLayoutVersion); }
+void MainWindow::resetLayout() {
+  restoreState(default_state_, kLayoutVersion);
+}
 
 void MainWindow::saveLayoutDialog() {
-  const QString path = QFileDialog::getSaveFileName(this, tr("Save layout and engine configuration"),
-                                                    QString(), tr("livedrp layout (*.ini)"));
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Save layout and engine configuration"), QString(), tr("livedrp layout (*.ini)"));
   if (!path.isEmpty()) saveLayout(path.endsWith(QLatin1String(".ini")) ? path : path + ".ini");
 }
 
 void MainWindow::loadLayoutDialog() {
-  const QString path = QFileDialog::getOpenFileName(this, tr("Load layout and engine configuration"),
-                                                    QString(), tr("livedrp layout (*.ini)"));
+  const QString path = QFileDialog::getOpenFileName(
+      this, tr("Load layout and engine configuration"), QString(), tr("livedrp layout (*.ini)"));
   if (!path.isEmpty()) loadLayout(path);
 }
 
-SubscriberThread* MainWindow::subscriber() const { return subscriber_.data(); }
+SubscriberThread* MainWindow::subscriber() const {
+  return subscriber_.data();
+}
 
-QString MainWindow::logText() const { return log_->toPlainText(); }
+QString MainWindow::logText() const {
+  return log_->toPlainText();
+}
 
 void MainWindow::appendLog(const QString& line) {
   log_->appendPlainText(QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) + line);

@@ -23,6 +23,7 @@ class QSettings;
 class QToolBar;
 
 namespace livedrp::widgets {
+class CompressionView;
 class CountersView;
 class EngineView;
 class RateStripChart;
@@ -72,6 +73,7 @@ class MainWindow : public QMainWindow {
   StreamConfigPanel* streamConfig() const { return stream_config_; }
   widgets::EngineView* engineView() const { return engine_view_; }
   ComparisonPanel* comparison() const { return comparison_; }
+  widgets::CompressionView* compressionView() const { return compression_view_; }
   RemoteControl* remoteControl() const { return remote_; }  // null when embedded or unknown
   // Where the named configurations are saved (QSettings "configurations/directory").
   QString configurationsDirectory() const { return configurations_dir_; }
@@ -114,9 +116,11 @@ class MainWindow : public QMainWindow {
   StreamConfigPanel* stream_config_ = nullptr;
   widgets::EngineView* engine_view_ = nullptr;
   ComparisonPanel* comparison_ = nullptr;
+  widgets::CompressionView* compression_view_ = nullptr;
   QDockWidget* stream_config_dock_ = nullptr;
   QDockWidget* engine_dock_ = nullptr;
   QDockWidget* comparison_dock_ = nullptr;
+  QDockWidget* compression_dock_ = nullptr;
   RemoteControl* remote_ = nullptr;
   bool remote_config_shown_ = false;
   QString configurations_dir_;

@@ -4,6 +4,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
@@ -23,6 +24,11 @@ namespace {
 constexpr int kMaxStreams = 16;
 constexpr int kMaxSlotsPerStream = 64;
 constexpr int kMaxBatch = 64;
+// Lossy bounds are in the calibrated unit (keV or photons): a millionth is already below any
+// detector's noise, a million above any signal.
+constexpr double kMinErrorBound = 1e-6;
+constexpr double kMaxErrorBound = 1e6;
+constexpr int kErrorBoundDecimals = 6;
 
 QComboBox* makeCombo(const QString& name, const QStringList& items, QWidget* parent) {
   auto* combo = new QComboBox(parent);
@@ -43,7 +49,9 @@ void selectText(QComboBox* combo, const std::string& text) {
   if (index >= 0) combo->setCurrentIndex(index);
 }
 
-std::string text(const QComboBox* combo) { return combo->currentText().toStdString(); }
+std::string text(const QComboBox* combo) {
+  return combo->currentText().toStdString();
+}
 }  // namespace
 
 StreamConfigPanel::StreamConfigPanel(QWidget* parent)
@@ -55,9 +63,12 @@ StreamConfigPanel::StreamConfigPanel(QWidget* parent)
                         {"plain", "graph", "device_graph", "persistent"}, this)),
       batch_(makeSpin(QStringLiteral("batchSpin"), 1, kMaxBatch, this)),
       segments_(makeCombo(QStringLiteral("segmentsCombo"), {"all", "one"}, this)),
-      host_threads_(makeCombo(QStringLiteral("hostThreadsCombo"), {"one_for_all", "per_stream"}, this)),
+      host_threads_(
+          makeCombo(QStringLiteral("hostThreadsCombo"), {"one_for_all", "per_stream"}, this)),
       source_(makeCombo(QStringLiteral("sourcePlacementCombo"), {"host", "device"}, this)),
       common_mode_(new QCheckBox(tr("common-mode correction"), this)),
+      codec_(makeCombo(QStringLiteral("codecCombo"), {"off", "lossless", "lossy"}, this)),
+      error_bound_(new QDoubleSpinBox(this)),
       apply_(new QPushButton(tr("Apply"), this)),
       status_(new QLabel(this)),
       error_(new QLabel(this)),
@@ -76,14 +87,24 @@ StreamConfigPanel::StreamConfigPanel(QWidget* parent)
   name_->setObjectName(QStringLiteral("nameEdit"));
   streams_->setToolTip(tr("CUDA streams (1-%1); the CPU backend has one lane").arg(kMaxStreams));
   slots_->setToolTip(tr("Launches in flight per stream (buffers allocated once)"));
-  launch_->setToolTip(tr("plain: host launches; graph: CUDA graph replay; device_graph: a graph "
-                         "that relaunches itself; persistent: one resident kernel"));
+  launch_->setToolTip(
+      tr("plain: host launches; graph: CUDA graph replay; device_graph: a graph "
+         "that relaunches itself; persistent: one resident kernel"));
   batch_->setToolTip(tr("K events per launch"));
   segments_->setToolTip(tr("The whole detector per launch, or one segment at a time"));
-  host_threads_->setToolTip(tr("Host threads retiring completions: one for all streams, or one per "
-                               "stream"));
-  source_->setToolTip(tr("Where the source writes events: pinned host ring, or a ring in GPU "
-                         "memory with doorbells"));
+  host_threads_->setToolTip(
+      tr("Host threads retiring completions: one for all streams, or one per "
+         "stream"));
+  source_->setToolTip(
+      tr("Where the source writes events: pinned host ring, or a ring in GPU "
+         "memory with doorbells"));
+  codec_->setToolTip(
+      tr("Live compression on the CPU backend: lossless compresses the raw detector "
+         "data, lossy the calibrated image within the error bound"));
+  error_bound_->setObjectName(QStringLiteral("errorBoundSpin"));
+  error_bound_->setDecimals(kErrorBoundDecimals);
+  error_bound_->setRange(kMinErrorBound, kMaxErrorBound);
+  error_bound_->setToolTip(tr("Absolute error bound of the lossy codec, in the calibrated unit"));
   status_->setWordWrap(true);
   status_->setTextFormat(Qt::PlainText);
   error_->setWordWrap(true);
@@ -102,6 +123,8 @@ StreamConfigPanel::StreamConfigPanel(QWidget* parent)
   form->addRow(tr("host threads"), host_threads_);
   form->addRow(tr("source ring"), source_);
   form->addRow(tr("calibration"), common_mode_);
+  form->addRow(tr("compression"), codec_);
+  form->addRow(tr("error bound"), error_bound_);
 
   auto* saved_box = new QGroupBox(tr("Saved configurations"), this);
   auto* saved_layout = new QVBoxLayout(saved_box);
@@ -125,6 +148,8 @@ StreamConfigPanel::StreamConfigPanel(QWidget* parent)
   layout->addWidget(error_);
   layout->addWidget(saved_box, 1);
 
+  connect(codec_, &QComboBox::currentTextChanged, this,
+          &StreamConfigPanel::updateErrorBoundEnabled);
   connect(apply_, &QPushButton::clicked, this, &StreamConfigPanel::requestApply);
   connect(save_, &QPushButton::clicked, this, &StreamConfigPanel::saveClicked);
   connect(load_, &QPushButton::clicked, this, &StreamConfigPanel::loadClicked);
@@ -142,7 +167,8 @@ void StreamConfigPanel::setDirectory(const QString& directory) {
 }
 
 void StreamConfigPanel::refreshSavedList() {
-  const QString current = saved_list_->currentItem() ? saved_list_->currentItem()->text() : QString();
+  const QString current =
+      saved_list_->currentItem() ? saved_list_->currentItem()->text() : QString();
   saved_list_->clear();
   saved_list_->addItems(saved_.names());
   const auto found = saved_list_->findItems(current, Qt::MatchExactly);
@@ -161,6 +187,13 @@ void StreamConfigPanel::setConfig(const EngineConfig& config) {
   selectText(host_threads_, std::string(to_string(config.runtime.host_threads)));
   selectText(source_, std::string(to_string(config.runtime.source)));
   common_mode_->setChecked(config.calibration.common_mode);
+  selectText(codec_, config.compression.codec);
+  error_bound_->setValue(config.compression.error_bound);
+  updateErrorBoundEnabled();
+}
+
+void StreamConfigPanel::updateErrorBoundEnabled() {
+  error_bound_->setEnabled(codec_->currentText() == QStringLiteral("lossy"));
 }
 
 nlohmann::json StreamConfigPanel::partialJson() const {
@@ -173,7 +206,8 @@ nlohmann::json StreamConfigPanel::partialJson() const {
             {"segments_per_launch", text(segments_)},
             {"host_threads", text(host_threads_)},
             {"source", text(source_)}}},
-          {"calibration", {{"common_mode", common_mode_->isChecked()}}}};
+          {"calibration", {{"common_mode", common_mode_->isChecked()}}},
+          {"compression", {{"codec", text(codec_)}, {"error_bound", error_bound_->value()}}}};
 }
 
 nlohmann::json StreamConfigPanel::configJson() const {
@@ -249,8 +283,12 @@ void StreamConfigPanel::showError(const QString& text) {
   error_->show();
 }
 
-QString StreamConfigPanel::statusText() const { return status_->text(); }
-QString StreamConfigPanel::errorText() const { return error_->isHidden() ? QString() : error_->text(); }
+QString StreamConfigPanel::statusText() const {
+  return status_->text();
+}
+QString StreamConfigPanel::errorText() const {
+  return error_->isHidden() ? QString() : error_->text();
+}
 
 void StreamConfigPanel::requestApply() {
   EngineConfig config;
@@ -258,13 +296,16 @@ void StreamConfigPanel::requestApply() {
     config = this->config();
   } catch (const std::exception& error) {
     showError(tr("not applied: %1").arg(QString::fromUtf8(error.what())));
-    emit logMessage(tr("stream configuration not applied: %1").arg(QString::fromUtf8(error.what())));
+    emit logMessage(
+        tr("stream configuration not applied: %1").arg(QString::fromUtf8(error.what())));
     return;
   }
   emit applyRequested(config);
 }
 
-void StreamConfigPanel::saveClicked() { saveAs(name_->text().trimmed()); }
+void StreamConfigPanel::saveClicked() {
+  saveAs(name_->text().trimmed());
+}
 
 void StreamConfigPanel::loadClicked() {
   if (const QListWidgetItem* item = saved_list_->currentItem()) loadSaved(item->text());

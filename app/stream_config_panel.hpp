@@ -1,6 +1,7 @@
 #pragma once
 // The stream-configuration panel: backend, the runtime (streams, slots per stream, launch mode,
-// batch K, segments per launch, host thread model, source placement) and calibration common mode.
+// batch K, segments per launch, host thread model, source placement), calibration common mode and
+// live compression (codec, and the error bound of the lossy one).
 // Apply asks for the configuration to be applied to the running engine (MainWindow routes it to the
 // embedded EngineHost, or to a remote engine's control socket); errors come back to the panel.
 // Named configurations are saved as JSON files (SavedConfigurations) and listed here; loading one
@@ -15,6 +16,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
 class QListWidget;
@@ -66,6 +68,8 @@ class StreamConfigPanel : public QWidget {
   QComboBox* hostThreadsCombo() const { return host_threads_; }
   QComboBox* sourceCombo() const { return source_; }
   QCheckBox* commonModeCheck() const { return common_mode_; }
+  QComboBox* codecCombo() const { return codec_; }
+  QDoubleSpinBox* errorBoundSpin() const { return error_bound_; }
   QPushButton* applyButton() const { return apply_; }
   QListWidget* savedList() const { return saved_list_; }
   QLineEdit* nameEdit() const { return name_; }
@@ -78,6 +82,7 @@ class StreamConfigPanel : public QWidget {
 
  private:
   void requestApply();
+  void updateErrorBoundEnabled();
   void saveClicked();
   void loadClicked();
   void deleteClicked();
@@ -93,6 +98,8 @@ class StreamConfigPanel : public QWidget {
   QComboBox* host_threads_;
   QComboBox* source_;
   QCheckBox* common_mode_;
+  QComboBox* codec_;
+  QDoubleSpinBox* error_bound_;
   QPushButton* apply_;
   QLabel* status_;
   QLabel* error_;

@@ -2,6 +2,7 @@
 // configurations saved as files and loaded back, and a bad file refused with its error.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QListWidget>
 #include <QPushButton>
@@ -61,13 +62,18 @@ class StreamConfigPanelTest : public QObject {
     const nlohmann::json json = panel.configJson();
     QVERIFY2((json["backend"]) == ("cpu"), (json["backend"]).dump().c_str());
     QVERIFY2((json["runtime"]["streams"]) == (4), (json["runtime"]["streams"]).dump().c_str());
-    QVERIFY2((json["runtime"]["slots_per_stream"]) == (8), (json["runtime"]["slots_per_stream"]).dump().c_str());
-    QVERIFY2((json["runtime"]["launch"]) == ("device_graph"), (json["runtime"]["launch"]).dump().c_str());
+    QVERIFY2((json["runtime"]["slots_per_stream"]) == (8),
+             (json["runtime"]["slots_per_stream"]).dump().c_str());
+    QVERIFY2((json["runtime"]["launch"]) == ("device_graph"),
+             (json["runtime"]["launch"]).dump().c_str());
     QVERIFY2((json["runtime"]["batch"]) == (2), (json["runtime"]["batch"]).dump().c_str());
-    QVERIFY2((json["runtime"]["segments_per_launch"]) == ("one"), (json["runtime"]["segments_per_launch"]).dump().c_str());
-    QVERIFY2((json["runtime"]["host_threads"]) == ("per_stream"), (json["runtime"]["host_threads"]).dump().c_str());
+    QVERIFY2((json["runtime"]["segments_per_launch"]) == ("one"),
+             (json["runtime"]["segments_per_launch"]).dump().c_str());
+    QVERIFY2((json["runtime"]["host_threads"]) == ("per_stream"),
+             (json["runtime"]["host_threads"]).dump().c_str());
     QVERIFY2((json["runtime"]["source"]) == ("device"), (json["runtime"]["source"]).dump().c_str());
-    QVERIFY2((json["calibration"]["common_mode"]) == (false), (json["calibration"]["common_mode"]).dump().c_str());
+    QVERIFY2((json["calibration"]["common_mode"]) == (false),
+             (json["calibration"]["common_mode"]).dump().c_str());
     // What the panel does not edit is kept.
     QVERIFY2((json["source"]) == ("sim:jungfrau4m"), (json["source"]).dump().c_str());
     QVERIFY2((json["ring_slots"]) == (8), (json["ring_slots"]).dump().c_str());
@@ -84,8 +90,38 @@ class StreamConfigPanelTest : public QObject {
     // The remote merge patch holds only the panel's fields.
     const nlohmann::json partial = panel.partialJson();
     QVERIFY(!partial.contains("source"));
-    QVERIFY2((partial["runtime"]["streams"]) == (4), (partial["runtime"]["streams"]).dump().c_str());
-    QVERIFY2((partial["calibration"]) == ((nlohmann::json{{"common_mode", false}})), (partial["calibration"]).dump().c_str());
+    QVERIFY2((partial["runtime"]["streams"]) == (4),
+             (partial["runtime"]["streams"]).dump().c_str());
+    QVERIFY2((partial["calibration"]) == ((nlohmann::json{{"common_mode", false}})),
+             (partial["calibration"]).dump().c_str());
+  }
+
+  void compressionRoundTripsIntoTheAppliedConfiguration() {
+    StreamConfigPanel panel;
+    EngineConfig base;
+    base.compression.codec = "lossless";
+    base.compression.error_bound = 2.5;
+    panel.setConfig(base);
+    QCOMPARE(panel.codecCombo()->currentText(), QStringLiteral("lossless"));
+    QCOMPARE(panel.errorBoundSpin()->value(), 2.5);
+    QVERIFY(!panel.errorBoundSpin()->isEnabled());  // the bound means something only for lossy
+
+    setCombo(panel.codecCombo(), "lossy");
+    QVERIFY(panel.errorBoundSpin()->isEnabled());
+    panel.errorBoundSpin()->setValue(0.125);
+    QSignalSpy spy(&panel, &StreamConfigPanel::applyRequested);
+    panel.applyButton()->click();
+    QCOMPARE(spy.count(), 1);
+    const auto applied = qvariant_cast<EngineConfig>(spy.at(0).at(0));
+    QCOMPARE(applied.compression.codec, std::string("lossy"));
+    QCOMPARE(applied.compression.error_bound, 0.125);
+    const nlohmann::json partial = panel.partialJson();
+    QVERIFY2(partial["compression"] == (nlohmann::json{{"codec", "lossy"}, {"error_bound", 0.125}}),
+             partial["compression"].dump().c_str());
+
+    setCombo(panel.codecCombo(), "off");
+    QVERIFY(!panel.errorBoundSpin()->isEnabled());
+    QCOMPARE(panel.config().compression.codec, std::string("off"));
   }
 
   void applyEmitsTheValidatedConfiguration() {
@@ -112,7 +148,8 @@ class StreamConfigPanelTest : public QObject {
     QCOMPARE(panel.savedList()->item(0)->text(), QStringLiteral("six streams graph"));
 
     // The file is the EngineConfig JSON.
-    const EngineConfig saved = SavedConfigurations(directory).load(QStringLiteral("six streams graph"));
+    const EngineConfig saved =
+        SavedConfigurations(directory).load(QStringLiteral("six streams graph"));
     QCOMPARE(saved.runtime.streams, 6);
     QCOMPARE(saved.runtime.launch, livedrp::LaunchMode::Graph);
     QCOMPARE(saved.runtime.batch, 4);
@@ -150,7 +187,8 @@ class StreamConfigPanelTest : public QObject {
     QCOMPARE(panel.savedList()->count(), 1);
     panel.streamsSpin()->setValue(2);
     QVERIFY(!panel.loadSaved(QStringLiteral("too many")));
-    QVERIFY2(panel.errorText().contains(QStringLiteral("runtime.streams")), qPrintable(panel.errorText()));
+    QVERIFY2(panel.errorText().contains(QStringLiteral("runtime.streams")),
+             qPrintable(panel.errorText()));
     QVERIFY(panel.errorText().contains(QStringLiteral("99")));
     QCOMPARE(panel.streamsSpin()->value(), 2);  // the old configuration stays
     QCOMPARE(panel.config().runtime.streams, 2);

@@ -97,6 +97,21 @@ StatsPayload sample_stats() {
   return stats;
 }
 
+// One second of lossy compression at ratio 8: 8 MiB in, 1 MiB out, counted in bin 4 ([8, 16)).
+CompressionStats sample_compression() {
+  CompressionStats block;
+  block.codec = "lossy";
+  block.error_bound = 0.5;
+  block.interval_bytes_in = 8388608;
+  block.interval_bytes_out = 1048576;
+  block.total_bytes_in = 83886080;
+  block.total_bytes_out = 10485760;
+  block.interval_ratio = 8.0;
+  block.gbps = 1.25;
+  block.ratio_histogram = {0, 0, 1, 0, 4, 2, 0, 0, 0, 0, 1};
+  return block;
+}
+
 StatusPayload sample_status() {
   StatusPayload status;
   status.state = "running";
@@ -256,6 +271,95 @@ class TestProtocol : public QObject {
       QCOMPARE(stats.streams[index].in_flight, original.streams[index].in_flight);
       QCOMPARE(stats.streams[index].capacity, original.streams[index].capacity);
       QCOMPARE(stats.streams[index].completed, original.streams[index].completed);
+    }
+  }
+
+  void compressionBlockRoundTripsFieldByField() {
+    StatsPayload original = sample_stats();
+    original.compression = sample_compression();
+    const Message decoded = decode(views_of(encode(make_stats_message(original))));
+    const StatsPayload stats = stats_from_json(decoded.payload);
+    QVERIFY(stats.compression.has_value());
+    const CompressionStats& block = *stats.compression;
+    QCOMPARE(block.codec, std::string("lossy"));
+    QCOMPARE(block.error_bound, 0.5);
+    QCOMPARE(block.interval_bytes_in, std::uint64_t(8388608));
+    QCOMPARE(block.interval_bytes_out, std::uint64_t(1048576));
+    QCOMPARE(block.total_bytes_in, std::uint64_t(83886080));
+    QCOMPARE(block.total_bytes_out, std::uint64_t(10485760));
+    QCOMPARE(block.interval_ratio, 8.0);
+    QCOMPARE(block.gbps, 1.25);
+    QCOMPARE(block.ratio_histogram, original.compression->ratio_histogram);
+  }
+
+  void statsWithoutCompressionBlockStillDecode() {
+    const json payload = to_json(sample_stats());
+    QVERIFY(!payload.contains("compression"));
+    QVERIFY(!stats_from_json(payload).compression.has_value());
+  }
+
+  // Bins are log2 of the ratio: [2^(k-1), 2^k), the ends taking what lies beyond them.
+  void ratioHistogramBinsAreLog2() {
+    QCOMPARE(ratio_histogram_bin(0.1), std::size_t(0));
+    QCOMPARE(ratio_histogram_bin(0.99), std::size_t(0));
+    QCOMPARE(ratio_histogram_bin(1.0), std::size_t(1));
+    QCOMPARE(ratio_histogram_bin(1.99), std::size_t(1));
+    QCOMPARE(ratio_histogram_bin(2.0), std::size_t(2));
+    QCOMPARE(ratio_histogram_bin(3.0), std::size_t(2));
+    QCOMPARE(ratio_histogram_bin(600.0), std::size_t(10));
+    QCOMPARE(ratio_histogram_bin(1e6), std::size_t(10));
+    QCOMPARE(ratio_histogram_bin(std::nan("")), std::size_t(0));
+    QCOMPARE(ratio_histogram_lower_edge(0), 0.5);
+    QCOMPARE(ratio_histogram_lower_edge(3), 4.0);
+    QCOMPARE(ratio_histogram_lower_edge(10), 512.0);
+  }
+
+  void compressionBlockRejectsBadField_data() {
+    QTest::addColumn<QByteArray>("payload");
+    QTest::addColumn<QString>("expected");
+    const auto with = [](const std::string& field, const json& value) {
+      StatsPayload stats = sample_stats();
+      stats.compression = sample_compression();
+      json payload = to_json(stats);
+      if (value.is_discarded())
+        payload["compression"].erase(field);
+      else
+        payload["compression"][field] = value;
+      return QByteArray::fromStdString(payload.dump());
+    };
+    json not_object = to_json(sample_stats());
+    not_object["compression"] = "lossy";
+    QTest::newRow("block not an object")
+        << QByteArray::fromStdString(not_object.dump()) << "'compression' must be an object";
+    QTest::newRow("unknown codec")
+        << with("codec", "zstd") << "'compression.codec' must be \"lossless\" or \"lossy\"";
+    QTest::newRow("codec missing")
+        << with("codec", json::value_t::discarded) << "'compression.codec' is missing";
+    QTest::newRow("lossy bound zero")
+        << with("error_bound", 0) << "'compression.error_bound' must be finite and > 0";
+    QTest::newRow("negative bytes")
+        << with("total_bytes_out", -1) << "'compression.total_bytes_out' must not be negative";
+    QTest::newRow("bytes as float")
+        << with("interval_bytes_in", 1e12) << "'compression.interval_bytes_in' must be a non";
+    QTest::newRow("interval exceeds total")
+        << with("interval_bytes_out", 20000000) << "cannot exceed the run's totals";
+    QTest::newRow("ratio as string")
+        << with("interval_ratio", "8") << "'compression.interval_ratio' must be a number";
+    QTest::newRow("histogram short")
+        << with("ratio_histogram", json::array({1, 2})) << "must be an array of 11 counts";
+    QTest::newRow("histogram negative")
+        << with("ratio_histogram", json::array({0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0}))
+        << "'compression.ratio_histogram[3]' must not be negative";
+  }
+
+  void compressionBlockRejectsBadField() {
+    QFETCH(QByteArray, payload);
+    QFETCH(QString, expected);
+    try {
+      stats_from_json(json::parse(payload.toStdString()));
+      QFAIL("stats_from_json accepted a bad compression block");
+    } catch (const ProtocolError& error) {
+      QVERIFY2(QString::fromUtf8(error.what()).contains(expected), error.what());
     }
   }
 

@@ -7,7 +7,9 @@
 
 #include "calib/calibration_math.hpp"
 #include "calib/constants.hpp"
+#include "codec/codec.hpp"
 #include "core/detector.hpp"
+#include "core/error.hpp"
 #include "core/event.hpp"
 #include "exec/stream_config.hpp"
 
@@ -28,6 +30,11 @@ struct CompletedEvent {
   int stream = 0;           // lane (CUDA stream) that ran it
   double calibrate_us = 0;  // time the calibration stage took for this event (its launch's time)
   int output_slot = -1;     // which output buffer holds the result (see read_output)
+  // Live compression (zero when off): the event's uncompressed bytes, its stream's bytes, and the
+  // time the codec took.
+  std::uint64_t compress_bytes_in = 0;
+  std::uint64_t compress_bytes_out = 0;
+  double compress_us = 0;
 };
 
 // Occupancy of one backend lane (a CUDA stream; the CPU backend has one lane).
@@ -66,6 +73,14 @@ class Backend {
   // One entry per lane. Called from the thread that submits.
   virtual std::vector<LaneOccupancy> lane_occupancy() const = 0;
   virtual StreamConfig stream_config() const { return {}; }  // what the backend actually runs
+  // Compress every event from the next submit on: Lossless the raw data, Lossy the calibrated
+  // image; nullopt turns it off. Backends without a codec throw InputError for anything but off.
+  virtual void set_compression(const std::optional<codec::CodecParams>& params) {
+    if (params)
+      throw InputError("compression on the " + name() +
+                       " backend needs its codec, not built yet; use backend cpu or compression "
+                       "off");
+  }
 
   // Copies the calibrated image of a completed event to the host (detector.pixels() floats). Valid
   // until the next submit. For tests and the image topic, not for the per-event path.

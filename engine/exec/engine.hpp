@@ -15,6 +15,16 @@ namespace livedrp {
 
 class Publisher;
 
+// Live compression of every processed event (JSON "compression"). "lossless" compresses the raw
+// detector data (what would be stored); "lossy" compresses the calibrated float32 image with an
+// absolute error bound in the output unit. One independent stream per event.
+struct CompressionConfig {
+  std::string codec = "off";  // "off", "lossless", "lossy"
+  double error_bound = 0.5;   // lossy only; finite and > 0
+  std::uint32_t chunk_bytes = 16384;
+  bool enabled() const { return codec != "off"; }
+};
+
 // The pipeline configuration: the same JSON drives the CLI, the GUI and the benchmarks, and is
 // echoed in the `status` topic and in every summary.
 struct EngineConfig {
@@ -30,13 +40,14 @@ struct EngineConfig {
   std::string publish = "tcp://127.0.0.1:5555";  // empty: publish nothing
   std::string constants_file;                    // HDF5 constants; empty = the simulator's own
   calib::CalibrationParams calibration;
-  StreamConfig runtime;  // streams, launch mode, batch, ... (JSON "runtime")
+  StreamConfig runtime;            // streams, launch mode, batch, ... (JSON "runtime")
   int ring_slots = 32;             // doorbell ring depth
   double stats_interval_s = 0.25;  // `stats` period
   std::uint64_t seed = 20260101;   // simulator seed
   double hit_fraction = 0.1;       // simulator: fraction of events with Bragg peaks
   int simulator_pool = 16;         // simulator: distinct events generated ahead and cycled
   unsigned cpu_threads = 0;        // CPU backend threads; 0 = all cores
+  CompressionConfig compression;
 
   // Validates every field; throws InputError naming the field, the value and what is allowed.
   static EngineConfig from_json(const nlohmann::json& json, const std::string& origin);

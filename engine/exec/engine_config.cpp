@@ -125,6 +125,20 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read_integer("pool_events", c.simulator_pool, 1, 4096);
     reader.reject_unknown_keys();
   }
+  if (const json* compression = root.find("compression")) {
+    FieldReader reader(*compression, origin, "compression");
+    reader.read_choice("codec", c.compression.codec, {"off", "lossless", "lossy"});
+    reader.read_number("error_bound", c.compression.error_bound, 0.0, 1e30);
+    if (c.compression.codec == "lossy" && !(c.compression.error_bound > 0))
+      reader.fail("compression.error_bound", "must be > 0 for the lossy codec, got " +
+                                                 std::to_string(c.compression.error_bound));
+    reader.read_integer("chunk_bytes", c.compression.chunk_bytes, 1024, 1 << 20);
+    // The container's chunk table counts in 128-byte units (docs/formats.md).
+    if (c.compression.chunk_bytes % 128 != 0)
+      reader.fail("compression.chunk_bytes",
+                  "must be a multiple of 128, got " + std::to_string(c.compression.chunk_bytes));
+    reader.reject_unknown_keys();
+  }
   root.reject_unknown_keys();
   return c;
 }
@@ -148,7 +162,11 @@ json EngineConfig::to_json() const {
             {"common_mode_min_pixels", calibration.common_mode_min_pixels}}},
           {"runtime", livedrp::to_json(runtime)},
           {"simulator",
-           {{"seed", seed}, {"hit_fraction", hit_fraction}, {"pool_events", simulator_pool}}}};
+           {{"seed", seed}, {"hit_fraction", hit_fraction}, {"pool_events", simulator_pool}}},
+          {"compression",
+           {{"codec", compression.codec},
+            {"error_bound", compression.error_bound},
+            {"chunk_bytes", compression.chunk_bytes}}}};
 }
 
 }  // namespace livedrp

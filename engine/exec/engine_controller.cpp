@@ -11,7 +11,7 @@ namespace {
 
 // The nested objects of the configuration JSON that a partial change merges key by key; any
 // other key given replaces the value.
-constexpr const char* kMergedObjects[] = {"runtime", "calibration", "simulator"};
+constexpr const char* kMergedObjects[] = {"runtime", "calibration", "simulator", "compression"};
 
 bool is_merged_object(const std::string& key) {
   for (const char* name : kMergedObjects)

@@ -1,8 +1,10 @@
 #include "protocol/topics.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <utility>
 
 namespace livedrp::protocol {
@@ -87,6 +89,52 @@ class PayloadReader {
   std::string prefix_;
 };
 
+const std::set<std::string> kCompressionCodecs = {"lossless", "lossy"};
+
+json to_json(const CompressionStats& compression) {
+  json histogram = json::array();
+  for (const std::uint64_t count : compression.ratio_histogram) histogram.push_back(count);
+  return {{"codec", compression.codec},
+          {"error_bound", number_or_null(compression.error_bound)},
+          {"interval_bytes_in", compression.interval_bytes_in},
+          {"interval_bytes_out", compression.interval_bytes_out},
+          {"total_bytes_in", compression.total_bytes_in},
+          {"total_bytes_out", compression.total_bytes_out},
+          {"interval_ratio", number_or_null(compression.interval_ratio)},
+          {"gbps", number_or_null(compression.gbps)},
+          {"ratio_histogram", std::move(histogram)}};
+}
+
+CompressionStats compression_from_json(const PayloadReader& parent, const json& object) {
+  if (!object.is_object()) parent.fail("compression", "must be an object, got " + describe(object));
+  const PayloadReader reader(object, parent.topic(), "compression.");
+  CompressionStats compression;
+  compression.codec = reader.string("codec");
+  if (!kCompressionCodecs.count(compression.codec))
+    reader.fail("codec", "must be \"lossless\" or \"lossy\", got " + describe(object.at("codec")));
+  compression.error_bound = reader.number("error_bound");
+  if (compression.codec == "lossy" &&
+      !(std::isfinite(compression.error_bound) && compression.error_bound > 0))
+    reader.fail("error_bound", "must be finite and > 0 for the lossy codec");
+  compression.interval_bytes_in = reader.count("interval_bytes_in");
+  compression.interval_bytes_out = reader.count("interval_bytes_out");
+  compression.total_bytes_in = reader.count("total_bytes_in");
+  compression.total_bytes_out = reader.count("total_bytes_out");
+  if (compression.interval_bytes_in > compression.total_bytes_in ||
+      compression.interval_bytes_out > compression.total_bytes_out)
+    reader.fail("interval_bytes_in", "and interval_bytes_out cannot exceed the run's totals");
+  compression.interval_ratio = reader.number("interval_ratio");
+  compression.gbps = reader.number("gbps");
+  const json& histogram = reader.field("ratio_histogram");
+  if (!histogram.is_array() || histogram.size() != kRatioHistogramBins)
+    reader.fail("ratio_histogram", "must be an array of " + std::to_string(kRatioHistogramBins) +
+                                       " counts, got " + describe(histogram));
+  for (std::size_t bin = 0; bin < kRatioHistogramBins; ++bin)
+    compression.ratio_histogram[bin] =
+        reader.count_value(histogram[bin], "ratio_histogram[" + std::to_string(bin) + "]");
+  return compression;
+}
+
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -94,6 +142,16 @@ std::int64_t now_ns() {
 }
 
 }  // namespace
+
+double ratio_histogram_lower_edge(std::size_t bin) {
+  return std::ldexp(1.0, int(bin) - 1);
+}
+
+std::size_t ratio_histogram_bin(double ratio) {
+  if (!(ratio >= 1.0)) return 0;  // below 1 (and NaN) are in the first bin, [1/2, 1)
+  const int exponent = int(std::floor(std::log2(ratio))) + 1;
+  return std::size_t(std::min<int>(exponent, int(kRatioHistogramBins) - 1));
+}
 
 json to_json(const StatsPayload& stats) {
   json stages = json::array();
@@ -113,25 +171,27 @@ json to_json(const StatsPayload& stats) {
                        {"completed", stream.completed}});
   }
 
-  return {{"events_in", stats.events_in},
-          {"events_processed", stats.events_processed},
-          {"events_dropped", stats.events_dropped},
-          {"drops_by_reason", std::move(drops)},
-          {"events_in_flight", stats.events_in_flight},
-          {"order_errors", stats.order_errors},
-          {"elapsed_s", number_or_null(stats.elapsed_s)},
-          {"event_rate_hz", number_or_null(stats.event_rate_hz)},
-          {"input_gbps", number_or_null(stats.input_gbps)},
-          {"ring_slots", stats.ring_slots},
-          {"ring_occupancy", stats.ring_occupancy},
-          {"backend", stats.backend},
-          {"device", stats.device},
-          {"stages", std::move(stages)},
-          {"latency_p50_us", number_or_null(stats.latency_p50_us)},
-          {"latency_p99_us", number_or_null(stats.latency_p99_us)},
-          {"latency_max_us", number_or_null(stats.latency_max_us)},
-          {"reorder_depth", stats.reorder_depth},
-          {"streams", std::move(streams)}};
+  json payload = {{"events_in", stats.events_in},
+                  {"events_processed", stats.events_processed},
+                  {"events_dropped", stats.events_dropped},
+                  {"drops_by_reason", std::move(drops)},
+                  {"events_in_flight", stats.events_in_flight},
+                  {"order_errors", stats.order_errors},
+                  {"elapsed_s", number_or_null(stats.elapsed_s)},
+                  {"event_rate_hz", number_or_null(stats.event_rate_hz)},
+                  {"input_gbps", number_or_null(stats.input_gbps)},
+                  {"ring_slots", stats.ring_slots},
+                  {"ring_occupancy", stats.ring_occupancy},
+                  {"backend", stats.backend},
+                  {"device", stats.device},
+                  {"stages", std::move(stages)},
+                  {"latency_p50_us", number_or_null(stats.latency_p50_us)},
+                  {"latency_p99_us", number_or_null(stats.latency_p99_us)},
+                  {"latency_max_us", number_or_null(stats.latency_max_us)},
+                  {"reorder_depth", stats.reorder_depth},
+                  {"streams", std::move(streams)}};
+  if (stats.compression) payload["compression"] = to_json(*stats.compression);
+  return payload;
 }
 
 StatsPayload stats_from_json(const json& payload) {
@@ -193,6 +253,9 @@ StatsPayload stats_from_json(const json& payload) {
     stream.completed = stream_reader.count("completed");
     stats.streams.push_back(stream);
   }
+  // Optional: engines with compression off, and engines older than it, send no block.
+  if (const auto block = payload.find("compression"); block != payload.end())
+    stats.compression = compression_from_json(reader, *block);
   return stats;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // Typed payloads of the topics, with their JSON mapping (documented in docs/protocol.md).
+#include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,10 +15,10 @@ inline constexpr std::string_view kTopicStats = "stats";
 inline constexpr std::string_view kTopicStatus = "status";
 
 struct StageTiming {
-  std::string name;       // "calibrate", ...
-  double mean_us = 0;     // mean time per event in the last interval
+  std::string name;    // "calibrate", ...
+  double mean_us = 0;  // mean time per event in the last interval
   double max_us = 0;
-  double gbps = 0;        // input bytes of the stage per second of stage time
+  double gbps = 0;  // input bytes of the stage per second of stage time
 };
 
 // One execution lane of the backend (a CUDA stream; the CPU backend has one).
@@ -27,11 +29,33 @@ struct StreamStats {
   std::uint64_t completed = 0;  // events completed on this lane since the run started
 };
 
+// Per-event compression ratios, binned by log2: bin k counts ratios in [2^(k-1), 2^k), k = 0..10,
+// i.e. edges 1/2, 1, 2, ..., 1024. Ratios below 1/2 fall in bin 0 and ratios of 1024 or more in
+// bin 10, so every compressed event is counted once. Fixed bins keep intervals comparable.
+inline constexpr std::size_t kRatioHistogramBins = 11;
+// Lower edge of bin k (the first bin also takes everything below it).
+double ratio_histogram_lower_edge(std::size_t bin);
+std::size_t ratio_histogram_bin(double ratio);
+
+// Live compression of the last stats interval and of the run so far; present only when the
+// engine compresses (pipeline "compression.codec" is not "off").
+struct CompressionStats {
+  std::string codec;       // "lossless" (raw detector data) or "lossy" (calibrated float32)
+  double error_bound = 0;  // absolute, in the calibrated unit; 0 for lossless
+  std::uint64_t interval_bytes_in = 0;   // uncompressed bytes of the events of the interval
+  std::uint64_t interval_bytes_out = 0;  // their compressed streams
+  std::uint64_t total_bytes_in = 0;      // the same since the run started
+  std::uint64_t total_bytes_out = 0;
+  double interval_ratio = 0;  // interval_bytes_in / interval_bytes_out; NaN when no event
+  double gbps = 0;            // interval bytes in per second of compression time (1e9); NaN idem
+  std::array<std::uint64_t, kRatioHistogramBins> ratio_histogram{};  // events of the interval
+};
+
 // `stats`: published a few times a second while a run goes.
 struct StatsPayload {
-  std::uint64_t events_in = 0;         // events the source produced
-  std::uint64_t events_processed = 0;  // events through every stage
-  std::uint64_t events_dropped = 0;    // sum of drops_by_reason
+  std::uint64_t events_in = 0;                           // events the source produced
+  std::uint64_t events_processed = 0;                    // events through every stage
+  std::uint64_t events_dropped = 0;                      // sum of drops_by_reason
   std::map<std::string, std::uint64_t> drops_by_reason;  // "ring_full", ...
   std::uint64_t events_in_flight = 0;  // entered, neither processed nor dropped yet
   std::uint64_t order_errors = 0;      // sequence gaps or pulse ids that did not rise
@@ -39,9 +63,9 @@ struct StatsPayload {
   double event_rate_hz = 0;            // processed events per second, over the last second
   double input_gbps = 0;               // raw input bytes per second (1e9), same window
   std::uint64_t ring_slots = 0;
-  std::uint64_t ring_occupancy = 0;    // slots holding an event at the time of the snapshot
-  std::string backend;                 // "cpu" or "cuda"
-  std::string device;                  // "NVIDIA H200", "CPU (16 threads)", ...
+  std::uint64_t ring_occupancy = 0;  // slots holding an event at the time of the snapshot
+  std::string backend;               // "cpu" or "cuda"
+  std::string device;                // "NVIDIA H200", "CPU (16 threads)", ...
   std::vector<StageTiming> stages;
   // Latency from the doorbell (event written into the ring) to the result leaving the reorder
   // stage, over the events of the last interval; NaN when none.
@@ -50,6 +74,7 @@ struct StatsPayload {
   double latency_max_us = 0;
   std::uint64_t reorder_depth = 0;  // completed events held back for an earlier one
   std::vector<StreamStats> streams;
+  std::optional<CompressionStats> compression;  // absent: compression off (or an older engine)
 };
 
 // `status`: on every state change and once a second.

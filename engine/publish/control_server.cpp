@@ -212,10 +212,12 @@ struct ControlServer::Impl {
           protocol::make_control_error(std::string("reply could not be encoded: ") + error.what())
               .dump(-1, ' ', false, json::error_handler_t::replace);
     }
+    // Counted before the send: a client that has its reply must find it counted already.
+    answered.fetch_add(1, std::memory_order_relaxed);
     try {
       socket.send(zmq::buffer(text), zmq::send_flags::dontwait);
-      answered.fetch_add(1, std::memory_order_relaxed);
     } catch (const zmq::error_t& error) {
+      answered.fetch_sub(1, std::memory_order_relaxed);
       spdlog::warn("control socket {}: cannot send a reply: {}", bound_endpoint, error.what());
     }
   }

@@ -63,19 +63,29 @@ nlohmann::json summary_json(const livedrp::EngineConfig& config,
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& stage : s.stages)
     stages.push_back({{"name", stage.name}, {"mean_us", stage.mean_us}, {"gbps", stage.gbps}});
-  return {{"events_in", s.events_in},
-          {"events_processed", s.events_processed},
-          {"events_dropped", s.events_dropped},
-          {"drops_by_reason", s.drops_by_reason},
-          {"order_errors", s.order_errors},
-          {"elapsed_s", s.elapsed_s},
-          {"event_rate_hz", s.event_rate_hz},
-          {"input_gbps", s.input_gbps},
-          {"backend", s.backend},
-          {"device", s.device},
-          {"stages", stages},
-          {"error", summary.error},
-          {"config", config.to_json()}};
+  nlohmann::json result = {{"events_in", s.events_in},
+                           {"events_processed", s.events_processed},
+                           {"events_dropped", s.events_dropped},
+                           {"drops_by_reason", s.drops_by_reason},
+                           {"order_errors", s.order_errors},
+                           {"elapsed_s", s.elapsed_s},
+                           {"event_rate_hz", s.event_rate_hz},
+                           {"input_gbps", s.input_gbps},
+                           {"backend", s.backend},
+                           {"device", s.device},
+                           {"stages", stages},
+                           {"error", summary.error},
+                           {"config", config.to_json()}};
+  if (s.compression)
+    result["compression"] = {
+        {"codec", s.compression->codec},
+        {"error_bound", s.compression->error_bound},
+        {"bytes_in", s.compression->total_bytes_in},
+        {"bytes_out", s.compression->total_bytes_out},
+        {"ratio", s.compression->total_bytes_out > 0 ? double(s.compression->total_bytes_in) /
+                                                           double(s.compression->total_bytes_out)
+                                                     : 0.0}};
+  return result;
 }
 
 void print_progress(const livedrp::protocol::StatsPayload& s) {
@@ -97,6 +107,10 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
   for (const auto& stage : s.stages)
     std::printf("stage %s: %.1f us/event, %.2f GB/s\n", stage.name.c_str(), stage.mean_us,
                 stage.gbps);
+  if (const auto& c = s.compression; c && c->total_bytes_out > 0)
+    std::printf("compression %s: %llu -> %llu bytes, ratio %.3f\n", c->codec.c_str(),
+                (unsigned long long)c->total_bytes_in, (unsigned long long)c->total_bytes_out,
+                double(c->total_bytes_in) / double(c->total_bytes_out));
   if (!summary_file.empty()) {
     std::ofstream out(summary_file);
     out << summary_json(config, summary).dump(2) << "\n";
@@ -245,8 +259,7 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_interrupt);
   std::cerr << "livedrp-engine: " << engine->config().source << " on " << engine->backend_name()
             << " (" << engine->device_name() << "), publishing on "
-            << (engine->publish_endpoint().empty() ? "nothing" : engine->publish_endpoint())
-            << "\n"
+            << (engine->publish_endpoint().empty() ? "nothing" : engine->publish_endpoint()) << "\n"
             << "livedrp-engine: backend " << engine->backend_note() << "\n";
   auto last_print = std::chrono::steady_clock::now();
   engine->set_progress_callback([&last_print](const livedrp::protocol::StatsPayload& s) {
