@@ -6,7 +6,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/thread_pool.hpp"
 #include "exec/backend.hpp"
+#include "sim/simulator.hpp"
 
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/device.hpp"
@@ -27,6 +29,16 @@ bool cuda_ready(const char* command) {
     return false;
   }
   return true;
+}
+
+std::vector<std::vector<std::uint8_t>> simulated_events(const DetectorSimulator& simulator,
+                                                        int count, ThreadPool& pool) {
+  std::vector<std::vector<std::uint8_t>> events(std::size_t(count > 0 ? count : 0));
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    events[i].resize(simulator.detector().raw_event_bytes());
+    simulator.generate(i, events[i].data(), nullptr, &pool);
+  }
+  return events;
 }
 
 double percentile(std::vector<double> values, double q) {

@@ -11,6 +11,10 @@
 namespace CLI {
 class App;
 }
+namespace livedrp {
+class DetectorSimulator;
+class ThreadPool;
+}  // namespace livedrp
 
 namespace livedrp::bench {
 
@@ -20,6 +24,10 @@ void add_common_options(CLI::App& command, std::uint64_t& seed, std::string& jso
 
 // True when a CUDA device can run `command`; otherwise says why on stderr and returns false.
 bool cuda_ready(const char* command);
+
+// Raw events 0 .. count-1 of `simulator` (the distinct events a benchmark cycles through).
+std::vector<std::vector<std::uint8_t>> simulated_events(const DetectorSimulator& simulator,
+                                                        int count, ThreadPool& pool);
 
 // Element at rank q * (n - 1) (rounded) of the sorted values; -1 for none.
 double percentile(std::vector<double> values, double q);

@@ -168,11 +168,8 @@ int run_resident(const ResidentOptions& o) {
   SimulatorConfig sim;
   sim.seed = o.seed;
   DetectorSimulator simulator(d, sim, &threads);
-  std::vector<std::vector<std::uint8_t>> pool(kDistinct);
-  for (int i = 0; i < kDistinct; ++i) {
-    pool[std::size_t(i)].resize(d.raw_event_bytes());
-    simulator.generate(std::uint64_t(i), pool[std::size_t(i)].data(), nullptr, &threads);
-  }
+  const std::vector<std::vector<std::uint8_t>> pool =
+      simulated_events(simulator, kDistinct, threads);
   const auto properties = gpu::device_properties();
   const double copy_gbps = device_copy_gbps(kCopyProbeBytes, 10);
   std::cerr << "device " << properties.name << ", device-to-device copy " << fixed(copy_gbps, 0)

@@ -86,8 +86,8 @@ Row run_host_row(const DetectorDescription& d, const CalibrationConstants& c,
   row.raw_bytes = d.raw_event_bytes();
   row.gpu_memory_bytes = gpu::device_memory_used() - base_memory;
   // Ring slots: enough that a slot is never rewritten while its event is in flight.
-  const int ring_slots =
-      std::max(2 * kDistinct, config.streams * config.slots_per_stream * config.batch + config.batch);
+  const int ring_slots = std::max(
+      2 * kDistinct, config.streams * config.slots_per_stream * config.batch + config.batch);
   std::vector<void*> ring;
   for (int i = 0; i < ring_slots; ++i) {
     ring.push_back(backend->allocate_host(d.raw_event_bytes()));
@@ -138,8 +138,8 @@ Row run_host_row(const DetectorDescription& d, const CalibrationConstants& c,
 }
 
 Row run_device_row(const DetectorDescription& d, const CalibrationConstants& c,
-                   const std::vector<std::vector<std::uint8_t>>& events,
-                   const StreamConfig& config, int timed_events) {
+                   const std::vector<std::vector<std::uint8_t>>& events, const StreamConfig& config,
+                   int timed_events) {
   const std::size_t base_memory = gpu::device_memory_used();
   gpu::DeviceCalibrator calibrator(d, c);
   const calib::CalibrationParams params{};
@@ -224,12 +224,30 @@ void add_runtime_options(CLI::App& command, RuntimeOptions& o) {
   command.add_option("--events", o.events, "timed events per row")
       ->check(CLI::Range(100, 10000000))
       ->capture_default_str();
-  command.add_option("--streams", o.streams, "stream counts")->delimiter(',')->check(CLI::Range(1, 16))->capture_default_str();
-  command.add_option("--launch", o.launch, "plain,graph")->delimiter(',')->check(CLI::IsMember({"plain", "graph"}))->capture_default_str();
-  command.add_option("--batch", o.batch, "events per launch")->delimiter(',')->check(CLI::Range(1, 64))->capture_default_str();
-  command.add_option("--segments", o.segments, "all,one")->delimiter(',')->check(CLI::IsMember({"all", "one"}))->capture_default_str();
-  command.add_option("--threads", o.threads, "one_for_all,per_stream (host-fed rows)")->delimiter(',')->check(CLI::IsMember({"one_for_all", "per_stream"}))->capture_default_str();
-  command.add_option("--source", o.source, "host,device")->delimiter(',')->check(CLI::IsMember({"host", "device"}))->capture_default_str();
+  command.add_option("--streams", o.streams, "stream counts")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  command.add_option("--launch", o.launch, "plain,graph")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"plain", "graph"}))
+      ->capture_default_str();
+  command.add_option("--batch", o.batch, "events per launch")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  command.add_option("--segments", o.segments, "all,one")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"all", "one"}))
+      ->capture_default_str();
+  command.add_option("--threads", o.threads, "one_for_all,per_stream (host-fed rows)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"one_for_all", "per_stream"}))
+      ->capture_default_str();
+  command.add_option("--source", o.source, "host,device")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"host", "device"}))
+      ->capture_default_str();
   add_common_options(command, o.seed, o.json_path, o.markdown_path);
 }
 
@@ -245,24 +263,24 @@ int run_runtime(const RuntimeOptions& o) {
   SimulatorConfig sim;
   sim.seed = o.seed;
   DetectorSimulator simulator(d, sim, &pool);
-  std::vector<std::vector<std::uint8_t>> events(kDistinct);
-  for (int i = 0; i < kDistinct; ++i) {
-    events[std::size_t(i)].resize(d.raw_event_bytes());
-    simulator.generate(std::uint64_t(i), events[std::size_t(i)].data(), nullptr, &pool);
-  }
+  const std::vector<std::vector<std::uint8_t>> events =
+      simulated_events(simulator, kDistinct, pool);
   const auto properties = gpu::device_properties();
   const double h2d = pinned_h2d_gbps(kH2dProbeBytes, 5);
   std::cerr << "device " << properties.name << ", pinned H2D " << fixed(h2d, 1) << " GB/s\n";
 
   std::vector<Row> rows;
-  auto parse_launch = [](const std::string& s) { return s == "graph" ? LaunchMode::Graph : LaunchMode::Plain; };
+  auto parse_launch = [](const std::string& s) {
+    return s == "graph" ? LaunchMode::Graph : LaunchMode::Plain;
+  };
   for (const std::string& source : o.source) {
     std::vector<StreamConfig> configs;
     // The baseline first, always measured.
     StreamConfig base;
     base.source = source == "device" ? SourcePlacement::Device : SourcePlacement::Host;
     configs.push_back(base);
-    for (const std::string& threads : source == "host" ? o.threads : std::vector<std::string>{"one_for_all"})
+    for (const std::string& threads :
+         source == "host" ? o.threads : std::vector<std::string>{"one_for_all"})
       for (const int s : o.streams)
         for (const std::string& launch : o.launch)
           for (const int k : o.batch)
@@ -272,16 +290,19 @@ int run_runtime(const RuntimeOptions& o) {
               c.launch = parse_launch(launch);
               c.batch = k;
               c.segments = seg == "one" ? SegmentsPerLaunch::One : SegmentsPerLaunch::All;
-              c.host_threads = threads == "per_stream" ? HostThreadModel::PerStream : HostThreadModel::OneForAll;
+              c.host_threads =
+                  threads == "per_stream" ? HostThreadModel::PerStream : HostThreadModel::OneForAll;
               if (!(c == base)) configs.push_back(c);
             }
     for (const StreamConfig& c : configs) {
       StreamConfig backend_config = c;
       backend_config.source = SourcePlacement::Host;  // the backend itself is host-fed
-      Row row = source == "host" ? run_host_row(d, simulator.constants(), events, backend_config, o.events)
-                                 : run_device_row(d, simulator.constants(), events, c, o.events);
+      Row row = source == "host"
+                    ? run_host_row(d, simulator.constants(), events, backend_config, o.events)
+                    : run_device_row(d, simulator.constants(), events, c, o.events);
       row.config = c;
-      std::cerr << source << " | " << describe(c) << " | " << fixed(row.events_per_s(), 0) << " ev/s\n";
+      std::cerr << source << " | " << describe(c) << " | " << fixed(row.events_per_s(), 0)
+                << " ev/s\n";
       rows.push_back(row);
     }
   }
@@ -312,7 +333,8 @@ int run_runtime(const RuntimeOptions& o) {
        "latency = submit -> completion returned, host clock\n";
   m << "- device: events already in device memory, launches enqueued ahead (no doorbell ring, "
        "no latency measured)\n\n";
-  m << "| source | configuration | events/s | raw GB/s | of H2D | latency p50 us | p99 us | GPU MiB | x baseline |\n";
+  m << "| source | configuration | events/s | raw GB/s | of H2D | latency p50 us | p99 us | GPU "
+       "MiB | x baseline |\n";
   m << "|---|---|---|---|---|---|---|---|---|\n";
   for (const Row& r : rows) {
     const Row* b = baseline_of(r);
@@ -334,7 +356,9 @@ int run_runtime(const RuntimeOptions& o) {
     }
     j["rows"].push_back(jr);
     m << "| " << source << " | " << describe(r.config)
-      << (r.config.source == SourcePlacement::Host ? ", " + std::string(to_string(r.config.host_threads)) : "")
+      << (r.config.source == SourcePlacement::Host
+              ? ", " + std::string(to_string(r.config.host_threads))
+              : "")
       << " | " << fixed(r.events_per_s(), 0) << " | " << fixed(r.gbps(), 2) << " | "
       << (r.latency_p50_us >= 0 ? fixed(r.gbps() / h2d, 3) : "-") << " | "
       << (r.latency_p50_us >= 0 ? fixed(r.latency_p50_us, 1) : "-") << " | "
