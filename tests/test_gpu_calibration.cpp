@@ -1,14 +1,17 @@
 // The CUDA backend against the CPU reference, bit for bit.
 //
 // Both backends call the same functions of calib/calibration_math.hpp and the math has no
-// multiply-add shape, so every output float must be *identical* (same bits) to calibrate_event_cpu's;
-// a failure reports how many pixels differ and the largest absolute and relative difference.
-// Outputs are poisoned with NaN (host buffers before every read, device buffers before every
-// launch of the kernel-level tests), so a pixel no kernel wrote shows up as NaN.
+// multiply-add shape, so every output float must be *identical* (same bits) to
+// calibrate_event_cpu's; a failure reports how many pixels differ and the largest absolute and
+// relative difference. Outputs are poisoned with NaN (host buffers before every read, device
+// buffers before every launch of the kernel-level tests), so a pixel no kernel wrote shows up as
+// NaN.
 //
 // Without a usable CUDA device the suite skips, unless LIVEDRP_REQUIRE_GPU=1 (the GPU machine's
 // runner sets it), where it fails.
 #include <QtTest>
+
+#include "gpu_test_support.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -55,7 +58,8 @@ calib::CalibrationParams params_set(int index, bool common_mode) {
     float threshold;
     int min_pixels;
   };
-  static constexpr Set kSets[] = {{40.0f, 8}, {25.0f, 8}, {60.0f, 20}, {12.0f, 8}, {40.0f, 47}, {100.0f, 1}};
+  static constexpr Set kSets[] = {{40.0f, 8}, {25.0f, 8},  {60.0f, 20},
+                                  {12.0f, 8}, {40.0f, 47}, {100.0f, 1}};
   const Set set = kSets[index % int(std::size(kSets))];
   calib::CalibrationParams params;
   params.common_mode = common_mode;
@@ -65,11 +69,11 @@ calib::CalibrationParams params_set(int index, bool common_mode) {
 }
 
 struct Difference {
-  std::size_t differing = 0;   // bits differ
-  std::size_t unwritten = 0;   // NaN where the reference is not
+  std::size_t differing = 0;  // bits differ
+  std::size_t unwritten = 0;  // NaN where the reference is not
   double max_abs = 0;
   double max_rel = 0;
-  std::size_t first = 0;       // first differing pixel
+  std::size_t first = 0;  // first differing pixel
   float first_got = 0, first_want = 0;
 };
 
@@ -91,9 +95,10 @@ Difference compare_bits(const float* got, const float* want, std::size_t n) {
 }
 
 QByteArray describe(const Difference& d, const QString& what) {
-  return QString("%1: %2 pixels differ (%3 unwritten/NaN), max abs diff %4, max rel diff %5 "
-                 "(%6 the 1e-6 that would mean different math); first at pixel %7: got %8, "
-                 "want %9")
+  return QString(
+             "%1: %2 pixels differ (%3 unwritten/NaN), max abs diff %4, max rel diff %5 "
+             "(%6 the 1e-6 that would mean different math); first at pixel %7: got %8, "
+             "want %9")
       .arg(what)
       .arg(d.differing)
       .arg(d.unwritten)
@@ -148,8 +153,7 @@ class TestGpuCalibration : public QObject {
   // Runs `raw` (one event) through a fresh CUDA backend with `params`; returns the output.
   std::vector<float> calibrate_on_backend(const DetectorDescription& d,
                                           const CalibrationConstants& constants,
-                                          const calib::CalibrationParams& params,
-                                          const void* raw) {
+                                          const calib::CalibrationParams& params, const void* raw) {
     auto backend = make_cuda_backend(d, constants, params);
     void* slot = backend->allocate_host(d.raw_event_bytes());
     std::memcpy(slot, raw, d.raw_event_bytes());
@@ -194,30 +198,30 @@ class TestGpuCalibration : public QObject {
         gpu::copy_async(got.data(), device_out.get(), device_out.bytes(), stream, "test output");
         stream.synchronize();
         const Difference diff = compare_bits(got.data(), want.data(), got.size());
-        QVERIFY2(diff.differing == 0,
-                 describe(diff, QString("%1, %2 kernel, common mode %3, threshold %4, min %5")
-                                    .arg(what)
-                                    .arg(QString::fromStdString(std::string(gpu::to_string(variant))))
-                                    .arg(params.common_mode ? "on" : "off")
-                                    .arg(double(params.common_mode_threshold_adu))
-                                    .arg(params.common_mode_min_pixels))
-                     .constData());
+        QVERIFY2(
+            diff.differing == 0,
+            describe(diff, QString("%1, %2 kernel, common mode %3, threshold %4, min %5")
+                               .arg(what)
+                               .arg(QString::fromStdString(std::string(gpu::to_string(variant))))
+                               .arg(params.common_mode ? "on" : "off")
+                               .arg(double(params.common_mode_threshold_adu))
+                               .arg(params.common_mode_min_pixels))
+                .constData());
       }
     }
 #else
-    Q_UNUSED(d) Q_UNUSED(constants) Q_UNUSED(raw) Q_UNUSED(param_sets) Q_UNUSED(what)
+    Q_UNUSED(d)
+    Q_UNUSED(constants)
+    Q_UNUSED(raw)
+    Q_UNUSED(param_sets)
+    Q_UNUSED(what)
     QSKIP("built without CUDA");
 #endif
   }
 
  private slots:
   void initTestCase() {
-    if (const auto reason = cuda_unavailable_reason()) {
-      const QByteArray message = "no usable CUDA device: " + QByteArray::fromStdString(*reason);
-      if (qEnvironmentVariable("LIVEDRP_REQUIRE_GPU") == "1")
-        QFAIL((message + " (LIVEDRP_REQUIRE_GPU=1)").constData());
-      QSKIP(message.constData());
-    }
+    LIVEDRP_SKIP_WITHOUT_GPU();
   }
 
   void backend_output_equals_cpu_bit_for_bit_data() {
@@ -328,7 +332,7 @@ class TestGpuCalibration : public QObject {
         const int noisy = r / rows_per_count;  // pixels of this row that are not quiet
         for (int col = 0; col < width; ++col) {
           const std::size_t p = std::size_t(r) * std::size_t(width) + std::size_t(col);
-          int offset = int(next() >> 29) - 4;      // -4 .. 3: few distinct values, many ties
+          int offset = int(next() >> 29) - 4;  // -4 .. 3: few distinct values, many ties
           if (col < noisy) offset = (next() >> 31) ? 40 : 700;  // at the threshold, or a photon
           raw[p] = std::uint16_t(1000 + offset);  // mode 0 (Jungfrau g0 / ePix10ka FH)
         }
@@ -341,8 +345,7 @@ class TestGpuCalibration : public QObject {
         params.common_mode_min_pixels = min_pixels;
         sets.push_back(params);
       }
-      check_kernels_against_cpu(d, c, raw.data(), sets,
-                                QString("ties, bank width %1").arg(width));
+      check_kernels_against_cpu(d, c, raw.data(), sets, QString("ties, bank width %1").arg(width));
     }
   }
 
@@ -378,18 +381,19 @@ class TestGpuCalibration : public QObject {
       float expected;
     };
     const Word words[] = {
-        {calib::kConfigFH, 1500, 124.875f},            // FH:    (1500 - 1000.5) * 0.25
-        {calib::kConfigFM, 2000, 449.75f},             // FM:    (2000 - 1100.5) * 0.5
-        {calib::kConfigFL, 3000, 1349.625f},           // FL:    (3000 - 1200.5) * 0.75
-        {calib::kConfigAHL, 1400, 99.5f},              // AHL-H: (1400 - 1300.5) * 1.0
-        {calib::kConfigAHL, 0x4000 | 1500, -0.75f},    // AHL-L: (1500 - 1500.5) * 1.5
-        {calib::kConfigAML, 2000, 749.375f},           // AML-M: (2000 - 1400.5) * 1.25
-        {calib::kConfigAML, 0x4000 | 2000, 699.125f},  // AML-L: (2000 - 1600.5) * 1.75
+        {calib::kConfigFH, 1500, 124.875f},                     // FH:    (1500 - 1000.5) * 0.25
+        {calib::kConfigFM, 2000, 449.75f},                      // FM:    (2000 - 1100.5) * 0.5
+        {calib::kConfigFL, 3000, 1349.625f},                    // FL:    (3000 - 1200.5) * 0.75
+        {calib::kConfigAHL, 1400, 99.5f},                       // AHL-H: (1400 - 1300.5) * 1.0
+        {calib::kConfigAHL, 0x4000 | 1500, -0.75f},             // AHL-L: (1500 - 1500.5) * 1.5
+        {calib::kConfigAML, 2000, 749.375f},                    // AML-M: (2000 - 1400.5) * 1.25
+        {calib::kConfigAML, 0x4000 | 2000, 699.125f},           // AML-L: (2000 - 1600.5) * 1.75
         {calib::kStatusMasked | calib::kConfigFH, 1500, 0.0f},  // masked
-        {5, 1500, 0.0f},                               // no such configuration: bad
-        {7, 1500, 0.0f},                               // no such configuration: bad
-        {calib::kConfigFH, 0xC000 | 1200, 49.875f},    // FH ignores the gain bits: (1200 - 1000.5) * .25
-        {calib::kConfigFL, 0x3FFF, 11386.875f},        // FL at full scale: (16383 - 1200.5) * 0.75
+        {5, 1500, 0.0f},                                        // no such configuration: bad
+        {7, 1500, 0.0f},                                        // no such configuration: bad
+        {calib::kConfigFH, 0xC000 | 1200,
+         49.875f},                               // FH ignores the gain bits: (1200 - 1000.5) * .25
+        {calib::kConfigFL, 0x3FFF, 11386.875f},  // FL at full scale: (16383 - 1200.5) * 0.75
     };
     for (std::size_t i = 0; i < std::size(words); ++i) {
       c.pixel_status[i] = words[i].status;
@@ -413,13 +417,19 @@ class TestGpuCalibration : public QObject {
     CalibrationConstants c = constant_planes(d, 2000.0f, 1000.0f, {0.5f, 2.0f, 8.0f});
     std::vector<std::uint16_t> raw(d.pixels(), 2000);
     std::vector<float> expected(d.pixels(), 0.0f);
-    raw[0] = 2100;            expected[0] = 50.0f;    // g0: (2100 - 2000) * 0.5
-    raw[1] = 0x4000 | 3500;   expected[1] = 1000.0f;  // g1: (3500 - 3000) * 2
-    raw[2] = 0xC000 | 4010;   expected[2] = 80.0f;    // g2: (4010 - 4000) * 8
-    raw[3] = 0x8000 | 2100;   expected[3] = 0.0f;     // stage 10: bad
-    raw[4] = 2100;            expected[4] = 0.0f;     // masked
+    raw[0] = 2100;
+    expected[0] = 50.0f;  // g0: (2100 - 2000) * 0.5
+    raw[1] = 0x4000 | 3500;
+    expected[1] = 1000.0f;  // g1: (3500 - 3000) * 2
+    raw[2] = 0xC000 | 4010;
+    expected[2] = 80.0f;  // g2: (4010 - 4000) * 8
+    raw[3] = 0x8000 | 2100;
+    expected[3] = 0.0f;  // stage 10: bad
+    raw[4] = 2100;
+    expected[4] = 0.0f;  // masked
     c.pixel_status[4] = calib::kStatusMasked;
-    raw[5] = 0x4000 | 2990;   expected[5] = -20.0f;   // g1 below its pedestal: (2990 - 3000) * 2
+    raw[5] = 0x4000 | 2990;
+    expected[5] = -20.0f;  // g1 below its pedestal: (2990 - 3000) * 2
     calib::CalibrationParams params;
     params.common_mode = false;
     const std::vector<float> got = calibrate_on_backend(d, c, params, raw.data());
@@ -445,10 +455,14 @@ class TestGpuCalibration : public QObject {
       raw[std::size_t(i)] = std::uint16_t(2000 + offset);
       expected[std::size_t(i)] = (float(offset) - 4.5f) * 0.5f;
     }
-    raw[60] = 2500;           expected[60] = 247.75f;   // photon: (500 - 4.5) * 0.5
-    raw[61] = 2500;           expected[61] = 247.75f;
-    raw[62] = 0x8000 | 2000;  expected[62] = 0.0f;      // stage 10
-    raw[63] = 2000;           expected[63] = 0.0f;      // masked
+    raw[60] = 2500;
+    expected[60] = 247.75f;  // photon: (500 - 4.5) * 0.5
+    raw[61] = 2500;
+    expected[61] = 247.75f;
+    raw[62] = 0x8000 | 2000;
+    expected[62] = 0.0f;  // stage 10
+    raw[63] = 2000;
+    expected[63] = 0.0f;  // masked
     c.pixel_status[63] = calib::kStatusMasked;
     for (int i = 0; i < 64; ++i) {
       const std::size_t p = 64 + std::size_t(i);

@@ -8,6 +8,8 @@
 // Without a usable CUDA device the suite skips, unless LIVEDRP_REQUIRE_GPU=1, where it fails.
 #include <QtTest>
 
+#include "gpu_test_support.hpp"
+
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -200,12 +202,7 @@ class TestGpuCodec : public QObject {
 
  private slots:
   void initTestCase() {
-    if (const auto reason = cuda_unavailable_reason()) {
-      const QByteArray message = "no usable CUDA device: " + QByteArray::fromStdString(*reason);
-      if (qEnvironmentVariable("LIVEDRP_REQUIRE_GPU") == "1")
-        QFAIL((message + " (LIVEDRP_REQUIRE_GPU=1)").constData());
-      QSKIP(message.constData());
-    }
+    LIVEDRP_SKIP_WITHOUT_GPU();
 #ifdef LIVEDRP_HAVE_CUDA
     codec_ = std::make_unique<gpu::DeviceCodec>(kMaxElements);
     stream_ = std::make_unique<gpu::Stream>();

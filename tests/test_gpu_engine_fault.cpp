@@ -6,6 +6,8 @@
 // Without a usable CUDA device the suite skips, unless LIVEDRP_REQUIRE_GPU=1, where it fails.
 #include <QtTest>
 
+#include "gpu_test_support.hpp"
+
 #include "core/error.hpp"
 #include "exec/backend.hpp"
 #include "exec/engine.hpp"
@@ -37,14 +39,7 @@ EngineConfig faulting_config(FaultPolicy policy) {
 class TestGpuEngineFault : public QObject {
   Q_OBJECT
  private slots:
-  void initTestCase() {
-    if (const auto reason = cuda_unavailable_reason()) {
-      const QByteArray message = "no usable CUDA device: " + QByteArray::fromStdString(*reason);
-      if (qEnvironmentVariable("LIVEDRP_REQUIRE_GPU") == "1")
-        QFAIL((message + " (LIVEDRP_REQUIRE_GPU=1)").constData());
-      QSKIP(message.constData());
-    }
-  }
+  void initTestCase() { LIVEDRP_SKIP_WITHOUT_GPU(); }
 
 #ifdef LIVEDRP_HAVE_CUDA
   void fallback_to_cpu_processes_every_event_in_order() {

@@ -13,6 +13,8 @@
 // Without a usable CUDA device the suite skips, unless LIVEDRP_REQUIRE_GPU=1, where it fails.
 #include <QtTest>
 
+#include "gpu_test_support.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,12 +51,7 @@ class TestGpuResident : public QObject {
 
  private slots:
   void initTestCase() {
-    if (const auto reason = cuda_unavailable_reason()) {
-      const QByteArray message = "no usable CUDA device: " + QByteArray::fromStdString(*reason);
-      if (qEnvironmentVariable("LIVEDRP_REQUIRE_GPU") == "1")
-        QFAIL((message + " (LIVEDRP_REQUIRE_GPU=1)").constData());
-      QSKIP(message.constData());
-    }
+    LIVEDRP_SKIP_WITHOUT_GPU();
 #ifdef LIVEDRP_HAVE_CUDA
     detector_ = find_detector("epix10ka2m");
     ThreadPool pool;

@@ -11,6 +11,8 @@
 // Without a usable CUDA device the suite skips, unless LIVEDRP_REQUIRE_GPU=1, where it fails.
 #include <QtTest>
 
+#include "gpu_test_support.hpp"
+
 #include <bit>
 #include <chrono>
 #include <cstdint>
@@ -82,12 +84,7 @@ class TestGpuRuntime : public QObject {
 
  private slots:
   void initTestCase() {
-    if (const auto reason = cuda_unavailable_reason()) {
-      const QByteArray message = "no usable CUDA device: " + QByteArray::fromStdString(*reason);
-      if (qEnvironmentVariable("LIVEDRP_REQUIRE_GPU") == "1")
-        QFAIL((message + " (LIVEDRP_REQUIRE_GPU=1)").constData());
-      QSKIP(message.constData());
-    }
+    LIVEDRP_SKIP_WITHOUT_GPU();
     if (qEnvironmentVariable(kTrapChildVariable) == "1") return;  // the child needs no pool
     detector_ = find_detector("epix10ka2m");
     ThreadPool pool;
@@ -122,11 +119,11 @@ class TestGpuRuntime : public QObject {
     using S = SegmentsPerLaunch;
     using H = HostThreadModel;
     const Row rows[] = {
-        {1, L::Plain, 1, S::All, H::OneForAll},  {4, L::Plain, 1, S::All, H::PerStream},
-        {4, L::Graph, 1, S::All, H::OneForAll},  {4, L::Graph, 4, S::All, H::PerStream},
-        {1, L::Plain, 4, S::One, H::OneForAll},  {4, L::Plain, 4, S::One, H::PerStream},
-        {1, L::Graph, 1, S::One, H::PerStream},  {4, L::Graph, 4, S::One, H::OneForAll},
-        {4, L::Plain, 4, S::All, H::OneForAll},  {1, L::Graph, 4, S::All, H::PerStream},
+        {1, L::Plain, 1, S::All, H::OneForAll}, {4, L::Plain, 1, S::All, H::PerStream},
+        {4, L::Graph, 1, S::All, H::OneForAll}, {4, L::Graph, 4, S::All, H::PerStream},
+        {1, L::Plain, 4, S::One, H::OneForAll}, {4, L::Plain, 4, S::One, H::PerStream},
+        {1, L::Graph, 1, S::One, H::PerStream}, {4, L::Graph, 4, S::One, H::OneForAll},
+        {4, L::Plain, 4, S::All, H::OneForAll}, {1, L::Graph, 4, S::All, H::PerStream},
     };
     for (const Row& r : rows) {
       const StreamConfig c = config_of(r.streams, r.launch, r.batch, r.segments, r.threads);
@@ -211,7 +208,8 @@ class TestGpuRuntime : public QObject {
     QCOMPARE(backend->in_flight(), std::size_t(0));
     QVERIFY(!backend->next_completed(false).has_value());
     QCOMPARE(out_of_order, 0);
-    for (int a = 0; a < kMatrixEvents; ++a) QVERIFY2(seen[std::size_t(a)] == 1, qPrintable(QString::number(a)));
+    for (int a = 0; a < kMatrixEvents; ++a)
+      QVERIFY2(seen[std::size_t(a)] == 1, qPrintable(QString::number(a)));
     std::uint64_t lane_total = 0;
     for (const LaneOccupancy& lane : backend->lane_occupancy()) {
       QCOMPARE(lane.in_flight, std::uint64_t(0));
@@ -268,12 +266,12 @@ class TestGpuRuntime : public QObject {
     }
     StreamConfig device_source;
     device_source.source = SourcePlacement::Device;
-    QVERIFY_THROWS_EXCEPTION(InputError, make_cuda_backend(detector_, simulator_->constants(),
-                                                           params_, device_source));
+    QVERIFY_THROWS_EXCEPTION(
+        InputError, make_cuda_backend(detector_, simulator_->constants(), params_, device_source));
     StreamConfig too_many;
     too_many.streams = 17;
-    QVERIFY_THROWS_EXCEPTION(InputError, make_cuda_backend(detector_, simulator_->constants(),
-                                                           params_, too_many));
+    QVERIFY_THROWS_EXCEPTION(
+        InputError, make_cuda_backend(detector_, simulator_->constants(), params_, too_many));
   }
 
   // A launch the device rejects (cudaErrorInvalidConfiguration) is a RuntimeFault naming the
@@ -325,8 +323,8 @@ class TestGpuRuntime : public QObject {
       child.setProcessChannelMode(QProcess::MergedChannels);
       child.start(QCoreApplication::applicationFilePath(), {"trap_child"});
       QVERIFY(child.waitForStarted());
-      const bool finished = child.waitForFinished(int(
-          std::chrono::duration_cast<std::chrono::milliseconds>(kFaultDeadline * 2).count()));
+      const bool finished = child.waitForFinished(
+          int(std::chrono::duration_cast<std::chrono::milliseconds>(kFaultDeadline * 2).count()));
       const QString output = QString::fromUtf8(child.readAll());
       if (!finished) child.kill();
       QVERIFY2(finished, qPrintable(QString("%1: the child hung:\n%2").arg(model, output)));
