@@ -69,7 +69,12 @@ struct Ring {
   std::size_t raw_stride = 0;
   float* out = nullptr;  // slots x out_stride floats
   std::size_t out_stride = 0;
-  u64* doorbell = nullptr;       // per slot: 0 free, sequence + 1 when the event is there
+  u64* doorbell = nullptr;  // per slot: 0 free, sequence + 1 when the event is there
+  // Per slot: sequence + 1 of the last event finished in it. The producer of event s waits for
+  // s - slots + 1 here, not for a zero doorbell: producer blocks claim numbers a ring turn apart
+  // (s and s + slots) while both see the same free slot, and a zero doorbell cannot tell them
+  // which of them is next.
+  u64* released = nullptr;
   SlotHeader* header = nullptr;  // per slot
   unsigned* tiles_done = nullptr;
   u64* checksum = nullptr;  // per slot, summed by the tiles
@@ -89,7 +94,6 @@ struct CalibrationWork {
   std::size_t rows = 0;  // bank rows (common mode)
   CalibrationParams params;
   unsigned tiles = 0;  // tiles per event
-  bool checksum = false;
 };
 
 // Rows of lanes one tile covers: kTileSteps block-wide steps.
@@ -122,10 +126,12 @@ inline unsigned tiles_per_event(std::size_t pixels, std::size_t rows, bool commo
 }
 
 // Calibrates tile `tile` of one event (raw words at `raw`, image at `out`); returns this thread's
-// part of the checksum (0 unless work.checksum). Every thread of the block calls it. The detector
+// part of the checksum (0 unless kChecksum). The checksum is a template parameter, not a run-time
+// flag, because its 64-bit sums cost registers: compiled in, they halve the blocks per
+// multiprocessor of the common-mode kernel. Every thread of the block calls it. The detector
 // is checked at set-up to allow the vectorised loads (pixels and bank rows multiples of 8, slots
 // 256-byte aligned).
-template <RawEncoding E, bool kCommonMode>
+template <RawEncoding E, bool kCommonMode, bool kChecksum>
 __device__ __forceinline__ u64 calibrate_tile(const CalibrationWork& work, const void* raw,
                                               float* out, unsigned tile) {
   u64 sum = 0;
@@ -155,7 +161,7 @@ __device__ __forceinline__ u64 calibrate_tile(const CalibrationWork& work, const
     } else if (count > 0) {
       store_lane<false>(out, first, count, values);
     }
-    if (work.checksum && count > 0) {
+    if (kChecksum && count > 0) {
 #pragma unroll
       for (int i = 0; i < kLanePixels; ++i)
         if (i < count)
@@ -215,7 +221,8 @@ __device__ __forceinline__ void finish_event(const Ring& ring, u64 event, unsign
   __threadfence_system();  // the record's fields before its ready word
   *reinterpret_cast<volatile u64*>(&record->ready) = event + 1;
   __threadfence();
-  store_release(ring.doorbell + slot, 0ull);  // re-arm: the producer may refill the slot
+  *reinterpret_cast<volatile u64*>(ring.doorbell + slot) = 0;  // cleared before the release
+  store_release(ring.released + slot, event + 1);  // re-arm: the producer of event + slots may go
 }
 
 }  // namespace livedrp::gpu::resident

@@ -5,7 +5,9 @@
 // doorbell with an acquire load, and the block's other threads are ordered after it by the
 // barrier. The consumer finishing an event fences its tiles' writes, writes the result record to
 // mapped host memory, fences at system scope and then sets the record's ready word, which the host
-// reads with an acquire load. The slot is re-armed (doorbell 0, release) only after that.
+// reads with an acquire load. Only then is the slot re-armed: its doorbell cleared and its release
+// word set to the event's sequence + 1 (release store), which the producer of the slot's next
+// event (sequence + slots) waits for with an acquire load.
 //
 // Device graph launch needs the device runtime (cudaGraphLaunch from a kernel), so this folder is
 // compiled as relocatable device code and device-linked on its own (engine/CMakeLists.txt).
@@ -86,10 +88,16 @@ __global__ void __launch_bounds__(kBlockThreads) producer_kernel(Ring ring, Prod
                now = globaltimer_ns())
             __nanosleep(unsigned(min(due - now, 1000ull)));
         }
-        const u64* doorbell = ring.doorbell + sequence % u64(ring.slots);
-        for (unsigned pause = 32; load_acquire(doorbell) != 0 && !load_volatile(abort);
-             pause = min(pause * 2, 1024u))
-          __nanosleep(pause);
+        // The slot's previous occupant (event sequence - slots) must be finished; the slot's
+        // first event finds it free.
+        if (sequence >= u64(ring.slots)) {
+          const u64* released = ring.released + sequence % u64(ring.slots);
+          const u64 previous_plus_one = sequence - u64(ring.slots) + 1;
+          for (unsigned pause = 32;
+               load_acquire(released) < previous_plus_one && !load_volatile(abort);
+               pause = min(pause * 2, 1024u))
+            __nanosleep(pause);
+        }
         // Room in the host's result ring (a read across the bus, only when it may be full).
         while (sequence >= host_consumed + u64(ring.result_slots) && !load_volatile(abort)) {
           host_consumed = load_volatile(&ring.host->host_consumed);
@@ -108,8 +116,22 @@ __global__ void __launch_bounds__(kBlockThreads) producer_kernel(Ring ring, Prod
       const uint4* source = reinterpret_cast<const uint4*>(
           p.pool + std::size_t(sequence % u64(p.pool_events)) * ring.raw_stride);
       uint4* target = reinterpret_cast<uint4*>(ring.raw + std::size_t(slot) * ring.raw_stride);
+      // Eight independent 16-byte loads in flight per thread: one at a time, a block's copy is
+      // bound by memory latency (about 4 kB per round trip, some 7 GB/s per block).
+      constexpr int kInFlight = 8;
+      constexpr std::size_t kRound = std::size_t(kBlockThreads) * kInFlight;
       const std::size_t words = p.raw_bytes / sizeof(uint4);
-      for (std::size_t i = threadIdx.x; i < words; i += kBlockThreads)
+      std::size_t base = 0;
+      for (; base + kRound <= words; base += kRound) {
+        uint4 staged[kInFlight];
+#pragma unroll
+        for (int k = 0; k < kInFlight; ++k)
+          staged[k] = __ldcs(source + base + std::size_t(k) * kBlockThreads + threadIdx.x);
+#pragma unroll
+        for (int k = 0; k < kInFlight; ++k)
+          target[base + std::size_t(k) * kBlockThreads + threadIdx.x] = staged[k];
+      }
+      for (std::size_t i = base + threadIdx.x; i < words; i += kBlockThreads)
         target[i] = __ldcs(source + i);
     }
     __syncthreads();
@@ -132,11 +154,17 @@ __global__ void __launch_bounds__(kBlockThreads) producer_kernel(Ring ring, Prod
   }
 }
 
+// Consumer kernels are compiled for at least this many resident blocks per multiprocessor (at most
+// 64 registers a thread). Left to itself the compiler gives the common-mode kernels 80-94
+// registers, which leaves 2 blocks (512 threads) per multiprocessor for a kernel whose shuffles
+// and sorts need many warps to hide their latency.
+constexpr int kConsumerBlocksPerMultiprocessor = 4;
+
 // ---------------------------------------------------------------------------------------------
 // Persistent consumer: blocks take (event, tile) tickets in order.
 
-template <RawEncoding E, bool kCommonMode>
-__global__ void __launch_bounds__(kBlockThreads)
+template <RawEncoding E, bool kCommonMode, bool kChecksum>
+__global__ void __launch_bounds__(kBlockThreads, kConsumerBlocksPerMultiprocessor)
     persistent_consumer_kernel(Ring ring, CalibrationWork work) {
   __shared__ u64 s_ticket;
   __shared__ int s_go;
@@ -157,12 +185,13 @@ __global__ void __launch_bounds__(kBlockThreads)
     const u64 event = s_ticket / work.tiles;
     const unsigned tile = unsigned(s_ticket % work.tiles);
     const unsigned slot = unsigned(event % u64(ring.slots));
-    u64 sum = calibrate_tile<E, kCommonMode>(work, ring.raw + std::size_t(slot) * ring.raw_stride,
-                                             ring.out + std::size_t(slot) * ring.out_stride, tile);
-    if (work.checksum) sum = block_sum(sum);
+    u64 sum = calibrate_tile<E, kCommonMode, kChecksum>(
+        work, ring.raw + std::size_t(slot) * ring.raw_stride,
+        ring.out + std::size_t(slot) * ring.out_stride, tile);
+    if constexpr (kChecksum) sum = block_sum(sum);
     __syncthreads();  // every thread's stores of the tile are issued
     if (threadIdx.x == 0) {
-      if (work.checksum) atomicAdd(ring.checksum + slot, sum);
+      if constexpr (kChecksum) atomicAdd(ring.checksum + slot, sum);
       __threadfence();
       if (atomicAdd(ring.tiles_done + slot, 1u) == work.tiles - 1) {
         ring.tiles_done[slot] = 0;
@@ -183,15 +212,15 @@ __global__ void wait_kernel(Ring ring, LaneState* state) {
   __threadfence();
 }
 
-template <RawEncoding E, bool kCommonMode>
-__global__ void __launch_bounds__(kBlockThreads)
+template <RawEncoding E, bool kCommonMode, bool kChecksum>
+__global__ void __launch_bounds__(kBlockThreads, kConsumerBlocksPerMultiprocessor)
     calibrate_slot_kernel(Ring ring, CalibrationWork work, const LaneState* state) {
   if (state->skip) return;
   const unsigned slot = unsigned(state->event % u64(ring.slots));
-  u64 sum =
-      calibrate_tile<E, kCommonMode>(work, ring.raw + std::size_t(slot) * ring.raw_stride,
-                                     ring.out + std::size_t(slot) * ring.out_stride, blockIdx.x);
-  if (work.checksum) {
+  u64 sum = calibrate_tile<E, kCommonMode, kChecksum>(
+      work, ring.raw + std::size_t(slot) * ring.raw_stride,
+      ring.out + std::size_t(slot) * ring.out_stride, blockIdx.x);
+  if constexpr (kChecksum) {
     sum = block_sum(sum);
     if (threadIdx.x == 0) atomicAdd(ring.checksum + slot, sum);
   }
@@ -232,21 +261,29 @@ struct Kernels {
   void (*calibrate)(Ring, CalibrationWork, const LaneState*) = nullptr;
 };
 
-template <RawEncoding E>
+template <RawEncoding E, bool kChecksum>
 Kernels kernels_for(bool common_mode) {
-  if (common_mode) return {persistent_consumer_kernel<E, true>, calibrate_slot_kernel<E, true>};
-  return {persistent_consumer_kernel<E, false>, calibrate_slot_kernel<E, false>};
+  if (common_mode)
+    return {persistent_consumer_kernel<E, true, kChecksum>,
+            calibrate_slot_kernel<E, true, kChecksum>};
+  return {persistent_consumer_kernel<E, false, kChecksum>,
+          calibrate_slot_kernel<E, false, kChecksum>};
 }
 
-Kernels kernels_for(RawEncoding encoding, bool common_mode) {
+template <RawEncoding E>
+Kernels kernels_for(bool common_mode, bool checksum) {
+  return checksum ? kernels_for<E, true>(common_mode) : kernels_for<E, false>(common_mode);
+}
+
+Kernels kernels_for(RawEncoding encoding, bool common_mode, bool checksum) {
   switch (encoding) {
     case RawEncoding::Epix10ka:
-      return kernels_for<RawEncoding::Epix10ka>(common_mode);
+      return kernels_for<RawEncoding::Epix10ka>(common_mode, checksum);
     case RawEncoding::Jungfrau:
-      return kernels_for<RawEncoding::Jungfrau>(common_mode);
+      return kernels_for<RawEncoding::Jungfrau>(common_mode, checksum);
     case RawEncoding::Float32:
     default:
-      return kernels_for<RawEncoding::Float32>(false);
+      return kernels_for<RawEncoding::Float32>(false, checksum);
   }
 }
 
@@ -298,7 +335,8 @@ std::string_view to_string(ProducerMode mode) {
 
 struct ResidentPipeline::State {
   DetectorDescription detector;
-  DeviceBuffer pedestal_gain, status, pool, raw, out, doorbell, header, tiles_done, checksum;
+  DeviceBuffer pedestal_gain, status, pool, raw, out, doorbell, released, header, tiles_done,
+      checksum;
   DeviceBuffer control, lane_state;
   MappedHostBuffer results_host, shared_host;
   PinnedBuffer stop_word;
@@ -382,12 +420,14 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
   s.raw = DeviceBuffer(std::size_t(slots) * raw_stride);
   s.out = DeviceBuffer(std::size_t(slots) * out_stride * sizeof(float));
   s.doorbell = DeviceBuffer(std::size_t(slots) * sizeof(u64));
+  s.released = DeviceBuffer(std::size_t(slots) * sizeof(u64));
   s.header = DeviceBuffer(std::size_t(slots) * sizeof(SlotHeader));
   s.tiles_done = DeviceBuffer(std::size_t(slots) * sizeof(unsigned));
   s.checksum = DeviceBuffer(std::size_t(slots) * sizeof(u64));
   s.control = DeviceBuffer(sizeof(DeviceControl));
   s.lane_state = DeviceBuffer(std::size_t(lanes) * sizeof(LaneState));
   check(cudaMemset(s.doorbell.get(), 0, s.doorbell.bytes()), "cudaMemset(doorbells)");
+  check(cudaMemset(s.released.get(), 0, s.released.bytes()), "cudaMemset(release words)");
   check(cudaMemset(s.tiles_done.get(), 0, s.tiles_done.bytes()), "cudaMemset(tile counts)");
   check(cudaMemset(s.checksum.get(), 0, s.checksum.bytes()), "cudaMemset(checksums)");
   DeviceControl control{};
@@ -432,6 +472,7 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
   ring.out = s.out.as<float>();
   ring.out_stride = out_stride;
   ring.doorbell = s.doorbell.as<u64>();
+  ring.released = s.released.as<u64>();
   ring.header = s.header.as<SlotHeader>();
   ring.tiles_done = s.tiles_done.as<unsigned>();
   ring.checksum = s.checksum.as<u64>();
@@ -449,8 +490,7 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
   work.rows = detector.bank_columns > 0 ? pixels / std::size_t(detector.bank_columns) : 0;
   work.params = config.params;
   work.tiles = tiles_per_event(pixels, work.rows, common_mode);
-  work.checksum = config.checksum;
-  s.kernels = kernels_for(detector.encoding, common_mode);
+  s.kernels = kernels_for(detector.encoding, common_mode, config.checksum);
 
   ProducerParams& p = s.producer;
   p.pool = s.pool.as<const char>();
@@ -585,8 +625,8 @@ void ResidentPipeline::abort_and_wait() {
 std::size_t ResidentPipeline::device_bytes() const {
   const State& s = *state_;
   return s.pedestal_gain.bytes() + s.status.bytes() + s.pool.bytes() + s.raw.bytes() +
-         s.out.bytes() + s.doorbell.bytes() + s.header.bytes() + s.tiles_done.bytes() +
-         s.checksum.bytes() + s.control.bytes() + s.lane_state.bytes();
+         s.out.bytes() + s.doorbell.bytes() + s.released.bytes() + s.header.bytes() +
+         s.tiles_done.bytes() + s.checksum.bytes() + s.control.bytes() + s.lane_state.bytes();
 }
 
 std::string ResidentPipeline::describe() const {
