@@ -1,6 +1,10 @@
 #include "core/detector.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
+#include <numbers>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -197,6 +201,26 @@ nlohmann::json to_json(const DetectorDescription& d) {
           {"bank_columns", d.bank_columns},
           {"gain_modes", modes},
           {"placement", placement}};
+}
+
+AssembledPoint assembled_point(const SegmentPlacement& placement, double row, double col) {
+  const double angle = placement.rotation_deg * std::numbers::pi / 180.0;
+  // Rotations are multiples of 90 degrees: round so that cos and sin are exactly 0 or +-1.
+  const double c = std::round(std::cos(angle)), s = std::round(std::sin(angle));
+  return {placement.x_px + c * col - s * row, placement.y_px + s * col + c * row};
+}
+
+AssembledBounds assembled_bounds(const DetectorDescription& detector) {
+  AssembledBounds b{std::numeric_limits<double>::max(), std::numeric_limits<double>::max(),
+                    std::numeric_limits<double>::lowest(), std::numeric_limits<double>::lowest()};
+  for (const SegmentPlacement& placement : detector.placement)
+    for (double row : {0.0, double(detector.rows)})
+      for (double col : {0.0, double(detector.cols)}) {
+        const AssembledPoint corner = assembled_point(placement, row, col);
+        b.min_x = std::min(b.min_x, corner.x), b.max_x = std::max(b.max_x, corner.x);
+        b.min_y = std::min(b.min_y, corner.y), b.max_y = std::max(b.max_y, corner.y);
+      }
+  return b;
 }
 
 }  // namespace livedrp

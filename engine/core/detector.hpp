@@ -55,6 +55,21 @@ struct DetectorDescription {
   }
 };
 
+// A point (row, col) of a segment, in pixels from its pixel (0, 0) corner (a pixel's centre is at
+// +0.5, +0.5), in the assembled image: the corner sits at (x_px, y_px) and the segment is rotated
+// about it, so the fast-scan (col) axis points along (cos, sin) of rotation_deg in the (x, y)
+// frame and the slow-scan (row) axis along (-sin, cos).
+struct AssembledPoint {
+  double x = 0, y = 0;
+};
+AssembledPoint assembled_point(const SegmentPlacement& placement, double row, double col);
+// The assembled image's bounding box, and its middle (where the simulator puts the beam).
+struct AssembledBounds {
+  double min_x = 0, min_y = 0, max_x = 0, max_y = 0;
+  AssembledPoint centre() const { return {0.5 * (min_x + max_x), 0.5 * (min_y + max_y)}; }
+};
+AssembledBounds assembled_bounds(const DetectorDescription& detector);
+
 // Parses and validates a description; `origin` names the file in error messages.
 // Throws InputError naming the field and the value that is wrong.
 DetectorDescription parse_detector_description(const nlohmann::json& json,

@@ -29,7 +29,7 @@ enum Purpose : std::uint64_t {
 // Streams of one event, below its event key.
 enum EventStream : std::uint64_t {
   kStreamNoise = 1,
-  kStreamPhotons = 2,        // high 32 bits: Poisson uniform; low 32: Jungfrau bad-gain draw
+  kStreamPhotons = 2,  // high 32 bits: Poisson uniform; low 32: Jungfrau bad-gain draw
   kStreamLargeMeanNormal = 3,
   kStreamCommonMode = 4,
   kStreamPeaks = 5,
@@ -43,7 +43,7 @@ constexpr double kAdcMax = double(calib::kAdcBits);
 // ePix10ka gain bit (auto modes switched to low) and Jungfrau gain stage bits.
 constexpr std::uint16_t kEpix10kaLowGainBit = 1u << 14;
 constexpr std::uint16_t kJungfrauStageBits[3] = {0x0000, 0x4000, 0xC000};  // g0 00, g1 01, g2 11
-constexpr std::uint16_t kJungfrauBadStageBits = 0x8000;                     // 10: invalid
+constexpr std::uint16_t kJungfrauBadStageBits = 0x8000;                    // 10: invalid
 
 // ePix10ka per-pixel configuration is assigned by ASIC, cycling through the five configurations,
 // so that a 64-ASIC ePix10ka2M shows every configuration and, through the auto ones, all 7 modes.
@@ -68,9 +68,12 @@ double typical_pedestal_adu(RawEncoding encoding, int mode) {
   // G0 G1 G2
   static constexpr double kJungfrau[calib::kJungfrauModes] = {1800, 2400, 2200};
   switch (encoding) {
-    case RawEncoding::Epix10ka: return kEpix10ka[mode];
-    case RawEncoding::Jungfrau: return kJungfrau[mode];
-    case RawEncoding::Float32: return 0;
+    case RawEncoding::Epix10ka:
+      return kEpix10ka[mode];
+    case RawEncoding::Jungfrau:
+      return kJungfrau[mode];
+    case RawEncoding::Float32:
+      return 0;
   }
   return 0;
 }
@@ -105,8 +108,8 @@ void check_non_negative(const char* field, double value) {
 void check_ordered(const char* min_field, double min_value, const char* max_field,
                    double max_value) {
   if (!(max_value >= min_value))
-    reject(max_field, max_value, std::string("at least ") + min_field + " = " +
-                                     std::to_string(min_value));
+    reject(max_field, max_value,
+           std::string("at least ") + min_field + " = " + std::to_string(min_value));
 }
 
 void validate(const SimulatorConfig& c, const DetectorDescription& d) {
@@ -126,15 +129,15 @@ void validate(const SimulatorConfig& c, const DetectorDescription& d) {
   check_non_negative("background_photons", c.background_photons);
   check_non_negative("ring_peak_photons", c.ring_peak_photons);
   check_positive("ring_sigma_px", c.ring_sigma_px);
-  for (double fraction : c.ring_radius_fractions) check_positive("ring_radius_fractions[]", fraction);
+  for (double fraction : c.ring_radius_fractions)
+    check_positive("ring_radius_fractions[]", fraction);
   check_range("peaks_per_hit_min", c.peaks_per_hit_min, 0, 1e6);
   check_ordered("peaks_per_hit_min", c.peaks_per_hit_min, "peaks_per_hit_max", c.peaks_per_hit_max);
   check_range("peaks_per_hit_max", c.peaks_per_hit_max, 0, 1e6);
   check_positive("peak_photons_min", c.peak_photons_min);
   check_ordered("peak_photons_min", c.peak_photons_min, "peak_photons_max", c.peak_photons_max);
   check_positive("peak_sigma_min_px", c.peak_sigma_min_px);
-  check_ordered("peak_sigma_min_px", c.peak_sigma_min_px, "peak_sigma_max_px",
-                c.peak_sigma_max_px);
+  check_ordered("peak_sigma_min_px", c.peak_sigma_min_px, "peak_sigma_max_px", c.peak_sigma_max_px);
   const int support = int(std::ceil(kPeakSupportSigmas * c.peak_sigma_max_px));
   if (c.peak_edge_margin_px < support + 1)
     reject("peak_edge_margin_px", c.peak_edge_margin_px,
@@ -158,20 +161,6 @@ void for_ranges(ThreadPool* pool, std::size_t count, const Body& body) {
     pool->parallel_for(count, body);
   else
     body(0, count);
-}
-
-// A point (row, col) of a segment, in pixels from its pixel (0, 0) corner (a pixel's centre is at
-// +0.5, +0.5), in the assembled image: the corner sits at (x_px, y_px) and the segment is rotated
-// about it, so the fast-scan (col) axis points along (cos, sin) of rotation_deg in the (x, y)
-// frame and the slow-scan (row) axis along (-sin, cos). All built-in detectors use rotation 0.
-struct AssembledPoint {
-  double x, y;
-};
-AssembledPoint assembled(const SegmentPlacement& placement, double row, double col) {
-  const double angle = placement.rotation_deg * std::numbers::pi / 180.0;
-  // Rotations are multiples of 90 degrees: round so that cos and sin are exactly 0 or +-1.
-  const double c = std::round(std::cos(angle)), s = std::round(std::sin(angle));
-  return {placement.x_px + c * col - s * row, placement.y_px + s * col + c * row};
 }
 
 }  // namespace
@@ -208,26 +197,19 @@ DetectorSimulator::DetectorSimulator(DetectorDescription detector, SimulatorConf
   powder_exp_minus_mean_.resize(pixels);
 
   // Beam centre: the middle of the assembled image's bounding box.
-  double min_x = std::numeric_limits<double>::max(), min_y = min_x;
-  double max_x = std::numeric_limits<double>::lowest(), max_y = max_x;
-  for (const SegmentPlacement& placement : detector_.placement) {
-    for (double row : {0.0, double(detector_.rows)})
-      for (double col : {0.0, double(detector_.cols)}) {
-        const AssembledPoint corner = assembled(placement, row, col);
-        min_x = std::min(min_x, corner.x), max_x = std::max(max_x, corner.x);
-        min_y = std::min(min_y, corner.y), max_y = std::max(max_y, corner.y);
-      }
-  }
-  powder_.beam_x_px = 0.5 * (min_x + max_x);
-  powder_.beam_y_px = 0.5 * (min_y + max_y);
-  const double nearest_edge_px = 0.5 * std::min(max_x - min_x, max_y - min_y);
+  const AssembledBounds bounds = assembled_bounds(detector_);
+  powder_.beam_x_px = bounds.centre().x;
+  powder_.beam_y_px = bounds.centre().y;
+  const double nearest_edge_px =
+      0.5 * std::min(bounds.max_x - bounds.min_x, bounds.max_y - bounds.min_y);
   for (double fraction : config_.ring_radius_fractions)
     powder_.ring_radii_px.push_back(fraction * nearest_edge_px);
 
   // One key per mode; its draw per pixel gives the pedestal (first) and gain (second) spreads.
   std::vector<std::uint64_t> mode_keys;
   for (int mode = 0; mode < modes; ++mode)
-    mode_keys.push_back(hash_key(hash_key(config_.seed, kPurposePedestalGain), std::uint64_t(mode)));
+    mode_keys.push_back(
+        hash_key(hash_key(config_.seed, kPurposePedestalGain), std::uint64_t(mode)));
   const std::uint64_t defect_key = hash_key(config_.seed, kPurposeDefect);
   const int asics_per_row = detector_.cols / detector_.asic_cols;
   const int asics_per_segment = asics_per_row * (detector_.rows / detector_.asic_rows);
@@ -245,11 +227,10 @@ DetectorSimulator::DetectorSimulator(DetectorDescription detector, SimulatorConf
 
         // Defects and configuration.
         const double defect_draw = sim::unit_double(hash_key(defect_key, p));
-        const PixelDefect defect = defect_draw < config_.dead_pixel_fraction ? kDead
-                                   : defect_draw < config_.dead_pixel_fraction +
-                                                       config_.hot_pixel_fraction
-                                       ? kHot
-                                       : kHealthy;
+        const PixelDefect defect =
+            defect_draw < config_.dead_pixel_fraction                                ? kDead
+            : defect_draw < config_.dead_pixel_fraction + config_.hot_pixel_fraction ? kHot
+                                                                                     : kHealthy;
         defect_[p] = defect;
         std::uint8_t status = defect == kHealthy ? 0 : calib::kStatusMasked;
         if (detector_.encoding == RawEncoding::Epix10ka) {
@@ -277,7 +258,7 @@ DetectorSimulator::DetectorSimulator(DetectorDescription detector, SimulatorConf
         }
 
         // Powder: flat background plus Gaussian rings around the beam.
-        const AssembledPoint point = assembled(placement, row + 0.5, double(col) + 0.5);
+        const AssembledPoint point = assembled_point(placement, row + 0.5, double(col) + 0.5);
         const double dx = point.x - powder_.beam_x_px, dy = point.y - powder_.beam_y_px;
         const double radius = std::sqrt(dx * dx + dy * dy);
         double mean = config_.background_photons;
@@ -302,8 +283,8 @@ EventHeader DetectorSimulator::header_for(std::uint64_t index) const {
   EventHeader header;
   header.sequence = index;
   header.pulse_id = config_.first_pulse_id + config_.pulses_per_event * index;
-  header.timestamp_ns =
-      config_.start_time_ns + std::int64_t(std::llround(double(index) * 1e9 / config_.event_rate_hz));
+  header.timestamp_ns = config_.start_time_ns +
+                        std::int64_t(std::llround(double(index) * 1e9 / config_.event_rate_hz));
   return header;
 }
 
@@ -344,7 +325,8 @@ DetectorSimulator::EventPlan DetectorSimulator::plan_event(std::uint64_t index) 
         double sum = 0;
         for (int k = 0; k <= 2 * half; ++k) {
           const double edge = double(first + k) - centre;
-          f[std::size_t(k)] = 0.5 * (std::erf((edge + 0.5) * scale) - std::erf((edge - 0.5) * scale));
+          f[std::size_t(k)] =
+              0.5 * (std::erf((edge + 0.5) * scale) - std::erf((edge - 0.5) * scale));
           sum += f[std::size_t(k)];
         }
         for (double& value : f) value /= sum;
@@ -371,7 +353,8 @@ DetectorSimulator::EventPlan DetectorSimulator::plan_event(std::uint64_t index) 
     spot.segment = int(pixel / segment_pixels);
     spot.row = double((pixel % segment_pixels) / cols);
     spot.col = double(pixel % cols);
-    spot.photons = spots.log_uniform(config_.bright_spot_photons_min, config_.bright_spot_photons_max);
+    spot.photons =
+        spots.log_uniform(config_.bright_spot_photons_min, config_.bright_spot_photons_max);
     spot.intensity_kev = spot.photons * energy;
     plan.extra.push_back({pixel, spot.photons});
     plan.bright_spots.push_back(spot);
@@ -425,8 +408,8 @@ void DetectorSimulator::generate_rows(std::uint64_t index, const EventPlan& plan
   const std::size_t cols = std::size_t(detector_.cols);
   const std::size_t bank_columns = std::size_t(detector_.bank_columns);
   const double energy = config_.photon_energy_kev;
-  const float noise_sigma = float(encoding == RawEncoding::Float32 ? config_.float32_noise_kev
-                                                                   : config_.noise_adu);
+  const float noise_sigma =
+      float(encoding == RawEncoding::Float32 ? config_.float32_noise_kev : config_.noise_adu);
   const std::uint64_t event_key = hash_key(hash_key(config_.seed, kPurposeEvent), index);
   const std::uint64_t noise_key = hash_key(event_key, kStreamNoise);
   const std::uint64_t photon_key = hash_key(event_key, kStreamPhotons);
@@ -471,8 +454,9 @@ void DetectorSimulator::generate_rows(std::uint64_t index, const EventPlan& plan
     const float noise = noise_sigma * (p % 2 == 0 ? noise_pair.first : noise_pair.second);
     if (defect == kHot) {
       if (encoding == RawEncoding::Float32)
-        raw_values[p] = float(config_.hot_pixel_offset_adu /
-                              detector_.gain_modes[0].nominal_adu_per_kev) + noise;
+        raw_values[p] =
+            float(config_.hot_pixel_offset_adu / detector_.gain_modes[0].nominal_adu_per_kev) +
+            noise;
       else
         raw_words[p] = to_adc(double(constants_.at(first_mode, p).pedestal) +
                               config_.hot_pixel_offset_adu + double(noise));

@@ -1,0 +1,96 @@
+#pragma once
+// peakfinder8 (Cheetah's algorithm, as in OM and CrystFEL) on the CPU: the reference the CUDA
+// backend is compared with.
+//
+// Per event: radial statistics over 1-pixel radius bins, iterated; seeds are good pixels above
+// their bin's upper threshold, scanned ASIC by ASIC in raster order (not on the ASIC's border
+// rows and columns, as the reference); a peak grows over the 8-neighbourhood within its ASIC;
+// peaks with too few or too many pixels are dropped (their pixels stay claimed); the local
+// background is the ring up to 2 * local_bg_radius around the centroid (pixels below threshold,
+// not in a peak); intensity = sum(value - local mean), SNR = intensity / local sigma; dropped when
+// SNR < minimum_snr, when the peak's maximum does not reach the ring's maximum, or when the
+// re-centroided position leaves the ASIC.
+//
+// Deliberate differences from CrystFEL's peakfinder8.c: sums in double (see radial_threshold.hpp);
+// the peak's flood fill visits exactly the peak's pixels (the reference's loop also looks around
+// one stale list entry, which can only add pixels when an earlier peak's list was longer).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/detector.hpp"
+#include "peaks/peak_params.hpp"
+#include "peaks/radial_threshold.hpp"
+
+namespace livedrp::peaks {
+
+// A rectangle of the slab (the event's 2-D array, rows = slow scan) that peaks do not cross.
+struct Asic {
+  int first_ss = 0, first_fs = 0;
+  int height = 0, width = 0;
+  int segment = 0;
+};
+
+// The slab and its ASICs. For a DetectorDescription the slab stacks the segments along the slow
+// scan: (segments * rows) x cols, in the engine's pixel order.
+struct SlabLayout {
+  int height = 0, width = 0;
+  int segment_rows = 0;  // rows per segment (0 when the slab is one panel)
+  std::vector<Asic> asics;
+  std::size_t pixels() const { return std::size_t(height) * std::size_t(width); }
+};
+SlabLayout slab_layout(const DetectorDescription& detector);
+
+// Radius in pixels of every pixel centre from the beam, through the detector's placement.
+std::vector<float> radius_map(const DetectorDescription& detector, double beam_x_px,
+                              double beam_y_px);
+
+struct Peak {
+  float fs = 0, ss = 0;  // centroid in slab coordinates, pixel centres at integers
+  float ss_in_segment = 0;
+  int segment = 0;
+  float intensity = 0;  // sum of (value - local background mean)
+  int num_pixels = 0;
+  float max_value = 0;  // largest (value - local background mean), at least 0 as the reference
+  float local_sigma = 0;
+  float snr = 0;
+};
+
+struct PeakList {
+  std::vector<Peak> peaks;  // at most max_num_peaks, in the order found
+  int found = 0;            // peaks that passed every test (may exceed peaks.size())
+  bool hit = false;         // found >= min_peaks_for_hit
+};
+
+// Per geometry and parameters: radius bins, the good-pixel map (mask, resolution limits) and the
+// scratch of one event. One object per thread.
+class PeakFinder8 {
+ public:
+  // radius: per slab pixel, in pixels; bad_mask: per slab pixel, non-zero = bad (livedrp's
+  // convention), may be empty. Throws InputError when sizes or parameters are wrong.
+  PeakFinder8(SlabLayout layout, std::vector<float> radius,
+              const std::vector<std::uint8_t>& bad_mask, const PeakFinderParams& params);
+
+  // data: layout.pixels() calibrated values.
+  PeakList find(const float* data);
+
+  const std::vector<RadialBinStats>& radial_stats() const { return stats_; }
+  const SlabLayout& layout() const { return layout_; }
+  const PeakFinderParams& params() const { return params_; }
+
+ private:
+  void compute_radial_statistics(const float* data);
+  void search_asic(const float* data, const Asic& asic, PeakList& out);
+
+  SlabLayout layout_;
+  PeakFinderParams params_;
+  std::vector<std::int32_t> bin_;   // per pixel
+  std::vector<std::uint8_t> good_;  // per pixel: 1 = used (mask and resolution limits)
+  std::vector<RadialBinStats> stats_;
+  std::vector<double> sum_, sum_squares_;
+  std::vector<std::uint32_t> count_;
+  std::vector<std::uint8_t> in_peak_;  // per pixel, per event: 0 free, 1 claimed, 2 in a peak
+  std::vector<std::int32_t> members_;  // the growing peak's pixels (slab indices)
+};
+
+}  // namespace livedrp::peaks
