@@ -39,7 +39,16 @@ class CpuBackend final : public Backend {
 
   // One event at a time: the pool already spreads each event over every core.
   bool can_submit() const override { return completed_.empty(); }
+  // Checks the parameters by the codec's own rules now, so a bad bound or chunk size is refused
+  // when the run is configured rather than on its first event.
   void set_compression(const std::optional<codec::CodecParams>& params) override {
+    if (params) {
+      try {
+        codec::compressed_bound(dtype_for(*params), detector_.pixels(), 3, *params);
+      } catch (const InputError& e) {
+        throw InputError(std::string("cpu backend: compression: ") + e.what());
+      }
+    }
     compression_ = params;
   }
 
@@ -74,12 +83,16 @@ class CpuBackend final : public Backend {
  private:
   // Lossless keeps what a storage path would keep, the detector's own words; lossy reduces the
   // calibrated image, whose unit the error bound is given in.
+  codec::DType dtype_for(const codec::CodecParams& params) const {
+    return params.codec == codec::Codec::Lossy || detector_.encoding == RawEncoding::Float32
+               ? codec::DType::Float32
+               : codec::DType::UInt16;
+  }
+
   void compress(const void* raw, CompletedEvent& done) {
     const bool lossy = compression_->codec == codec::Codec::Lossy;
     const void* data = lossy ? static_cast<const void*>(output_.data()) : raw;
-    const codec::DType dtype = lossy || detector_.encoding == RawEncoding::Float32
-                                   ? codec::DType::Float32
-                                   : codec::DType::UInt16;
+    const codec::DType dtype = dtype_for(*compression_);
     const std::uint64_t count = detector_.pixels();
     const auto start = std::chrono::steady_clock::now();
     const std::vector<std::uint8_t> stream =

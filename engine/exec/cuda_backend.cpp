@@ -7,6 +7,13 @@
 // device synchronisation), by the engine's thread across all lanes (host_threads one_for_all) or
 // by one polling thread per lane that hands them over through a locked queue (per_stream). Every
 // host wait is bounded: a device that stops answering is reported as a RuntimeFault.
+//
+// Live compression (set_compression): each lane owns a GPU codec and an output buffer, made when
+// compression is configured. After a launch's calibration, the lane's stream compresses each of
+// its events separately (lossless: the raw event; lossy: the calibrated image), each between two
+// timing events, and copies the 8-byte stream size into the lane's pinned size words; the sizes
+// are read when the launch's end event has completed. The compressed bytes stay on the device,
+// overwritten by the lane's next event.
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +34,8 @@
 #include <thread>
 #include <vector>
 
+#include "codec/codec.hpp"
+#include "cuda/codec/device_codec.hpp"
 #include "cuda/cuda_calibrator.hpp"
 #include "cuda/device.hpp"
 #include "cuda/launch_graph.hpp"
@@ -88,6 +97,11 @@ struct LaunchSlot {
   std::vector<gpu::PinnedBuffer> staging;  // per event position; only for pageable sources
   std::vector<std::unique_ptr<gpu::LaunchGraph>> graphs;  // [fill - 1]
   std::vector<std::uint64_t> graph_params_version;
+  // Compression of the last launch: timing events around each event's compression (made when
+  // compression is first configured), and the bytes each event fed the codec (0: not compressed).
+  std::vector<std::unique_ptr<gpu::Event>> compress_begin, compress_end;
+  std::uint64_t compress_bytes_in = 0;
+  std::uint64_t compress_capacity = 0;
   // Events of this slot retired but not yet returned by next_completed: the slot (its output
   // buffers above all) is released to new submissions only when this reaches 0.
   std::atomic<int> unreturned{0};
@@ -98,6 +112,12 @@ struct Lane {
   gpu::Stream stream;
   gpu::DeviceBuffer raw, out;
   std::vector<std::unique_ptr<LaunchSlot>> slots;
+  // Live compression (made by set_compression): the lane's codec, the buffer each stream is
+  // written to, and the pinned words its sizes come back to, one per event position
+  // (slot * batch + position).
+  std::unique_ptr<gpu::DeviceCodec> codec;
+  gpu::DeviceBuffer compressed;
+  gpu::PinnedBuffer sizes;
   // Launched slots form a FIFO [head, head + count) modulo slots (a stream completes in order);
   // the first `retired` of them are done, their events waiting in the ready queue or returned.
   mutable std::mutex mutex;
@@ -117,7 +137,10 @@ class CudaBackend final : public Backend {
         device_name_(gpu::device_properties().name),
         calibrator_(detector, constants),
         raw_stride_(round_up(detector.raw_event_bytes(), kStrideAlign)),
-        out_stride_floats_(round_up(detector.pixels() * sizeof(float), kStrideAlign) / sizeof(float)) {
+        out_stride_floats_(round_up(detector.pixels() * sizeof(float), kStrideAlign) /
+                           sizeof(float)),
+        shape_{std::uint64_t(detector.segments), std::uint64_t(detector.rows),
+               std::uint64_t(detector.cols)} {
     const int K = config_.batch;
     for (int l = 0; l < config_.streams; ++l) {
       auto lane = std::make_unique<Lane>();
@@ -172,6 +195,53 @@ class CudaBackend final : public Backend {
     ++params_version_;  // graphs captured with the old parameters are captured again when used
   }
 
+  // Configuration time (the engine calls it before the run): checks the parameters by the
+  // codec's own rules, then gives every lane its codec, output buffer and size words, and every
+  // launch slot its timing events, on first use or when an output must grow. Applies to launches
+  // from now on; nullopt turns compression off (the buffers are kept for a later change).
+  void set_compression(const std::optional<codec::CodecParams>& params) override {
+    if (!params) {
+      compression_.reset();
+      return;
+    }
+    // As the CPU backend: lossless keeps the detector's own words, lossy the calibrated image.
+    const codec::DType dtype =
+        params->codec == codec::Codec::Lossy || detector_.encoding == RawEncoding::Float32
+            ? codec::DType::Float32
+            : codec::DType::UInt16;
+    std::uint64_t bound = 0;
+    try {
+      bound = codec::compressed_bound(dtype, detector_.pixels(), unsigned(shape_.size()), *params);
+    } catch (const InputError& e) {
+      throw InputError(std::string("cuda backend: compression: ") + e.what());
+    }
+    const bool grow = std::any_of(lanes_.begin(), lanes_.end(), [&](const auto& lane) {
+      return !lane->codec || lane->compressed.bytes() < bound;
+    });
+    if (grow) {
+      // Nothing may still run on buffers about to be replaced (set-up only, never per event).
+      for (auto& lane : lanes_) lane->stream.synchronize();
+      const std::size_t positions =
+          std::size_t(config_.slots_per_stream) * std::size_t(config_.batch);
+      for (auto& lane : lanes_) {
+        if (!lane->codec) {
+          lane->codec = std::make_unique<gpu::DeviceCodec>(detector_.pixels());
+          lane->sizes = gpu::PinnedBuffer(positions * sizeof(std::uint64_t));
+          std::memset(lane->sizes.get(), 0, lane->sizes.bytes());
+          for (auto& slot : lane->slots) {
+            for (int i = 0; i < config_.batch; ++i) {
+              slot->compress_begin.push_back(std::make_unique<gpu::Event>(true));
+              slot->compress_end.push_back(std::make_unique<gpu::Event>(true));
+            }
+          }
+        }
+        if (lane->compressed.bytes() < bound) lane->compressed = gpu::DeviceBuffer(bound);
+      }
+    }
+    compression_ = params;
+    compress_dtype_ = dtype;
+  }
+
   bool can_submit() const override {
     if (open_ > 0) return true;
     const Lane& lane = *lanes_[std::size_t(current_lane_)];
@@ -206,7 +276,8 @@ class CudaBackend final : public Backend {
       std::memcpy(staging.get(), source, bytes);
       source = staging.get();
     }
-    if (config_.launch == LaunchMode::Plain)  // the copy starts now, overlapping the batch's filling
+    // Plain launches: the copy starts now, overlapping the batch's filling.
+    if (config_.launch == LaunchMode::Plain)
       gpu::copy_async(raw_of(lane, open_slot_, open_), source, bytes, lane.stream,
                       "raw event to a device slot");
     slot.events.push_back({event.header, event.ring_slot, event.admission});
@@ -258,9 +329,7 @@ class CudaBackend final : public Backend {
     }
   }
 
-  std::size_t in_flight() const override {
-    return std::size_t(submitted_ - returned_);
-  }
+  std::size_t in_flight() const override { return std::size_t(submitted_ - returned_); }
 
   std::vector<LaneOccupancy> lane_occupancy() const override {
     std::vector<LaneOccupancy> result;
@@ -281,7 +350,8 @@ class CudaBackend final : public Backend {
     const Lane& lane = *lanes_[std::size_t(event.output_slot / per_lane)];
     const std::size_t position = std::size_t(event.output_slot % per_lane);
     gpu::copy_async(host_out, lane.out.as<float>() + position * out_stride_floats_,
-                    detector_.pixels() * sizeof(float), read_stream_, "calibrated image to the host");
+                    detector_.pixels() * sizeof(float), read_stream_,
+                    "calibrated image to the host");
     read_stream_.synchronize();  // test and image path only
   }
 
@@ -301,7 +371,8 @@ class CudaBackend final : public Backend {
     const void* raw = raw_of(lane, slot, 0);
     float* out = out_of(lane, slot, 0);
     if (config_.segments == SegmentsPerLaunch::All) {
-      calibrator_.launch_batch(raw, out, params_, stream, fill, raw_stride_, out_stride_floats_, -1);
+      calibrator_.launch_batch(raw, out, params_, stream, fill, raw_stride_, out_stride_floats_,
+                               -1);
     } else {
       for (int segment = 0; segment < detector_.segments; ++segment)
         calibrator_.launch_batch(raw, out, params_, stream, fill, raw_stride_, out_stride_floats_,
@@ -325,15 +396,17 @@ class CudaBackend final : public Backend {
           copies.push_back({raw_of(lane, open_slot_, i), slot.sources[std::size_t(i)],
                             detector_.raw_event_bytes()});
         const int slot_index = open_slot_;
-        graph = std::make_unique<gpu::LaunchGraph>(
-            lane.stream, copies,
-            [&](const gpu::Stream& s) { enqueue_kernels(lane, slot_index, fill, s); });
+        graph = std::make_unique<gpu::LaunchGraph>(lane.stream, copies, [&](const gpu::Stream& s) {
+          enqueue_kernels(lane, slot_index, fill, s);
+        });
         slot.graph_params_version[std::size_t(fill - 1)] = params_version_;
       }
       for (int i = 0; i < fill; ++i) graph->set_source(i, slot.sources[std::size_t(i)]);
       slot.start.record(lane.stream);
       graph->launch(lane.stream);
     }
+    slot.compress_bytes_in = 0;
+    if (compression_) enqueue_compression(lane, open_slot_, fill);
     slot.end.record(lane.stream);
     {
       std::lock_guard lock(lane.mutex);
@@ -342,6 +415,32 @@ class CudaBackend final : public Backend {
     lane.launched.notify_one();
     open_ = 0;
     current_lane_ = (current_lane_ + 1) % config_.streams;
+  }
+
+  // After the launch's calibration on the lane's stream: every event of the launch compressed on
+  // its own (each stream separable from its neighbours), timed by its own pair of events, its
+  // size copied to the lane's pinned word for that position. Only enqueues.
+  void enqueue_compression(Lane& lane, int slot_index, int fill) {
+    LaunchSlot& slot = *lane.slots[std::size_t(slot_index)];
+    const bool lossy = compression_->codec == codec::Codec::Lossy;
+    const std::uint64_t count = detector_.pixels();
+    for (int i = 0; i < fill; ++i) {
+      const void* input = lossy ? static_cast<const void*>(out_of(lane, slot_index, i))
+                                : raw_of(lane, slot_index, i);
+      slot.compress_begin[std::size_t(i)]->record(lane.stream);
+      lane.codec->compress(input, compress_dtype_, count, shape_, *compression_,
+                           lane.compressed.get(), lane.compressed.bytes(), lane.stream);
+      slot.compress_end[std::size_t(i)]->record(lane.stream);
+      gpu::copy_async(size_word(lane, slot_index, i), lane.codec->device_size_word(),
+                      sizeof(std::uint64_t), lane.stream, "compressed size to pinned memory");
+    }
+    slot.compress_bytes_in = count * (compress_dtype_ == codec::DType::Float32 ? 4 : 2);
+    slot.compress_capacity = lane.compressed.bytes();
+  }
+
+  std::uint64_t* size_word(const Lane& lane, int slot, int position) const {
+    return lane.sizes.as<std::uint64_t>() + std::size_t(slot) * std::size_t(config_.batch) +
+           std::size_t(position);
   }
 
   // Launches not yet retired, all lanes (the engine's thread).
@@ -365,7 +464,10 @@ class CudaBackend final : public Backend {
     }
     LaunchSlot& slot = *lane.slots[std::size_t(head)];
     if (!slot.end.query()) return false;
-    const double us = 1000.0 * double(slot.end.elapsed_ms_since(slot.start));
+    const bool compressed = slot.compress_bytes_in > 0;
+    // With compression the calibration ends where the first event's compression begins.
+    const gpu::Event& calibrated = compressed ? *slot.compress_begin[0] : slot.end;
+    const double us = 1000.0 * double(calibrated.elapsed_ms_since(slot.start));
     const int per_lane = config_.slots_per_stream * config_.batch;
     std::vector<CompletedEvent> done;
     done.reserve(slot.events.size());
@@ -377,6 +479,19 @@ class CudaBackend final : public Backend {
       c.stream = lane.index;
       c.calibrate_us = us;
       c.output_slot = lane.index * per_lane + head * config_.batch + int(i);
+      if (compressed) {
+        const std::uint64_t size = *size_word(lane, head, int(i));
+        if (size == 0 || size > slot.compress_capacity)
+          throw RuntimeFault("cuda backend: the GPU codec reported a stream of " +
+                             std::to_string(size) + " bytes for event " +
+                             std::to_string(c.header.sequence) + " (lane " +
+                             std::to_string(lane.index) + ", output buffer of " +
+                             std::to_string(slot.compress_capacity) + " bytes)");
+        c.compress_bytes_in = slot.compress_bytes_in;
+        c.compress_bytes_out = size;
+        c.compress_us =
+            1000.0 * double(slot.compress_end[i]->elapsed_ms_since(*slot.compress_begin[i]));
+      }
       done.push_back(c);
     }
     slot.unreturned.store(int(done.size()));
@@ -457,7 +572,8 @@ class CudaBackend final : public Backend {
   }
   std::string timeout_text() const {
     return "cuda backend: no completion within " +
-           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kCompletionTimeout).count()) +
+           std::to_string(
+               std::chrono::duration_cast<std::chrono::seconds>(kCompletionTimeout).count()) +
            " s with " + std::to_string(in_flight()) + " events in flight (device hung?)";
   }
 
@@ -468,6 +584,11 @@ class CudaBackend final : public Backend {
   std::string device_name_;
   gpu::DeviceCalibrator calibrator_;
   std::size_t raw_stride_, out_stride_floats_;
+  // Live compression as configured (submitting thread): parameters, element type, and the
+  // detector's shape, with which every event is compressed (as the CPU backend does).
+  std::optional<codec::CodecParams> compression_;
+  codec::DType compress_dtype_ = codec::DType::UInt16;
+  std::vector<std::uint64_t> shape_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   gpu::Stream read_stream_;
   // Submitting thread only.
@@ -487,7 +608,9 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::optional<std::string> cuda_unavailable_reason() { return gpu::unavailable_reason(); }
+std::optional<std::string> cuda_unavailable_reason() {
+  return gpu::unavailable_reason();
+}
 
 std::unique_ptr<Backend> make_cuda_backend(const DetectorDescription& detector,
                                            const CalibrationConstants& constants,

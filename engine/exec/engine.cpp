@@ -638,12 +638,14 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   else if (!c.publish.empty())
     d.publisher = std::make_shared<Publisher>(c.publish);
 
-  const bool cuda_chosen = c.runtime.source == SourcePlacement::Device || c.backend == "cuda" ||
-                           (c.backend == "auto" && !cuda_unavailable_reason().has_value());
-  if (c.compression.enabled() && cuda_chosen)
+  // The host-fed backends (cpu, cuda) compress every event; the device-resident pipeline has no
+  // codec stage yet.
+  if (c.compression.enabled() && c.runtime.source == SourcePlacement::Device)
     throw InputError(
-        "compression on the CUDA backend needs the GPU codec, not built yet; use backend cpu or "
-        "compression off");
+        "compression '" + c.compression.codec +
+        "' is not implemented for runtime.source 'device' (the device-resident pipeline has no "
+        "codec stage yet); use runtime.source 'host', where the cuda and cpu backends compress "
+        "every event, or compression 'off'");
 
   if (c.runtime.source == SourcePlacement::Device) {
     // The device-resident source: no host ring and no Backend; run_device_source does it all.
