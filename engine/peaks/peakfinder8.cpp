@@ -74,32 +74,48 @@ PeakFinder8::PeakFinder8(SlabLayout layout, std::vector<float> radius,
     const bool in_range = r > params_.min_res && r < params_.max_res;
     good_[p] = in_range && (bad_mask.empty() || bad_mask[p] == 0) ? 1 : 0;
   }
+  // Each bin's good pixels in ascending order: the summation order of radial_threshold.hpp.
+  bin_offsets_.assign(std::size_t(bins) + 1, 0);
+  for (std::size_t p = 0; p < pixels; ++p)
+    if (good_[p]) ++bin_offsets_[std::size_t(bin_[p]) + 1];
+  for (std::size_t b = 0; b < std::size_t(bins); ++b) bin_offsets_[b + 1] += bin_offsets_[b];
+  bin_pixels_.resize(bin_offsets_.back());
+  std::vector<std::uint32_t> fill(bin_offsets_.begin(), bin_offsets_.end() - 1);
+  for (std::size_t p = 0; p < pixels; ++p)
+    if (good_[p]) bin_pixels_[fill[std::size_t(bin_[p])]++] = std::uint32_t(p);
   stats_.resize(std::size_t(bins));
-  sum_.resize(std::size_t(bins));
-  sum_squares_.resize(std::size_t(bins));
-  count_.resize(std::size_t(bins));
   in_peak_.resize(pixels);
+  std::size_t largest_asic = 0;
+  for (const Asic& a : layout_.asics)
+    largest_asic = std::max(largest_asic, std::size_t(a.height) * std::size_t(a.width));
+  members_.resize(largest_asic);
 }
 
 void PeakFinder8::compute_radial_statistics(const float* data) {
   std::fill(stats_.begin(), stats_.end(), RadialBinStats{});
-  const std::size_t pixels = layout_.pixels();
+  double lane_sum[kRadialLanes], lane_squares[kRadialLanes];
   for (int iteration = 0; iteration < params_.iterations; ++iteration) {
-    std::fill(sum_.begin(), sum_.end(), 0.0);
-    std::fill(sum_squares_.begin(), sum_squares_.end(), 0.0);
-    std::fill(count_.begin(), count_.end(), 0u);
-    for (std::size_t p = 0; p < pixels; ++p) {
-      if (!good_[p]) continue;
-      const std::int32_t b = bin_[p];
-      const float value = data[p];
-      if (!enters_radial_statistics(value, stats_[std::size_t(b)])) continue;
-      sum_[std::size_t(b)] += double(value);
-      sum_squares_[std::size_t(b)] += double(value) * double(value);
-      ++count_[std::size_t(b)];
-    }
-    for (std::size_t b = 0; b < stats_.size(); ++b)
-      stats_[b] = finish_radial_bin(sum_[b], sum_squares_[b], count_[b], params_.minimum_snr,
+    for (std::size_t b = 0; b < stats_.size(); ++b) {
+      const RadialBinStats bin = stats_[b];
+      std::fill(std::begin(lane_sum), std::end(lane_sum), 0.0);
+      std::fill(std::begin(lane_squares), std::end(lane_squares), 0.0);
+      std::uint32_t count = 0;
+      const std::uint32_t first = bin_offsets_[b], n = bin_offsets_[b + 1] - first;
+      for (std::uint32_t k = 0; k < n; ++k) {
+        const float value = data[bin_pixels_[first + k]];
+        if (!enters_radial_statistics(value, bin)) continue;
+        lane_sum[k % kRadialLanes] += double(value);
+        lane_squares[k % kRadialLanes] += double(value) * double(value);
+        ++count;
+      }
+      for (int stride = kRadialLanes / 2; stride > 0; stride /= 2)
+        for (int lane = 0; lane < stride; ++lane) {
+          lane_sum[lane] += lane_sum[lane + stride];
+          lane_squares[lane] += lane_squares[lane + stride];
+        }
+      stats_[b] = finish_radial_bin(lane_sum[0], lane_squares[0], count, params_.minimum_snr,
                                     params_.adc_threshold);
+    }
   }
 }
 
@@ -113,115 +129,24 @@ PeakList PeakFinder8::find(const float* data) {
 }
 
 void PeakFinder8::search_asic(const float* data, const Asic& asic, PeakList& out) {
-  const int width = layout_.width;
-  const int ss_end = asic.first_ss + asic.height, fs_end = asic.first_fs + asic.width;
-  auto index = [width](int ss, int fs) { return std::size_t(ss) * std::size_t(width) + fs; };
-  auto is_candidate = [&](std::size_t p) {
-    return good_[p] && in_peak_[p] == 0 && above_threshold(data[p], stats_[std::size_t(bin_[p])]);
-  };
-
-  for (int seed_ss = asic.first_ss + 1; seed_ss < ss_end - 1; ++seed_ss) {
-    for (int seed_fs = asic.first_fs + 1; seed_fs < fs_end - 1; ++seed_fs) {
-      const std::size_t seed = index(seed_ss, seed_fs);
-      if (!is_candidate(seed)) continue;
-
-      // Grow over the 8-neighbourhood within the ASIC. The first centroid weighs each pixel by
-      // its value above its radius bin's mean.
-      members_.clear();
-      members_.push_back(std::int32_t(seed));
-      in_peak_[seed] = 1;
-      double sum_i = 0, sum_fs = 0, sum_ss = 0;
-      for (std::size_t next = 0; next < members_.size(); ++next) {
-        const std::size_t p = std::size_t(members_[next]);
-        const int ss = int(p / std::size_t(width)), fs = int(p % std::size_t(width));
-        const double above = double(data[p]) - double(stats_[std::size_t(bin_[p])].mean);
-        sum_i += above;
-        sum_fs += above * fs;
-        sum_ss += above * ss;
-        for (int dss = -1; dss <= 1; ++dss)
-          for (int dfs = -1; dfs <= 1; ++dfs) {
-            const int nss = ss + dss, nfs = fs + dfs;
-            if (nss < asic.first_ss || nss >= ss_end || nfs < asic.first_fs || nfs >= fs_end)
-              continue;
-            const std::size_t n = index(nss, nfs);
-            if (!is_candidate(n)) continue;
-            in_peak_[n] = 1;
-            members_.push_back(std::int32_t(n));
-          }
-      }
-      const int count = int(members_.size());
-      if (count < params_.min_pixel_count || count > params_.max_pixel_count) continue;
-      if (std::fabs(sum_i) < 1e-10) continue;
-
-      // Local background: the ring around the rounded centroid, in ASIC coordinates.
-      const int centre_ss = int(std::rint(sum_ss / std::fabs(sum_i)));
-      const int centre_fs = int(std::rint(sum_fs / std::fabs(sum_i)));
-      const int reach = 2 * params_.local_bg_radius;
-      double ring_sum = 0, ring_squares = 0, ring_max = 0;
-      std::uint32_t ring_count = 0;
-      for (int dss = -reach; dss < reach; ++dss)
-        for (int dfs = -reach; dfs < reach; ++dfs) {
-          const int ss = centre_ss + dss, fs = centre_fs + dfs;
-          if (ss < asic.first_ss || ss >= ss_end || fs < asic.first_fs || fs >= fs_end) continue;
-          if (!in_background_ring(dfs, dss, params_.local_bg_radius)) continue;
-          const std::size_t p = index(ss, fs);
-          const float value = data[p];
-          if (!good_[p] || in_peak_[p] != 0 || !(value < stats_[std::size_t(bin_[p])].upper))
-            continue;
-          ring_sum += value;
-          ring_squares += double(value) * double(value);
-          ring_max = std::max(ring_max, double(value));
-          ++ring_count;
-        }
-      double local_mean = 0, local_sigma = 0.01;  // the reference's values for an empty ring
-      if (ring_count > 0) {
-        local_mean = ring_sum / ring_count;
-        const double variance = ring_squares / ring_count - local_mean * local_mean;
-        if (variance >= 0) local_sigma = std::sqrt(variance);
-      } else {
-        // The radius bin of the centroid pixel, as the reference; the centroid lies in the
-        // ASIC (the weights above the bin mean are positive), so the index is in the slab.
-        const int ss = std::clamp(centre_ss, asic.first_ss, ss_end - 1);
-        const int fs = std::clamp(centre_fs, asic.first_fs, fs_end - 1);
-        local_mean = stats_[std::size_t(bin_[index(ss, fs)])].mean;
-      }
-
-      // Re-integrate and re-centroid with the local background.
-      double intensity = 0, raw_sum = 0, raw_fs = 0, raw_ss = 0, peak_max = 0;
-      for (const std::int32_t member : members_) {
-        const std::size_t p = std::size_t(member);
-        const double value = data[p];
-        intensity += value - local_mean;
-        raw_sum += value;
-        raw_fs += value * double(p % std::size_t(width));
-        raw_ss += value * double(p / std::size_t(width));
-        peak_max = std::max(peak_max, value - local_mean);
-      }
-      if (std::fabs(raw_sum) < 1e-10) continue;
-      const double fs = raw_fs / std::fabs(raw_sum), ss = raw_ss / std::fabs(raw_sum);
-      const double snr = std::fabs(local_sigma) > 1e-10 ? intensity / local_sigma : 0.0;
-      if (snr < params_.minimum_snr) continue;
-      if (peak_max < ring_max - local_mean) continue;
-      if (fs < asic.first_fs || fs > fs_end - 1 || ss < asic.first_ss || ss > ss_end - 1) continue;
-
-      for (const std::int32_t member : members_) in_peak_[std::size_t(member)] = 2;
-      if (int(out.peaks.size()) < params_.max_num_peaks) {
-        Peak peak;
-        peak.fs = float(fs);
-        peak.ss = float(ss);
-        peak.segment = asic.segment;
-        peak.ss_in_segment =
-            float(layout_.segment_rows > 0 ? ss - double(asic.segment) * layout_.segment_rows : ss);
-        peak.intensity = float(intensity);
-        peak.num_pixels = count;
-        peak.max_value = float(peak_max);
-        peak.local_sigma = float(local_sigma);
-        peak.snr = float(snr);
-        out.peaks.push_back(peak);
-      }
+  SearchView view = search_settings();
+  view.data = data;
+  view.bin = bin_.data();
+  view.good = good_.data();
+  view.stats = stats_.data();
+  view.in_peak = in_peak_.data();
+  view.members = members_.data();
+  const std::size_t width = std::size_t(layout_.width);
+  // Seeds: not on the ASIC's border rows and columns, as the reference.
+  for (int ss = asic.first_ss + 1; ss < asic.first_ss + asic.height - 1; ++ss)
+    for (int fs = asic.first_fs + 1; fs < asic.first_fs + asic.width - 1; ++fs) {
+      const std::size_t seed = std::size_t(ss) * width + std::size_t(fs);
+      if (in_peak_[seed] != 0 || !above_its_threshold(view, seed)) continue;
+      Peak peak;
+      if (!search_from_seed(view, asic, seed, peak)) continue;
+      if (int(out.peaks.size()) < params_.max_num_peaks) out.peaks.push_back(peak);
       ++out.found;
     }
-  }
 }
 
 }  // namespace livedrp::peaks

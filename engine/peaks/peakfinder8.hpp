@@ -11,25 +11,20 @@
 // SNR < minimum_snr, when the peak's maximum does not reach the ring's maximum, or when the
 // re-centroided position leaves the ASIC.
 //
-// Deliberate differences from CrystFEL's peakfinder8.c: sums in double (see radial_threshold.hpp);
-// the peak's flood fill visits exactly the peak's pixels (the reference's loop also looks around
-// one stale list entry, which can only add pixels when an earlier peak's list was longer).
+// Deliberate differences from CrystFEL's peakfinder8.c: sums in double, in a fixed order (see
+// radial_threshold.hpp); the peak's flood fill visits exactly the peak's pixels (the reference's
+// loop also looks around one stale list entry, which can only add pixels when an earlier peak's
+// list was longer).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/detector.hpp"
 #include "peaks/peak_params.hpp"
+#include "peaks/peak_search.hpp"
 #include "peaks/radial_threshold.hpp"
 
 namespace livedrp::peaks {
-
-// A rectangle of the slab (the event's 2-D array, rows = slow scan) that peaks do not cross.
-struct Asic {
-  int first_ss = 0, first_fs = 0;
-  int height = 0, width = 0;
-  int segment = 0;
-};
 
 // The slab and its ASICs. For a DetectorDescription the slab stacks the segments along the slow
 // scan: (segments * rows) x cols, in the engine's pixel order.
@@ -44,17 +39,6 @@ SlabLayout slab_layout(const DetectorDescription& detector);
 // Radius in pixels of every pixel centre from the beam, through the detector's placement.
 std::vector<float> radius_map(const DetectorDescription& detector, double beam_x_px,
                               double beam_y_px);
-
-struct Peak {
-  float fs = 0, ss = 0;  // centroid in slab coordinates, pixel centres at integers
-  float ss_in_segment = 0;
-  int segment = 0;
-  float intensity = 0;  // sum of (value - local background mean)
-  int num_pixels = 0;
-  float max_value = 0;  // largest (value - local background mean), at least 0 as the reference
-  float local_sigma = 0;
-  float snr = 0;
-};
 
 struct PeakList {
   std::vector<Peak> peaks;  // at most max_num_peaks, in the order found
@@ -77,6 +61,23 @@ class PeakFinder8 {
   const std::vector<RadialBinStats>& radial_stats() const { return stats_; }
   const SlabLayout& layout() const { return layout_; }
   const PeakFinderParams& params() const { return params_; }
+  // The geometry a GPU finder uploads: per pixel radius bin and use, and per bin its good pixels
+  // (bin_pixels[bin_offsets[b] .. bin_offsets[b + 1]), ascending).
+  const std::vector<std::int32_t>& pixel_bins() const { return bin_; }
+  const std::vector<std::uint8_t>& good_pixels() const { return good_; }
+  const std::vector<std::uint32_t>& bin_offsets() const { return bin_offsets_; }
+  const std::vector<std::uint32_t>& bin_pixels() const { return bin_pixels_; }
+  // The search settings of the shared per-seed code, without the event's pointers.
+  SearchView search_settings() const {
+    SearchView v;
+    v.width = layout_.width;
+    v.segment_rows = layout_.segment_rows;
+    v.min_pixel_count = params_.min_pixel_count;
+    v.max_pixel_count = params_.max_pixel_count;
+    v.local_bg_radius = params_.local_bg_radius;
+    v.minimum_snr = params_.minimum_snr;
+    return v;
+  }
 
  private:
   void compute_radial_statistics(const float* data);
@@ -86,9 +87,8 @@ class PeakFinder8 {
   PeakFinderParams params_;
   std::vector<std::int32_t> bin_;   // per pixel
   std::vector<std::uint8_t> good_;  // per pixel: 1 = used (mask and resolution limits)
+  std::vector<std::uint32_t> bin_offsets_, bin_pixels_;
   std::vector<RadialBinStats> stats_;
-  std::vector<double> sum_, sum_squares_;
-  std::vector<std::uint32_t> count_;
   std::vector<std::uint8_t> in_peak_;  // per pixel, per event: 0 free, 1 claimed, 2 in a peak
   std::vector<std::int32_t> members_;  // the growing peak's pixels (slab indices)
 };
