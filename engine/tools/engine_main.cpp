@@ -22,6 +22,7 @@
 #include "exec/engine.hpp"
 #include "exec/engine_controller.hpp"
 #include "publish/control_server.hpp"
+#include "tools/integrate_command.hpp"
 
 namespace {
 
@@ -198,6 +199,7 @@ int main(int argc, char** argv) {
   run->add_flag("-v,--verbose", verbose, "Log engine details");
 
   CLI::App* detectors = app.add_subcommand("detectors", "List the built-in detectors");
+  livedrp::tools::IntegrateCommand integrate(app);
 
   try {
     app.parse(argc, argv);
@@ -209,6 +211,7 @@ int main(int argc, char** argv) {
     return bad_input(e.what());
   }
   spdlog::set_level(verbose ? spdlog::level::info : spdlog::level::warn);
+  if (integrate.parsed()) return integrate.run();
 
   if (detectors->parsed()) {
     for (const auto& name : livedrp::builtin_detector_names()) {

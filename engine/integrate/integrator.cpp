@@ -1,0 +1,451 @@
+#include "integrate/integrator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include "core/error.hpp"
+#include "integrate/bbox.hpp"
+
+namespace livedrp::integrate {
+namespace {
+
+std::string number_text(double v) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.17g", v);
+  return buffer;
+}
+
+// numpy.linspace(start, stop, n) as pyFAI reports bin centres: start + i * step, the last exactly
+// stop.
+std::vector<double> linspace(double start, double stop, int n) {
+  std::vector<double> out(static_cast<std::size_t>(n));
+  if (n == 1) {
+    out[0] = start;
+    return out;
+  }
+  const double step = (stop - start) / double(n - 1);
+  for (int i = 0; i < n; ++i) out[std::size_t(i)] = double(i) * step + start;
+  out.back() = stop;
+  return out;
+}
+
+}  // namespace
+
+std::pair<double, double> azimuth_range_radians(std::pair<double, double> degrees) {
+  // pyFAI's deg2rad: (d / 180) modulo 2 (Python's modulo, never negative), moved to [-1, 1).
+  const auto to_rad = [](double d) {
+    double rp = std::fmod(d / 180.0, 2.0);
+    if (rp < 0.0) rp += 2.0;
+    if (rp >= 1.0) rp -= 2.0;
+    return rp * kPi;
+  };
+  std::pair<double, double> r{to_rad(degrees.first), to_rad(degrees.second)};
+  if (r.second <= r.first) r.second += 2.0 * kPi;
+  return r;
+}
+
+void validate(const IntegrationConfig& c) {
+  // A profile of more bins than a detector has pixels is a typo, and would only waste memory.
+  constexpr int kMaxBins = 1 << 24;
+  if (c.bins < 1 || c.bins > kMaxBins)
+    throw InputError("number of bins must be in 1.." + std::to_string(kMaxBins) + ", got " +
+                     std::to_string(c.bins));
+  if (c.radial_range) {
+    const auto [lo, hi] = *c.radial_range;
+    if (!std::isfinite(lo) || !std::isfinite(hi) || lo == hi)
+      throw InputError("radial range " + number_text(lo) + " .. " + number_text(hi) +
+                       " must be two different finite numbers");
+  }
+  if (c.azimuth_range) {
+    const auto [lo, hi] = *c.azimuth_range;
+    if (!std::isfinite(lo) || !std::isfinite(hi))
+      throw InputError("azimuth range " + number_text(lo) + " .. " + number_text(hi) +
+                       " must be finite (degrees)");
+  }
+  if (c.polarization && !(*c.polarization >= -1.0 && *c.polarization <= 1.0))
+    throw InputError("polarization factor must be in [-1, 1], got " + number_text(*c.polarization));
+  if (c.dummy && !std::isfinite(*c.dummy))
+    throw InputError("dummy value must be finite, got " + number_text(*c.dummy));
+  if (!(c.delta_dummy >= 0.0) || !std::isfinite(c.delta_dummy))
+    throw InputError("delta dummy must be a finite number >= 0, got " + number_text(c.delta_dummy));
+}
+
+Integrator::Integrator(const PoniGeometry& poni, PixelLayout layout, IntegrationConfig config)
+    : geometry_(make_geometry_params(poni)), layout_(std::move(layout)) {
+  if (!(poni.distance > 0.0) || !(poni.pixel1 > 0.0) || !(poni.pixel2 > 0.0))
+    throw InputError("geometry needs a positive distance and pixel sizes");
+  if (layout_.pixels() == 0) throw InputError("detector layout has no pixels");
+  if (!layout_.placement.empty() && layout_.placement.size() != std::size_t(layout_.segments))
+    throw InputError("detector layout places " + std::to_string(layout_.placement.size()) +
+                     " segments, it has " + std::to_string(layout_.segments));
+  set_config(config);
+}
+
+void Integrator::set_config(const IntegrationConfig& c) {
+  validate(c);
+  if (needs_wavelength(c.unit) && !(geometry_.wavelength > 0.0))
+    throw InputError(std::string("unit ") + std::string(to_string(c.unit)) +
+                     " needs the wavelength, which the PONI file does not give");
+  const IntegrationConfig old = config_;
+  config_ = c;
+  if (!positions_valid_ || positions_unit_ != c.unit) {
+    positions_valid_ = false;
+    csr_valid_ = false;
+  }
+  if (old.bins != c.bins || old.radial_range != c.radial_range ||
+      old.azimuth_range != c.azimuth_range || old.splitting != c.splitting)
+    csr_valid_ = false;
+  if (old.solid_angle != c.solid_angle || old.polarization != c.polarization ||
+      old.dummy != c.dummy || old.delta_dummy != c.delta_dummy)
+    normalization_valid_ = false;
+}
+
+void Integrator::set_mask(std::vector<std::uint8_t> mask) {
+  if (!mask.empty() && mask.size() != pixels())
+    throw InputError("mask has " + std::to_string(mask.size()) + " pixels, the detector " +
+                     std::to_string(pixels()));
+  mask_ = std::move(mask);
+  normalization_valid_ = false;
+  if (config_.splitting == Splitting::BBox) csr_valid_ = false;
+}
+
+void Integrator::set_dark(std::vector<float> dark) {
+  if (!dark.empty() && dark.size() != pixels())
+    throw InputError("dark has " + std::to_string(dark.size()) + " pixels, the detector " +
+                     std::to_string(pixels()));
+  dark_ = std::move(dark);  // applied per event: nothing to rebuild
+}
+
+void Integrator::set_flat(std::vector<float> flat) {
+  if (!flat.empty() && flat.size() != pixels())
+    throw InputError("flat has " + std::to_string(flat.size()) + " pixels, the detector " +
+                     std::to_string(pixels()));
+  flat_ = std::move(flat);
+  normalization_valid_ = false;
+}
+
+void Integrator::set_thread_pool(ThreadPool* pool) {
+  pool_ = pool;
+}
+
+void Integrator::parallel(std::size_t count,
+                          const std::function<void(std::size_t, std::size_t)>& body) const {
+  // Below a few thousand items the hand-over costs more than it saves.
+  if (pool_ && pool_->size() > 1 && count >= 4096)
+    pool_->parallel_for(count, body);
+  else if (count > 0)
+    body(0, count);
+}
+
+PixelCentre Integrator::centre_of(std::size_t k) const {
+  const std::size_t per_segment = std::size_t(layout_.rows) * std::size_t(layout_.cols);
+  const std::size_t in_segment = k % per_segment;
+  return pixel_centre(layout_, int(k / per_segment), int(in_segment / std::size_t(layout_.cols)),
+                      int(in_segment % std::size_t(layout_.cols)));
+}
+
+void Integrator::build_positions() {
+  const std::size_t n = pixels();
+  chi_.resize(n);
+  two_theta_.resize(n);
+  radial_.resize(n);
+  const RadialUnit unit = config_.unit;
+  const double wavelength = geometry_.wavelength;
+  parallel(n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t k = begin; k < end; ++k) {
+      const PixelCentre centre = centre_of(k);
+      const PixelOffset off = pyfai_pixel_offset(geometry_, centre.c1, centre.c2);
+      const LabPosition t = lab_position(geometry_, off.p1, off.p2);
+      chi_[k] = chi(t);
+      two_theta_[k] = two_theta(t);
+      radial_[k] = internal_radial(unit, t, wavelength);
+    }
+  });
+  // pyFAI's default range comes from every pixel of the image it is given, masked or not: for a
+  // segmented detector that is the assembled image, gaps included.
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  const auto take = [&](double v) {
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  };
+  for (const double v : radial_) take(v);
+  if (!layout_.placement.empty()) {
+    const FrameExtent extent = assembled_extent(layout_);
+    for (int r = 0; r < extent.rows; ++r)
+      for (int c = 0; c < extent.cols; ++c) {
+        const PixelOffset off = pyfai_pixel_offset(geometry_, r + 0.5, c + 0.5);
+        take(internal_radial(unit, lab_position(geometry_, off.p1, off.p2), wavelength));
+      }
+  }
+  default_min_ = lo;
+  default_max_ = hi;
+  positions_unit_ = unit;
+  positions_valid_ = true;
+  deltas_valid_ = false;
+  ++counts_.positions;
+}
+
+void Integrator::build_deltas() {
+  // pyFAI's delta arrays: the 4 corners of a pixel sit on the integer grid, in double (indices
+  // from numpy.arange), and their radial and chi values are stored as float32.
+  const std::size_t n = pixels();
+  delta_radial_.resize(n);
+  delta_chi_.resize(n);
+  const RadialUnit unit = config_.unit;
+  parallel(n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t k = begin; k < end; ++k) {
+      const PixelCentre centre = centre_of(k);
+      double dr = 0.0, dc = 0.0;
+      for (const double e1 : {centre.c1 - 0.5, centre.c1 + 0.5})
+        for (const double e2 : {centre.c2 - 0.5, centre.c2 + 0.5}) {
+          const LabPosition t = lab_position(geometry_, e1 * geometry_.pixel1 - geometry_.poni1,
+                                             e2 * geometry_.pixel2 - geometry_.poni2);
+          const double corner = float(internal_radial(unit, t, geometry_.wavelength));
+          dr = std::max(dr, std::fabs(corner - radial_[k]));
+          dc = std::max(dc, chi_delta(chi_[k], float(chi(t))));
+        }
+      delta_radial_[k] = dr;
+      delta_chi_[k] = dc;
+    }
+  });
+  deltas_valid_ = true;
+}
+
+CsrMatrix Integrator::build_bbox_csr() {
+  const std::size_t n = pixels();
+  const auto masked = [&](std::size_t k) { return !mask_.empty() && mask_[k] != 0; };
+  double lo = 0.0, hi = 0.0;
+  if (config_.radial_range) {
+    const double scale = unit_scale(config_.unit);
+    const double a = config_.radial_range->first / scale, b = config_.radial_range->second / scale;
+    lo = std::min(a, b);
+    hi = std::max(a, b);
+  } else {
+    lo = std::numeric_limits<double>::infinity();
+    hi = -lo;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (masked(k)) continue;
+      lo = std::min(lo, radial_[k] - delta_radial_[k]);
+      hi = std::max(hi, radial_[k] + delta_radial_[k]);
+    }
+    if (!std::isfinite(lo) || !std::isfinite(hi))
+      throw InputError("every pixel is masked or has no finite radial position");
+    // Radial positions (2theta, q, r) are never negative: pyFAI clips the range at 0.
+    lo = std::max(0.0, lo);
+    hi = std::max(0.0, hi);
+  }
+  grid_ = make_bin_grid(config_.bins, lo, hi);
+  std::optional<std::pair<double, double>> azimuth;
+  if (config_.azimuth_range) azimuth = azimuth_range_radians(*config_.azimuth_range);
+  std::vector<CsrEntry> entries;
+  entries.reserve(n + n / 4);
+  for (std::size_t k = 0; k < n; ++k) {
+    if (masked(k)) continue;
+    // In 1-D pyFAI keeps or drops a pixel whole by its chi box: kept when the box touches the
+    // range.
+    if (azimuth &&
+        (chi_[k] + delta_chi_[k] < azimuth->first || chi_[k] - delta_chi_[k] > azimuth->second))
+      continue;
+    const BBoxSpan span = bbox_span(grid_, radial_[k], delta_radial_[k]);
+    if (!span.inside) continue;
+    for (int b = span.first; b <= span.last; ++b)
+      entries.push_back({b, std::int32_t(k), bbox_coef(span, b)});
+  }
+  return integrate::build_csr(entries, config_.bins);
+}
+
+void Integrator::build_normalization() {
+  const std::size_t n = pixels();
+  normalization_.resize(n);
+  const DummyTest dummy{config_.dummy.has_value(), float(config_.dummy.value_or(0.0)),
+                        float(config_.delta_dummy)};
+  parallel(n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t k = begin; k < end; ++k) {
+      const float flat = flat_.empty() ? 1.0f : flat_[k];
+      const bool masked = (!mask_.empty() && mask_[k] != 0) || is_dummy(dummy, flat);
+      float pol = 1.0f, sa = 1.0f;
+      if (config_.polarization)
+        pol = polarization_correction(two_theta_[k], chi_[k], *config_.polarization);
+      if (config_.solid_angle) {
+        const PixelCentre centre = centre_of(k);
+        const PixelOffset off = pyfai_pixel_offset(geometry_, centre.c1, centre.c2);
+        sa = float(solid_angle(cos_incidence(geometry_, off)));
+      }
+      normalization_[k] = static_normalization(masked, flat, pol, sa);
+    }
+  });
+  normalization_valid_ = true;
+  ++counts_.normalization;
+}
+
+void Integrator::build_csr() {
+  if (config_.splitting == Splitting::BBox) {
+    if (!deltas_valid_) build_deltas();
+    csr_ = build_bbox_csr();
+    csr_valid_ = true;
+    ++counts_.csr;
+    return;
+  }
+  double lo = default_min_, hi = default_max_;
+  if (config_.radial_range) {
+    const double scale = unit_scale(config_.unit);
+    const double a = config_.radial_range->first / scale, b = config_.radial_range->second / scale;
+    lo = std::min(a, b);
+    hi = std::max(a, b);
+  }
+  if (!std::isfinite(lo) || !std::isfinite(hi))
+    throw InputError("no pixel has a finite radial position in this geometry");
+  grid_ = make_bin_grid(config_.bins, lo, hi);
+  std::optional<std::pair<double, double>> azimuth;
+  if (config_.azimuth_range) azimuth = azimuth_range_radians(*config_.azimuth_range);
+  std::vector<int> bin_of_pixel(pixels());
+  for (std::size_t k = 0; k < bin_of_pixel.size(); ++k) {
+    // pyFAI masks pixels outside the azimuth range by comparing chi with the range's ends.
+    const bool outside = azimuth && (chi_[k] > azimuth->second || chi_[k] < azimuth->first);
+    bin_of_pixel[k] = outside ? -1 : bin_index(grid_, radial_[k]);
+  }
+  csr_ = build_csr_no_split(bin_of_pixel, config_.bins);
+  csr_valid_ = true;
+  ++counts_.csr;
+}
+
+void Integrator::ensure_built() {
+  if (!positions_valid_) {
+    build_positions();
+    normalization_valid_ = false;  // polarisation uses the positions
+    csr_valid_ = false;
+  }
+  if (!normalization_valid_) build_normalization();
+  if (!csr_valid_) build_csr();
+}
+
+const CsrMatrix& Integrator::csr() {
+  ensure_built();
+  return csr_;
+}
+
+std::span<const float> Integrator::normalization() {
+  ensure_built();
+  return normalization_;
+}
+
+const BinGrid& Integrator::bin_grid() {
+  ensure_built();
+  return grid_;
+}
+
+void Integrator::check_frame(std::span<const float> frame) const {
+  if (frame.size() != pixels())
+    throw InputError("frame has " + std::to_string(frame.size()) + " pixels, the detector " +
+                     std::to_string(pixels()));
+}
+
+PixelSample Integrator::sample(std::span<const float> frame, std::size_t k) const {
+  const DummyTest dummy{config_.dummy.has_value(), float(config_.dummy.value_or(0.0)),
+                        float(config_.delta_dummy)};
+  return preprocess_pixel(frame[k], dark_.empty() ? 0.0f : dark_[k], normalization_[k],
+                          config_.error_model, dummy);
+}
+
+Profile Integrator::empty_profile() const {
+  const int bins = config_.bins;
+  Profile p;
+  p.radial = linspace(grid_.min + 0.5 * grid_.delta, grid_.max - 0.5 * grid_.delta, bins);
+  for (double& r : p.radial) r *= unit_scale(config_.unit);
+  for (auto* v :
+       {&p.intensity, &p.sigma, &p.std, &p.signal, &p.variance, &p.normalization, &p.count})
+    v->resize(std::size_t(bins));
+  return p;
+}
+
+void Integrator::store_bin(Profile& p, int bin, const BinAccumulator& acc) const {
+  const BinResult r = finalize_bin(acc, config_.dummy.value_or(0.0), config_.error_model);
+  const auto i = std::size_t(bin);
+  p.intensity[i] = r.intensity;
+  p.sigma[i] = r.sigma;
+  p.std[i] = r.std;
+  p.signal[i] = acc.signal;
+  p.variance[i] = acc.variance;
+  p.normalization[i] = acc.normalization;
+  p.count[i] = acc.count;
+}
+
+Profile Integrator::integrate(std::span<const float> frame) {
+  check_frame(frame);
+  ensure_built();
+  const bool azimuthal = config_.error_model == ErrorModel::Azimuthal;
+  Profile p = empty_profile();
+  // Bins are independent (a gather each), so any split over threads gives the same numbers.
+  parallel(std::size_t(config_.bins), [&](std::size_t first, std::size_t last) {
+    for (int b = int(first); b < int(last); ++b) {
+      BinAccumulator acc;
+      for (std::int32_t e = csr_.row_start[std::size_t(b)]; e < csr_.row_start[std::size_t(b) + 1];
+           ++e) {
+        const PixelSample s = sample(frame, std::size_t(csr_.pixel[std::size_t(e)]));
+        if (azimuthal)
+          accumulate_azimuthal(acc, s, csr_.coef[std::size_t(e)]);
+        else
+          accumulate(acc, s, csr_.coef[std::size_t(e)]);
+      }
+      store_bin(p, b, acc);
+    }
+  });
+  return p;
+}
+
+Profile Integrator::sigma_clip(std::span<const float> frame, const SigmaClip& clip) {
+  if (clip.max_iter < 0)
+    throw InputError("sigma clipping needs max_iter >= 0, got " + std::to_string(clip.max_iter));
+  if (!std::isfinite(clip.cutoff) || clip.cutoff < 0.0)
+    throw InputError("sigma clipping cutoff must be a finite number >= 0, got " +
+                     number_text(clip.cutoff));
+  check_frame(frame);
+  ensure_built();
+  const bool azimuthal = config_.error_model == ErrorModel::Azimuthal;
+  Profile p = empty_profile();
+  struct Entry {
+    PixelSample s;
+    float coef;
+  };
+  parallel(std::size_t(config_.bins), [&](std::size_t first, std::size_t last) {
+    std::vector<Entry> kept;  // the bin's valid entries still in
+    const auto sum = [&] {
+      BinAccumulator acc;
+      for (const Entry& e : kept) {
+        if (azimuthal)
+          accumulate_azimuthal(acc, e.s, e.coef);
+        else
+          accumulate(acc, e.s, e.coef);
+      }
+      return acc;
+    };
+    for (int b = int(first); b < int(last); ++b) {
+      kept.clear();
+      for (std::int32_t e = csr_.row_start[std::size_t(b)]; e < csr_.row_start[std::size_t(b) + 1];
+           ++e) {
+        const PixelSample s = sample(frame, std::size_t(csr_.pixel[std::size_t(e)]));
+        if (s.count != 0.0f && csr_.coef[std::size_t(e)] != 0.0f)
+          kept.push_back({s, csr_.coef[std::size_t(e)]});
+      }
+      BinAccumulator acc = sum();
+      for (int iteration = 0; iteration < clip.max_iter; ++iteration) {
+        if (acc.normalization == 0.0 || acc.count == 0.0) break;
+        const double mean = acc.signal / acc.normalization;
+        const double threshold = clip_threshold(acc.count, clip.cutoff, clip_spread(acc));
+        const auto end = std::remove_if(kept.begin(), kept.end(), [&](const Entry& e) {
+          return clip_rejects(e.s, mean, threshold);
+        });
+        if (end == kept.end()) break;
+        kept.erase(end, kept.end());
+        acc = sum();
+      }
+      store_bin(p, b, acc);
+    }
+  });
+  return p;
+}
+
+}  // namespace livedrp::integrate

@@ -1,0 +1,261 @@
+#include "tools/integrate_command.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/detector.hpp"
+#include "core/error.hpp"
+#include "core/thread_pool.hpp"
+#include "integrate/array_values.hpp"
+#include "integrate/integrator.hpp"
+#include "integrate/poni.hpp"
+#include "io/array_file.hpp"
+
+namespace livedrp::tools {
+
+struct IntegrateOptions {
+  std::string poni, input, mask, dark, flat, output, detector;
+  int npt = 0;
+  std::string unit = "q_nm^-1", method = "no", error_model = "poisson", backend = "cpu";
+  std::vector<double> radial_range, azimuth_range;
+  std::optional<double> polarization, dummy, sigma_clip;
+  int clip_iterations = 5;
+  double delta_dummy = 0.0;
+  bool no_solid_angle = false;
+};
+
+namespace {
+
+using integrate::IntegrationConfig;
+using integrate::Integrator;
+using integrate::PixelLayout;
+
+constexpr int kExitFailed = 1;
+constexpr int kExitBadInput = 2;
+
+io::Array read_input(const std::string& what, const std::string& location_text) {
+  const io::ArrayLocation location = io::parse_array_location(location_text);
+  if (!std::filesystem::exists(location.file))
+    throw InputError(what + " file '" + location.file.string() + "' does not exist");
+  if (io::detect_format(location.file) == io::ArrayFormat::Raw)
+    throw InputError(what + " '" + location_text +
+                     "' is neither a NumPy .npy file nor HDF5 (FILE.h5:/dataset)");
+  return io::read_array(location);
+}
+
+IntegrationConfig make_config(const IntegrateOptions& o) {
+  IntegrationConfig c;
+  const auto unit = integrate::radial_unit_from_name(o.unit);
+  if (!unit)
+    throw InputError("--unit must be 2th_deg, q_nm^-1, q_A^-1 or r_mm, got '" + o.unit + "'");
+  c.unit = *unit;
+  c.bins = o.npt;
+  if (o.method == "bbox")
+    c.splitting = integrate::Splitting::BBox;
+  else if (o.method != "no")
+    throw InputError("--method must be no or bbox, got '" + o.method + "'");
+  if (!o.radial_range.empty()) c.radial_range = std::pair{o.radial_range[0], o.radial_range[1]};
+  if (!o.azimuth_range.empty()) c.azimuth_range = std::pair{o.azimuth_range[0], o.azimuth_range[1]};
+  c.solid_angle = !o.no_solid_angle;
+  c.polarization = o.polarization;
+  if (o.error_model == "poisson")
+    c.error_model = integrate::ErrorModel::Poisson;
+  else if (o.error_model == "azimuthal")
+    c.error_model = integrate::ErrorModel::Azimuthal;
+  else
+    throw InputError("--error-model must be poisson or azimuthal, got '" + o.error_model + "'");
+  c.dummy = o.dummy;
+  c.delta_dummy = o.delta_dummy;
+  return c;
+}
+
+// The per-frame shape the input must end with, and the layout it stands for.
+struct FrameShape {
+  PixelLayout layout;
+  std::vector<std::uint64_t> shape;  // trailing dimensions of one frame
+};
+
+FrameShape frame_shape(const IntegrateOptions& o, const io::Array& input) {
+  FrameShape f;
+  if (!o.detector.empty()) {
+    f.layout = integrate::layout_from_detector(find_detector(o.detector));
+    f.shape = {std::uint64_t(f.layout.segments), std::uint64_t(f.layout.rows),
+               std::uint64_t(f.layout.cols)};
+    const auto& s = input.shape;
+    if ((s.size() != 3 && s.size() != 4) ||
+        !std::equal(f.shape.begin(), f.shape.end(), s.end() - 3))
+      throw InputError("input '" + o.input + "' has shape " + io::shape_text(s) + "; detector " +
+                       o.detector + " needs " + io::shape_text(f.shape) + " or N x " +
+                       io::shape_text(f.shape));
+    return f;
+  }
+  const auto& s = input.shape;
+  if (s.size() != 2 && s.size() != 3)
+    throw InputError("input '" + o.input + "' has shape " + io::shape_text(s) +
+                     "; expected one image (rows x columns) or a stack (frames x rows x columns)");
+  const std::uint64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
+  if (rows < 1 || cols < 1 || rows > 1u << 20 || cols > 1u << 20)
+    throw InputError("input '" + o.input + "' has an unusable image shape " + io::shape_text(s));
+  f.layout = integrate::plain_layout(int(rows), int(cols));
+  f.shape = {rows, cols};
+  return f;
+}
+
+// A mask, dark or flat: one frame's shape exactly.
+io::Array read_frame_sized(const std::string& what, const std::string& location,
+                           const FrameShape& frame) {
+  io::Array a = read_input(what, location);
+  if (a.shape != frame.shape)
+    throw InputError(what + " '" + location + "' has shape " + io::shape_text(a.shape) +
+                     ", one frame of the input is " + io::shape_text(frame.shape));
+  return a;
+}
+
+int integrate_all(const IntegrateOptions& o) {
+  if (o.backend == "cuda")
+    throw InputError(
+        "--backend cuda: azimuthal integration on CUDA is not available yet; use "
+        "--backend cpu");
+  if (o.backend != "cpu")
+    throw InputError("--backend must be cpu or cuda, got '" + o.backend + "'");
+  const IntegrationConfig config = make_config(o);
+  integrate::validate(config);
+  if (o.sigma_clip && !(std::isfinite(*o.sigma_clip) && *o.sigma_clip >= 0.0))
+    throw InputError("--sigma-clip cutoff must be a finite number >= 0, got " +
+                     std::to_string(*o.sigma_clip));
+  if (o.clip_iterations < 0)
+    throw InputError("--clip-iterations (max_iter) must be >= 0, got " +
+                     std::to_string(o.clip_iterations));
+
+  const integrate::PoniGeometry poni = integrate::read_poni(o.poni);
+  const io::Array input = read_input("input", o.input);
+  const FrameShape frame = frame_shape(o, input);
+  if (o.detector.empty() && poni.max_shape &&
+      ((*poni.max_shape)[0] != frame.layout.rows || (*poni.max_shape)[1] != frame.layout.cols))
+    std::cerr << "livedrp-engine: warning: PONI file '" << o.poni << "' describes a "
+              << (*poni.max_shape)[0] << " x " << (*poni.max_shape)[1]
+              << " detector, the images are " << frame.layout.rows << " x " << frame.layout.cols
+              << "\n";
+
+  Integrator integrator(poni, frame.layout, config);
+  ThreadPool pool;
+  integrator.set_thread_pool(&pool);
+  if (!o.mask.empty())
+    integrator.set_mask(integrate::mask_values(read_frame_sized("mask", o.mask, frame)));
+  if (!o.dark.empty())
+    integrator.set_dark(integrate::float_values(read_frame_sized("dark", o.dark, frame)));
+  if (!o.flat.empty())
+    integrator.set_flat(integrate::float_values(read_frame_sized("flat", o.flat, frame)));
+
+  const std::uint64_t pixels = integrator.pixels();
+  const std::uint64_t frames = input.elements() / pixels;
+  std::FILE* out = o.output == "-" ? stdout : std::fopen(o.output.c_str(), "w");
+  if (!out) {
+    std::cerr << "livedrp-engine: error: cannot write output file '" << o.output << "'\n";
+    return kExitFailed;
+  }
+  std::fprintf(out, "frame,radial,intensity,sigma\n");
+  auto last_report = std::chrono::steady_clock::now();
+  for (std::uint64_t f = 0; f < frames; ++f) {
+    const std::vector<float> values = integrate::float_values(input, f * pixels, pixels);
+    const integrate::Profile p =
+        o.sigma_clip ? integrator.sigma_clip(values, {o.clip_iterations, *o.sigma_clip})
+                     : integrator.integrate(values);
+    for (std::size_t b = 0; b < p.radial.size(); ++b)
+      std::fprintf(out, "%llu,%.10g,%.10g,%.10g\n", (unsigned long long)f, p.radial[b],
+                   p.intensity[b], p.sigma[b]);
+    const auto now = std::chrono::steady_clock::now();
+    if (frames > 1 && (now - last_report > std::chrono::seconds(1) || f + 1 == frames)) {
+      std::fprintf(stderr, "livedrp-engine: integrated %llu / %llu frames\n",
+                   (unsigned long long)(f + 1), (unsigned long long)frames);
+      last_report = now;
+    }
+  }
+  const bool written = std::fflush(out) == 0 && !std::ferror(out);
+  if (out != stdout) std::fclose(out);
+  if (!written) {
+    std::cerr << "livedrp-engine: error: writing output file '" << o.output << "' failed\n";
+    return kExitFailed;
+  }
+  std::cerr << "livedrp-engine: " << frames << (frames == 1 ? " frame" : " frames") << ", "
+            << config.bins << " bins in " << o.unit << " -> " << o.output << "\n";
+  return 0;
+}
+
+}  // namespace
+
+IntegrateCommand::IntegrateCommand(CLI::App& app) : options_(std::make_unique<IntegrateOptions>()) {
+  IntegrateOptions& o = *options_;
+  command_ = app.add_subcommand(
+      "integrate", "Azimuthal integration of an image or a stack to radial profiles (CSV)");
+  command_->add_option("--poni", o.poni, "Geometry (pyFAI PONI file)")->required();
+  command_
+      ->add_option("--input", o.input,
+                   "Image (rows x columns) or stack (frames x rows x columns): FILE.npy or "
+                   "FILE.h5:/dataset")
+      ->required();
+  command_
+      ->add_option("--output", o.output,
+                   "CSV output (frame,radial,intensity,sigma); - for "
+                   "stdout")
+      ->required();
+  command_->add_option("--npt", o.npt, "Number of radial bins")->required();
+  command_->add_option("--unit", o.unit, "2th_deg | q_nm^-1 | q_A^-1 | r_mm")
+      ->capture_default_str();
+  command_
+      ->add_option("--radial-range", o.radial_range,
+                   "MIN MAX in the unit (default: all pixels, as pyFAI)")
+      ->expected(2);
+  command_->add_option("--azimuth-range", o.azimuth_range, "MIN MAX chi in degrees")->expected(2);
+  command_->add_option("--mask", o.mask, "Mask (non-zero masks a pixel), one frame's shape");
+  command_->add_option("--dark", o.dark, "Dark image to subtract, one frame's shape");
+  command_->add_option("--flat", o.flat, "Flat field to divide by, one frame's shape");
+  command_->add_option("--method", o.method, "Pixel splitting: no | bbox")->capture_default_str();
+  command_->add_option("--polarization", o.polarization,
+                       "Polarisation factor in [-1, 1] (pyFAI's; default: no correction)");
+  command_->add_flag("--no-solid-angle", o.no_solid_angle, "Skip the solid-angle correction");
+  command_->add_option("--error-model", o.error_model, "poisson | azimuthal")
+      ->capture_default_str();
+  command_->add_option("--dummy", o.dummy,
+                       "Pixels of this value are invalid (and empty bins get "
+                       "it)");
+  command_->add_option("--delta-dummy", o.delta_dummy, "Tolerance for --dummy");
+  command_->add_option("--sigma-clip", o.sigma_clip,
+                       "Radial statistics with sigma clipping at this cutoff (pyFAI's "
+                       "sigma_clip_ng thres): intensity is then the clipped mean");
+  command_
+      ->add_option("--clip-iterations", o.clip_iterations,
+                   "Sigma-clipping iterations (pyFAI's max_iter)")
+      ->capture_default_str();
+  command_->add_option("--detector", o.detector,
+                       "Segmented input: a built-in detector name or description .json; the "
+                       "input is then (frames x) segments x rows x columns");
+  command_->add_option("--backend", o.backend, "cpu | cuda")->capture_default_str();
+}
+
+IntegrateCommand::~IntegrateCommand() = default;
+
+bool IntegrateCommand::parsed() const {
+  return command_->parsed();
+}
+
+int IntegrateCommand::run() const {
+  try {
+    return integrate_all(*options_);
+  } catch (const InputError& e) {
+    std::cerr << "livedrp-engine: error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const RuntimeFault& e) {
+    std::cerr << "livedrp-engine: error: " << e.what() << "\n";
+    return kExitFailed;
+  }
+}
+
+}  // namespace livedrp::tools
