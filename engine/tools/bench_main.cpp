@@ -2,9 +2,11 @@
 // the same run.
 //
 //   livedrp-bench runtime ...   (the CUDA runtime's configuration matrix: bench_runtime.cpp)
-//   livedrp-bench resident ...  (the device-resident doorbell ring and its consumers: bench_resident.cpp)
-//   livedrp-bench codec ...     (GPU codecs against a device copy, zstd and lz4: bench_codec.cpp)
-//   livedrp-bench calibrate [--detector epix10ka2m|jungfrau4m|generic_f32] [--backend cpu|cuda|both]
+//   livedrp-bench resident ...  (the device-resident doorbell ring and its consumers:
+//   bench_resident.cpp) livedrp-bench codec ...     (GPU codecs against a device copy, zstd and
+//   lz4: bench_codec.cpp) livedrp-bench peaks ...     (peakfinder8 on the GPU against the CPU:
+//   bench_peaks.cpp) livedrp-bench calibrate [--detector epix10ka2m|jungfrau4m|generic_f32]
+//   [--backend cpu|cuda|both]
 //                           [--events N] [--streams 1,2,4,8] [--common-mode on|off|both]
 //                           [--json FILE] [--markdown FILE]
 //
@@ -45,6 +47,11 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench_codec.hpp"
+#include "bench_common.hpp"
+#include "bench_peaks.hpp"
+#include "bench_resident.hpp"
+#include "bench_runtime.hpp"
 #include "calib/calibrate_cpu.hpp"
 #include "calib/calibration_math.hpp"
 #include "core/detector.hpp"
@@ -52,10 +59,6 @@
 #include "core/thread_pool.hpp"
 #include "exec/backend.hpp"
 #include "sim/simulator.hpp"
-#include "bench_codec.hpp"
-#include "bench_common.hpp"
-#include "bench_resident.hpp"
-#include "bench_runtime.hpp"
 
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/cuda_calibrator.hpp"
@@ -97,19 +100,21 @@ struct Options {
 struct Row {
   std::string backend, path, kernel, device;
   bool common_mode = false;
-  int streams = 0;  // events in flight (GPU), threads (CPU)
-  int events = 0;   // per repeat
-  std::vector<double> seconds;  // one per repeat
+  int streams = 0;                             // events in flight (GPU), threads (CPU)
+  int events = 0;                              // per repeat
+  std::vector<double> seconds;                 // one per repeat
   std::size_t raw_bytes = 0, moved_bytes = 0;  // per event
-  double floor_bandwidth = 0;   // bytes/s the floor divides by
-  std::string floor_basis;      // which measured bandwidth
+  double floor_bandwidth = 0;                  // bytes/s the floor divides by
+  std::string floor_basis;                     // which measured bandwidth
   std::optional<bool> matches_cpu;
   double median_calibrate_us = 0;  // end-to-end: the backend's per-event kernel time
 
   double median_s() const {
     std::vector<double> s = seconds;
     std::sort(s.begin(), s.end());
-    return s.empty() ? 0 : s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
+    return s.empty()      ? 0
+           : s.size() % 2 ? s[s.size() / 2]
+                          : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
   }
   double events_per_s() const { return events / median_s(); }
   double raw_gbps() const { return events_per_s() * double(raw_bytes) * 1e-9; }
@@ -139,7 +144,7 @@ bool bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 struct Baselines {
-  double host_copy_gbps = 0;  // parallel memcpy, read + write bytes
+  double host_copy_gbps = 0;    // parallel memcpy, read + write bytes
   double device_copy_gbps = 0;  // D2D cudaMemcpyAsync, read + write bytes
   double h2d_pinned_gbps = 0;
   std::size_t device_copy_bytes = 0, h2d_bytes = 0, host_copy_bytes = 0;
@@ -166,9 +171,8 @@ double measure_host_copy(ThreadPool& pool, std::size_t bytes, int repeats) {
 }
 
 void bench_cpu(const Options& o, const DetectorDescription& d, const CalibrationConstants& c,
-               const std::vector<std::vector<std::uint8_t>>& events,
-               const std::vector<bool>& modes, ThreadPool& pool, const Baselines& base,
-               std::vector<Row>& rows) {
+               const std::vector<std::vector<std::uint8_t>>& events, const std::vector<bool>& modes,
+               ThreadPool& pool, const Baselines& base, std::vector<Row>& rows) {
   std::vector<float> out(d.pixels());
   for (const bool cm : modes) {
     calib::CalibrationParams params;
@@ -186,12 +190,13 @@ void bench_cpu(const Options& o, const DetectorDescription& d, const Calibration
     row.floor_bandwidth = base.host_copy_gbps * 1e9;
     row.floor_basis = "host parallel memcpy";
     for (int i = 0; i < 2; ++i)  // warm-up
-      calibrate_event_cpu(d, c, params, events[std::size_t(i) % events.size()].data(), out.data(), &pool);
+      calibrate_event_cpu(d, c, params, events[std::size_t(i) % events.size()].data(), out.data(),
+                          &pool);
     for (int r = 0; r < std::max(3, o.repeats / 2); ++r) {
       const auto t0 = Clock::now();
       for (int i = 0; i < o.cpu_events; ++i)
-        calibrate_event_cpu(d, c, params, events[std::size_t(i) % events.size()].data(),
-                            out.data(), &pool);
+        calibrate_event_cpu(d, c, params, events[std::size_t(i) % events.size()].data(), out.data(),
+                            &pool);
       row.seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     }
     rows.push_back(row);
@@ -290,8 +295,9 @@ void bench_device_resident(const Options& o, const DetectorDescription& d,
           for (int r = 0; r < o.repeats; ++r)
             row.seconds.push_back(run(o.events, s_count, copies, params, variant));
           std::cerr << "cuda " << row.kernel << ", common mode " << (cm ? "on" : "off") << ", "
-                    << s_count << " streams, " << copies << " constant copies: " << row.events_per_s()
-                    << " events/s, " << row.fraction_of_floor() << " of the copy floor\n";
+                    << s_count << " streams, " << copies
+                    << " constant copies: " << row.events_per_s() << " events/s, "
+                    << row.fraction_of_floor() << " of the copy floor\n";
           rows.push_back(row);
         }
       }
@@ -418,7 +424,8 @@ std::string markdown(const Options& o, const DetectorDescription& d, const nlohm
     << o.pool << " distinct events rotated; CPU: " << o.cpu_events << " events per repeat\n";
   m << "- target: device-resident, common mode off, >= " << kTargetFractionOfCopy
     << " of the copy floor\n\n";
-  m << "| backend | path | kernel | common mode | streams/threads | events/s | raw GB/s | moved GB/s "
+  m << "| backend | path | kernel | common mode | streams/threads | events/s | raw GB/s | moved "
+       "GB/s "
        "| floor events/s | of floor | spread | = CPU |\n";
   m << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Row& r : rows)
@@ -438,7 +445,8 @@ int run_calibrate(const Options& o) {
   const DetectorDescription d = find_detector(o.detector);
   if (o.pool < kMinPoolEvents)
     throw InputError("--pool " + std::to_string(o.pool) + ": at least " +
-                     std::to_string(kMinPoolEvents) + " distinct events (so no event stays cached)");
+                     std::to_string(kMinPoolEvents) +
+                     " distinct events (so no event stays cached)");
   for (const int s : o.streams)
     if (s < 1 || s > o.pool)
       throw InputError("--streams " + std::to_string(s) + ": between 1 and --pool (" +
@@ -449,7 +457,8 @@ int run_calibrate(const Options& o) {
   const bool want_cpu = o.backend == "cpu" || o.backend == "both";
   const bool want_cuda = o.backend == "cuda" || o.backend == "both";
 
-  ThreadPool pool(o.cpu_threads ? o.cpu_threads : std::max(1u, std::thread::hardware_concurrency()));
+  ThreadPool pool(o.cpu_threads ? o.cpu_threads
+                                : std::max(1u, std::thread::hardware_concurrency()));
   SimulatorConfig sim_config;
   sim_config.seed = o.seed;
   std::cerr << "simulating " << o.pool << " events of " << d.name << "...\n";
@@ -469,7 +478,8 @@ int run_calibrate(const Options& o) {
       throw RuntimeFault("--backend " + o.backend + ": CUDA is not usable: " + *reason);
     const gpu::DeviceProperties p = gpu::device_properties();
     device = {{"name", p.name},
-              {"compute_capability", std::to_string(p.compute_major) + "." + std::to_string(p.compute_minor)},
+              {"compute_capability",
+               std::to_string(p.compute_major) + "." + std::to_string(p.compute_minor)},
               {"multiprocessors", p.multiprocessors},
               {"memory_gib", double(p.global_memory_bytes) / double(1ull << 30)},
               {"l2_mib", double(p.l2_bytes) / double(1 << 20)},
@@ -502,12 +512,21 @@ int run_calibrate(const Options& o) {
       {"schema_version", 1},
       {"tool", "livedrp-bench calibrate"},
       {"config",
-       {{"detector", o.detector},   {"backend", o.backend},    {"events", o.events},
-        {"cpu_events", o.cpu_events}, {"streams", o.streams}, {"common_mode", o.common_mode},
-        {"pool", o.pool},           {"repeats", o.repeats},    {"constant_copies", o.constant_copies},    {"cpu_threads", pool.size()},
-        {"copy_mib", o.copy_mib},   {"seed", o.seed}}},
+       {{"detector", o.detector},
+        {"backend", o.backend},
+        {"events", o.events},
+        {"cpu_events", o.cpu_events},
+        {"streams", o.streams},
+        {"common_mode", o.common_mode},
+        {"pool", o.pool},
+        {"repeats", o.repeats},
+        {"constant_copies", o.constant_copies},
+        {"cpu_threads", pool.size()},
+        {"copy_mib", o.copy_mib},
+        {"seed", o.seed}}},
       {"detector", to_json(d)},
-      {"bytes_per_event_formula", "pixels * (raw_bytes_per_pixel + 8 PedestalGain + 1 status + 4 float out)"},
+      {"bytes_per_event_formula",
+       "pixels * (raw_bytes_per_pixel + 8 PedestalGain + 1 status + 4 float out)"},
       {"device", device},
       {"baselines",
        {{"device_to_device_copy_gb_per_s", base.device_copy_gbps},
@@ -566,8 +585,9 @@ int main(int argc, char** argv) {
   calibrate->add_option("--repeats", o.repeats, "timed repeats (the median is reported)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  calibrate->add_option("--constant-copies", o.constant_copies,
-                        "copies of the constants the L2-cold rows rotate over (1: none)")
+  calibrate
+      ->add_option("--constant-copies", o.constant_copies,
+                   "copies of the constants the L2-cold rows rotate over (1: none)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   calibrate->add_option("--cpu-threads", o.cpu_threads, "CPU threads; 0 = all cores")
@@ -583,12 +603,17 @@ int main(int argc, char** argv) {
   livedrp::bench::add_runtime_options(*runtime, runtime_options);
   livedrp::bench::ResidentOptions resident_options;
   CLI::App* resident = app.add_subcommand(
-      "resident", "device-resident source: doorbell ring in GPU memory, persistent kernel, device graphs");
+      "resident",
+      "device-resident source: doorbell ring in GPU memory, persistent kernel, device graphs");
   livedrp::bench::add_resident_options(*resident, resident_options);
   livedrp::bench::CodecBenchOptions codec_options;
   CLI::App* codec = app.add_subcommand(
       "codec", "GPU codecs against a device copy, and zstd and lz4 on the CPU (--cpu-only)");
   livedrp::bench::add_codec_options(*codec, codec_options);
+  livedrp::bench::PeaksBenchOptions peaks_options;
+  CLI::App* peaks = app.add_subcommand(
+      "peaks", "peakfinder8 on the GPU against the CPU and the memory floor (epix10ka2m hits)");
+  livedrp::bench::add_peaks_options(*peaks, peaks_options);
   calibrate->add_option("--markdown", o.markdown_path, "write the markdown table here");
   try {
     app.parse(argc, argv);
@@ -600,6 +625,7 @@ int main(int argc, char** argv) {
     if (runtime->parsed()) return livedrp::bench::run_runtime(runtime_options);
     if (resident->parsed()) return livedrp::bench::run_resident(resident_options);
     if (codec->parsed()) return livedrp::bench::run_codec(codec_options);
+    if (peaks->parsed()) return livedrp::bench::run_peaks(peaks_options);
     return run_calibrate(o);
   } catch (const InputError& e) {
     std::cerr << "livedrp-bench: error: " << e.what() << "\n";
