@@ -23,6 +23,7 @@
 #include "exec/engine_controller.hpp"
 #include "publish/control_server.hpp"
 #include "tools/integrate_command.hpp"
+#include "tools/peaks_command.hpp"
 
 namespace {
 
@@ -200,6 +201,7 @@ int main(int argc, char** argv) {
 
   CLI::App* detectors = app.add_subcommand("detectors", "List the built-in detectors");
   livedrp::tools::IntegrateCommand integrate(app);
+  livedrp::tools::PeaksCommand peaks(app);
 
   try {
     app.parse(argc, argv);
@@ -212,6 +214,7 @@ int main(int argc, char** argv) {
   }
   spdlog::set_level(verbose ? spdlog::level::info : spdlog::level::warn);
   if (integrate.parsed()) return integrate.run();
+  if (peaks.parsed()) return peaks.run();
 
   if (detectors->parsed()) {
     for (const auto& name : livedrp::builtin_detector_names()) {

@@ -1,0 +1,279 @@
+#include "tools/peaks_command.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/detector.hpp"
+#include "core/error.hpp"
+#include "integrate/array_values.hpp"
+#include "io/array_file.hpp"
+#include "io/hdf5_array.hpp"
+#include "peaks/peakfinder8.hpp"
+#ifdef LIVEDRP_HAVE_CUDA
+#include "cuda/device.hpp"
+#include "cuda/peaks/device_peakfinder8.hpp"
+#include "exec/backend.hpp"
+#endif
+
+namespace livedrp::tools {
+
+struct PeaksOptions {
+  std::string detector, geometry, radius_map, input, mask, params, output, backend = "cpu";
+  std::vector<double> beam;
+};
+
+namespace {
+
+constexpr int kExitFailed = 1;
+constexpr int kExitBadInput = 2;
+
+io::Array read_input(const std::string& what, const std::string& text) {
+  const io::ArrayLocation location = io::parse_array_location(text);
+  if (!std::filesystem::exists(location.file))
+    throw InputError(what + " file '" + location.file.string() + "' does not exist");
+  if (io::detect_format(location.file) == io::ArrayFormat::Raw)
+    throw InputError(what + " '" + text +
+                     "' is neither a NumPy .npy file nor HDF5 (FILE.h5:/dataset)");
+  return io::read_array(location);
+}
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// How the input's frames are laid out: a slab ((segments x rows) x cols) or segments x rows x
+// cols, one frame or a stack. Reported ss follow the input's own coordinates.
+struct InputFrames {
+  std::uint64_t frames = 0;
+  bool segmented = false;  // frames are segments x rows x cols: ss within the segment
+  std::vector<std::uint64_t> frame_shape;
+};
+
+InputFrames input_frames(const DetectorDescription& d, const io::Array& input,
+                         const std::string& name) {
+  const std::uint64_t segments = std::uint64_t(d.segments), rows = std::uint64_t(d.rows),
+                      cols = std::uint64_t(d.cols);
+  const std::vector<std::uint64_t> slab = {segments * rows, cols}, stacked = {segments, rows, cols};
+  const auto& s = input.shape;
+  auto ends_in = [&s](const std::vector<std::uint64_t>& tail) {
+    return s.size() >= tail.size() && std::equal(tail.begin(), tail.end(), s.end() - tail.size());
+  };
+  InputFrames f;
+  if (segments > 1 && (s.size() == 3 || s.size() == 4) && ends_in(stacked)) {
+    f.segmented = true;
+    f.frame_shape = stacked;
+    f.frames = s.size() == 4 ? s[0] : 1;
+  } else if ((s.size() == 2 || s.size() == 3) && ends_in(slab)) {
+    f.frame_shape = slab;
+    f.frames = s.size() == 3 ? s[0] : 1;
+  } else {
+    throw InputError("input '" + name + "' has shape " + io::shape_text(s) + "; detector '" +
+                     d.name + "' needs a slab " + io::shape_text(slab) +
+                     (segments > 1 ? " or " + io::shape_text(stacked) : std::string()) +
+                     ", or a stack of them (frames first)");
+  }
+  if (f.frames == 0) throw InputError("input '" + name + "' holds no frames");
+  return f;
+}
+
+// The peak lists of every frame, to a CSV or a CXI file.
+struct Result {
+  std::vector<peaks::PeakList> lists;
+};
+
+void write_csv(const std::string& path, const Result& result, bool segmented) {
+  std::FILE* out = path == "-" ? stdout : std::fopen(path.c_str(), "w");
+  if (!out) throw RuntimeFault("cannot write output file '" + path + "'");
+  std::fprintf(out, "event,segment,fs,ss,intensity,num_pixels,max_value,sigma,snr\n");
+  for (std::size_t e = 0; e < result.lists.size(); ++e)
+    for (const peaks::Peak& p : result.lists[e].peaks)
+      std::fprintf(out, "%zu,%d,%.6f,%.6f,%.9g,%d,%.9g,%.9g,%.9g\n", e, p.segment, double(p.fs),
+                   double(segmented ? p.ss_in_segment : p.ss), double(p.intensity), p.num_pixels,
+                   double(p.max_value), double(p.local_sigma), double(p.snr));
+  const bool written = std::fflush(out) == 0 && !std::ferror(out);
+  if (out != stdout) std::fclose(out);
+  if (!written) throw RuntimeFault("writing output file '" + path + "' failed");
+}
+
+// Cheetah's CXI peak arrays, as CrystFEL reads them (peak_list_type = cxi): one row per event,
+// max_num_peaks columns, positions in the slab's raw coordinates (pixel centres at integers).
+void write_cxi(const std::string& path, const Result& result, int max_num_peaks) {
+  const std::uint64_t events = result.lists.size(), width = std::uint64_t(max_num_peaks);
+  auto table = [&](auto field) {
+    io::Array a;
+    a.type = io::ElementType::Float32;
+    a.shape = {events, width};
+    a.bytes.assign(events * width * sizeof(float), 0);
+    float* v = a.as<float>();
+    for (std::uint64_t e = 0; e < events; ++e)
+      for (std::size_t k = 0; k < result.lists[e].peaks.size(); ++k)
+        v[e * width + k] = field(result.lists[e].peaks[k]);
+    return a;
+  };
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);  // a new file, not datasets added to an old one
+  io::Array counts;
+  counts.type = io::ElementType::Int32;
+  counts.shape = {events};
+  counts.bytes.resize(events * sizeof(std::int32_t));
+  for (std::uint64_t e = 0; e < events; ++e)
+    counts.as<std::int32_t>()[e] = std::int32_t(result.lists[e].peaks.size());
+  const std::string group = "/entry_1/result_1/";
+  io::write_hdf5_dataset(path, group + "nPeaks", counts);
+  io::write_hdf5_dataset(path, group + "peakXPosRaw",
+                         table([](const peaks::Peak& p) { return p.fs; }));
+  io::write_hdf5_dataset(path, group + "peakYPosRaw",
+                         table([](const peaks::Peak& p) { return p.ss; }));
+  io::write_hdf5_dataset(path, group + "peakTotalIntensity",
+                         table([](const peaks::Peak& p) { return p.intensity; }));
+  io::write_hdf5_dataset(path, group + "peakMaximumValue",
+                         table([](const peaks::Peak& p) { return p.max_value; }));
+  io::write_hdf5_dataset(path, group + "peakSNR",
+                         table([](const peaks::Peak& p) { return p.snr; }));
+  io::write_hdf5_dataset(path, group + "peakNPixels",
+                         table([](const peaks::Peak& p) { return float(p.num_pixels); }));
+}
+
+int find_all(const PeaksOptions& o) {
+  if (!o.geometry.empty())
+    throw InputError(
+        "--geometry: CrystFEL .geom files are not read yet; describe the detector "
+        "with --detector (a built-in name or a detector JSON file)");
+  if (o.detector.empty())
+    throw InputError("--detector is required (a built-in name or a JSON file)");
+  if (o.backend != "cpu" && o.backend != "cuda")
+    throw InputError("--backend must be cpu or cuda, got '" + o.backend + "'");
+  const bool cxi = ends_with(o.output, ".cxi") || ends_with(o.output, ".h5");
+  if (ends_with(o.output, ".stream"))
+    throw InputError(
+        "--output: CrystFEL stream output is not written yet (it needs the "
+        "geometry for 1/d); write .csv or .cxi");
+  if (!cxi && !ends_with(o.output, ".csv") && o.output != "-")
+    throw InputError("--output must end in .csv or .cxi (or be - for CSV on stdout), got '" +
+                     o.output + "'");
+
+  const DetectorDescription detector = find_detector(o.detector);
+  const peaks::PeakFinderParams params = peaks::load_peak_params(o.params);
+  const io::Array input = read_input("input", o.input);
+  const InputFrames frames = input_frames(detector, input, o.input);
+  const std::uint64_t pixels = detector.pixels();
+
+  std::vector<float> radius;
+  if (!o.radius_map.empty()) {
+    const io::Array map = read_input("radius map", o.radius_map);
+    if (map.elements() != pixels)
+      throw InputError("radius map '" + o.radius_map + "' has " + std::to_string(map.elements()) +
+                       " values; one frame has " + std::to_string(pixels) + " pixels");
+    radius = integrate::float_values(map);
+  } else {
+    AssembledPoint beam = assembled_bounds(detector).centre();
+    if (!o.beam.empty()) beam = {o.beam[0], o.beam[1]};
+    radius = peaks::radius_map(detector, beam.x, beam.y);
+  }
+  std::vector<std::uint8_t> mask;
+  if (!o.mask.empty()) {
+    const io::Array m = read_input("mask", o.mask);
+    if (m.elements() != pixels)
+      throw InputError("mask '" + o.mask + "' has " + std::to_string(m.elements()) +
+                       " values; one frame has " + std::to_string(pixels) + " pixels");
+    mask = integrate::mask_values(m);
+  }
+  peaks::PeakFinder8 finder(peaks::slab_layout(detector), radius, mask, params);
+
+  Result result;
+  auto last_report = std::chrono::steady_clock::now();
+  auto report = [&](std::uint64_t done) {
+    const auto now = std::chrono::steady_clock::now();
+    if (frames.frames > 1 &&
+        (now - last_report > std::chrono::seconds(1) || done == frames.frames)) {
+      std::fprintf(stderr, "livedrp-engine: %llu / %llu frames searched\n",
+                   (unsigned long long)done, (unsigned long long)frames.frames);
+      last_report = now;
+    }
+  };
+  if (o.backend == "cpu") {
+    for (std::uint64_t f = 0; f < frames.frames; ++f) {
+      const std::vector<float> frame = integrate::float_values(input, f * pixels, pixels);
+      result.lists.push_back(finder.find(frame.data()));
+      report(f + 1);
+    }
+  } else {
+#ifdef LIVEDRP_HAVE_CUDA
+    if (const auto reason = cuda_unavailable_reason())
+      throw InputError("--backend cuda: no usable CUDA device: " + *reason);
+    gpu::DevicePeakFinder8 device(finder);
+    gpu::Stream stream;
+    gpu::DeviceBuffer frame_on_device(pixels * sizeof(float));
+    for (std::uint64_t f = 0; f < frames.frames; ++f) {
+      const std::vector<float> frame = integrate::float_values(input, f * pixels, pixels);
+      gpu::copy_async(frame_on_device.get(), frame.data(), pixels * sizeof(float), stream,
+                      "frame to the device");
+      device.enqueue(frame_on_device.as<const float>(), stream);
+      result.lists.push_back(device.collect(stream));
+      report(f + 1);
+    }
+#else
+    throw InputError("--backend cuda: this build has no CUDA backend");
+#endif
+  }
+
+  if (cxi)
+    write_cxi(o.output, result, params.max_num_peaks);
+  else
+    write_csv(o.output, result, frames.segmented);
+  std::size_t total = 0, hits = 0;
+  for (const auto& list : result.lists) total += list.peaks.size(), hits += list.hit ? 1 : 0;
+  std::cerr << "livedrp-engine: " << frames.frames << (frames.frames == 1 ? " frame" : " frames")
+            << ", " << total << " peaks, " << hits << " hits (>= " << params.min_peaks_for_hit
+            << " peaks) -> " << o.output << "\n";
+  return 0;
+}
+
+}  // namespace
+
+PeaksCommand::PeaksCommand(CLI::App& app) : options_(std::make_unique<PeaksOptions>()) {
+  PeaksOptions& o = *options_;
+  command_ =
+      app.add_subcommand("peaks", "peakfinder8 over a slab or a stack of slabs (CSV or CXI)");
+  command_->add_option("--detector", o.detector, "Detector: a built-in name or a JSON file");
+  command_->add_option("--geometry", o.geometry, "CrystFEL .geom file (not read yet)");
+  command_->add_option("--radius-map", o.radius_map,
+                       "Per-pixel radius in pixels (FILE.npy or FILE.h5:/dataset), replacing the "
+                       "radius from the detector's placement");
+  command_
+      ->add_option("--beam", o.beam,
+                   "Beam position X Y in assembled pixels (default: the middle of the "
+                   "assembled image)")
+      ->expected(2);
+  command_->add_option("--input", o.input, "Slab or stack of slabs (FILE.npy or FILE.h5:/dataset)")
+      ->required();
+  command_->add_option("--mask", o.mask, "Mask, non-zero = bad (FILE.npy or FILE.h5:/dataset)");
+  command_->add_option("--params", o.params, "Peak-finder parameters (JSON)")->required();
+  command_->add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
+  command_->add_option("--output", o.output, "OUT.csv, OUT.cxi, or - (CSV on stdout)")->required();
+}
+
+PeaksCommand::~PeaksCommand() = default;
+
+bool PeaksCommand::parsed() const {
+  return command_->parsed();
+}
+
+int PeaksCommand::run() const {
+  try {
+    return find_all(*options_);
+  } catch (const InputError& e) {
+    std::cerr << "livedrp-engine: error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const RuntimeFault& e) {
+    std::cerr << "livedrp-engine: error: " << e.what() << "\n";
+    return kExitFailed;
+  }
+}
+
+}  // namespace livedrp::tools
