@@ -365,13 +365,14 @@ class TestIntegratePyfai : public QObject {
     const PixelCentre a = pixel_centre(l, 0, 1, 2);
     QCOMPARE(a.c1, 5.5);
     QCOMPARE(a.c2, 12.5);
-    // Turned by 90 degrees: the fast axis runs towards smaller rows, the slow axis along columns.
+    // Turned by 90 degrees (core/detector.hpp): the fast axis runs along +y (rows), the slow
+    // axis along -x (columns).
     const PixelCentre b = pixel_centre(l, 1, 0, 2);
-    QCOMPARE(b.c1, 8.0 - 2.5);
-    QCOMPARE(b.c2, 20.5);
+    QCOMPARE(b.c1, 8.0 + 2.5);
+    QCOMPARE(b.c2, 20.0 - 0.5);
     const FrameExtent e = assembled_extent(l);
-    QCOMPARE(e.rows, 8);   // segment 0 ends at row 4 + 2, segment 1 at row 8
-    QCOMPARE(e.cols, 22);  // segment 1 spans columns 20..22
+    QCOMPARE(e.rows, 11);  // segment 0 ends at row 4 + 2, segment 1 at row 8 + 3
+    QCOMPARE(e.cols, 20);  // segment 1 spans columns 18..20, segment 0 10..13
     QCOMPARE(plain_layout(3, 4).pixels(), std::size_t(12));
     QVERIFY(error_of([] { plain_layout(0, 4); }).find("must be positive") != std::string::npos);
     DetectorDescription d = find_detector("epix10ka2m");

@@ -33,28 +33,12 @@ PixelLayout layout_from_detector(const DetectorDescription& detector) {
 }
 
 PixelCentre pixel_centre(const PixelLayout& layout, int segment, int row, int col) {
-  const double y = row + 0.5, x = col + 0.5;
-  if (layout.placement.empty()) return {y, x};
-  const SegmentPlacement& p = layout.placement[std::size_t(segment)];
-  // Quarter turns only (the description enforces it), so exact integers stay exact.
-  double dx = x, dy = y;
-  switch (((p.rotation_deg % 360) + 360) % 360) {
-    case 90:
-      dx = y;
-      dy = -x;
-      break;
-    case 180:
-      dx = -x;
-      dy = -y;
-      break;
-    case 270:
-      dx = -y;
-      dy = x;
-      break;
-    default:
-      break;
-  }
-  return {p.y_px + dy, p.x_px + dx};
+  if (layout.placement.empty()) return {row + 0.5, col + 0.5};
+  // The one placement convention of core/detector.hpp (the simulator and the peak finder's
+  // radius use it too).
+  const AssembledPoint centre =
+      assembled_point(layout.placement[std::size_t(segment)], row + 0.5, col + 0.5);
+  return {centre.y, centre.x};
 }
 
 FrameExtent assembled_extent(const PixelLayout& layout) {

@@ -25,9 +25,9 @@ PixelLayout plain_layout(int rows, int cols);
 // Throws InputError when the description has no usable layout.
 PixelLayout layout_from_detector(const DetectorDescription& detector);
 
-// Centre of input pixel (segment, row, col) in assembled pixel coordinates (slow c1, fast c2):
-// the segment's pixel (0, 0) corner goes to (y_px, x_px), the segment turned by rotation_deg
-// about that corner (counter-clockwise on screen for positive angles: fast axis towards -rows).
+// Centre of input pixel (segment, row, col) in assembled pixel coordinates (slow c1 = y, fast
+// c2 = x): core/detector.hpp's assembled_point of (row + 0.5, col + 0.5), the segment's pixel
+// (0, 0) corner at (y_px, x_px) and its fast axis along (cos, sin) of rotation_deg in (x, y).
 struct PixelCentre {
   double c1, c2;
 };
