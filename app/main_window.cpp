@@ -5,6 +5,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDateTime>
@@ -30,6 +31,8 @@
 #include "widgets/counters_view.hpp"
 #include "widgets/engine_view.hpp"
 #include "widgets/number_format.hpp"
+#include "widgets/profile_model.hpp"
+#include "widgets/radial_profile_view.hpp"
 #include "widgets/rate_strip_chart.hpp"
 #include "widgets/run_status_widget.hpp"
 #include "widgets/stats_model.hpp"
@@ -46,6 +49,8 @@ const char* kGeometryKey = "window/geometry";
 const char* kStateKey = "window/state";
 const char* kEngineConfigKey = "engine/config";
 const char* kChartWindowKey = "chart/window_s";
+const char* kProfileLogYKey = "profile/log_y";
+const char* kProfileLogColourKey = "profile/log_colour";
 const char* kConfigurationsDirKey = "configurations/directory";
 const char* kComparisonEventsKey = "comparison/events";
 const char* kComparisonDetectorKey = "comparison/detector";
@@ -63,7 +68,8 @@ QDockWidget* makeDock(const QString& title, const QString& name, QWidget* conten
 
 const std::vector<std::string>& MainWindow::subscribedTopics() {
   static const std::vector<std::string> topics{std::string(protocol::kTopicStats),
-                                               std::string(protocol::kTopicStatus)};
+                                               std::string(protocol::kTopicStatus),
+                                               std::string(protocol::kTopicProfile)};
   return topics;
 }
 
@@ -71,7 +77,8 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
     : QMainWindow(parent),
       attached_(!options.connect.empty()),
       connect_endpoint_(QString::fromStdString(options.connect)),
-      model_(new widgets::StatsModel(this)) {
+      model_(new widgets::StatsModel(this)),
+      profile_model_(new widgets::ProfileModel(this)) {
   setObjectName(QStringLiteral("livedrpMainWindow"));
   widgets::registerProtocolMetaTypes();
   setDockNestingEnabled(true);
@@ -141,6 +148,7 @@ void MainWindow::buildDocks() {
   engine_view_ = new widgets::EngineView(model_);
   comparison_ = new ComparisonPanel;
   compression_view_ = new widgets::CompressionView(model_);
+  radial_profile_view_ = new widgets::RadialProfileView(profile_model_);
   log_ = new QPlainTextEdit;
   log_->setObjectName(QStringLiteral("log"));
   log_->setReadOnly(true);
@@ -158,6 +166,8 @@ void MainWindow::buildDocks() {
       makeDock(tr("Comparison"), QStringLiteral("comparisonDock"), comparison_, this);
   compression_dock_ =
       makeDock(tr("Compression"), QStringLiteral("compressionDock"), compression_view_, this);
+  radial_profile_dock_ = makeDock(tr("Radial profile"), QStringLiteral("radialProfileDock"),
+                                  radial_profile_view_, this);
 
   addDockWidget(Qt::LeftDockWidgetArea, run_dock_);
   addDockWidget(Qt::LeftDockWidgetArea, counters_dock_);
@@ -166,6 +176,7 @@ void MainWindow::buildDocks() {
   addDockWidget(Qt::RightDockWidgetArea, chart_dock_);
   tabifyDockWidget(chart_dock_, comparison_dock_);
   tabifyDockWidget(comparison_dock_, compression_dock_);
+  tabifyDockWidget(compression_dock_, radial_profile_dock_);
   addDockWidget(Qt::RightDockWidgetArea, log_dock_);
   engine_dock_->raise();
   chart_dock_->raise();
@@ -190,6 +201,15 @@ void MainWindow::buildDocks() {
     comparison_->refreshList();  // a configuration was saved, loaded or deleted
   });
   connect(comparison_, &ComparisonPanel::logMessage, this, &MainWindow::appendLog);
+  // A profile that passes the header checks but not the profile's own (lengths, unit, ...).
+  connect(profile_model_, &widgets::ProfileModel::rejected, this,
+          [this](quint64 count, const QString& error) {
+            if (profile_rejection_log_clock_.isValid() &&
+                profile_rejection_log_clock_.elapsed() < kMalformedLogIntervalMs)
+              return;
+            profile_rejection_log_clock_.start();
+            appendLog(tr("%1 profile message(s) refused; last: %2").arg(count).arg(error));
+          });
   connect(comparison_, &ComparisonPanel::aboutToRun, this, [this] {
     if (host_ && host_->isActive()) {
       appendLog(tr("stopping the live run: the comparison gets the machine to itself"));
@@ -211,8 +231,9 @@ void MainWindow::buildMenus() {
   run->addAction(run_control_->stopAction());
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  for (QDockWidget* dock : {chart_dock_, run_dock_, counters_dock_, log_dock_, stream_config_dock_,
-                            engine_dock_, comparison_dock_, compression_dock_}) {
+  for (QDockWidget* dock :
+       {chart_dock_, run_dock_, counters_dock_, log_dock_, stream_config_dock_, engine_dock_,
+        comparison_dock_, compression_dock_, radial_profile_dock_}) {
     view->addAction(dock->toggleViewAction());
   }
   view->addAction(run_toolbar_->toggleViewAction());
@@ -277,7 +298,8 @@ void MainWindow::connectHost() {
 void MainWindow::startRun() {
   if (!host_ || host_->isActive()) return;
   base_config_ = run_control_->config(base_config_);
-  model_->clear();  // a new run starts a new chart
+  model_->clear();          // a new run starts a new chart
+  profile_model_->clear();  // and shows no profile until one of this run arrives
   if (host_->start(base_config_)) {
     run_control_->setRunActive(true);
     appendLog(tr("starting the embedded engine: %1, backend %2, %3, publishing on %4")
@@ -346,7 +368,9 @@ void MainWindow::subscribeTo(const QString& endpoint) {
   subscriber_ = thread;
   connect(thread, &SubscriberThread::messagesReceived, this,
           [this, thread](const widgets::MessageBatch& batch) {
-            if (thread == subscriber_) model_->apply(batch);  // drop what a retired one sent
+            if (thread != subscriber_) return;  // drop what a retired one sent
+            model_->apply(batch);
+            profile_model_->apply(batch);
           });
   connect(
       thread, &SubscriberThread::malformedMessages, this,
@@ -421,6 +445,9 @@ void MainWindow::readSettings(QSettings& settings, const QString& origin) {
   bool ok = false;
   const double window_s = settings.value(kChartWindowKey).toDouble(&ok);
   if (ok && window_s > 0) chart_->setWindowSeconds(window_s);
+  radial_profile_view_->logYBox()->setChecked(settings.value(kProfileLogYKey, false).toBool());
+  radial_profile_view_->logColourBox()->setChecked(
+      settings.value(kProfileLogColourKey, false).toBool());
 
   const QString json = settings.value(kEngineConfigKey).toString();
   if (json.isEmpty()) return;
@@ -445,6 +472,8 @@ void MainWindow::writeSettings(QSettings& settings) const {
   settings.setValue(kGeometryKey, saveGeometry());
   settings.setValue(kStateKey, saveState(kLayoutVersion));
   settings.setValue(kChartWindowKey, chart_->windowSeconds());
+  settings.setValue(kProfileLogYKey, radial_profile_view_->logYBox()->isChecked());
+  settings.setValue(kProfileLogColourKey, radial_profile_view_->logColourBox()->isChecked());
   settings.setValue(kConfigurationsDirKey, configurations_dir_);
   settings.setValue(kComparisonEventsKey, comparison_->eventsSpin()->value());
   settings.setValue(kComparisonDetectorKey, comparison_->detectorCombo()->currentText());

@@ -1,8 +1,8 @@
 #pragma once
 // The livedrp main window: dock widgets over one main window (rates chart, run control, counters,
-// engine view, stream configuration, comparison, log), a run toolbar and a status bar. It
-// composes the widgets (which know only the protocol), the subscriber thread and, unless attached
-// to a remote engine, the embedded EngineHost.
+// engine view, stream configuration, comparison, compression, radial profile, log), a run
+// toolbar and a status bar. It composes the widgets (which know only the protocol), the
+// subscriber thread and, unless attached to a remote engine, the embedded EngineHost.
 // Layout, window geometry and the engine configuration persist together in QSettings, and can be
 // saved to / loaded from one .ini file.
 #include <memory>
@@ -26,6 +26,8 @@ namespace livedrp::widgets {
 class CompressionView;
 class CountersView;
 class EngineView;
+class ProfileModel;
+class RadialProfileView;
 class RateStripChart;
 class RunStatusWidget;
 class StatsModel;
@@ -48,7 +50,7 @@ class MainWindow : public QMainWindow {
   static constexpr int kLayoutVersion = 2;  // 2: stream configuration, engine, comparison docks
   // Lines kept in the log dock.
   static constexpr int kLogLines = 2000;
-  // Topics the window shows; `image`, `profile` and `peaks` are not subscribed to.
+  // Topics the window shows; `image` and `peaks` are not subscribed to.
   static const std::vector<std::string>& subscribedTopics();
 
   explicit MainWindow(const AppOptions& options, QWidget* parent = nullptr);
@@ -74,6 +76,9 @@ class MainWindow : public QMainWindow {
   widgets::EngineView* engineView() const { return engine_view_; }
   ComparisonPanel* comparison() const { return comparison_; }
   widgets::CompressionView* compressionView() const { return compression_view_; }
+  // `profile` messages from the subscriber go to this model; the "Radial profile" dock shows it.
+  widgets::ProfileModel* profileModel() const { return profile_model_; }
+  widgets::RadialProfileView* radialProfileView() const { return radial_profile_view_; }
   RemoteControl* remoteControl() const { return remote_; }  // null when embedded or unknown
   // Where the named configurations are saved (QSettings "configurations/directory").
   QString configurationsDirectory() const { return configurations_dir_; }
@@ -109,6 +114,7 @@ class MainWindow : public QMainWindow {
   std::unique_ptr<QSettings> settings_;
 
   widgets::StatsModel* model_;
+  widgets::ProfileModel* profile_model_;
   widgets::RateStripChart* chart_ = nullptr;
   widgets::CountersView* counters_ = nullptr;
   widgets::RunStatusWidget* run_status_ = nullptr;
@@ -117,10 +123,12 @@ class MainWindow : public QMainWindow {
   widgets::EngineView* engine_view_ = nullptr;
   ComparisonPanel* comparison_ = nullptr;
   widgets::CompressionView* compression_view_ = nullptr;
+  widgets::RadialProfileView* radial_profile_view_ = nullptr;
   QDockWidget* stream_config_dock_ = nullptr;
   QDockWidget* engine_dock_ = nullptr;
   QDockWidget* comparison_dock_ = nullptr;
   QDockWidget* compression_dock_ = nullptr;
+  QDockWidget* radial_profile_dock_ = nullptr;
   RemoteControl* remote_ = nullptr;
   bool remote_config_shown_ = false;
   QString configurations_dir_;
@@ -135,6 +143,7 @@ class MainWindow : public QMainWindow {
   EngineHost* host_ = nullptr;
   QPointer<SubscriberThread> subscriber_;
   QElapsedTimer malformed_log_clock_;
+  QElapsedTimer profile_rejection_log_clock_;
 };
 
 }  // namespace livedrp::app

@@ -1,93 +1,22 @@
 #include "protocol/topics.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <set>
 #include <utility>
 
+#include "protocol/payload_reader.hpp"
+
 namespace livedrp::protocol {
 
 namespace {
 
+using detail::describe;
+using detail::now_ns;
+using detail::number_or_null;
+using detail::PayloadReader;
 using nlohmann::json;
-
-// Error texts quote values from the wire; keep them short whatever a peer sends.
-constexpr std::size_t kMaxQuotedChars = 40;
-
-std::string describe(const json& value) {
-  if (value.is_string()) {
-    const auto& text = value.get_ref<const std::string&>();
-    if (text.size() <= kMaxQuotedChars) return "string '" + text + "'";
-    return "string '" + text.substr(0, kMaxQuotedChars) + "...'";
-  }
-  // Containers are named, not dumped: dump() recurses and wire data may nest arbitrarily deep.
-  if (value.is_structured()) return std::string(value.type_name());
-  return std::string(value.type_name()) + " " + value.dump();
-}
-
-// JSON has no NaN or infinity: nlohmann writes them as null. A rate before the first interval is
-// legitimately not a number, so null reads back as NaN instead of failing the whole payload.
-json number_or_null(double value) {
-  if (std::isfinite(value)) return value;
-  return nullptr;
-}
-
-// Reads one payload object with errors such as "stats payload: field 'stages[2].gbps' must be a
-// number, got string 'fast'". Unknown fields are ignored so that a version-1 decoder accepts
-// payloads that later gained fields (docs/protocol.md, versioning).
-class PayloadReader {
- public:
-  PayloadReader(const json& object, std::string topic, std::string prefix = {})
-      : object_(object), topic_(std::move(topic)), prefix_(std::move(prefix)) {}
-
-  [[noreturn]] void fail(const std::string& name, const std::string& problem) const {
-    throw ProtocolError(topic_ + " payload: field '" + prefix_ + name + "' " + problem);
-  }
-
-  void require_object(const std::string& what) const {
-    if (!object_.is_object()) {
-      throw ProtocolError(topic_ + " payload: " + what + " must be a JSON object, got " +
-                          describe(object_));
-    }
-  }
-
-  const json& field(const std::string& name) const {
-    const auto found = object_.find(name);
-    if (found == object_.end()) fail(name, "is missing");
-    return *found;
-  }
-
-  std::string string(const std::string& name) const {
-    const json& value = field(name);
-    if (!value.is_string()) fail(name, "must be a string, got " + describe(value));
-    return value.get<std::string>();
-  }
-
-  double number(const std::string& name) const {
-    const json& value = field(name);
-    if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
-    if (!value.is_number()) fail(name, "must be a number, got " + describe(value));
-    return value.get<double>();
-  }
-
-  std::uint64_t count(const std::string& name) const { return count_value(field(name), name); }
-
-  std::uint64_t count_value(const json& value, const std::string& name) const {
-    if (value.is_number_unsigned()) return value.get<std::uint64_t>();
-    if (value.is_number_integer()) fail(name, "must not be negative, got " + value.dump());
-    fail(name, "must be a non-negative integer, got " + describe(value));
-  }
-
-  const std::string& topic() const { return topic_; }
-  const std::string& prefix() const { return prefix_; }
-
- private:
-  const json& object_;
-  std::string topic_;
-  std::string prefix_;
-};
 
 const std::set<std::string> kCompressionCodecs = {"lossless", "lossy"};
 
@@ -133,12 +62,6 @@ CompressionStats compression_from_json(const PayloadReader& parent, const json& 
     compression.ratio_histogram[bin] =
         reader.count_value(histogram[bin], "ratio_histogram[" + std::to_string(bin) + "]");
   return compression;
-}
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "protocol/message.hpp"
+// The radial profile topic has its own header; whoever decodes topics gets it here too.
+#include "protocol/profile_topic.hpp"
 
 namespace livedrp::protocol {
 
