@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/crystfel_geometry.hpp"
 #include "core/detector.hpp"
 #include "core/error.hpp"
 #include "integrate/array_values.hpp"
@@ -54,17 +55,17 @@ struct InputFrames {
   std::vector<std::uint64_t> frame_shape;
 };
 
-InputFrames input_frames(const DetectorDescription& d, const io::Array& input,
-                         const std::string& name) {
-  const std::uint64_t segments = std::uint64_t(d.segments), rows = std::uint64_t(d.rows),
-                      cols = std::uint64_t(d.cols);
-  const std::vector<std::uint64_t> slab = {segments * rows, cols}, stacked = {segments, rows, cols};
+// `stacked` is empty where only a slab is accepted (a CrystFEL geometry's panels are arbitrary
+// rectangles of the slab); `what` names the layout in the error.
+InputFrames input_frames(const std::vector<std::uint64_t>& slab,
+                         const std::vector<std::uint64_t>& stacked, const std::string& what,
+                         const io::Array& input, const std::string& name) {
   const auto& s = input.shape;
   auto ends_in = [&s](const std::vector<std::uint64_t>& tail) {
     return s.size() >= tail.size() && std::equal(tail.begin(), tail.end(), s.end() - tail.size());
   };
   InputFrames f;
-  if (segments > 1 && (s.size() == 3 || s.size() == 4) && ends_in(stacked)) {
+  if (!stacked.empty() && (s.size() == 3 || s.size() == 4) && ends_in(stacked)) {
     f.segmented = true;
     f.frame_shape = stacked;
     f.frames = s.size() == 4 ? s[0] : 1;
@@ -72,13 +73,23 @@ InputFrames input_frames(const DetectorDescription& d, const io::Array& input,
     f.frame_shape = slab;
     f.frames = s.size() == 3 ? s[0] : 1;
   } else {
-    throw InputError("input '" + name + "' has shape " + io::shape_text(s) + "; detector '" +
-                     d.name + "' needs a slab " + io::shape_text(slab) +
-                     (segments > 1 ? " or " + io::shape_text(stacked) : std::string()) +
+    throw InputError("input '" + name + "' has shape " + io::shape_text(s) + "; " + what +
+                     " needs a slab " + io::shape_text(slab) +
+                     (stacked.empty() ? std::string() : " or " + io::shape_text(stacked)) +
                      ", or a stack of them (frames first)");
   }
   if (f.frames == 0) throw InputError("input '" + name + "' holds no frames");
   return f;
+}
+
+InputFrames input_frames(const DetectorDescription& d, const io::Array& input,
+                         const std::string& name) {
+  const std::uint64_t segments = std::uint64_t(d.segments), rows = std::uint64_t(d.rows),
+                      cols = std::uint64_t(d.cols);
+  return input_frames({segments * rows, cols},
+                      segments > 1 ? std::vector<std::uint64_t>{segments, rows, cols}
+                                   : std::vector<std::uint64_t>{},
+                      "detector '" + d.name + "'", input, name);
 }
 
 // The peak lists of every frame, to a CSV or a CXI file.
@@ -139,13 +150,58 @@ void write_cxi(const std::string& path, const Result& result, int max_num_peaks)
                          table([](const peaks::Peak& p) { return float(p.num_pixels); }));
 }
 
+// What the search needs from the detector: the slab and its ASICs, the radius of each pixel
+// and the pixels the detector description itself marks bad.
+struct Layout {
+  peaks::SlabLayout slab;
+  InputFrames frames;
+  std::vector<float> radius;
+  std::vector<std::uint8_t> bad;  // empty: none
+};
+
+Layout detector_layout(const PeaksOptions& o, const io::Array& input) {
+  const DetectorDescription detector = find_detector(o.detector);
+  Layout l;
+  l.slab = peaks::slab_layout(detector);
+  l.frames = input_frames(detector, input, o.input);
+  if (o.radius_map.empty()) {
+    AssembledPoint beam = assembled_bounds(detector).centre();
+    if (!o.beam.empty()) beam = {o.beam[0], o.beam[1]};
+    l.radius = peaks::radius_map(detector, beam.x, beam.y);
+  }
+  return l;
+}
+
+// A CrystFEL geometry: the panels are the ASICs (segment = panel index) of one slab; the beam is
+// at the lab origin unless --beam moves it; bad regions, no_index panels and pixels of no panel
+// are masked.
+Layout geometry_layout(const PeaksOptions& o, const io::Array& input) {
+  const crystfel::Geometry geometry = crystfel::read_geometry(o.geometry);
+  for (const std::string& warning : geometry.warnings)
+    std::cerr << "livedrp-engine: warning: " << warning << "\n";
+  Layout l;
+  l.slab.height = geometry.slab_height;
+  l.slab.width = geometry.slab_width;
+  l.slab.segment_rows = 0;  // panels are arbitrary rectangles: ss stays in slab coordinates
+  l.slab.asics = crystfel::panel_asics(geometry);
+  l.frames = input_frames({std::uint64_t(geometry.slab_height), std::uint64_t(geometry.slab_width)},
+                          {}, "geometry '" + o.geometry + "'", input, o.input);
+  if (o.radius_map.empty())
+    l.radius = o.beam.empty() ? crystfel::radius_map(geometry)
+                              : crystfel::radius_map(geometry, o.beam[0], o.beam[1]);
+  l.bad = crystfel::bad_mask(geometry);
+  return l;
+}
+
 int find_all(const PeaksOptions& o) {
-  if (!o.geometry.empty())
+  if (!o.geometry.empty() && !o.detector.empty())
     throw InputError(
-        "--geometry: CrystFEL .geom files are not read yet; describe the detector "
-        "with --detector (a built-in name or a detector JSON file)");
-  if (o.detector.empty())
-    throw InputError("--detector is required (a built-in name or a JSON file)");
+        "--detector and --geometry are mutually exclusive: give the detector as a built-in "
+        "name or JSON file, or as a CrystFEL .geom file");
+  if (o.detector.empty() && o.geometry.empty())
+    throw InputError(
+        "--detector (a built-in name or a JSON file) or --geometry (a CrystFEL .geom file) is "
+        "required");
   if (o.backend != "cpu" && o.backend != "cuda")
     throw InputError("--backend must be cpu or cuda, got '" + o.backend + "'");
   const bool cxi = ends_with(o.output, ".cxi") || ends_with(o.output, ".h5");
@@ -156,34 +212,36 @@ int find_all(const PeaksOptions& o) {
   if (!cxi && !ends_with(o.output, ".csv") && o.output != "-")
     throw InputError("--output must end in .csv or .cxi (or be - for CSV on stdout), got '" +
                      o.output + "'");
+  if (!o.geometry.empty() && !std::filesystem::exists(o.geometry))
+    throw InputError("--geometry file '" + o.geometry + "' does not exist");
 
-  const DetectorDescription detector = find_detector(o.detector);
   const peaks::PeakFinderParams params = peaks::load_peak_params(o.params);
   const io::Array input = read_input("input", o.input);
-  const InputFrames frames = input_frames(detector, input, o.input);
-  const std::uint64_t pixels = detector.pixels();
+  Layout layout = o.geometry.empty() ? detector_layout(o, input) : geometry_layout(o, input);
+  const InputFrames& frames = layout.frames;
+  const std::uint64_t pixels = layout.slab.pixels();
 
-  std::vector<float> radius;
+  std::vector<float> radius = std::move(layout.radius);
   if (!o.radius_map.empty()) {
     const io::Array map = read_input("radius map", o.radius_map);
     if (map.elements() != pixels)
       throw InputError("radius map '" + o.radius_map + "' has " + std::to_string(map.elements()) +
                        " values; one frame has " + std::to_string(pixels) + " pixels");
     radius = integrate::float_values(map);
-  } else {
-    AssembledPoint beam = assembled_bounds(detector).centre();
-    if (!o.beam.empty()) beam = {o.beam[0], o.beam[1]};
-    radius = peaks::radius_map(detector, beam.x, beam.y);
   }
-  std::vector<std::uint8_t> mask;
+  std::vector<std::uint8_t> mask = std::move(layout.bad);
   if (!o.mask.empty()) {
     const io::Array m = read_input("mask", o.mask);
     if (m.elements() != pixels)
       throw InputError("mask '" + o.mask + "' has " + std::to_string(m.elements()) +
                        " values; one frame has " + std::to_string(pixels) + " pixels");
-    mask = integrate::mask_values(m);
+    const std::vector<std::uint8_t> given = integrate::mask_values(m);
+    if (mask.empty())
+      mask = given;
+    else  // the geometry's bad pixels stay bad: the union of both masks
+      for (std::size_t p = 0; p < mask.size(); ++p) mask[p] = mask[p] != 0 || given[p] != 0;
   }
-  peaks::PeakFinder8 finder(peaks::slab_layout(detector), radius, mask, params);
+  peaks::PeakFinder8 finder(std::move(layout.slab), radius, mask, params);
 
   Result result;
   auto last_report = std::chrono::steady_clock::now();
@@ -241,14 +299,15 @@ PeaksCommand::PeaksCommand(CLI::App& app) : options_(std::make_unique<PeaksOptio
   command_ =
       app.add_subcommand("peaks", "peakfinder8 over a slab or a stack of slabs (CSV or CXI)");
   command_->add_option("--detector", o.detector, "Detector: a built-in name or a JSON file");
-  command_->add_option("--geometry", o.geometry, "CrystFEL .geom file (not read yet)");
+  command_->add_option("--geometry", o.geometry,
+                       "CrystFEL .geom file: panels of one slab (instead of --detector)");
   command_->add_option("--radius-map", o.radius_map,
                        "Per-pixel radius in pixels (FILE.npy or FILE.h5:/dataset), replacing the "
                        "radius from the detector's placement");
   command_
       ->add_option("--beam", o.beam,
                    "Beam position X Y in assembled pixels (default: the middle of the "
-                   "assembled image)")
+                   "assembled image; with --geometry: lab pixels, default 0 0)")
       ->expected(2);
   command_->add_option("--input", o.input, "Slab or stack of slabs (FILE.npy or FILE.h5:/dataset)")
       ->required();
