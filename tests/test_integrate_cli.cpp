@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_process.hpp"
+#include "exec/backend.hpp"
 #include "io/array.hpp"
 #include "io/hdf5_array.hpp"
 #include "io/npy.hpp"
@@ -268,11 +269,19 @@ class TestIntegrateCli : public QObject {
                                  << "--error-model"
                                  << "gauss",
                "--error-model");
+    // With a device, --backend cuda works (tests/test_gpu_integrate compares it with the CPU);
+    // without one, or in a build without CUDA, it is refused with the reason.
+    if (cuda_unavailable_reason())
+      expect_bad(QStringList(base) << "--npt"
+                                   << "10"
+                                   << "--backend"
+                                   << "cuda",
+                 "--backend cuda");
     expect_bad(QStringList(base) << "--npt"
                                  << "10"
                                  << "--backend"
-                                 << "cuda",
-               "not available yet");
+                                 << "opencl",
+               "--backend must be cpu or cuda");
     expect_bad(QStringList(base) << "--npt"
                                  << "10"
                                  << "--method"

@@ -22,6 +22,8 @@
 #include "exec/backend.hpp"
 #include "exec/reorder_buffer.hpp"
 #include "publish/publisher.hpp"
+#include "replay/recorder.hpp"
+#include "replay/replay_source.hpp"
 #include "ring/doorbell_ring.hpp"
 #include "sim/simulator.hpp"
 
@@ -70,6 +72,7 @@ std::optional<codec::CodecParams> compression_params(const CompressionConfig& co
 
 constexpr const char* kDropRingFull = "ring_full";
 constexpr const char* kDropBackendFault = "backend_fault";
+constexpr const char* kDropReadError = "read_error";  // a replayed event that could not be read
 
 }  // namespace
 
@@ -91,6 +94,15 @@ struct Engine::Impl {
   bool device_source = false;
   std::vector<std::vector<std::byte>> event_pool;  // simulated events, cycled by the source
   bool drop_when_full = false;
+  std::unique_ptr<replay::ReplaySource> replay_source;  // source "replay:..."
+  std::string replay_pace, replay_pace_note;
+  std::unique_ptr<replay::Recorder> recorder;  // config.record; used by the producer thread only
+  // Replay controls (set by any thread, read by the producer).
+  std::atomic<bool> paused{false};
+  std::atomic<int> step_budget{0};     // events still to hand on while paused
+  std::atomic<bool> pace_reset{true};  // re-anchor "recorded" pacing (after seek, pause, start)
+  std::atomic<std::uint64_t> replay_position{0}, replay_handed{0};
+  std::atomic<std::int64_t> ring_wait_ns{0};  // producer waiting for a free ring slot
 
   std::thread producer_thread, consumer_thread, reporter_thread;
   std::atomic<bool> started{false}, stop_requested{false}, producer_done{false},
@@ -98,14 +110,16 @@ struct Engine::Impl {
 
   // Accounting: events_in = processed + dropped + in flight, always.
   std::atomic<std::uint64_t> events_in{0}, processed{0}, dropped_ring_full{0},
-      dropped_backend_fault{0}, order_errors{0}, last_sequence{0}, last_pulse_id{0};
+      dropped_backend_fault{0}, dropped_read_error{0}, order_errors{0}, last_sequence{0},
+      last_pulse_id{0};
 
   mutable std::mutex mutex;  // guards the fields below
   std::condition_variable finished_signal;
   std::string error;
   std::string state = "idle";
   Clock::time_point run_start{};
-  Clock::time_point run_end{};  // set when the last event is accounted
+  Clock::time_point run_end{};       // set when the last event is accounted
+  Clock::time_point producer_end{};  // replay: when the source handed on its last event
   double interval_calibrate_us_sum = 0, interval_calibrate_us_max = 0;
   std::uint64_t interval_calibrate_count = 0;
   double total_calibrate_us = 0;
@@ -123,6 +137,12 @@ struct Engine::Impl {
   void set_state(const std::string& new_state, const std::string& message = {});
   void publish_status();
   void produce();
+  void produce_replay();
+  // Claims a ring slot (waiting or dropping per policy), copies `raw` and rings the doorbell;
+  // false when the event was dropped because the ring was full.
+  bool admit(const void* raw, const EventHeader& header);
+  void record(const EventHeader& header, const void* raw);
+  void close_recorder();  // flushes the last file; a failure fails the run
   void consume();
   void run_device_source();
   void report();
@@ -208,32 +228,137 @@ void Engine::Impl::produce() {
         if (Clock::now() - next_time > max_lag) next_time = Clock::now();
       }
       events_in.fetch_add(1, std::memory_order_relaxed);
-      int slot = ring->producer_claim();
-      while (slot < 0 && !drop_when_full && !stop_requested) {
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
-        slot = ring->producer_claim();
-      }
-      if (slot < 0) {
-        dropped_ring_full.fetch_add(1, std::memory_order_relaxed);
-        continue;
-      }
       const auto& raw = event_pool[i % event_pool.size()];
-      std::memcpy(ring->slot_data(slot), raw.data(), raw.size());
       EventHeader header = simulator->header_for(i);
       header.timestamp_ns = wall_clock_ns();
-      ring->slot_header(slot) = header;
-      ring->ring_doorbell(slot);
+      // Recorded whether or not the ring takes it: the recording is what the source produced.
+      record(header, raw.data());
+      admit(raw.data(), header);
     }
   } catch (const std::exception& e) {
     fail(std::string("source: ") + e.what());
+  }
+  close_recorder();
+  producer_done = true;
+}
+
+void Engine::Impl::close_recorder() {
+  try {
+    if (recorder) recorder->close();
+  } catch (const std::exception& e) {
+    fail(std::string("record: ") + e.what());
+  }
+}
+
+void Engine::Impl::record(const EventHeader& header, const void* raw) {
+  if (recorder) recorder->record(header, raw);
+}
+
+bool Engine::Impl::admit(const void* raw, const EventHeader& header) {
+  int slot = ring->producer_claim();
+  if (slot < 0 && !drop_when_full) {
+    const auto start = Clock::now();
+    while (slot < 0 && !stop_requested) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      slot = ring->producer_claim();
+    }
+    ring_wait_ns.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+  }
+  if (slot < 0) {
+    dropped_ring_full.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  std::memcpy(ring->slot_data(slot), raw, detector.raw_event_bytes());
+  ring->slot_header(slot) = header;
+  ring->ring_doorbell(slot);
+  return true;
+}
+
+void Engine::Impl::produce_replay() {
+  try {
+    replay::ReplaySource& source = *replay_source;
+    {
+      std::lock_guard lock(mutex);
+      run_start = Clock::now();
+    }
+    set_state("running", replay_pace_note);
+    const bool by_rate = replay_pace == "rate", by_time = replay_pace == "recorded";
+    const auto period = by_rate ? std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(1.0 / config.rate_hz))
+                                : Clock::duration::zero();
+    const auto max_lag = std::chrono::milliseconds(100);
+    auto next_time = Clock::now();
+    Clock::time_point anchor_wall;
+    std::int64_t anchor_ts = 0, previous_ts = 0;
+    for (std::uint64_t handed = 0;
+         (config.events == 0 || handed < config.events) && !stop_requested;) {
+      if (paused && step_budget.load() <= 0) {
+        // Held at the source: nothing enters, nothing is dropped; pacing restarts on resume.
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        pace_reset = true;
+        next_time = Clock::now();
+        continue;
+      }
+      replay::ReplayEvent event;
+      if (!source.acquire(event)) {
+        // The end of the files (no loop), or stopped. Paused at the end, the run stays: a step
+        // back or a seek may follow.
+        if (stop_requested || !paused) break;
+        step_budget = 0;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        continue;
+      }
+      if (paused) step_budget.fetch_sub(1);
+      if (by_rate) {
+        std::this_thread::sleep_until(next_time);
+        next_time += period;
+        if (Clock::now() - next_time > max_lag) next_time = Clock::now();
+      } else if (by_time) {
+        // As recorded: the wall-clock gap between events is the gap between their timestamps.
+        // A step back in time (loop, seek) or a gap over a second re-anchors instead of waiting.
+        const std::int64_t ts = event.timestamp_ns;
+        if (pace_reset.exchange(false) || ts < previous_ts || ts - previous_ts > 1'000'000'000) {
+          anchor_wall = Clock::now();
+          anchor_ts = ts;
+        }
+        previous_ts = ts;
+        std::this_thread::sleep_until(anchor_wall + std::chrono::nanoseconds(ts - anchor_ts));
+      }
+      const std::uint64_t sequence = events_in.fetch_add(1, std::memory_order_relaxed);
+      ++handed;
+      replay_position = event.index;
+      replay_handed = handed;
+      if (!event.data) {
+        dropped_read_error.fetch_add(1, std::memory_order_relaxed);
+        spdlog::warn("replay: {} (counted as dropped: {})", event.error, kDropReadError);
+        source.release();
+        continue;
+      }
+      // The file's timestamp is what a recording of this replay keeps; the ring carries the
+      // admission time, from which the pipeline measures latency.
+      EventHeader header{sequence, event.pulse_id, event.timestamp_ns};
+      record(header, event.data);
+      header.timestamp_ns = wall_clock_ns();
+      admit(event.data, header);
+      source.release();
+    }
+  } catch (const std::exception& e) {
+    fail(std::string("replay source: ") + e.what());
+  }
+  close_recorder();
+  {
+    std::lock_guard lock(mutex);
+    producer_end = Clock::now();
   }
   producer_done = true;
 }
 
 void Engine::Impl::account_completed(const CompletedEvent& done) {
   const std::uint64_t count = processed.load(std::memory_order_relaxed);
+  // A replay may loop, seek or step back, so its pulse ids may fall: order there is the sequence.
   if (count > 0 && (done.header.sequence <= last_sequence.load() ||
-                    done.header.pulse_id <= last_pulse_id.load()))
+                    (!replay_source && done.header.pulse_id <= last_pulse_id.load())))
     order_errors.fetch_add(1, std::memory_order_relaxed);
   last_sequence = done.header.sequence;
   last_pulse_id = done.header.pulse_id;
@@ -470,6 +595,8 @@ protocol::StatsPayload Engine::Impl::cumulative_stats() const {
   stats.drops_by_reason[kDropRingFull] = dropped_ring_full.load();
   if (const auto faults = dropped_backend_fault.load())
     stats.drops_by_reason[kDropBackendFault] = faults;
+  if (const auto unreadable = dropped_read_error.load())
+    stats.drops_by_reason[kDropReadError] = unreadable;
   for (const auto& [reason, count] : stats.drops_by_reason) stats.events_dropped += count;
   stats.events_in = events_in.load();
   stats.events_in_flight =
@@ -611,19 +738,58 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   Impl& d = *impl_;
   d.config = std::move(config);
   const EngineConfig& c = d.config;
-  if (c.source.rfind("sim:", 0) != 0)
-    throw InputError("unknown source '" + c.source +
-                     "' (expected sim:DETECTOR, e.g. sim:epix10ka2m)");
-  d.detector = find_detector(c.source.substr(4));
+  const bool replaying = c.source.rfind("replay:", 0) == 0;
+  if (c.source.rfind("sim:", 0) != 0 && !replaying)
+    throw InputError(
+        "unknown source '" + c.source +
+        "' (expected sim:DETECTOR, e.g. sim:epix10ka2m, or replay:FILE.h5[:/dataset])");
+  std::uint64_t constants_seed = c.seed;
+  if (replaying) {
+    const replay::ReplaySpec spec = replay::parse_replay_source(c.source);
+    replay::ReplayOptions options;
+    options.files = spec.files;
+    options.dataset = !spec.dataset.empty()       ? spec.dataset
+                      : !c.replay.dataset.empty() ? c.replay.dataset
+                                                  : std::string(replay::kDefaultDataset);
+    options.detector = c.replay.detector;
+    options.loop = c.replay.loop;
+    options.prefetch_events = std::size_t(std::max(1, c.replay.prefetch_events));
+    d.replay_source = std::make_unique<replay::ReplaySource>(options);
+    d.detector = d.replay_source->detector();
+    d.replay_pace = c.replay.pace;
+    if (d.replay_pace == "rate" && !(c.rate_hz > 0))
+      throw InputError("replay pace 'rate' needs a rate > 0 Hz");
+    if (d.replay_pace == "recorded" && !d.replay_source->has_timestamps()) {
+      d.replay_pace = "flat_out";
+      d.replay_pace_note = "pace 'recorded' asked, but a file has no timestamp dataset: flat out";
+    }
+    // A file recorded from the simulator is calibrated with the simulator's constants of the
+    // recording's seed (from its pipeline_config attribute) unless a constants file is given.
+    const std::string& recorded = d.replay_source->files().front().pipeline_config;
+    if (c.constants_file.empty() && !recorded.empty()) {
+      const auto json = nlohmann::json::parse(recorded, nullptr, false);
+      if (json.is_object() && json.contains("simulator") && json["simulator"].is_object() &&
+          json["simulator"].value("seed", nlohmann::json()).is_number_unsigned())
+        constants_seed = json["simulator"]["seed"].get<std::uint64_t>();
+    }
+  } else {
+    d.detector = find_detector(c.source.substr(4));
+  }
   if (c.ring_slots < 1) throw InputError("ring_slots must be at least 1");
   if (c.simulator_pool < 1) throw InputError("simulator pool_events must be at least 1");
   if (!(c.rate_hz >= 0)) throw InputError("rate must be >= 0 Hz (0 = as fast as possible)");
   if (c.full_ring != "auto" && c.full_ring != "drop" && c.full_ring != "wait")
     throw InputError("full_ring must be auto, drop or wait, got '" + c.full_ring + "'");
-  d.drop_when_full = c.full_ring == "drop" || (c.full_ring == "auto" && c.rate_hz > 0);
+  // Files are not live: a replay waits for the pipeline unless paced at a rate.
+  d.drop_when_full = c.full_ring == "drop" || (c.full_ring == "auto" && c.rate_hz > 0 &&
+                                               (!replaying || d.replay_pace == "rate"));
+  if (replaying && c.runtime.source == SourcePlacement::Device)
+    throw InputError(
+        "runtime.source 'device' runs the simulated detector on the GPU; a replay "
+        "source is host-fed: use runtime.source 'host'");
 
   SimulatorConfig simulator_config;
-  simulator_config.seed = c.seed;
+  simulator_config.seed = constants_seed;
   simulator_config.hit_fraction = c.hit_fraction;
   {
     ThreadPool pool(c.cpu_threads == 0 ? std::thread::hardware_concurrency() : c.cpu_threads);
@@ -631,6 +797,11 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   }
   d.constants = c.constants_file.empty() ? d.simulator->constants()
                                          : load_constants_hdf5(c.constants_file, d.detector);
+  if (replaying && c.constants_file.empty())
+    spdlog::info(
+        "replay: calibration constants are the simulator's (seed {}); give "
+        "constants_file for real detector data",
+        constants_seed);
 
   // Bind first: a bad endpoint is the user's to fix, and is reported before any heavy set-up.
   if (publisher)
@@ -686,6 +857,16 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
       std::size_t(c.ring_slots), d.detector.raw_event_bytes(),
       [backend](std::size_t bytes) { return backend->allocate_host(bytes); },
       [backend](void* pointer) { backend->free_host(pointer); });
+  if (c.record.enabled()) {
+    replay::RecordOptions options;
+    options.directory = c.record.directory;
+    options.max_file_bytes = c.record.max_file_bytes;
+    options.layout.dataset = c.record.dataset;
+    options.layout.stacked = c.record.layout == "stacked";
+    options.layout.deflate = c.record.deflate;
+    options.run = c.run;
+    d.recorder = std::make_unique<replay::Recorder>(options, d.detector, c.to_json().dump());
+  }
   // No status message yet: with a shared publisher an engine built to replace a running one must
   // not announce itself before the old run has finished; start() announces "starting".
   d.state = "idle";
@@ -708,13 +889,17 @@ void Engine::start() {
     return;
   }
   d.consumer_thread = std::thread([&d] { d.consume(); });
-  d.producer_thread = std::thread([&d] { d.produce(); });
+  if (d.replay_source)
+    d.producer_thread = std::thread([&d] { d.produce_replay(); });
+  else
+    d.producer_thread = std::thread([&d] { d.produce(); });
 }
 
 void Engine::request_stop() {
   Impl& d = *impl_;
   if (d.started && !d.stop_requested.exchange(true) && !d.finished) d.set_state("stopping");
   d.stop_requested = true;
+  if (d.replay_source) d.replay_source->stop();  // wakes a producer waiting for the disk
 }
 
 void Engine::wait() {
@@ -792,6 +977,103 @@ std::string Engine::backend_note() const {
 std::string Engine::publish_endpoint() const {
   return impl_->publisher ? impl_->publisher->endpoint() : std::string();
 }
+namespace {
+replay::ReplaySource& replay_of(const std::unique_ptr<replay::ReplaySource>& source,
+                                const char* what) {
+  if (!source) throw InputError(std::string(what) + " needs a replay source (replay:FILE.h5)");
+  return *source;
+}
+}  // namespace
+
+void Engine::pause() {
+  replay_of(impl_->replay_source, "pause");
+  impl_->paused = true;
+}
+
+void Engine::resume() {
+  replay_of(impl_->replay_source, "resume");
+  impl_->step_budget = 0;
+  impl_->paused = false;
+}
+
+void Engine::step(std::int64_t delta) {
+  Impl& d = *impl_;
+  replay::ReplaySource& source = replay_of(d.replay_source, "step");
+  d.paused = true;
+  if (delta != 1) {
+    // Anything but "the next one" is a seek relative to the last event handed on.
+    const std::int64_t last =
+        d.replay_handed.load() > 0 ? std::int64_t(d.replay_position.load()) : -1;
+    const std::int64_t target =
+        std::clamp<std::int64_t>(last + delta, 0, std::int64_t(source.total_events()) - 1);
+    source.seek(std::uint64_t(target));
+    d.pace_reset = true;
+  }
+  d.step_budget = 1;
+}
+
+void Engine::seek(std::uint64_t index) {
+  Impl& d = *impl_;
+  replay::ReplaySource& source = replay_of(d.replay_source, "seek");
+  if (index >= source.total_events())
+    throw InputError("seek to event " + std::to_string(index) + ": the replay has " +
+                     std::to_string(source.total_events()) + " events (0.." +
+                     std::to_string(source.total_events() - 1) + ")");
+  source.seek(index);
+  d.pace_reset = true;
+}
+
+ReplayStatus Engine::replay_status() const {
+  const Impl& d = *impl_;
+  ReplayStatus status;
+  if (!d.replay_source) return status;
+  const replay::ReplaySource& source = *d.replay_source;
+  status.active = true;
+  status.position = d.replay_position.load();
+  status.handed = d.replay_handed.load();
+  status.total_events = source.total_events();
+  status.loops = source.loops();
+  status.paused = d.paused.load();
+  status.pace = d.replay_pace;
+  status.pace_note = d.replay_pace_note;
+  status.disk_wait_s = source.disk_wait_s();
+  status.pipeline_wait_s = double(d.ring_wait_ns.load()) * 1e-9;
+  {
+    // Once the source is done, the time the pipeline still takes to drain is pipeline time too:
+    // with fewer events than ring slots the producer never waits for a slot, yet the pipeline
+    // is what the run waits for.
+    std::lock_guard lock(d.mutex);
+    if (d.producer_end != Clock::time_point{}) {
+      const auto end = d.run_end != Clock::time_point{} ? d.run_end : Clock::now();
+      status.pipeline_wait_s +=
+          std::max(0.0, std::chrono::duration<double>(end - d.producer_end).count());
+    }
+  }
+  status.read_gbps = source.read_s() > 0 ? double(source.bytes_read()) / source.read_s() / 1e9 : 0;
+  status.read_errors = d.dropped_read_error.load();
+  // Flat out, the producer waits on whichever of the two is slower; paced, on the clock.
+  if (d.replay_pace != "flat_out")
+    status.limited_by = "pacing";
+  else if (status.disk_wait_s > 0 || status.pipeline_wait_s > 0)
+    status.limited_by = std::max(status.disk_wait_s, status.pipeline_wait_s) < 1e-3 ? ""
+                        : status.disk_wait_s > status.pipeline_wait_s               ? "disk"
+                                                                                    : "pipeline";
+  return status;
+}
+
+RecordStatus Engine::record_status() const {
+  // The recorder belongs to the producer thread while it runs; the file list is read only when
+  // the run is over (or not started), its event count at any time is approximate.
+  const Impl& d = *impl_;
+  RecordStatus status;
+  if (!d.recorder) return status;
+  status.active = true;
+  status.events = d.recorder->events();
+  if (d.producer_done || !d.started)
+    for (const auto& path : d.recorder->files()) status.files.push_back(path.string());
+  return status;
+}
+
 void Engine::set_progress_callback(std::function<void(const protocol::StatsPayload&)> callback) {
   std::lock_guard lock(impl_->mutex);
   impl_->progress = std::move(callback);

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,15 +26,34 @@ struct CompressionConfig {
   bool enabled() const { return codec != "off"; }
 };
 
+// Replay of HDF5 files (source "replay:PATH[:/dataset]", JSON "replay"; docs/formats.md).
+struct ReplayConfig {
+  std::string dataset;            // used when the source names none; empty: /entry/data/data
+  std::string detector;           // a name or description path; empty: from the file
+  std::string pace = "recorded";  // "recorded" (timestamps), "rate" (rate_hz), "flat_out"
+  bool loop = false;
+  int prefetch_events = 8;  // events read ahead of the pipeline
+};
+
+// Recording of the source's events to HDF5 (JSON "record"); off when directory is empty.
+struct RecordConfig {
+  std::string directory;
+  std::uint64_t max_file_bytes = 4ull << 30;  // roll over to the next file before passing this
+  std::string dataset = "/entry/data/data";
+  std::string layout = "segments";  // [N, segments, rows, cols]; "stacked": [N, seg*rows, cols]
+  int deflate = 0;                  // 0: none; 1..9: gzip level (with byte shuffle)
+  bool enabled() const { return !directory.empty(); }
+};
+
 // The pipeline configuration: the same JSON drives the CLI, the GUI and the benchmarks, and is
 // echoed in the `status` topic and in every summary.
 struct EngineConfig {
-  std::string source = "sim:epix10ka2m";  // "sim:DETECTOR"
+  std::string source = "sim:epix10ka2m";  // "sim:DETECTOR" or "replay:PATH[:/dataset]"
   std::uint64_t events = 0;               // stop after this many events; 0 = until stopped
   double rate_hz = 0;                     // source rate; 0 = as fast as possible
   // What the source does when the ring is full: "drop" the event (a live detector cannot wait),
   // "wait" for a free slot (measures pipeline capacity), or "auto": drop when rate_hz > 0, else
-  // wait.
+  // wait. A replay source waits under "auto" unless paced at a rate: files are not live.
   std::string full_ring = "auto";
   std::int64_t run = 1;                          // run number carried in every message
   std::string backend = "auto";                  // "cpu", "cuda", "auto"
@@ -48,6 +68,8 @@ struct EngineConfig {
   int simulator_pool = 16;         // simulator: distinct events generated ahead and cycled
   unsigned cpu_threads = 0;        // CPU backend threads; 0 = all cores
   CompressionConfig compression;
+  ReplayConfig replay;
+  RecordConfig record;
 
   // Validates every field; throws InputError naming the field, the value and what is allowed.
   static EngineConfig from_json(const nlohmann::json& json, const std::string& origin);
@@ -62,6 +84,30 @@ struct RunSummary {
 
 // Source -> doorbell ring -> calibrate (CPU or CUDA backend) -> accounting -> publisher, on its own
 // threads. Every event the source produces is processed or counted as dropped with a reason.
+// Where a replay stands (Engine::replay_status).
+struct ReplayStatus {
+  bool active = false;         // the source is a replay
+  std::uint64_t position = 0;  // index (over the file list) of the last event handed on
+  std::uint64_t handed = 0;    // events handed to the pipeline so far
+  std::uint64_t total_events = 0;
+  std::uint64_t loops = 0;
+  bool paused = false;
+  std::string pace;       // "recorded", "rate", "flat_out" (as in force)
+  std::string pace_note;  // e.g. why "recorded" fell back to flat out
+  // Time the producer waited for the prefetch thread (disk), and for a free ring slot plus the
+  // pipeline's drain after the last event (pipeline).
+  double disk_wait_s = 0, pipeline_wait_s = 0;
+  double read_gbps = 0;    // bytes read / time spent reading, prefetch thread
+  std::string limited_by;  // "disk", "pipeline" (flat out), "pacing"; "" while no wait > 1 ms
+  std::uint64_t read_errors = 0;  // events that could not be read (counted as dropped)
+};
+
+struct RecordStatus {
+  bool active = false;
+  std::uint64_t events = 0;
+  std::vector<std::string> files;
+};
+
 class Engine {
  public:
   // Resolves the detector, backend and endpoint; throws InputError for bad input.
@@ -84,6 +130,15 @@ class Engine {
   // Why this backend runs (e.g. "auto: CUDA not usable (no CUDA device), using the CPU backend").
   std::string backend_note() const;
   std::string publish_endpoint() const;  // as bound
+  // Replay controls; each throws InputError when the source is not a replay (or the index is
+  // past the end). pause() holds events back at the source (nothing is dropped); step(delta)
+  // pauses and hands on exactly one event: the next one for +1, else the last handed + delta.
+  void pause();
+  void resume();
+  void step(std::int64_t delta = 1);
+  void seek(std::uint64_t index);  // the next event handed on is `index`
+  ReplayStatus replay_status() const;
+  RecordStatus record_status() const;
   // Called from the engine thread at each stats interval (for CLI progress).
   void set_progress_callback(std::function<void(const protocol::StatsPayload&)> callback);
 

@@ -95,8 +95,11 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     root.fail("schema_version", "is " + std::to_string(version) + "; this livedrp reads version " +
                                     std::to_string(kConfigSchemaVersion));
   root.read("source", c.source);
-  if (c.source.rfind("sim:", 0) != 0 || c.source.size() <= 4)
-    root.fail("source", "must be sim:DETECTOR (e.g. sim:epix10ka2m), got \"" + c.source + "\"");
+  if (!(c.source.rfind("sim:", 0) == 0 && c.source.size() > 4) &&
+      !(c.source.rfind("replay:", 0) == 0 && c.source.size() > 7))
+    root.fail("source",
+              "must be sim:DETECTOR (e.g. sim:epix10ka2m) or replay:FILE.h5[:/dataset], got \"" +
+                  c.source + "\"");
   root.read_integer("events", c.events, 0, (1LL << 62));
   root.read_number("rate_hz", c.rate_hz, 0.0, 1e7);
   root.read_choice("full_ring", c.full_ring, {"auto", "drop", "wait"});
@@ -139,6 +142,30 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
                   "must be a multiple of 128, got " + std::to_string(c.compression.chunk_bytes));
     reader.reject_unknown_keys();
   }
+  if (const json* replay = root.find("replay")) {
+    FieldReader reader(*replay, origin, "replay");
+    reader.read("dataset", c.replay.dataset);
+    if (!c.replay.dataset.empty() && c.replay.dataset.front() != '/')
+      reader.fail("replay.dataset", "must start with '/', got \"" + c.replay.dataset + "\"");
+    reader.read("detector", c.replay.detector);
+    reader.read_choice("pace", c.replay.pace, {"recorded", "rate", "flat_out"});
+    reader.read("loop", c.replay.loop);
+    reader.read_integer("prefetch_events", c.replay.prefetch_events, 1, 1024);
+    reader.reject_unknown_keys();
+  }
+  if (c.replay.pace == "rate" && !(c.rate_hz > 0))
+    root.fail("replay.pace", "is \"rate\" but rate_hz is 0; give rate_hz > 0");
+  if (const json* record = root.find("record")) {
+    FieldReader reader(*record, origin, "record");
+    reader.read("directory", c.record.directory);
+    reader.read_integer("max_file_bytes", c.record.max_file_bytes, 1 << 20, (1LL << 62));
+    reader.read("dataset", c.record.dataset);
+    if (c.record.dataset.size() < 2 || c.record.dataset.front() != '/')
+      reader.fail("record.dataset", "must start with '/', got \"" + c.record.dataset + "\"");
+    reader.read_choice("layout", c.record.layout, {"segments", "stacked"});
+    reader.read_integer("deflate", c.record.deflate, 0, 9);
+    reader.reject_unknown_keys();
+  }
   root.reject_unknown_keys();
   return c;
 }
@@ -166,7 +193,19 @@ json EngineConfig::to_json() const {
           {"compression",
            {{"codec", compression.codec},
             {"error_bound", compression.error_bound},
-            {"chunk_bytes", compression.chunk_bytes}}}};
+            {"chunk_bytes", compression.chunk_bytes}}},
+          {"replay",
+           {{"dataset", replay.dataset},
+            {"detector", replay.detector},
+            {"pace", replay.pace},
+            {"loop", replay.loop},
+            {"prefetch_events", replay.prefetch_events}}},
+          {"record",
+           {{"directory", record.directory},
+            {"max_file_bytes", record.max_file_bytes},
+            {"dataset", record.dataset},
+            {"layout", record.layout},
+            {"deflate", record.deflate}}}};
 }
 
 }  // namespace livedrp

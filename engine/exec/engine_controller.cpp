@@ -11,7 +11,8 @@ namespace {
 
 // The nested objects of the configuration JSON that a partial change merges key by key; any
 // other key given replaces the value.
-constexpr const char* kMergedObjects[] = {"runtime", "calibration", "simulator", "compression"};
+constexpr const char* kMergedObjects[] = {"runtime",     "calibration", "simulator",
+                                          "compression", "replay",      "record"};
 
 bool is_merged_object(const std::string& key) {
   for (const char* name : kMergedObjects)
@@ -171,6 +172,22 @@ std::string EngineController::publish_endpoint() const {
 
 std::string EngineController::backend_note() const {
   return current().engine->backend_note();
+}
+
+void EngineController::pause() {
+  current().engine->pause();
+}
+void EngineController::resume() {
+  current().engine->resume();
+}
+void EngineController::step(std::int64_t delta) {
+  current().engine->step(delta);
+}
+void EngineController::seek(std::uint64_t index) {
+  current().engine->seek(index);
+}
+ReplayStatus EngineController::replay_status() const {
+  return current().engine->replay_status();
 }
 
 void EngineController::set_progress_callback(

@@ -55,6 +55,14 @@ class EngineController {
   std::string publish_endpoint() const;  // as bound; empty when publishing nothing
   std::string backend_note() const;      // why the current engine's backend runs
 
+  // Replay controls on the current engine (Engine::pause, resume, step, seek): for the GUI's
+  // transport bar and, later, the control socket. Throw InputError when the source is no replay.
+  void pause();
+  void resume();
+  void step(std::int64_t delta = 1);
+  void seek(std::uint64_t index);
+  ReplayStatus replay_status() const;
+
   // Installed on every engine this controller builds from now on (and the current one); called
   // on the engine's reporter thread at each stats interval.
   void set_progress_callback(std::function<void(const protocol::StatsPayload&)> callback);

@@ -99,6 +99,7 @@ class Integrator {
   const CsrMatrix& csr();
   std::span<const float> normalization();
   const BinGrid& bin_grid();
+  const std::vector<float>& dark() const { return dark_; }  // empty: none
   // How many times each stage was built (tests check that only what changed is rebuilt).
   struct BuildCounts {
     int positions = 0, normalization = 0, csr = 0;

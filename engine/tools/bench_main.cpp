@@ -49,7 +49,9 @@
 
 #include "bench_codec.hpp"
 #include "bench_common.hpp"
+#include "bench_integrate.hpp"
 #include "bench_peaks.hpp"
+#include "bench_replay.hpp"
 #include "bench_resident.hpp"
 #include "bench_runtime.hpp"
 #include "calib/calibrate_cpu.hpp"
@@ -614,6 +616,16 @@ int main(int argc, char** argv) {
   CLI::App* peaks = app.add_subcommand(
       "peaks", "peakfinder8 on the GPU against the CPU and the memory floor (epix10ka2m hits)");
   livedrp::bench::add_peaks_options(*peaks, peaks_options);
+  livedrp::bench::IntegrateBenchOptions integrate_options;
+  CLI::App* integrate = app.add_subcommand(
+      "integrate",
+      "azimuthal integration on the GPU against an atomic histogram, the memory floor and the CPU "
+      "(epix10ka2m, 1000 bins)");
+  livedrp::bench::add_integrate_options(*integrate, integrate_options);
+  livedrp::bench::ReplayBenchOptions replay_options;
+  CLI::App* replay = app.add_subcommand(
+      "replay", "flat-out HDF5 replay from the page cache: reader, CPU engine, CUDA host-fed");
+  livedrp::bench::add_replay_options(*replay, replay_options);
   calibrate->add_option("--markdown", o.markdown_path, "write the markdown table here");
   try {
     app.parse(argc, argv);
@@ -626,6 +638,8 @@ int main(int argc, char** argv) {
     if (resident->parsed()) return livedrp::bench::run_resident(resident_options);
     if (codec->parsed()) return livedrp::bench::run_codec(codec_options);
     if (peaks->parsed()) return livedrp::bench::run_peaks(peaks_options);
+    if (integrate->parsed()) return livedrp::bench::run_integrate(integrate_options);
+    if (replay->parsed()) return livedrp::bench::run_replay(replay_options);
     return run_calibrate(o);
   } catch (const InputError& e) {
     std::cerr << "livedrp-bench: error: " << e.what() << "\n";

@@ -4,6 +4,8 @@
 // (docs/protocol.md, "Control socket"): it can be reconfigured, stopped and restarted remotely, and
 // the process serves until interrupted (SIGINT, SIGTERM) or asked to "shutdown"; the summary
 // printed then is the last run's.
+// A replay source (replay:FILE.h5[:/dataset]) prints its position, percent, rate, time left and
+// what limits it; --record DIR records the source's events to HDF5 files (docs/formats.md).
 // Exit status: 0 done, 1 the run failed (device fault), 2 bad input (arguments, config, endpoint).
 #include <atomic>
 #include <chrono>
@@ -11,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -59,6 +62,20 @@ std::string drops_text(const livedrp::protocol::StatsPayload& stats) {
   return text.empty() ? text : text + ")";
 }
 
+nlohmann::json replay_json(const livedrp::ReplayStatus& r) {
+  return {{"position", r.position},
+          {"handed", r.handed},
+          {"total_events", r.total_events},
+          {"loops", r.loops},
+          {"pace", r.pace},
+          {"pace_note", r.pace_note},
+          {"disk_wait_s", r.disk_wait_s},
+          {"pipeline_wait_s", r.pipeline_wait_s},
+          {"read_gbps", r.read_gbps},
+          {"limited_by", r.limited_by},
+          {"read_errors", r.read_errors}};
+}
+
 nlohmann::json summary_json(const livedrp::EngineConfig& config,
                             const livedrp::RunSummary& summary) {
   const auto& s = summary.stats;
@@ -90,6 +107,32 @@ nlohmann::json summary_json(const livedrp::EngineConfig& config,
   return result;
 }
 
+// Progress of a replay: where it is, how fast, how long still, and what holds it back.
+void print_replay_progress(const livedrp::protocol::StatsPayload& s, const livedrp::ReplayStatus& r,
+                           std::uint64_t event_limit, bool loop) {
+  std::uint64_t goal = loop ? 0 : r.total_events;
+  if (event_limit > 0) goal = goal == 0 ? event_limit : std::min(goal, event_limit);
+  std::string where = std::to_string(r.handed) + " events";
+  std::string left;
+  if (goal > 0) {
+    char text[96];
+    std::snprintf(text, sizeof text, " of %llu (%.1f%%)", (unsigned long long)goal,
+                  100.0 * double(r.handed) / double(goal));
+    where += text;
+    if (s.event_rate_hz > 0 && !r.paused) {
+      std::snprintf(text, sizeof text, ", %.0f s left",
+                    double(goal - std::min(goal, r.handed)) / s.event_rate_hz);
+      left = text;
+    }
+  }
+  std::fprintf(stderr,
+               "  %.1f s: %s, %llu processed, %llu dropped, %.1f events/s, %.3f GB/s%s%s%s\n",
+               s.elapsed_s, where.c_str(), (unsigned long long)s.events_processed,
+               (unsigned long long)s.events_dropped, s.event_rate_hz, s.input_gbps, left.c_str(),
+               r.paused ? ", paused" : "",
+               r.limited_by.empty() ? "" : (", limited by " + r.limited_by).c_str());
+}
+
 void print_progress(const livedrp::protocol::StatsPayload& s) {
   std::fprintf(stderr, "  %.1f s: %llu processed, %llu dropped, %.1f events/s, %.3f GB/s\n",
                s.elapsed_s, (unsigned long long)s.events_processed,
@@ -98,7 +141,9 @@ void print_progress(const livedrp::protocol::StatsPayload& s) {
 
 // Prints the summary (stdout, and --summary-json); returns the exit status.
 int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summary,
-           const std::string& summary_file) {
+           const std::string& summary_file,
+           const std::optional<livedrp::ReplayStatus>& replay = std::nullopt,
+           const std::optional<livedrp::RecordStatus>& record = std::nullopt) {
   const auto& s = summary.stats;
   std::printf("events in: %llu, processed: %llu, dropped: %llu%s, order errors: %llu\n",
               (unsigned long long)s.events_in, (unsigned long long)s.events_processed,
@@ -113,9 +158,26 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
     std::printf("compression %s: %llu -> %llu bytes, ratio %.3f\n", c->codec.c_str(),
                 (unsigned long long)c->total_bytes_in, (unsigned long long)c->total_bytes_out,
                 double(c->total_bytes_in) / double(c->total_bytes_out));
+  if (replay)
+    std::printf(
+        "replay: %llu events handed on of %llu, %llu loops, pace %s, disk wait %.3f s, "
+        "pipeline wait %.3f s, read %.3f GB/s, limited by %s\n",
+        (unsigned long long)replay->handed, (unsigned long long)replay->total_events,
+        (unsigned long long)replay->loops, replay->pace.c_str(), replay->disk_wait_s,
+        replay->pipeline_wait_s, replay->read_gbps,
+        replay->limited_by.empty() ? "-" : replay->limited_by.c_str());
+  if (record && record->active) {
+    std::printf("recorded: %llu events in %zu files\n", (unsigned long long)record->events,
+                record->files.size());
+    for (const auto& file : record->files) std::printf("  %s\n", file.c_str());
+  }
   if (!summary_file.empty()) {
     std::ofstream out(summary_file);
-    out << summary_json(config, summary).dump(2) << "\n";
+    nlohmann::json json = summary_json(config, summary);
+    if (replay) json["replay"] = replay_json(*replay);
+    if (record && record->active)
+      json["record"] = {{"events", record->events}, {"files", record->files}};
+    out << json.dump(2) << "\n";
     if (!out) return bad_input("cannot write summary file '" + summary_file + "'");
   }
   if (!summary.error.empty()) {
@@ -175,14 +237,26 @@ int main(int argc, char** argv) {
 
   CLI::App* run =
       app.add_subcommand("run", "Run a source through the pipeline and publish results");
-  std::string config_file, source, backend, publish, constants_file, summary_file, control;
+  std::string config_file, source, backend, publish, constants_file, summary_file, control,
+      record_dir, replay_detector;
+  std::uint64_t record_max_mb = 0;
+  bool flat_out = false, loop = false;
   std::uint64_t events = 0;
   double rate = -1;
   int ring_slots = 0;
   bool no_common_mode = false, verbose = false;
   run->add_option("--config", config_file,
                   "Pipeline configuration (JSON); options below override it");
-  run->add_option("--source", source, "sim:epix10ka2m | sim:jungfrau4m | sim:generic_f32");
+  run->add_option("--source", source,
+                  "sim:epix10ka2m | sim:jungfrau4m | sim:generic_f32 | replay:FILE.h5[:/dataset] "
+                  "(FILE may be a directory of .h5 files or a comma-separated list)");
+  run->add_flag("--flat-out", flat_out, "Replay as fast as disk and pipeline allow");
+  run->add_flag("--loop", loop, "Replay: start again at the first event after the last");
+  run->add_option("--replay-detector", replay_detector,
+                  "Replay: the detector (name or description file) when the file does not say");
+  run->add_option("--record", record_dir, "Record the source's events to HDF5 files in DIR");
+  run->add_option("--record-max-mb", record_max_mb,
+                  "Roll the recording over to a new file before it passes this size (MiB)");
   run->add_option("--events", events, "Stop after N events (0: until interrupted)");
   run->add_option("--rate", rate, "Source rate in Hz (0: as fast as possible)");
   run->add_option("--backend", backend, "cpu | cuda | auto");
@@ -231,11 +305,30 @@ int main(int argc, char** argv) {
     config = config_file.empty() ? livedrp::EngineConfig{} : load_config_file(config_file);
     if (!source.empty()) config.source = source;
     if (run->count("--events")) config.events = events;
+    const bool replay_source = config.source.rfind("replay:", 0) == 0;
     if (run->count("--rate")) {
       if (!(rate >= 0))
         throw livedrp::InputError("--rate must be >= 0 Hz, got " + std::to_string(rate));
       config.rate_hz = rate;
+      // For a replay, --rate chooses the pace (0: flat out) instead of the recorded timestamps.
+      if (replay_source) config.replay.pace = rate > 0 ? "rate" : "flat_out";
     }
+    if (flat_out) {
+      if (run->count("--rate") && rate > 0)
+        throw livedrp::InputError("--flat-out and --rate " + std::to_string(rate) +
+                                  " contradict each other");
+      config.replay.pace = "flat_out";
+      config.rate_hz = 0;
+    }
+    if (loop) config.replay.loop = true;
+    if (!replay_detector.empty()) config.replay.detector = replay_detector;
+    if (!record_dir.empty()) config.record.directory = record_dir;
+    if (run->count("--record-max-mb")) {
+      if (record_max_mb < 1) throw livedrp::InputError("--record-max-mb must be at least 1");
+      config.record.max_file_bytes = record_max_mb << 20;
+    }
+    if (!replay_source && (flat_out || loop || !replay_detector.empty()))
+      throw livedrp::InputError("--flat-out, --loop and --replay-detector need a replay source");
     if (!backend.empty()) {
       if (backend != "cpu" && backend != "cuda" && backend != "auto")
         throw livedrp::InputError("--backend must be cpu, cuda or auto, got '" + backend + "'");
@@ -268,11 +361,15 @@ int main(int argc, char** argv) {
             << (engine->publish_endpoint().empty() ? "nothing" : engine->publish_endpoint()) << "\n"
             << "livedrp-engine: backend " << engine->backend_note() << "\n";
   auto last_print = std::chrono::steady_clock::now();
-  engine->set_progress_callback([&last_print](const livedrp::protocol::StatsPayload& s) {
+  livedrp::Engine* e = engine.get();
+  engine->set_progress_callback([&last_print, e](const livedrp::protocol::StatsPayload& s) {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_print < std::chrono::seconds(1)) return;
     last_print = now;
-    print_progress(s);
+    if (const auto r = e->replay_status(); r.active)
+      print_replay_progress(s, r, e->config().events, e->config().replay.loop);
+    else
+      print_progress(s);
   });
   engine->start();
   while (!engine->finished()) {
@@ -281,5 +378,7 @@ int main(int argc, char** argv) {
   }
   engine->wait();
 
-  return report(engine->config(), engine->summary(), summary_file);
+  std::optional<livedrp::ReplayStatus> replay;
+  if (auto r = engine->replay_status(); r.active) replay = r;
+  return report(engine->config(), engine->summary(), summary_file, replay, engine->record_status());
 }

@@ -1,0 +1,332 @@
+// Compiled with --fmad=false (engine/CMakeLists.txt): the shared per-pixel and per-bin math
+// (integrate/corrections.hpp, integrate/accumulate.hpp) then rounds each operation as the host
+// does, which keeps sigma clipping's keep-or-reject decisions on the CPU's side of a threshold.
+#include "cuda/integrate/device_integrator.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/error.hpp"
+#include "integrate/accumulate.hpp"
+#include "integrate/corrections.hpp"
+
+namespace livedrp::gpu {
+
+using integrate::BinAccumulator;
+using integrate::ErrorModel;
+using integrate::PixelSample;
+
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw RuntimeFault(std::string(what) + ": " + cudaGetErrorString(status) + " (" +
+                       cudaGetErrorName(status) + ")");
+}
+
+constexpr int kThreads = 256;  // per bin
+// Per bin and frame, in this order: intensity, sigma, std, signal, variance, normalisation, count.
+constexpr int kFields = 7;
+
+struct Tables {
+  const std::int32_t* row_start;
+  const std::int32_t* pixel;
+  const float* normalization;
+  const float* coef;  // null without splitting
+  const float* dark;  // null without a dark
+  ErrorModel model;
+  integrate::DummyTest dummy;
+  double empty;
+  int bins;
+  std::size_t pixels;
+};
+
+__device__ PixelSample sample_of(const Tables& t, const float* frame, std::int32_t e) {
+  const float raw = frame[t.pixel[e]];
+  return integrate::preprocess_pixel(raw, t.dark ? t.dark[e] : 0.0f, t.normalization[e], t.model,
+                                     t.dummy);
+}
+
+__device__ void add_entry(BinAccumulator& acc, const PixelSample& s, double coef, bool azimuthal) {
+  if (azimuthal)
+    integrate::accumulate_azimuthal(acc, s, coef);
+  else
+    integrate::accumulate(acc, s, coef);
+}
+
+// Appends partial `b` (later entries) to `a`. Poisson: plain sums. Azimuthal: the pairwise form
+// of accumulate_azimuthal's weighted update (Schubert & Gertz): for a `b` of one entry it is that
+// update exactly.
+__device__ void merge(BinAccumulator& a, const BinAccumulator& b, bool azimuthal) {
+  if (!azimuthal) {
+    a.signal += b.signal;
+    a.variance += b.variance;
+    a.normalization += b.normalization;
+    a.count += b.count;
+    a.norm_sq += b.norm_sq;
+    return;
+  }
+  if (b.normalization == 0.0) return;  // only invalid entries, which the update skips
+  if (a.normalization == 0.0) {        // the update starts a bin at its first weighted entry
+    a = b;
+    return;
+  }
+  const double omega_a = a.normalization, w = b.normalization;
+  const double omega = omega_a + w;
+  const double delta = w * a.signal - omega_a * b.signal;
+  a.variance += b.variance + delta * delta / (omega * omega_a * w);
+  a.signal += b.signal;
+  a.normalization = omega;
+  a.count += b.count;
+  a.norm_sq += b.norm_sq;
+}
+
+// The block's partial sums merged in a fixed pairwise tree (thread t takes t + stride); every
+// thread gets the bin's total. Shared memory as plain doubles: BinAccumulator's member
+// initialisers rule out a __shared__ array of it.
+__device__ BinAccumulator block_total(const BinAccumulator& mine, bool azimuthal) {
+  __shared__ double field[5][kThreads];
+  const int t = threadIdx.x;
+  const auto put = [&](int slot, const BinAccumulator& a) {
+    field[0][slot] = a.signal;
+    field[1][slot] = a.variance;
+    field[2][slot] = a.normalization;
+    field[3][slot] = a.count;
+    field[4][slot] = a.norm_sq;
+  };
+  const auto get = [&](int slot) {
+    BinAccumulator a;
+    a.signal = field[0][slot];
+    a.variance = field[1][slot];
+    a.normalization = field[2][slot];
+    a.count = field[3][slot];
+    a.norm_sq = field[4][slot];
+    return a;
+  };
+  put(t, mine);
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (t < stride) {
+      BinAccumulator a = get(t);
+      merge(a, get(t + stride), azimuthal);
+      put(t, a);
+    }
+    __syncthreads();
+  }
+  const BinAccumulator total = get(0);
+  __syncthreads();  // the next call may overwrite slot 0
+  return total;
+}
+
+__device__ void store_bin(const Tables& t, double* out, int bin, const BinAccumulator& acc) {
+  const integrate::BinResult r = integrate::finalize_bin(acc, t.empty, t.model);
+  const double values[kFields] = {r.intensity,  r.sigma,           r.std,    acc.signal,
+                                  acc.variance, acc.normalization, acc.count};
+  for (int k = 0; k < kFields; ++k) out[std::size_t(k) * std::size_t(t.bins) + bin] = values[k];
+}
+
+// A block per (bin, frame of the batch).
+__global__ void __launch_bounds__(kThreads)
+    integrate_kernel(Tables t, const float* __restrict__ frames, double* __restrict__ out) {
+  const int bin = blockIdx.x;
+  const std::size_t frame_index = blockIdx.y;
+  const float* frame = frames + frame_index * t.pixels;
+  const bool azimuthal = t.model == ErrorModel::Azimuthal;
+  const std::int32_t first = t.row_start[bin], end = t.row_start[bin + 1];
+  BinAccumulator acc;
+  for (std::int32_t e = first + std::int32_t(threadIdx.x); e < end; e += kThreads)
+    add_entry(acc, sample_of(t, frame, e), t.coef ? double(t.coef[e]) : 1.0, azimuthal);
+  const BinAccumulator total = block_total(acc, azimuthal);
+  if (threadIdx.x == 0)
+    store_bin(t, out + frame_index * std::size_t(kFields) * std::size_t(t.bins), bin, total);
+}
+
+// Integrator::sigma_clip per bin: the valid entries with a non-zero share start in; each
+// iteration rejects, from the entries still in, those further than the threshold from the mean,
+// and sums the rest; it stops when nothing was rejected (keeping the previous sum, which equals
+// the new one: same entries, same order), when the bin is empty, or after max_iter. `kept` holds
+// one flag per entry; a thread only touches the flags of its own entries.
+__global__ void __launch_bounds__(kThreads)
+    sigma_clip_kernel(Tables t, const float* __restrict__ frame, std::uint8_t* __restrict__ kept,
+                      int max_iter, double cutoff, double* __restrict__ out) {
+  const int bin = blockIdx.x;
+  const bool azimuthal = t.model == ErrorModel::Azimuthal;
+  const std::int32_t first = t.row_start[bin], end = t.row_start[bin + 1];
+  BinAccumulator acc;
+  for (std::int32_t e = first + std::int32_t(threadIdx.x); e < end; e += kThreads) {
+    const PixelSample s = sample_of(t, frame, e);
+    const float coef = t.coef ? t.coef[e] : 1.0f;
+    const bool in = s.count != 0.0f && coef != 0.0f;
+    kept[e] = in ? 1 : 0;
+    if (in) add_entry(acc, s, coef, azimuthal);
+  }
+  BinAccumulator total = block_total(acc, azimuthal);
+  // `total` is the same in every thread, so every branch on it below is taken by the whole block.
+  for (int iteration = 0; iteration < max_iter; ++iteration) {
+    if (total.normalization == 0.0 || total.count == 0.0) break;
+    const double mean = total.signal / total.normalization;
+    const double threshold =
+        integrate::clip_threshold(total.count, cutoff, integrate::clip_spread(total));
+    BinAccumulator next;
+    int rejected = 0;
+    for (std::int32_t e = first + std::int32_t(threadIdx.x); e < end; e += kThreads) {
+      if (!kept[e]) continue;
+      const PixelSample s = sample_of(t, frame, e);
+      if (integrate::clip_rejects(s, mean, threshold)) {
+        kept[e] = 0;
+        rejected = 1;
+        continue;
+      }
+      add_entry(next, s, t.coef ? double(t.coef[e]) : 1.0, azimuthal);
+    }
+    const bool any_rejected = __syncthreads_or(rejected) != 0;
+    next = block_total(next, azimuthal);
+    if (!any_rejected) break;
+    total = next;
+  }
+  if (threadIdx.x == 0) store_bin(t, out, bin, total);
+}
+
+}  // namespace
+
+struct DeviceIntegrator::State {
+  IntegrationPlan plan;  // radial and the settings; the tables are released after the upload
+  int max_batch = 1;
+  int last_frames = 0;
+  bool has_dark = false;
+  std::size_t entries = 0;
+  DeviceBuffer row_start, pixel, normalization, coef, dark, kept, out;
+  PinnedBuffer host_out;
+  Tables tables{};
+};
+
+DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  if (plan.bins < 1 || plan.row_start.size() != std::size_t(plan.bins) + 1)
+    throw InputError("device integrator: the plan has " + std::to_string(plan.row_start.size()) +
+                     " row starts for " + std::to_string(plan.bins) + " bins");
+  if (max_batch < 1) throw InputError("device integrator: max_batch must be >= 1");
+  // Entry indices are int32 on the device, as in the CPU matrix.
+  s.entries = plan.pixel.size();
+  if (plan.normalization.size() != s.entries || (plan.split && plan.coef.size() != s.entries) ||
+      (!plan.dark.empty() && plan.dark.size() != s.entries))
+    throw InputError("device integrator: the plan's per-entry tables differ in length");
+  use_device();
+  s.max_batch = max_batch;
+  auto upload = [](DeviceBuffer& target, const void* source, std::size_t bytes, const char* what) {
+    target = DeviceBuffer(std::max<std::size_t>(bytes, 4));
+    if (bytes > 0) check(cudaMemcpy(target.get(), source, bytes, cudaMemcpyHostToDevice), what);
+  };
+  upload(s.row_start, plan.row_start.data(), plan.row_start.size() * sizeof(std::int32_t),
+         "cudaMemcpy(CSR row starts)");
+  upload(s.pixel, plan.pixel.data(), s.entries * sizeof(std::int32_t), "cudaMemcpy(CSR pixels)");
+  upload(s.normalization, plan.normalization.data(), s.entries * sizeof(float),
+         "cudaMemcpy(CSR normalisation)");
+  if (plan.split)
+    upload(s.coef, plan.coef.data(), s.entries * sizeof(float), "cudaMemcpy(CSR shares)");
+  if (!plan.dark.empty())
+    upload(s.dark, plan.dark.data(), s.entries * sizeof(float), "cudaMemcpy(CSR dark)");
+  s.kept = DeviceBuffer(std::max<std::size_t>(s.entries, 4));
+  const std::size_t out_bytes =
+      std::size_t(max_batch) * kFields * std::size_t(plan.bins) * sizeof(double);
+  s.out = DeviceBuffer(out_bytes);
+  s.host_out = PinnedBuffer(out_bytes);
+  s.tables = Tables{s.row_start.as<const std::int32_t>(),
+                    s.pixel.as<const std::int32_t>(),
+                    s.normalization.as<const float>(),
+                    plan.split ? s.coef.as<const float>() : nullptr,
+                    plan.dark.empty() ? nullptr : s.dark.as<const float>(),
+                    plan.error_model,
+                    plan.dummy,
+                    plan.empty,
+                    plan.bins,
+                    plan.pixels};
+  s.plan.bins = plan.bins;
+  s.plan.pixels = plan.pixels;
+  s.plan.split = plan.split;
+  s.plan.error_model = plan.error_model;
+  s.plan.dummy = plan.dummy;
+  s.plan.empty = plan.empty;
+  s.plan.radial = plan.radial;
+  s.has_dark = !plan.dark.empty();
+}
+
+DeviceIntegrator::~DeviceIntegrator() = default;
+
+int DeviceIntegrator::bins() const {
+  return state_->plan.bins;
+}
+
+std::size_t DeviceIntegrator::pixels() const {
+  return state_->plan.pixels;
+}
+
+std::size_t DeviceIntegrator::entries() const {
+  return state_->entries;
+}
+
+std::size_t DeviceIntegrator::bytes_read_per_frame() const {
+  const State& s = *state_;
+  const std::size_t per_entry = 4 + 4 + (s.plan.split ? 4 : 0) + (s.has_dark ? 4 : 0);
+  return s.plan.pixels * sizeof(float) + s.entries * per_entry;
+}
+
+void DeviceIntegrator::enqueue(const float* device_frame, const Stream& stream) {
+  enqueue_batch(device_frame, 1, stream);
+}
+
+void DeviceIntegrator::enqueue_batch(const float* device_frames, int frames, const Stream& stream) {
+  State& s = *state_;
+  if (frames < 1 || frames > s.max_batch)
+    throw InputError("device integrator: a batch of " + std::to_string(frames) +
+                     " frames, this integrator takes 1 .. " + std::to_string(s.max_batch));
+  const dim3 grid(unsigned(s.plan.bins), unsigned(frames));
+  integrate_kernel<<<grid, kThreads, 0, stream.get()>>>(s.tables, device_frames,
+                                                        s.out.as<double>());
+  check_launch("integrate_kernel");
+  copy_async(s.host_out.get(), s.out.get(),
+             std::size_t(frames) * kFields * std::size_t(s.plan.bins) * sizeof(double), stream,
+             "integrated profiles to the host");
+  s.last_frames = frames;
+}
+
+void DeviceIntegrator::enqueue_sigma_clip(const float* device_frame,
+                                          const integrate::Integrator::SigmaClip& clip,
+                                          const Stream& stream) {
+  State& s = *state_;
+  if (clip.max_iter < 0)
+    throw InputError("sigma clipping needs max_iter >= 0, got " + std::to_string(clip.max_iter));
+  if (!std::isfinite(clip.cutoff) || clip.cutoff < 0.0)
+    throw InputError("sigma clipping cutoff must be a finite number >= 0, got " +
+                     std::to_string(clip.cutoff));
+  sigma_clip_kernel<<<unsigned(s.plan.bins), kThreads, 0, stream.get()>>>(
+      s.tables, device_frame, s.kept.as<std::uint8_t>(), clip.max_iter, clip.cutoff,
+      s.out.as<double>());
+  check_launch("sigma_clip_kernel");
+  copy_async(s.host_out.get(), s.out.get(), kFields * std::size_t(s.plan.bins) * sizeof(double),
+             stream, "clipped profile to the host");
+  s.last_frames = 1;
+}
+
+integrate::Profile DeviceIntegrator::collect(const Stream& stream, int index) {
+  const State& s = *state_;
+  if (index < 0 || index >= s.last_frames)
+    throw InputError("device integrator: no frame " + std::to_string(index) +
+                     " in the last enqueue (" + std::to_string(s.last_frames) + " frames)");
+  stream.synchronize();
+  const std::size_t bins = std::size_t(s.plan.bins);
+  const double* values = s.host_out.as<const double>() + std::size_t(index) * kFields * bins;
+  integrate::Profile p;
+  p.radial = s.plan.radial;
+  std::vector<double>* fields[kFields] = {&p.intensity, &p.sigma,         &p.std,  &p.signal,
+                                          &p.variance,  &p.normalization, &p.count};
+  for (int k = 0; k < kFields; ++k)
+    fields[k]->assign(values + std::size_t(k) * bins, values + std::size_t(k + 1) * bins);
+  return p;
+}
+
+}  // namespace livedrp::gpu

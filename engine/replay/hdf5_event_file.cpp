@@ -1,0 +1,426 @@
+#include "replay/hdf5_event_file.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "io/hdf5_handle.hpp"
+
+namespace livedrp::replay {
+namespace {
+
+using io::H5Handle;
+using io::QuietHdf5Errors;
+
+std::vector<hsize_t> event_dims(const DetectorDescription& d, bool stacked) {
+  if (stacked) return {hsize_t(d.segments) * hsize_t(d.rows), hsize_t(d.cols)};
+  return {hsize_t(d.segments), hsize_t(d.rows), hsize_t(d.cols)};
+}
+
+std::string shape_text(const std::vector<std::uint64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+void write_string_attribute(hid_t object, const char* name, const std::string& value) {
+  H5Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), std::max<std::size_t>(1, value.size()));
+  H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
+  H5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  H5Handle attribute(H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                     H5Aclose);
+  std::string padded = value.empty() ? std::string(1, '\0') : value;
+  if (!attribute.valid() || H5Awrite(attribute.get(), type.get(), padded.data()) < 0)
+    throw RuntimeFault(std::string("cannot write the HDF5 attribute ") + name);
+}
+
+// A string attribute of the root group, fixed or variable length; empty when absent or not a
+// string (files written by other programs need not have any).
+std::string read_string_attribute(hid_t object, const char* name) {
+  if (H5Aexists(object, name) <= 0) return {};
+  H5Handle attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
+  if (!attribute.valid()) return {};
+  H5Handle type(H5Aget_type(attribute.get()), H5Tclose);
+  if (H5Tget_class(type.get()) != H5T_STRING) return {};
+  if (H5Tis_variable_str(type.get()) > 0) {
+    char* text = nullptr;
+    H5Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(memory.get(), H5T_VARIABLE);
+    if (H5Aread(attribute.get(), memory.get(), &text) < 0 || !text) return {};
+    std::string value(text);
+    H5free_memory(text);
+    return value;
+  }
+  std::string value(H5Tget_size(type.get()), '\0');
+  if (H5Aread(attribute.get(), type.get(), value.data()) < 0) return {};
+  value.resize(std::strlen(value.c_str()));
+  return value;
+}
+
+// Every parent group, then the object itself, must exist (H5Lexists needs the parents).
+bool path_exists(hid_t file, const std::string& path, std::string* missing) {
+  for (std::size_t at = path.find('/', 1);; at = path.find('/', at + 1)) {
+    const std::string prefix = path.substr(0, at);
+    if (H5Lexists(file, prefix.c_str(), H5P_DEFAULT) <= 0) {
+      if (missing) *missing = prefix;
+      return false;
+    }
+    if (at == std::string::npos) return true;
+  }
+}
+
+std::string sibling(const std::string& dataset, const char* name) {
+  return dataset.substr(0, dataset.rfind('/') + 1) + name;
+}
+
+// A 1-D integer dataset of at least `events` values, read as 64-bit; nullopt when absent.
+std::optional<std::vector<std::int64_t>> read_metadata(hid_t file, const std::string& path,
+                                                       std::uint64_t events,
+                                                       const std::string& where) {
+  if (!path_exists(file, path, nullptr)) return std::nullopt;
+  H5Handle set(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!set.valid()) throw InputError(where + ": " + path + " exists but is not a dataset");
+  H5Handle type(H5Dget_type(set.get()), H5Tclose);
+  H5Handle space(H5Dget_space(set.get()), H5Sclose);
+  hsize_t length = 0;
+  if (H5Tget_class(type.get()) != H5T_INTEGER || H5Sget_simple_extent_ndims(space.get()) != 1 ||
+      H5Sget_simple_extent_dims(space.get(), &length, nullptr) < 0)
+    throw InputError(where + ": " + path + " must be a 1-D integer dataset (one value per event)");
+  if (length < events)
+    throw InputError(where + ": " + path + " has " + std::to_string(length) + " values for " +
+                     std::to_string(events) + " events");
+  std::vector<std::int64_t> values(length);
+  if (length > 0 &&
+      H5Dread(set.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
+    throw InputError(where + ": " + path + " cannot be read (damaged file?)");
+  values.resize(events);
+  return values;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- writer
+
+struct Hdf5EventWriter::Handles {
+  hid_t file = -1, data = -1, pulse = -1, time = -1;
+  ~Handles() {
+    for (hid_t set : {data, pulse, time})
+      if (set >= 0) H5Dclose(set);
+    if (file >= 0) H5Fclose(file);
+  }
+};
+
+Hdf5EventWriter::Hdf5EventWriter(const std::filesystem::path& path,
+                                 const DetectorDescription& detector, const WriteLayout& layout,
+                                 const std::string& pipeline_config_json,
+                                 std::uint64_t contiguous_events)
+    : path_(path), detector_(detector), layout_(layout) {
+  const std::string where = "HDF5 file " + path.string() + ", dataset " + layout.dataset;
+  if (layout.dataset.size() < 2 || layout.dataset.front() != '/' || layout.dataset.back() == '/')
+    throw InputError(where + ": the dataset path must start with '/' and name a dataset");
+  if (layout.deflate < 0 || layout.deflate > 9)
+    throw InputError(where + ": deflate level must be 0..9, got " + std::to_string(layout.deflate));
+  if (!layout.chunked && layout.deflate > 0)
+    throw InputError(where + ": HDF5 filters need a chunked layout (deflate with contiguous)");
+  capacity_ = layout.chunked ? 0 : contiguous_events;
+  QuietHdf5Errors quiet;
+  auto handles = std::make_unique<Handles>();
+  handles->file = H5Fcreate(path.string().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (handles->file < 0) throw RuntimeFault(where + ": cannot create the file");
+
+  const bool float32 = detector.encoding == RawEncoding::Float32;
+  std::vector<hsize_t> dims{capacity_};
+  const auto per_event = event_dims(detector, layout.stacked);
+  dims.insert(dims.end(), per_event.begin(), per_event.end());
+  std::vector<hsize_t> max_dims = dims;
+  if (layout.chunked) max_dims[0] = H5S_UNLIMITED;
+  H5Handle space(H5Screate_simple(int(dims.size()), dims.data(), max_dims.data()), H5Sclose);
+  H5Handle create(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  if (layout.chunked) {
+    std::vector<hsize_t> chunk = dims;
+    chunk[0] = 1;  // one event per chunk: any event is read (and decompressed) alone
+    H5Pset_chunk(create.get(), int(chunk.size()), chunk.data());
+    if (layout.deflate > 0) {
+      H5Pset_shuffle(create.get());
+      H5Pset_deflate(create.get(), unsigned(layout.deflate));
+    }
+  } else {
+    H5Pset_layout(create.get(), H5D_CONTIGUOUS);
+  }
+  H5Handle links(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  H5Pset_create_intermediate_group(links.get(), 1);
+  handles->data =
+      H5Dcreate2(handles->file, layout.dataset.c_str(), float32 ? H5T_IEEE_F32LE : H5T_STD_U16LE,
+                 space.get(), links.get(), create.get(), H5P_DEFAULT);
+  if (handles->data < 0) throw RuntimeFault(where + ": cannot create the dataset");
+
+  // Per-event metadata: 1-D beside the data, chunked in blocks when extendible.
+  hsize_t meta_dims = capacity_, meta_max = layout.chunked ? H5S_UNLIMITED : capacity_;
+  H5Handle meta_space(H5Screate_simple(1, &meta_dims, &meta_max), H5Sclose);
+  H5Handle meta_create(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  if (layout.chunked) {
+    const hsize_t block = 1024;
+    H5Pset_chunk(meta_create.get(), 1, &block);
+  }
+  handles->pulse =
+      H5Dcreate2(handles->file, sibling(layout.dataset, "pulse_id").c_str(), H5T_STD_U64LE,
+                 meta_space.get(), links.get(), meta_create.get(), H5P_DEFAULT);
+  handles->time =
+      H5Dcreate2(handles->file, sibling(layout.dataset, "timestamp").c_str(), H5T_STD_I64LE,
+                 meta_space.get(), links.get(), meta_create.get(), H5P_DEFAULT);
+  if (handles->pulse < 0 || handles->time < 0)
+    throw RuntimeFault(where + ": cannot create the pulse_id and timestamp datasets");
+  write_string_attribute(handles->file, "livedrp_format", kFormatName);
+  write_string_attribute(handles->file, "format_version", std::to_string(kFormatVersion));
+  write_string_attribute(handles->file, "detector", detector.name);
+  write_string_attribute(handles->file, "detector_description", to_json(detector).dump());
+  write_string_attribute(handles->file, "pipeline_config", pipeline_config_json);
+  h_ = handles.release();
+}
+
+Hdf5EventWriter::~Hdf5EventWriter() {
+  try {
+    close();
+  } catch (...) {
+    // Destructors must not throw; close() explicitly to see the error.
+  }
+}
+
+void Hdf5EventWriter::append(const EventHeader& header, const void* raw) {
+  const std::string where = "HDF5 file " + path_.string() + ", dataset " + layout_.dataset;
+  if (!h_) throw RuntimeFault(where + ": the file is closed");
+  if (!layout_.chunked && events_ >= capacity_)
+    throw RuntimeFault(where + ": the contiguous dataset holds " + std::to_string(capacity_) +
+                       " events and is full");
+  QuietHdf5Errors quiet;
+  const bool float32 = detector_.encoding == RawEncoding::Float32;
+  auto write_row = [&](hid_t set, std::vector<hsize_t> row_dims, hid_t memory_type,
+                       const void* data) {
+    if (layout_.chunked) {
+      H5Handle old_space(H5Dget_space(set), H5Sclose);
+      std::vector<hsize_t> extent(std::size_t(H5Sget_simple_extent_ndims(old_space.get())));
+      H5Sget_simple_extent_dims(old_space.get(), extent.data(), nullptr);
+      extent[0] = events_ + 1;
+      if (H5Dset_extent(set, extent.data()) < 0) return false;
+    }
+    H5Handle file_space(H5Dget_space(set), H5Sclose);
+    std::vector<hsize_t> start(row_dims.size() + 1, 0), count{1};
+    start[0] = events_;
+    count.insert(count.end(), row_dims.begin(), row_dims.end());
+    H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                        nullptr);
+    H5Handle memory_space(H5Screate_simple(int(count.size()), count.data(), nullptr), H5Sclose);
+    return H5Dwrite(set, memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT, data) >= 0;
+  };
+  const std::uint64_t pulse = header.pulse_id;
+  const std::int64_t time = header.timestamp_ns;
+  if (!write_row(h_->data, event_dims(detector_, layout_.stacked),
+                 float32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_UINT16, raw) ||
+      !write_row(h_->pulse, {}, H5T_NATIVE_UINT64, &pulse) ||
+      !write_row(h_->time, {}, H5T_NATIVE_INT64, &time))
+    throw RuntimeFault(where + ": cannot write event " + std::to_string(events_) + " (disk full?)");
+  ++events_;
+}
+
+std::uint64_t Hdf5EventWriter::file_bytes() const {
+  hsize_t size = 0;
+  if (h_) H5Fget_filesize(h_->file, &size);
+  return size;
+}
+
+void Hdf5EventWriter::close() {
+  if (!h_) return;
+  QuietHdf5Errors quiet;
+  const bool flushed = H5Fflush(h_->file, H5F_SCOPE_GLOBAL) >= 0;
+  delete h_;
+  h_ = nullptr;
+  if (!flushed) throw RuntimeFault("HDF5 file " + path_.string() + ": cannot flush (disk full?)");
+}
+
+// ---------------------------------------------------------------- reader
+
+struct Hdf5EventReader::Handles {
+  hid_t file = -1, data = -1;
+  std::vector<std::int64_t> pulse_ids, timestamps;
+  ~Handles() {
+    if (data >= 0) H5Dclose(data);
+    if (file >= 0) H5Fclose(file);
+  }
+};
+
+namespace {
+
+// Opens the file and the dataset, fills `info` (shape, type, attributes, metadata presence).
+void open_event_file(const std::filesystem::path& path, const std::string& dataset,
+                     EventFileInfo& info, hid_t& file_out, hid_t& data_out,
+                     std::vector<std::int64_t>* pulse_ids, std::vector<std::int64_t>* timestamps) {
+  const std::string where = "HDF5 file " + path.string() + ", dataset " + dataset;
+  info.path = path;
+  info.dataset = dataset;
+  if (!std::filesystem::exists(path))
+    throw InputError("HDF5 file " + path.string() + " does not exist");
+  if (dataset.size() < 2 || dataset.front() != '/')
+    throw InputError(where + ": the dataset path must start with '/'");
+  if (H5Fis_hdf5(path.string().c_str()) <= 0)
+    throw InputError("file " + path.string() +
+                     " is not an HDF5 file (or its superblock is damaged)");
+  H5Handle file(H5Fopen(path.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.valid())
+    throw InputError("HDF5 file " + path.string() + " cannot be opened (damaged or truncated?)");
+  std::string missing;
+  if (!path_exists(file.get(), dataset, &missing))
+    throw InputError(where + ": " + missing + " does not exist");
+  {
+    H5Handle object(H5Oopen(file.get(), dataset.c_str(), H5P_DEFAULT), H5Oclose);
+    if (!object.valid() || H5Iget_type(object.get()) != H5I_DATASET)
+      throw InputError(where + ": not a dataset (a group, or a damaged object header?)");
+  }
+  H5Handle set(H5Dopen2(file.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!set.valid()) throw InputError(where + ": cannot be opened (damaged?)");
+  H5Handle type(H5Dget_type(set.get()), H5Tclose);
+  const H5T_class_t type_class = H5Tget_class(type.get());
+  const std::size_t size = H5Tget_size(type.get());
+  if (type_class == H5T_FLOAT && size == 4)
+    info.float32 = true;
+  else if (type_class == H5T_INTEGER && size == 2 && H5Tget_sign(type.get()) == H5T_SGN_NONE)
+    info.float32 = false;
+  else
+    throw InputError(where + ": element type is " +
+                     (type_class == H5T_FLOAT ? "float" + std::to_string(8 * size)
+                      : type_class == H5T_INTEGER
+                          ? std::string(H5Tget_sign(type.get()) == H5T_SGN_2 ? "int" : "uint") +
+                                std::to_string(8 * size)
+                          : std::string("not numeric")) +
+                     "; replay reads uint16 (raw) or float32 (calibrated) events");
+  H5Handle space(H5Dget_space(set.get()), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  std::vector<hsize_t> dims(std::size_t(std::max(rank, 0)));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  info.shape.assign(dims.begin(), dims.end());
+  if (rank != 3 && rank != 4)
+    throw InputError(where + ": shape " + shape_text(info.shape) +
+                     " is not [N, segments, rows, cols] or [N, rows, cols]");
+  info.events = dims[0];
+  info.detector_name = read_string_attribute(file.get(), "detector");
+  info.detector_description = read_string_attribute(file.get(), "detector_description");
+  info.pipeline_config = read_string_attribute(file.get(), "pipeline_config");
+  auto pulses = read_metadata(file.get(), sibling(dataset, "pulse_id"), info.events, where);
+  auto times = read_metadata(file.get(), sibling(dataset, "timestamp"), info.events, where);
+  info.has_pulse_ids = pulses.has_value();
+  info.has_timestamps = times.has_value();
+  if (pulse_ids && pulses) *pulse_ids = std::move(*pulses);
+  if (timestamps && times) *timestamps = std::move(*times);
+  file_out = H5Fopen(path.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  data_out = H5Dopen2(file_out, dataset.c_str(), H5P_DEFAULT);
+}
+
+}  // namespace
+
+EventFileInfo Hdf5EventReader::inspect(const std::filesystem::path& path,
+                                       const std::string& dataset) {
+  QuietHdf5Errors quiet;
+  EventFileInfo info;
+  Handles handles;
+  open_event_file(path, dataset, info, handles.file, handles.data, nullptr, nullptr);
+  return info;
+}
+
+Hdf5EventReader::Hdf5EventReader(const std::filesystem::path& path, const std::string& dataset,
+                                 const DetectorDescription& detector) {
+  QuietHdf5Errors quiet;
+  auto handles = std::make_unique<Handles>();
+  open_event_file(path, dataset, info_, handles->file, handles->data, &handles->pulse_ids,
+                  &handles->timestamps);
+  if (handles->data < 0)
+    throw InputError("HDF5 file " + path.string() + ", dataset " + dataset + ": cannot be opened");
+  const std::string where = "HDF5 file " + path.string() + ", dataset " + dataset;
+  const bool wants_float = detector.encoding == RawEncoding::Float32;
+  if (info_.float32 != wants_float)
+    throw InputError(where + ": element type " + (info_.float32 ? "float32" : "uint16") +
+                     ", but detector " + detector.name + " takes " +
+                     (wants_float ? "float32 (calibrated)" : "uint16 (raw)") +
+                     " events; float32 calibrated data needs a detector description with "
+                     "raw_encoding float32");
+  const std::vector<std::uint64_t> per_event(info_.shape.begin() + 1, info_.shape.end());
+  const std::vector<std::uint64_t> full{std::uint64_t(detector.segments),
+                                        std::uint64_t(detector.rows), std::uint64_t(detector.cols)};
+  const std::vector<std::uint64_t> stacked{
+      std::uint64_t(detector.segments) * std::uint64_t(detector.rows),
+      std::uint64_t(detector.cols)};
+  // [rows, cols] of a one-segment detector and [segments * rows, cols] are the same bytes as
+  // [segments, rows, cols]: segments stacked along the slow scan, as CXI files store panels.
+  if (per_event != full && per_event != stacked)
+    throw InputError(where + ": shape " + shape_text(info_.shape) + " does not hold events of " +
+                     detector.name + " (expected [N, " + std::to_string(detector.segments) + ", " +
+                     std::to_string(detector.rows) + ", " + std::to_string(detector.cols) +
+                     "] or [N, " + std::to_string(stacked[0]) + ", " +
+                     std::to_string(detector.cols) + "])");
+  event_bytes_ = detector.raw_event_bytes();
+  h_ = handles.release();
+}
+
+Hdf5EventReader::~Hdf5EventReader() {
+  delete h_;
+}
+
+void Hdf5EventReader::read(std::uint64_t index, void* raw, std::uint64_t& pulse_id,
+                           std::int64_t& timestamp_ns) {
+  const std::string where = "HDF5 file " + info_.path.string() + ", dataset " + info_.dataset;
+  if (index >= info_.events)
+    throw InputError(where + ": event " + std::to_string(index) + " is past the last (" +
+                     std::to_string(info_.events) + " events)");
+  QuietHdf5Errors quiet;
+  H5Handle file_space(H5Dget_space(h_->data), H5Sclose);
+  std::vector<hsize_t> start(info_.shape.size(), 0), count(info_.shape.begin(), info_.shape.end());
+  start[0] = index;
+  count[0] = 1;
+  H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                      nullptr);
+  H5Handle memory_space(H5Screate_simple(int(count.size()), count.data(), nullptr), H5Sclose);
+  if (H5Dread(h_->data, info_.float32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_UINT16, memory_space.get(),
+              file_space.get(), H5P_DEFAULT, raw) < 0)
+    throw InputError(where + ": event " + std::to_string(index) +
+                     " cannot be read (damaged or truncated file, or a filter not available)");
+  pulse_id = h_->pulse_ids.empty() ? index : std::uint64_t(h_->pulse_ids[index]);
+  timestamp_ns = h_->timestamps.empty() ? 0 : h_->timestamps[index];
+}
+
+DetectorDescription detector_for_file(const EventFileInfo& info, const std::string& requested) {
+  const std::string where = "HDF5 file " + info.path.string() + ", dataset " + info.dataset;
+  if (!requested.empty()) {
+    DetectorDescription detector = find_detector(requested);
+    if (!info.detector_name.empty() && info.detector_name != detector.name)
+      throw InputError(where + ": recorded from detector " + info.detector_name +
+                       " (attribute 'detector'), not " + detector.name);
+    return detector;
+  }
+  if (!info.detector_description.empty()) {
+    try {
+      return parse_detector_description(nlohmann::json::parse(info.detector_description),
+                                        where + " attribute detector_description");
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(where + ": attribute detector_description is not valid JSON: " + e.what());
+    }
+  }
+  if (!info.detector_name.empty()) return find_detector(info.detector_name);
+  // No attributes (a file of another program): the built-in detector of this shape and type.
+  for (const auto& name : builtin_detector_names()) {
+    DetectorDescription d = find_detector(name);
+    if ((d.encoding == RawEncoding::Float32) != info.float32) continue;
+    const std::vector<std::uint64_t> per_event(info.shape.begin() + 1, info.shape.end());
+    if (per_event == std::vector<std::uint64_t>{std::uint64_t(d.segments), std::uint64_t(d.rows),
+                                                std::uint64_t(d.cols)} ||
+        per_event == std::vector<std::uint64_t>{std::uint64_t(d.segments) * std::uint64_t(d.rows),
+                                                std::uint64_t(d.cols)})
+      return d;
+  }
+  throw InputError(where + ": no detector given and no built-in detector has events of shape " +
+                   shape_text(info.shape) + " " + (info.float32 ? "float32" : "uint16") +
+                   "; name one (replay.detector)");
+}
+
+}  // namespace livedrp::replay

@@ -1,0 +1,524 @@
+// Azimuthal integration on the GPU (cuda/integrate) against the CPU Integrator and pyFAI 0.21.3:
+// every pyFAI reference case of tests/reference/pyfai (no splitting and bbox, every unit, ranges,
+// corrections, mask, dark, flat, dummy, both error models, a stack of frames also integrated in
+// one batched launch, the segmented detector, sigma clipping) within 1e-5 relative per bin of the
+// CPU for intensity, sigma, std and the four sums, and within the CPU suite's bounds of pyFAI's
+// own numbers. Then an ePix10ka2M-sized frame with 1000 bins (both splittings, both error models,
+// dark, flat, mask, dummy pixels, sigma clipping), run twice for bit-identical repeats, and the
+// benchmark's atomic-histogram baseline against the CPU. The device plan (bin centres, the
+// entries left in the matrix) is checked against the CPU without a GPU too.
+#include <QFile>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_process.hpp"
+#include "core/detector.hpp"
+#include "core/error.hpp"
+#include "cuda/integrate/device_integrator.hpp"
+#include "gpu_test_support.hpp"
+#include "integrate/array_values.hpp"
+#include "integrate/integrator.hpp"
+#include "integrate/poni.hpp"
+#include "io/npy.hpp"
+#ifdef LIVEDRP_HAVE_CUDA
+#include "cuda/device.hpp"
+#include "cuda/integrate/device_histogram.hpp"
+#endif
+
+using namespace livedrp;
+using namespace livedrp::integrate;
+
+namespace {
+
+std::filesystem::path reference_dir() {
+  return std::filesystem::path(__FILE__).parent_path() / "reference" / "pyfai";
+}
+
+nlohmann::json load_cases() {
+  std::ifstream in(reference_dir() / "integrate_cases.json");
+  return nlohmann::json::parse(in);
+}
+
+nlohmann::json find_case(const QString& name) {
+  for (const auto& c : load_cases())
+    if (c["name"] == name.toStdString()) return c;
+  return {};
+}
+
+// A reference case as tests/test_integrate_pyfai.cpp sets it up.
+struct Setup {
+  std::unique_ptr<Integrator> integrator;
+  io::Array input;
+  io::Array reference;  // (npt, 7) or (frames, npt, 7)
+};
+
+Setup setup_case(const nlohmann::json& c) {
+  IntegrationConfig config;
+  config.unit = *radial_unit_from_name(c.at("unit").get<std::string>());
+  config.bins = c.at("npt").get<int>();
+  config.splitting = c.value("method", "no") == "bbox" ? Splitting::BBox : Splitting::None;
+  if (c.contains("radial_range"))
+    config.radial_range =
+        std::pair{c["radial_range"][0].get<double>(), c["radial_range"][1].get<double>()};
+  if (c.contains("azimuth_range"))
+    config.azimuth_range =
+        std::pair{c["azimuth_range"][0].get<double>(), c["azimuth_range"][1].get<double>()};
+  config.solid_angle = c.value("solid_angle", true);
+  if (c.contains("polarization")) config.polarization = c["polarization"].get<double>();
+  config.error_model = c.value("error_model", "poisson") == "azimuthal" ? ErrorModel::Azimuthal
+                                                                        : ErrorModel::Poisson;
+  if (c.contains("dummy")) config.dummy = c["dummy"].get<double>();
+  config.delta_dummy = c.value("delta_dummy", 0.0);
+
+  Setup s;
+  s.input = io::read_npy(reference_dir() / c.at("input").get<std::string>());
+  s.reference = io::read_npy(reference_dir() / c.at("reference").get<std::string>());
+  PixelLayout layout;
+  if (c.contains("segments")) {
+    const auto& seg = c["segments"];
+    layout.segments = seg.at("count").get<int>();
+    layout.rows = seg.at("rows").get<int>();
+    layout.cols = seg.at("cols").get<int>();
+    for (const auto& p : seg.at("placement"))
+      layout.placement.push_back({p.at("x_px").get<double>(), p.at("y_px").get<double>(), 0});
+  } else {
+    const auto& shape = s.input.shape;
+    layout = plain_layout(int(shape[shape.size() - 2]), int(shape[shape.size() - 1]));
+  }
+  const PoniGeometry poni = read_poni(reference_dir() / c.at("poni").get<std::string>());
+  s.integrator = std::make_unique<Integrator>(poni, layout, config);
+  if (c.contains("mask"))
+    s.integrator->set_mask(
+        mask_values(io::read_npy(reference_dir() / c["mask"].get<std::string>())));
+  if (c.contains("dark"))
+    s.integrator->set_dark(
+        float_values(io::read_npy(reference_dir() / c["dark"].get<std::string>())));
+  if (c.contains("flat"))
+    s.integrator->set_flat(
+        float_values(io::read_npy(reference_dir() / c["flat"].get<std::string>())));
+  return s;
+}
+
+// |a - b| over the larger magnitude; both NaN agree; exact zeros (an empty bin) agree only with
+// zero (below 1e-300 in magnitude).
+double relative_error(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0.0 : INFINITY;
+  if (a == b) return 0.0;
+  return std::fabs(a - b) / std::max({std::fabs(a), std::fabs(b), 1e-300});
+}
+
+#ifdef LIVEDRP_HAVE_CUDA
+// Worst relative difference between two profiles over every bin and every reported value; the
+// bin centres must be identical. `where` names the worst value.
+double profile_difference(const Profile& gpu, const Profile& cpu, std::string& where) {
+  if (gpu.radial != cpu.radial) {
+    where = "bin centres differ";
+    return INFINITY;
+  }
+  const std::vector<double> Profile::*fields[] = {
+      &Profile::intensity, &Profile::sigma,         &Profile::std,  &Profile::signal,
+      &Profile::variance,  &Profile::normalization, &Profile::count};
+  const char* names[] = {"intensity", "sigma",         "std",  "signal",
+                         "variance",  "normalization", "count"};
+  double worst = 0.0;
+  for (int f = 0; f < 7; ++f) {
+    const std::vector<double>& a = gpu.*fields[f];
+    const std::vector<double>& b = cpu.*fields[f];
+    if (a.size() != b.size()) {
+      where = std::string(names[f]) + " sizes differ";
+      return INFINITY;
+    }
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      const double e = relative_error(a[k], b[k]);
+      if (!(e <= worst)) {
+        worst = e;
+        where = std::string(names[f]) + " bin " + std::to_string(k) + ": gpu " +
+                std::to_string(a[k]) + ", cpu " + std::to_string(b[k]);
+      }
+    }
+  }
+  return worst;
+}
+
+// Against pyFAI's columns (radial, intensity, sigma, signal, variance, normalisation, count) as
+// tests/test_integrate_pyfai.cpp compares the CPU: counts exact without splitting, pyFAI's
+// max(3, count) accepted for a clipped bin.
+double pyfai_difference(const Profile& p, const double* ref, int bins, bool split, bool clipped) {
+  double worst = 0.0;
+  for (int b = 0; b < bins; ++b) {
+    const double* row = ref + 7 * b;
+    const auto i = std::size_t(b);
+    if (clipped && p.count[i] > 0.0 && std::max(p.count[i], 3.0) == row[6]) {
+    } else if (split) {
+      worst = std::max(worst, relative_error(p.count[i], row[6]));
+    } else if (p.count[i] != row[6]) {
+      return INFINITY;
+    }
+    const double ours[] = {p.radial[i], p.intensity[i], p.sigma[i],
+                           p.signal[i], p.variance[i],  p.normalization[i]};
+    for (int k = 0; k < 6; ++k) {
+      const double e = relative_error(ours[k], row[k]);
+      if (!(e <= worst)) worst = e;
+    }
+  }
+  return worst;
+}
+
+// An ePix10ka2M-sized problem: the detector's layout, a PONI near its middle at 100 mm, 1000 bins
+// in q, frames of smooth rings plus a deterministic pseudo-random texture.
+struct LargeCase {
+  std::unique_ptr<Integrator> integrator;
+  std::vector<float> frame;
+};
+
+LargeCase large_case(Splitting splitting, ErrorModel model, bool corrections) {
+  const PixelLayout layout = layout_from_detector(find_detector("epix10ka2m"));
+  const FrameExtent extent = assembled_extent(layout);
+  PoniGeometry poni;
+  poni.distance = 0.1;
+  poni.pixel1 = poni.pixel2 = 100e-6;
+  poni.poni1 = 0.5 * extent.rows * poni.pixel1 + 37e-6;
+  poni.poni2 = 0.5 * extent.cols * poni.pixel2 - 52e-6;
+  poni.rot1 = 0.01;
+  poni.wavelength = 1.3e-10;
+  IntegrationConfig config;
+  config.bins = 1000;
+  config.splitting = splitting;
+  config.error_model = model;
+  if (corrections) {
+    config.polarization = 0.98;
+    config.dummy = -1.0;
+  }
+  LargeCase c;
+  c.integrator = std::make_unique<Integrator>(poni, layout, config);
+  const std::size_t n = layout.pixels();
+  c.frame.resize(n);
+  std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (std::size_t k = 0; k < n; ++k) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const double noise = double(state >> 40) / double(1ull << 24);
+    c.frame[k] = float(50.0 + 40.0 * std::sin(double(k % 384) * 0.05) + 30.0 * noise);
+  }
+  if (corrections) {
+    std::vector<std::uint8_t> mask(n, 0);
+    std::vector<float> dark(n), flat(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      mask[k] = k % 997 == 0 ? 1 : 0;
+      dark[k] = float(k % 13) * 0.25f;
+      flat[k] = 0.9f + float(k % 7) * 0.03f;
+      if (k % 1009 == 0) c.frame[k] = -1.0f;     // dummy pixels in the event
+      if (k % 50021 == 0) c.frame[k] = 5000.0f;  // outliers for the clipping
+    }
+    c.integrator->set_mask(std::move(mask));
+    c.integrator->set_dark(std::move(dark));
+    c.integrator->set_flat(std::move(flat));
+  }
+  return c;
+}
+
+#endif  // LIVEDRP_HAVE_CUDA
+
+}  // namespace
+
+class TestGpuIntegrate : public QObject {
+  Q_OBJECT
+
+ private slots:
+  // No GPU needed: what the device is given stands for the CPU's matrix exactly.
+  void plan_stands_for_the_cpu_state() {
+    for (const auto& c : load_cases()) {
+      Setup s = setup_case(c);
+      const std::size_t pixels = s.integrator->pixels();
+      const std::vector<float> frame = float_values(s.input, 0, pixels);
+      const Profile cpu = s.integrator->integrate(frame);
+      const gpu::IntegrationPlan plan = gpu::plan_from(*s.integrator);
+      const std::string name = c["name"].get<std::string>();
+      QVERIFY2(plan.radial == cpu.radial, name.c_str());
+      QCOMPARE(plan.bins, c["npt"].get<int>());
+      QCOMPARE(plan.row_start.size(), std::size_t(plan.bins) + 1);
+      QCOMPARE(std::size_t(plan.row_start.back()), plan.pixel.size());
+      // Every entry left out has a zero normalisation (or a dummy dark): it adds nothing.
+      std::size_t contributing = 0;
+      const CsrMatrix& csr = s.integrator->csr();
+      const std::span<const float> norm = s.integrator->normalization();
+      for (const std::int32_t k : csr.pixel) contributing += norm[std::size_t(k)] != 0.0f ? 1 : 0;
+      QVERIFY2(plan.pixel.size() <= contributing, name.c_str());
+      QVERIFY2(c.contains("dummy") || plan.pixel.size() == contributing, name.c_str());
+      double entry_count = 0.0;
+      for (int b = 0; b < plan.bins; ++b)
+        for (std::int32_t e = plan.row_start[std::size_t(b)];
+             e < plan.row_start[std::size_t(b) + 1]; ++e)
+          entry_count += plan.split ? plan.coef[std::size_t(e)] : 1.0;
+      double cpu_count = 0.0;
+      for (const double v : cpu.count) cpu_count += v;
+      // Counts of the CPU are over valid pixels of this event, a subset of the entries.
+      QVERIFY2(cpu_count <= entry_count + 1e-3, name.c_str());
+    }
+  }
+
+  void gpu_equals_cpu_and_pyfai_data() {
+    QTest::addColumn<QString>("name");
+    for (const auto& c : load_cases())
+      QTest::newRow(c["name"].get<std::string>().c_str())
+          << QString::fromStdString(c["name"].get<std::string>());
+  }
+
+  void gpu_equals_cpu_and_pyfai() {
+    LIVEDRP_SKIP_WITHOUT_GPU();
+#ifdef LIVEDRP_HAVE_CUDA
+    QFETCH(QString, name);
+    const nlohmann::json c = find_case(name);
+    Setup s = setup_case(c);
+    const int bins = c["npt"].get<int>();
+    const std::size_t pixels = s.integrator->pixels();
+    const bool stack = s.reference.shape.size() == 3;
+    const int frames = stack ? int(s.reference.shape[0]) : 1;
+    const bool split = c.value("method", "no") == "bbox";
+    const bool clipped = c.contains("sigma_clip");
+    Integrator::SigmaClip clip;
+    if (clipped) {
+      clip.cutoff = c["sigma_clip"].at("cutoff").get<double>();
+      clip.max_iter = c["sigma_clip"].at("max_iter").get<int>();
+    }
+    gpu::DeviceIntegrator device(*s.integrator, frames);
+    gpu::Stream stream;
+    const std::vector<float> all = float_values(s.input, 0, pixels * std::size_t(frames));
+    gpu::DeviceBuffer on_device(all.size() * sizeof(float));
+    gpu::copy_async(on_device.get(), all.data(), all.size() * sizeof(float), stream,
+                    "test frames to the device");
+    double worst_cpu = 0.0, worst_pyfai = 0.0;
+    std::vector<Profile> cpu_profiles;
+    for (int f = 0; f < frames; ++f) {
+      const std::vector<float> frame(all.begin() + std::ptrdiff_t(std::size_t(f) * pixels),
+                                     all.begin() + std::ptrdiff_t(std::size_t(f + 1) * pixels));
+      cpu_profiles.push_back(clipped ? s.integrator->sigma_clip(frame, clip)
+                                     : s.integrator->integrate(frame));
+      const float* device_frame = on_device.as<const float>() + std::size_t(f) * pixels;
+      if (clipped)
+        device.enqueue_sigma_clip(device_frame, clip, stream);
+      else
+        device.enqueue(device_frame, stream);
+      const Profile g = device.collect(stream);
+      std::string where;
+      const double e = profile_difference(g, cpu_profiles.back(), where);
+      QVERIFY2(e <= 1e-5, qPrintable(QString("frame %1: %2 relative, %3")
+                                         .arg(f)
+                                         .arg(e)
+                                         .arg(QString::fromStdString(where))));
+      worst_cpu = std::max(worst_cpu, e);
+      worst_pyfai = std::max(
+          worst_pyfai, pyfai_difference(g, s.reference.as<double>() + std::size_t(f) * bins * 7,
+                                        bins, split, clipped));
+    }
+    // The whole stack in one launch gives each frame's profile again.
+    if (frames > 1 && !clipped) {
+      device.enqueue_batch(on_device.as<const float>(), frames, stream);
+      for (int f = 0; f < frames; ++f) {
+        std::string where;
+        const double e =
+            profile_difference(device.collect(stream, f), cpu_profiles[std::size_t(f)], where);
+        QVERIFY2(e <= 1e-5, qPrintable(QString("batched frame %1: %2 relative, %3")
+                                           .arg(f)
+                                           .arg(e)
+                                           .arg(QString::fromStdString(where))));
+      }
+    }
+    qInfo("%s: %d frames, %zu entries; GPU vs CPU %.3g, GPU vs pyFAI %.3g relative",
+          qPrintable(name), frames, device.entries(), worst_cpu, worst_pyfai);
+    const double pyfai_tolerance = split ? 1e-3 : 1e-4;  // test_integrate_pyfai's bounds
+    QVERIFY2(worst_pyfai <= pyfai_tolerance,
+             qPrintable(QString("GPU vs pyFAI: %1 relative").arg(worst_pyfai)));
+#endif
+  }
+
+  void large_frame_equals_cpu_data() {
+    QTest::addColumn<int>("splitting");
+    QTest::addColumn<int>("model");
+    QTest::addColumn<bool>("corrections");
+    QTest::newRow("no splitting, poisson")
+        << int(Splitting::None) << int(ErrorModel::Poisson) << false;
+    QTest::newRow("no splitting, poisson, corrections")
+        << int(Splitting::None) << int(ErrorModel::Poisson) << true;
+    QTest::newRow("no splitting, azimuthal, corrections")
+        << int(Splitting::None) << int(ErrorModel::Azimuthal) << true;
+    QTest::newRow("bbox, poisson, corrections")
+        << int(Splitting::BBox) << int(ErrorModel::Poisson) << true;
+    QTest::newRow("bbox, azimuthal") << int(Splitting::BBox) << int(ErrorModel::Azimuthal) << false;
+  }
+
+  void large_frame_equals_cpu() {
+    LIVEDRP_SKIP_WITHOUT_GPU();
+#ifdef LIVEDRP_HAVE_CUDA
+    QFETCH(int, splitting);
+    QFETCH(int, model);
+    QFETCH(bool, corrections);
+    LargeCase c = large_case(Splitting(splitting), ErrorModel(model), corrections);
+    gpu::DeviceIntegrator device(*c.integrator);
+    gpu::Stream stream;
+    gpu::DeviceBuffer on_device(c.frame.size() * sizeof(float));
+    gpu::copy_async(on_device.get(), c.frame.data(), c.frame.size() * sizeof(float), stream,
+                    "test frame to the device");
+    const Profile cpu = c.integrator->integrate(c.frame);
+    device.enqueue(on_device.as<const float>(), stream);
+    const Profile first = device.collect(stream);
+    device.enqueue(on_device.as<const float>(), stream);
+    const Profile second = device.collect(stream);
+    QVERIFY(first.intensity == second.intensity && first.sigma == second.sigma &&
+            first.variance == second.variance && first.count == second.count);
+    std::string where;
+    const double e = profile_difference(first, cpu, where);
+    QVERIFY2(e <= 1e-5, qPrintable(QString("%1 relative, %2").arg(e).arg(where.c_str())));
+    int filled = 0;
+    for (const double n : cpu.count) filled += n > 0 ? 1 : 0;
+    QVERIFY(filled > 900);  // the profile is not mostly empty bins
+
+    const Integrator::SigmaClip clip{5, 3.0};
+    const Profile cpu_clipped = c.integrator->sigma_clip(c.frame, clip);
+    device.enqueue_sigma_clip(on_device.as<const float>(), clip, stream);
+    const double clip_e = profile_difference(device.collect(stream), cpu_clipped, where);
+    QVERIFY2(clip_e <= 1e-5,
+             qPrintable(QString("sigma clip: %1 relative, %2").arg(clip_e).arg(where.c_str())));
+    qInfo("%zu entries: GPU vs CPU %.3g, sigma clipped %.3g relative", device.entries(), e, clip_e);
+
+    // The benchmark's baseline: atomics in another order, still within the bound.
+    if (Splitting(splitting) == Splitting::None && ErrorModel(model) == ErrorModel::Poisson &&
+        !corrections) {
+      gpu::DeviceHistogramIntegrator histogram(gpu::plan_from(*c.integrator));
+      histogram.enqueue(on_device.as<const float>(), stream);
+      const double h = profile_difference(histogram.collect(stream), cpu, where);
+      qInfo("atomic histogram vs CPU: %.3g relative", h);
+      QVERIFY2(h <= 1e-5,
+               qPrintable(QString("histogram: %1 relative, %2").arg(h).arg(where.c_str())));
+    }
+#endif
+  }
+
+  // livedrp-engine integrate --backend cuda writes what --backend cpu writes (CSV at 10
+  // significant digits): a stack, the segmented detector with bbox, sigma clipping.
+  void cli_cuda_backend_matches_cpu_data() {
+    QTest::addColumn<QStringList>("arguments");
+    const auto ref = [](const char* name) {
+      return QString::fromStdString((reference_dir() / name).string());
+    };
+    QTest::newRow("stack_q") << QStringList{"--poni",         ref("untilted.poni"),
+                                            "--input",        ref("int_stack_q_input.npy"),
+                                            "--mask",         ref("int_stack_q_mask.npy"),
+                                            "--npt",          "20",
+                                            "--polarization", "0.9"};
+    QTest::newRow("clip_poisson") << QStringList{"--poni",
+                                                 ref("untilted.poni"),
+                                                 "--input",
+                                                 ref("int_clip_poisson_input.npy"),
+                                                 "--mask",
+                                                 ref("int_clip_poisson_mask.npy"),
+                                                 "--npt",
+                                                 "30",
+                                                 "--radial-range",
+                                                 "0.3",
+                                                 "2.4",
+                                                 "--polarization",
+                                                 "0.95",
+                                                 "--sigma-clip",
+                                                 "3",
+                                                 "--clip-iterations",
+                                                 "5"};
+    QTest::newRow("tilted_tth_bbox") << QStringList{"--poni",
+                                                    ref("tilted.poni"),
+                                                    "--input",
+                                                    ref("int_tilted_tth_bbox_input.npy"),
+                                                    "--dark",
+                                                    ref("int_tilted_tth_bbox_dark.npy"),
+                                                    "--flat",
+                                                    ref("int_tilted_tth_bbox_flat.npy"),
+                                                    "--npt",
+                                                    "25",
+                                                    "--unit",
+                                                    "2th_deg",
+                                                    "--method",
+                                                    "bbox",
+                                                    "--azimuth-range",
+                                                    "8",
+                                                    "20",
+                                                    "--polarization",
+                                                    "0.9"};
+  }
+
+  void cli_cuda_backend_matches_cpu() {
+    LIVEDRP_SKIP_WITHOUT_GPU();
+    QFETCH(QStringList, arguments);
+    if (qEnvironmentVariable("LIVEDRP_ENGINE_EXE").isEmpty())
+      QSKIP("LIVEDRP_ENGINE_EXE is not set (run through ctest)");
+    QTemporaryDir dir;
+    QStringList lines[2];
+    const char* backends[] = {"cpu", "cuda"};
+    for (int k = 0; k < 2; ++k) {
+      const QString out = dir.path() + "/" + backends[k] + ".csv";
+      const CliResult r =
+          run_cli("LIVEDRP_ENGINE_EXE", QStringList{"integrate"} << arguments << "--output" << out
+                                                                 << "--backend" << backends[k]);
+      QVERIFY2(
+          r.exit_code == 0,
+          qPrintable(
+              QString("--backend %1: exit %2, %3").arg(backends[k]).arg(r.exit_code).arg(r.err)));
+      QFile file(out);
+      QVERIFY(file.open(QIODevice::ReadOnly));
+      lines[k] = QString::fromUtf8(file.readAll()).split('\n', Qt::SkipEmptyParts);
+    }
+    QCOMPARE(lines[1].size(), lines[0].size());
+    QVERIFY(lines[0].size() > 10);
+    for (int i = 1; i < lines[0].size(); ++i) {
+      const QStringList a = lines[0][i].split(','), b = lines[1][i].split(',');
+      QCOMPARE(b.size(), a.size());
+      QCOMPARE(b[0], a[0]);  // frame
+      QCOMPARE(b[1], a[1]);  // bin centre, identical
+      for (int f = 2; f < a.size(); ++f)
+        if (b[f] != a[f])
+          QVERIFY2(
+              relative_error(b[f].toDouble(), a[f].toDouble()) <= 1e-5,
+              qPrintable(QString("line %1: cuda %2, cpu %3").arg(i).arg(lines[1][i], lines[0][i])));
+    }
+  }
+
+  void bad_use_is_refused() {
+    LIVEDRP_SKIP_WITHOUT_GPU();
+#ifdef LIVEDRP_HAVE_CUDA
+    Setup s = setup_case(find_case("untilted_q"));
+    gpu::DeviceIntegrator device(*s.integrator, 2);
+    gpu::Stream stream;
+    gpu::DeviceBuffer frames(2 * s.integrator->pixels() * sizeof(float));
+    const auto refused = [](const std::function<void()>& action, const char* text) {
+      try {
+        action();
+      } catch (const InputError& e) {
+        return std::string(e.what()).find(text) != std::string::npos;
+      }
+      return false;
+    };
+    QVERIFY(
+        refused([&] { device.enqueue_batch(frames.as<const float>(), 3, stream); }, "batch of 3"));
+    QVERIFY(refused(
+        [&] {
+          device.enqueue_sigma_clip(frames.as<const float>(), {-1, 3.0}, stream);
+        },
+        "max_iter"));
+    device.enqueue(frames.as<const float>(), stream);
+    QVERIFY(refused([&] { device.collect(stream, 1); }, "no frame 1"));
+    Setup bbox = setup_case(find_case("untilted_q_bbox"));
+    QVERIFY(refused([&] { gpu::DeviceHistogramIntegrator h(gpu::plan_from(*bbox.integrator)); },
+                    "splitting"));
+#endif
+  }
+};
+
+QTEST_GUILESS_MAIN(TestGpuIntegrate)
+#include "test_gpu_integrate.moc"
