@@ -1,176 +1,47 @@
-// Compression on the GPU in four launches on one stream, none waiting for the host:
-//   encode_chunks  one block per chunk: both pipelines, the smaller kept (or Raw), into the
-//                  chunk's staging slot; its table entry
-//   plan_stream    one block: exclusive prefix over the padded chunk sizes, header and table
-//   pack_chunks    one block per chunk: staging slot to its payload offset, checksum terms
-//   seal_stream    one block: payload and header checksums
+// Compression on the GPU in one launch, one thread block per chunk, every chunk written straight
+// to its final place in the stream:
+//   1. The block claims the next chunk from a ticket counter, so a chunk only ever waits for
+//      chunks whose blocks are already running (no deadlock whatever the scheduling order).
+//   2. Each thread loads its 32-value shuffle blocks with wide loads, forms both pipelines'
+//      residuals and bit-shuffles them in registers (codec_math.hpp's transpose32) into the
+//      workspace: shared memory for chunks up to 32 KiB, else the chunk's global slot.
+//   3. Warps build the three bitmap levels of both pipelines; a block sum gives both sizes, and
+//      the smaller (or Raw) is chosen as on the CPU.
+//   4. Decoupled look-back: the chunk publishes its padded size at once (flag "aggregate"), packs
+//      its stored bytes into the losing pipeline's workspace, then reads its predecessors'
+//      published words back to the nearest one holding an inclusive prefix, and publishes its own
+//      inclusive prefix. Flag and value share one 64-bit word, so one atomic store publishes both.
+//   5. The chunk's words go to their final offset with their payload checksum terms (the
+//      checksum's terms depend on a word's index in the payload, which is now known), and its
+//      table entry with its header checksum term; both sums go to two device accumulators.
+//   6. The last block to finish (a done counter) writes the header and both checksums and the
+//      size word, and puts the counters and look-back words back to zero for the next launch.
+// Nothing here depends on a per-launch host value, so the launch can be captured in a graph.
 // The math per element and per word is codec_math.hpp's, as on the CPU, so the bytes are the
 // CPU's.
 #include <cuda_runtime.h>
 
+#include <cuda/atomic>
+#include <string>
+
+#include "core/error.hpp"
 #include "cuda/codec/codec_kernels.cuh"
 #include "cuda/device.hpp"
 
 namespace livedrp::gpu::codec_kernels {
 namespace {
 
-constexpr int T = kChunkThreads;
+constexpr int T = kEncodeThreads;
+constexpr int kWarps = T / 32;
 
-struct PipelineSizes {
-  std::uint32_t bytes[2];
-};
+using DeviceWord = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
 
-__device__ std::uint64_t load64(const std::uint8_t* p) {
-  return *reinterpret_cast<const std::uint64_t*>(p);
-}
-
-// Residuals of one pipeline, bit-shuffled by warp ballots, then the three bitmap levels; returns
-// the eliminated size (codec_math.hpp and chunk_cpu.cpp's build_bitmaps define every byte).
-__device__ std::uint32_t prepare_pipeline(const ChunkLayout& l, bool delta,
-                                          const std::uint32_t* values, std::uint8_t* shuffled,
-                                          std::uint8_t* level0, std::uint8_t* level1,
-                                          std::uint8_t* level2) {
-  __shared__ unsigned nonzero;
-  if (threadIdx.x == 0) nonzero = 0;
-  const unsigned lane = threadIdx.x % 32, warps = T / 32;
-  auto* words = reinterpret_cast<std::uint32_t*>(shuffled);
-  for (std::uint32_t b = threadIdx.x / 32; b < l.blocks; b += warps) {
-    const std::uint32_t i = 32 * b + lane;
-    std::uint32_t r = 0;
-    if (i < l.elements) r = residual_word(values[i], delta && i > 0 ? values[i - 1] : 0, l.bits);
-    std::uint32_t mine = 0;
-    for (std::uint32_t p = 0; p < l.bits; ++p) {
-      const std::uint32_t plane = __ballot_sync(~0u, (r >> p) & 1u);
-      if (lane == p) mine = plane;
-    }
-    if (lane < l.bits) words[plane_word_index(lane, b, l.blocks)] = mine;
-  }
-  __syncthreads();
-  const std::uint32_t n0 = l.level0_bytes, n1 = l.level1_bytes, n2 = l.level2_bytes;
-  unsigned count = 0;
-  for (std::uint32_t i = threadIdx.x; i < n0; i += T) {
-    const std::uint32_t m = nonzero_byte_mask(load64(shuffled + 8 * std::size_t(i)));
-    level0[i] = std::uint8_t(m);
-    count += popcount32(m);
-  }
-  __syncthreads();
-  for (std::uint32_t j = threadIdx.x; j < n1; j += T) {
-    const std::uint32_t m = nonzero_byte_mask(load64(level0 + 8 * std::size_t(j)));
-    level1[j] = std::uint8_t(m);
-    count += popcount32(m);
-  }
-  __syncthreads();
-  for (std::uint32_t k = threadIdx.x; k < n2; k += T) {
-    // The level-1 bitmap need not fill its last group of 8; missing bytes count as zero.
-    std::uint64_t group = 0;
-    for (std::uint32_t j = 8 * k; j < 8 * k + 8 && j < n1; ++j)
-      group |= std::uint64_t(level1[j]) << (8 * (j - 8 * k));
-    const std::uint32_t m = nonzero_byte_mask(group);
-    level2[k] = std::uint8_t(m);
-    count += popcount32(m);
-  }
-  atomicAdd(&nonzero, count);
-  __syncthreads();
-  const std::uint32_t total = n2 + nonzero;
-  __syncthreads();
-  return total;
-}
-
-// Zero-byte elimination's output: level 2 whole, then the nonzero bytes of level 1, level 0 and
-// the shuffled data, each in order.
-__device__ void emit_eliminated(const ChunkLayout& l, const std::uint8_t* shuffled,
-                                const std::uint8_t* level0, const std::uint8_t* level1,
-                                const std::uint8_t* level2, std::uint8_t* out) {
-  const std::uint32_t n0 = l.level0_bytes, n1 = l.level1_bytes, n2 = l.level2_bytes;
-  for (std::uint32_t k = threadIdx.x; k < n2; k += T) out[k] = level2[k];
-  out += n2;
-  const std::uint32_t kept1 = block_prefix_for<T, std::uint32_t>(
-      n1, [&](std::uint64_t j) { return std::uint32_t(level1[j] != 0); },
-      [&](std::uint64_t j, std::uint32_t at, std::uint32_t) {
-        if (level1[j]) out[at] = level1[j];
-      });
-  out += kept1;
-  const std::uint32_t kept0 = block_prefix_for<T, std::uint32_t>(
-      n0, [&](std::uint64_t i) { return std::uint32_t(level0[i] != 0); },
-      [&](std::uint64_t i, std::uint32_t at, std::uint32_t) {
-        if (level0[i]) out[at] = level0[i];
-      });
-  out += kept0;
-  block_prefix_for<T, std::uint32_t>(
-      n0, [&](std::uint64_t i) { return popcount32(level0[i]); },
-      [&](std::uint64_t i, std::uint32_t at, std::uint32_t) {
-        for (std::uint32_t m = level0[i]; m != 0; m &= m - 1)
-          out[at++] = shuffled[8 * i + unsigned(__ffs(int(m)) - 1)];
-      });
-}
-
-__global__ void __launch_bounds__(T) encode_chunks(CompressArgs a) {
-  const std::uint64_t c = blockIdx.x;
-  const Scratch& s = a.scratch;
-  const Strides st = strides_for(a.dtype, a.chunk_bytes);
-  const std::uint32_t per_chunk = chunk_elements(a.dtype, a.chunk_bytes);
-  const ChunkLayout l = chunk_layout(a.dtype, elements_in_chunk(a.count, per_chunk, c));
-  const std::uint8_t* in = a.in + c * a.chunk_bytes;
-  std::uint32_t* values = s.values + c * st.values;
-  std::uint32_t* outlier_index = s.outlier_index + c * st.values;
-  std::uint32_t* outlier_bits = s.outlier_bits + c * st.values;
-
-  std::uint32_t outliers = 0;
-  if (a.codec == Codec::Lossy) {
-    const double width = lossy_bin_width(a.error_bound);
-    outliers = block_prefix_for<T, std::uint32_t>(
-        l.elements,
-        [&](std::uint64_t i) {
-          const std::uint32_t bits = reinterpret_cast<const std::uint32_t*>(in)[i];
-          std::int32_t q = 0;
-          const bool binned = lossy_quantize(bits_float(bits), a.error_bound, width, &q);
-          values[i] = binned ? std::uint32_t(q) : 0u;
-          return std::uint32_t(!binned);
-        },
-        [&](std::uint64_t i, std::uint32_t at, std::uint32_t outlier) {
-          if (outlier) {
-            outlier_index[at] = std::uint32_t(i);
-            outlier_bits[at] = reinterpret_cast<const std::uint32_t*>(in)[i];
-          }
-        });
-  } else if (a.dtype == DType::UInt16) {
-    const auto* in16 = reinterpret_cast<const std::uint16_t*>(in);
-    for (std::uint32_t i = threadIdx.x; i < l.elements; i += T) values[i] = in16[i];
-  } else {
-    const auto* in32 = reinterpret_cast<const std::uint32_t*>(in);
-    for (std::uint32_t i = threadIdx.x; i < l.elements; i += T)
-      values[i] = order_float_bits(in32[i]);
-  }
-  __syncthreads();
-
-  std::uint32_t sizes[2];
-  for (int slot = 0; slot < 2; ++slot) {
-    sizes[slot] = prepare_pipeline(l, slot == 0, values, s.shuffled[slot] + c * st.shuffled,
-                                   s.level0[slot] + c * st.level0, s.level1[slot] + c * st.level1,
-                                   s.level2[slot] + c * st.level2);
-  }
-  const std::uint64_t prefix = a.codec == Codec::Lossy ? 4 + 8 * std::uint64_t(outliers) : 0;
-  const int slot = sizes[1] < sizes[0] ? 1 : 0;  // ties go to Delta, as on the CPU
-  const std::uint64_t total = prefix + sizes[slot];
-  std::uint8_t* out = s.staging + c * st.staging;
-  if (total >= l.raw_bytes) {
-    for (std::uint32_t i = threadIdx.x; i < l.raw_bytes; i += T) out[i] = in[i];
-    if (threadIdx.x == 0) s.entries[c] = make_table_entry(ChunkMode::Raw, l.raw_bytes);
-    return;
-  }
-  if (a.codec == Codec::Lossy) {
-    if (threadIdx.x == 0) store_le32(out, outliers);
-    for (std::uint32_t k = threadIdx.x; k < outliers; k += T) {
-      store_le32(out + 4 + 4 * std::size_t(k), outlier_index[k]);
-      store_le32(out + 4 + 4 * std::size_t(outliers + k), outlier_bits[k]);
-    }
-  }
-  emit_eliminated(l, s.shuffled[slot] + c * st.shuffled, s.level0[slot] + c * st.level0,
-                  s.level1[slot] + c * st.level1, s.level2[slot] + c * st.level2, out + prefix);
-  if (threadIdx.x == 0)
-    s.entries[c] =
-        make_table_entry(slot ? ChunkMode::Plain : ChunkMode::Delta, std::uint32_t(total));
-}
+// A look-back word: bit 62 "aggregate" (the chunk's own padded size is known), bit 63
+// "inclusive" (the prefix through this chunk is known), bits 61..0 the value in 4-byte units.
+// Zero means nothing published yet.
+constexpr unsigned long long kAggregate = 1ull << 62;
+constexpr unsigned long long kInclusive = 1ull << 63;
+constexpr unsigned long long kUnitsMask = kAggregate - 1;
 
 // Header field offsets (docs/formats.md, container.cpp).
 constexpr std::size_t kVersionAt = 8, kCodecAt = 10, kDTypeAt = 11, kNdimAt = 12,
@@ -178,19 +49,359 @@ constexpr std::size_t kVersionAt = 8, kCodecAt = 10, kDTypeAt = 11, kNdimAt = 12
                       kPayloadBytesAt = 48;
 __constant__ std::uint8_t kMagicBytes[8] = {0x89, 'L', 'D', 'R', 'P', 'Z', '\r', '\n'};
 
-__global__ void __launch_bounds__(kStreamThreads) plan_stream(CompressArgs a) {
-  const Scratch& s = a.scratch;
-  const std::size_t table_at = header_bytes(a.shape.ndim);
-  const std::uint64_t payload_bytes = block_prefix_for<kStreamThreads, std::uint64_t>(
-      a.chunks, [&](std::uint64_t c) { return padded_size(entry_size(s.entries[c])); },
-      [&](std::uint64_t c, std::uint64_t at, std::uint64_t) {
-        s.offsets[c] = at;
-        store_le32(a.out + table_at + 4 * c, s.entries[c]);
+// One chunk's view of its workspace; slot 0 is the Delta pipeline, slot 1 the Plain one.
+struct ChunkSpace {
+  ChunkLayout layout;
+  std::uint8_t* shuffled[2];
+  std::uint8_t* level0[2];
+  std::uint8_t* level1[2];
+  std::uint8_t* level2[2];
+  std::uint32_t* outlier_masks;  // lossy: bit i of word b set iff value 32 b + i is an outlier
+};
+
+__device__ ChunkSpace chunk_space(std::uint8_t* base, const EncodeLayout& e,
+                                  const ChunkLayout& layout) {
+  ChunkSpace s;
+  s.layout = layout;
+  for (int slot = 0; slot < 2; ++slot) {
+    s.shuffled[slot] = base + slot * e.shuffled_stride;
+    s.level0[slot] = base + e.level0_at + slot * e.level0_stride;
+    s.level1[slot] = base + e.level1_at + slot * e.level1_stride;
+    s.level2[slot] = base + e.level2_at + slot * e.level2_stride;
+  }
+  s.outlier_masks = reinterpret_cast<std::uint32_t*>(base + e.masks_at);
+  return s;
+}
+
+__device__ std::uint64_t warp_sum(std::uint64_t x) {
+  for (int d = 16; d > 0; d /= 2) x += __shfl_xor_sync(~0u, x, d);
+  return x;
+}
+
+// Sum over the block, returned to every thread. Every thread must call it.
+__device__ std::uint64_t block_sum(std::uint64_t x) {
+  __shared__ std::uint64_t warp_totals[kWarps];
+  x = warp_sum(x);
+  if (threadIdx.x % 32 == 0) warp_totals[threadIdx.x / 32] = x;
+  __syncthreads();
+  std::uint64_t total = 0;
+  for (int w = 0; w < kWarps; ++w) total += warp_totals[w];
+  __syncthreads();  // warp_totals is reused by the next call
+  return total;
+}
+
+// Stream compaction over [0, n): calls emit(i, position, total) for every i with a nonzero
+// count(i), position being the sum of widen(count) over the items before i and total the sum
+// over all. Each warp takes one contiguous segment and walks it twice (sum, then scan 32 items at
+// a time), so the whole compaction costs two block barriers however long the range. count is a
+// 32-bit value whose sum over 32 items fits in 32 bits, scanned across the warp in 32 bits;
+// widen turns such a value (or sum) into the 64-bit running position (it is additive). Every
+// thread must call it; count is called twice per item.
+template <class Count, class Widen, class Emit>
+__device__ std::uint64_t block_compact(std::uint32_t n, Count count, Widen widen, Emit emit) {
+  __shared__ std::uint64_t warp_totals[kWarps];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const std::uint32_t segment = ((n + kWarps - 1) / kWarps + 31) / 32 * 32;
+  const std::uint32_t begin = min(n, warp * segment), end = min(n, begin + segment);
+  std::uint64_t mine = 0;
+#pragma unroll 4
+  for (std::uint32_t i = begin + lane; i < end; i += 32) mine += widen(count(i));
+  mine = warp_sum(mine);
+  if (lane == 0) warp_totals[warp] = mine;
+  __syncthreads();
+  std::uint64_t base = 0, total = 0;
+  for (unsigned w = 0; w < kWarps; ++w) {
+    if (w < warp) base += warp_totals[w];
+    total += warp_totals[w];
+  }
+  // The tiles' scans do not depend on each other, only the running base does: unrolled, their
+  // shuffles overlap.
+#pragma unroll 2
+  for (std::uint32_t tile = begin; tile < end; tile += 32) {
+    const std::uint32_t i = tile + lane;
+    const std::uint32_t c = i < end ? count(i) : 0;
+    std::uint32_t inclusive = c;
+    for (unsigned d = 1; d < 32; d *= 2) {
+      const std::uint32_t y = __shfl_up_sync(~0u, inclusive, d);
+      if (lane >= d) inclusive += y;
+    }
+    if (c != 0) emit(i, base + widen(inclusive - c), total);
+    base += widen(__shfl_sync(~0u, inclusive, 31));
+  }
+  __syncthreads();  // emitted bytes visible to the block; warp_totals free for the next call
+  return total;
+}
+
+// The widen of block_compact for plain counts.
+__device__ std::uint64_t as_count(std::uint32_t c) {
+  return c;
+}
+
+// --- Step 2: values, residuals and the bit shuffle, one thread per 32-value block ---
+
+// Element `index` of the chunk as a raw word (uint16 zero-extended, or float32 bits).
+template <unsigned Bits>
+__device__ std::uint32_t load_element(const std::uint8_t* in, std::uint32_t index) {
+  if constexpr (Bits == 16) {
+    return __ldg(reinterpret_cast<const std::uint16_t*>(in) + index);
+  } else {
+    return __ldg(reinterpret_cast<const std::uint32_t*>(in) + index);
+  }
+}
+
+// The raw words of elements [first, first + valid) into w[0, valid); w[valid, 32) = 0. A full
+// block is read in 16-byte words when the input allows it (a block is 64 or 128 bytes from a
+// chunk start, itself a multiple of 128 bytes from the array start), else in 4-byte words.
+template <unsigned Bits>
+__device__ void load_block(const std::uint8_t* in, std::uint32_t first, std::uint32_t valid,
+                           bool aligned16, std::uint32_t w[32]) {
+  constexpr unsigned kBlockBytes = 32 * Bits / 8;
+  constexpr unsigned kWords = kBlockBytes / 4;
+  if (valid == 32) {
+    std::uint32_t raw[kWords];
+    const std::uint8_t* p = in + std::size_t(first) * (Bits / 8);
+    if (aligned16) {
+      const auto* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+      for (unsigned k = 0; k < kWords / 4; ++k) {
+        const uint4 v = __ldg(q + k);
+        raw[4 * k] = v.x;
+        raw[4 * k + 1] = v.y;
+        raw[4 * k + 2] = v.z;
+        raw[4 * k + 3] = v.w;
+      }
+    } else {
+      const auto* q = reinterpret_cast<const std::uint32_t*>(p);
+#pragma unroll
+      for (unsigned k = 0; k < kWords; ++k) raw[k] = __ldg(q + k);
+    }
+#pragma unroll
+    for (unsigned i = 0; i < 32; ++i) {
+      if constexpr (Bits == 16) {
+        w[i] = (raw[i / 2] >> (16 * (i % 2))) & 0xFFFFu;
+      } else {
+        w[i] = raw[i];
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (unsigned i = 0; i < 32; ++i) w[i] = i < valid ? load_element<Bits>(in, first + i) : 0u;
+}
+
+// The 32-bit value of the codec (format step "every element first becomes a 32-bit value") for
+// raw word `raw`; *outlier set when the lossy codec stores it exactly.
+__device__ std::uint32_t element_value(const CompressArgs& a, double width, std::uint32_t raw,
+                                       bool* outlier) {
+  *outlier = false;
+  if (a.codec == Codec::Lossy) {
+    std::int32_t q = 0;
+    if (lossy_quantize(bits_float(raw), a.error_bound, width, &q)) return std::uint32_t(q);
+    *outlier = true;
+    return 0;
+  }
+  return a.dtype == DType::Float32 ? order_float_bits(raw) : raw;
+}
+
+// Bit-shuffles residuals r (values past the chunk's end already 0) into plane words (p, b).
+template <unsigned Bits>
+__device__ void shuffle_store(std::uint32_t r[32], std::uint8_t* shuffled, std::uint32_t b,
+                              std::uint32_t blocks) {
+  transpose32(r);
+  auto* words = reinterpret_cast<std::uint32_t*>(shuffled);
+  // Consecutive threads hold consecutive blocks, so each plane's stores hit consecutive words.
+#pragma unroll
+  for (unsigned p = 0; p < Bits; ++p) words[plane_word_index(p, b, blocks)] = r[p];
+}
+
+// Block b of the chunk, holding `valid` values (all 32 but in the chunk's last block): both
+// pipelines' residuals, bit-shuffled into their plane words; returns its outliers. Full blocks
+// get their own instance, free of the per-value checks against `valid`.
+template <unsigned Bits, bool Full>
+__device__ std::uint32_t shuffle_block(const CompressArgs& a, const std::uint8_t* in,
+                                       const ChunkSpace& s, double width, std::uint32_t b,
+                                       std::uint32_t valid) {
+  if constexpr (Full) valid = 32;
+  const std::uint32_t first = 32 * b;
+  std::uint32_t v[32];
+  load_block<Bits>(in, first, valid, a.input_aligned16, v);
+  std::uint32_t mask = 0;
+#pragma unroll
+  for (unsigned i = 0; i < 32; ++i) {
+    bool outlier = false;
+    if (i < valid) v[i] = element_value(a, width, v[i], &outlier);
+    mask |= std::uint32_t(outlier) << i;
+  }
+  // The Delta prediction of the block's first value is the value before it (0 for the chunk's
+  // first), recomputed here rather than shared between threads.
+  std::uint32_t previous = 0;
+  if (b > 0) {
+    bool outlier = false;
+    previous = element_value(a, width, load_element<Bits>(in, first - 1), &outlier);
+  }
+  if (a.codec == Codec::Lossy) s.outlier_masks[b] = mask;
+  std::uint32_t r[32];
+  r[0] = residual_word(v[0], previous, Bits);  // a block holds at least one value
+#pragma unroll
+  for (unsigned i = 1; i < 32; ++i) r[i] = i < valid ? residual_word(v[i], v[i - 1], Bits) : 0u;
+  shuffle_store<Bits>(r, s.shuffled[0], b, s.layout.blocks);
+#pragma unroll
+  for (unsigned i = 0; i < 32; ++i) r[i] = i < valid ? residual_word(v[i], 0, Bits) : 0u;
+  shuffle_store<Bits>(r, s.shuffled[1], b, s.layout.blocks);
+  return __popc(mask);
+}
+
+// Every block of the chunk, one thread per block; returns this thread's outlier count.
+template <unsigned Bits>
+__device__ std::uint32_t shuffle_chunk(const CompressArgs& a, const std::uint8_t* in,
+                                       const ChunkSpace& s) {
+  const ChunkLayout& l = s.layout;
+  const double width = lossy_bin_width(a.error_bound);
+  std::uint32_t outliers = 0;
+  for (std::uint32_t b = threadIdx.x; b < l.blocks; b += T) {
+    const std::uint32_t valid = min(32u, l.elements - 32 * b);
+    outliers += valid == 32 ? shuffle_block<Bits, true>(a, in, s, width, b, valid)
+                            : shuffle_block<Bits, false>(a, in, s, width, b, valid);
+  }
+  return outliers;
+}
+
+// --- Step 3: bitmaps and sizes ---
+
+struct PipelineCounts {
+  std::uint32_t level1_kept, level0_kept, data_kept;  // nonzero bytes of each level
+};
+
+// Level 0 and level 1 of one pipeline: lane g of a warp takes shuffled bytes [8 g, 8 g + 8), so
+// the loads are consecutive; the level-1 byte of 8 lanes comes from one ballot. Adds the nonzero
+// bytes of the data and of level 0 to `counts`.
+__device__ void build_levels01(const ChunkLayout& l, const std::uint8_t* shuffled,
+                               std::uint8_t* level0, std::uint8_t* level1, PipelineCounts& counts) {
+  const unsigned lane = threadIdx.x % 32;
+  const std::uint32_t n0 = l.level0_bytes;  // a multiple of 8
+#pragma unroll 4
+  for (std::uint32_t tile = threadIdx.x - lane; tile < n0; tile += T) {
+    const std::uint32_t g = tile + lane;
+    std::uint32_t m = 0;
+    if (g < n0) {
+      m = nonzero_byte_mask(*reinterpret_cast<const std::uint64_t*>(shuffled + 8 * g));
+      level0[g] = std::uint8_t(m);
+    }
+    const std::uint32_t flags = __ballot_sync(~0u, m != 0);
+    if (lane % 8 == 0 && g < n0) {
+      const std::uint32_t byte = (flags >> lane) & 0xFFu;
+      level1[g / 8] = std::uint8_t(byte);
+      counts.level0_kept += __popc(byte);
+    }
+    counts.data_kept += __popc(m);
+  }
+}
+
+// Level 2 of one pipeline from its level 1 (the last group of 8 may be short: missing bytes are
+// zero); adds the nonzero bytes of level 1 to `counts`.
+__device__ void build_level2(const ChunkLayout& l, const std::uint8_t* level1, std::uint8_t* level2,
+                             std::uint32_t k, PipelineCounts& counts) {
+  const std::uint32_t n1 = l.level1_bytes;
+  std::uint64_t group = 0;
+  for (std::uint32_t j = 8 * k; j < 8 * k + 8 && j < n1; ++j)
+    group |= std::uint64_t(level1[j]) << (8 * (j - 8 * k));
+  const std::uint32_t m = nonzero_byte_mask(group);
+  level2[k] = std::uint8_t(m);
+  counts.level1_kept += __popc(m);
+}
+
+// --- Step 4: the stored bytes, into the staging area ---
+
+// Lossy prefix: u32 count, the outliers' indices, then their bits, in index order.
+__device__ void emit_outliers(const ChunkSpace& s, const std::uint8_t* in, std::uint32_t outliers,
+                              std::uint32_t* staging) {
+  if (threadIdx.x == 0) staging[0] = outliers;
+  const auto* in32 = reinterpret_cast<const std::uint32_t*>(in);
+  block_compact(
+      s.layout.blocks, [&](std::uint32_t b) { return std::uint32_t(__popc(s.outlier_masks[b])); },
+      as_count,
+      [&](std::uint32_t b, std::uint64_t at, std::uint64_t total) {
+        auto position = std::uint32_t(at);
+        for (std::uint32_t m = s.outlier_masks[b]; m != 0; m &= m - 1, ++position) {
+          const std::uint32_t index = 32 * b + unsigned(__ffs(int(m)) - 1);
+          staging[1 + position] = index;
+          staging[1 + std::uint32_t(total) + position] = __ldg(in32 + index);
+        }
       });
-  if (threadIdx.x != 0) return;
-  s.offsets[a.chunks] = payload_bytes;
-  std::uint8_t* h = a.out;
-  for (std::size_t i = 0; i < table_at; ++i) h[i] = 0;
+}
+
+// Zero-byte elimination's output of one pipeline: level 2 whole, then the nonzero bytes of
+// level 1, of level 0 and of the shuffled data, each in order.
+__device__ void emit_eliminated(const ChunkLayout& l, const std::uint8_t* shuffled,
+                                const std::uint8_t* level0, const std::uint8_t* level1,
+                                const std::uint8_t* level2, std::uint8_t* out) {
+  const std::uint32_t n2 = l.level2_bytes;
+  for (std::uint32_t k = threadIdx.x; k < n2; k += T) out[k] = level2[k];
+  out += n2;
+  const auto kept1 = std::uint32_t(block_compact(
+      l.level1_bytes, [&](std::uint32_t j) { return std::uint32_t(level1[j] != 0); }, as_count,
+      [&](std::uint32_t j, std::uint64_t at, std::uint64_t) { out[at] = level1[j]; }));
+  out += kept1;
+  // One scan for both level 0 and the data. A count holds the kept level-0 byte in its high
+  // half and the kept data bytes in its low half (32 items sum to at most 32 and 256, so the
+  // halves never carry); a position holds them in its high and low 32 bits (at most 2^17 and
+  // 2^20).
+  block_compact(
+      l.level0_bytes,
+      [&](std::uint32_t i) {
+        const std::uint32_t m = level0[i];
+        return (std::uint32_t(m != 0) << 16) | std::uint32_t(__popc(m));
+      },
+      [](std::uint32_t c) { return (std::uint64_t(c >> 16) << 32) | (c & 0xFFFFu); },
+      [&](std::uint32_t i, std::uint64_t at, std::uint64_t total) {
+        std::uint32_t m = level0[i];
+        out[at >> 32] = std::uint8_t(m);
+        std::uint8_t* data = out + (total >> 32) + std::uint32_t(at);
+        const std::uint64_t bytes = *reinterpret_cast<const std::uint64_t*>(shuffled + 8 * i);
+        for (; m != 0; m &= m - 1) *data++ = std::uint8_t(bytes >> (8 * (__ffs(int(m)) - 1)));
+      });
+}
+
+// --- Step 4: look-back ---
+
+// Run by one whole warp for chunk c > 0: the payload offset of chunk c in 4-byte units, the sum
+// of its predecessors' padded sizes. Lane k reads chunk top - k, 32 chunks at a time, until one
+// of them holds an inclusive prefix. Every predecessor's block is running (it claimed an earlier
+// ticket) and publishes its aggregate without waiting for anything, so the wait ends.
+__device__ std::uint64_t look_back(unsigned long long* words, std::uint64_t c) {
+  const unsigned lane = threadIdx.x % 32;
+  std::uint64_t exclusive = 0;
+  for (std::int64_t top = std::int64_t(c) - 1;; top -= 32) {
+    const std::int64_t j = top - std::int64_t(lane);
+    unsigned long long word;
+    for (;;) {
+      // Before chunk 0 there is nothing: an inclusive zero.
+      word = j >= 0 ? DeviceWord(words[j]).load(cuda::memory_order_relaxed) : kInclusive;
+      if (__all_sync(~0u, word != 0)) break;
+      __nanosleep(100);
+    }
+    const std::uint32_t inclusive = __ballot_sync(~0u, (word & kInclusive) != 0);
+    // Lanes up to and including the nearest inclusive one count (all of them when none is).
+    const unsigned nearest = inclusive ? unsigned(__ffs(int(inclusive)) - 1) : 31u;
+    exclusive += warp_sum(lane <= nearest ? (word & kUnitsMask) : 0);
+    if (inclusive) return exclusive;
+  }
+}
+
+// --- Step 6: the header, by the last block ---
+
+__device__ void write_header(const CompressArgs& a) {
+  EncodeCounters& counters = *a.scratch.counters;
+  const std::uint64_t units =
+      a.chunks ? DeviceWord(a.scratch.lookback[a.chunks - 1]).load(cuda::memory_order_relaxed) &
+                     kUnitsMask
+               : 0;
+  const std::uint64_t payload_bytes = 4 * units;
+  const std::uint64_t payload_checksum =
+      checksum_count_term(units) +
+      DeviceWord(counters.payload_terms).load(cuda::memory_order_relaxed);
+
+  std::uint8_t h[kFixedHeaderBytes + 8 * kMaxNdim] = {};
   for (int i = 0; i < 8; ++i) h[i] = kMagicBytes[i];
   store_le16(h + kVersionAt, kFormatVersion);
   h[kCodecAt] = std::uint8_t(a.codec);
@@ -203,65 +414,203 @@ __global__ void __launch_bounds__(kStreamThreads) plan_stream(CompressArgs a) {
   store_le64(h + kPayloadBytesAt, payload_bytes);
   for (std::uint32_t d = 0; d < a.shape.ndim; ++d)
     store_le64(h + kFixedHeaderBytes + 8 * d, a.shape.dims[d]);
-  *s.checksum = checksum_count_term(payload_bytes / 4);
-  *s.size_word = payload_offset(a.shape.ndim, a.chunks) + payload_bytes;
-}
 
-__global__ void __launch_bounds__(T) pack_chunks(CompressArgs a) {
-  const std::uint64_t c = blockIdx.x;
-  const Scratch& s = a.scratch;
-  const std::uint64_t offset = s.offsets[c];
-  const std::uint32_t words = std::uint32_t((s.offsets[c + 1] - offset) / 4);
-  const std::uint32_t size = entry_size(s.entries[c]);
-  const Strides st = strides_for(a.dtype, a.chunk_bytes);
-  const std::uint8_t* from = s.staging + c * st.staging;
-  auto* to =
-      reinterpret_cast<std::uint32_t*>(a.out + payload_offset(a.shape.ndim, a.chunks) + offset);
-  std::uint64_t sum = 0;
-  for (std::uint32_t w = threadIdx.x; w < words; w += T) {
-    std::uint32_t word;
-    if (4 * w + 4 <= size) {
-      word = reinterpret_cast<const std::uint32_t*>(from)[w];
-    } else {
-      std::uint8_t bytes[4] = {};
-      for (std::uint32_t k = 0; k < 4 && 4 * w + k < size; ++k) bytes[k] = from[4 * w + k];
-      word = load_le32(bytes);
-    }
-    to[w] = word;
-    sum += checksum_word_term(word, offset / 4 + w);
+  // The header checksum covers the header, the table (whose terms the chunks summed) and the
+  // payload checksum.
+  auto* out = reinterpret_cast<std::uint32_t*>(a.out);
+  std::uint64_t sum = DeviceWord(counters.table_terms).load(cuda::memory_order_relaxed);
+  const std::uint64_t header_words = header_bytes(a.shape.ndim) / 4;
+  for (std::uint64_t w = 0; w < header_words; ++w) {
+    const std::uint32_t word = load_le32(h + 4 * w);
+    out[w] = word;
+    sum += checksum_word_term(word, w);
   }
-  const std::uint64_t total = block_sum<T, std::uint64_t>(sum);
-  if (threadIdx.x == 0) atomicAdd(s.checksum, static_cast<unsigned long long>(total));
+  const std::uint64_t at = (payload_offset(a.shape.ndim, a.chunks) - kChecksumBytes) / 4;
+  const auto low = std::uint32_t(payload_checksum), high = std::uint32_t(payload_checksum >> 32);
+  out[at] = low;
+  out[at + 1] = high;
+  sum += checksum_word_term(low, at) + checksum_word_term(high, at + 1);
+  const std::uint64_t header_checksum = checksum_count_term(at + 2) + sum;
+  out[at + 2] = std::uint32_t(header_checksum);
+  out[at + 3] = std::uint32_t(header_checksum >> 32);
+  *a.scratch.size_word = payload_offset(a.shape.ndim, a.chunks) + payload_bytes;
+
+  // Ready for the next launch (stream order makes these visible to it).
+  DeviceWord(counters.ticket).store(0, cuda::memory_order_relaxed);
+  DeviceWord(counters.done).store(0, cuda::memory_order_relaxed);
+  DeviceWord(counters.payload_terms).store(0, cuda::memory_order_relaxed);
+  DeviceWord(counters.table_terms).store(0, cuda::memory_order_relaxed);
 }
 
-__global__ void __launch_bounds__(kStreamThreads) seal_stream(CompressArgs a) {
-  const std::size_t at = payload_offset(a.shape.ndim, a.chunks) - kChecksumBytes;
-  if (threadIdx.x == 0) store_le64(a.out + at, *a.scratch.checksum);
+// --- The kernel ---
+
+// Encodes chunk c and writes it, its table entry and its checksum terms; returns (to thread 0)
+// this block's payload checksum terms and sets *table_term.
+template <unsigned Bits>
+__device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, std::uint8_t* base,
+                                      std::uint64_t* table_term) {
+  __shared__ std::uint64_t chunk_offset;
+  const EncodeLayout e = encode_layout(a.dtype, a.chunk_bytes);
+  const std::uint32_t per_chunk = chunk_elements(a.dtype, a.chunk_bytes);
+  const ChunkSpace s =
+      chunk_space(base, e, chunk_layout(a.dtype, elements_in_chunk(a.count, per_chunk, c)));
+  const ChunkLayout& l = s.layout;
+  const std::uint8_t* in = a.in + c * a.chunk_bytes;
+  const bool lossy = a.codec == Codec::Lossy;
+
+  const std::uint32_t my_outliers = shuffle_chunk<Bits>(a, in, s);
   __syncthreads();
-  const std::uint64_t words = (at + 8) / 4;
-  std::uint64_t sum = 0;
-  for (std::uint64_t w = threadIdx.x; w < words; w += kStreamThreads)
-    sum += checksum_word_term(load_le32(a.out + 4 * w), w);
-  const std::uint64_t total = block_sum<kStreamThreads, std::uint64_t>(sum);
-  if (threadIdx.x == 0) store_le64(a.out + at + 8, checksum_count_term(words) + total);
+  PipelineCounts counts[2] = {};
+  for (int slot = 0; slot < 2; ++slot)
+    build_levels01(l, s.shuffled[slot], s.level0[slot], s.level1[slot], counts[slot]);
+  __syncthreads();
+  for (std::uint32_t k = threadIdx.x; k < 2 * l.level2_bytes; k += T) {
+    if (k < l.level2_bytes) {
+      build_level2(l, s.level1[0], s.level2[0], k, counts[0]);
+    } else {
+      build_level2(l, s.level1[1], s.level2[1], k - l.level2_bytes, counts[1]);
+    }
+  }
+  // Every count is at most 2^21, so one 64-bit sum carries the outliers (high half) and one
+  // pipeline's kept bytes (low half); the second pipeline needs its own.
+  const std::uint64_t delta_and_outliers =
+      block_sum((std::uint64_t(my_outliers) << 32) |
+                (counts[0].level1_kept + counts[0].level0_kept + counts[0].data_kept));
+  const std::uint64_t plain = block_sum(counts[1].level1_kept + counts[1].level0_kept +
+                                        counts[1].data_kept);  // also orders the level-2 writes
+  const auto outliers = std::uint32_t(delta_and_outliers >> 32);
+  const std::uint32_t delta_size = l.level2_bytes + std::uint32_t(delta_and_outliers);
+  const std::uint32_t plain_size = l.level2_bytes + std::uint32_t(plain);
+  const std::uint64_t prefix = lossy ? 4 + 8 * std::uint64_t(outliers) : 0;
+  const int slot = plain_size < delta_size ? 1 : 0;  // ties go to Delta, as on the CPU
+  const std::uint64_t total = prefix + (slot ? plain_size : delta_size);
+  const bool raw = total >= l.raw_bytes;
+  const auto stored = std::uint32_t(raw ? l.raw_bytes : total);
+  const std::uint64_t units = padded_size(stored) / 4;
+  if (threadIdx.x == 0)
+    DeviceWord(a.scratch.lookback[c])
+        .store((c == 0 ? kInclusive : kAggregate) | units, cuda::memory_order_relaxed);
+
+  // The losing pipeline's shuffled words are no longer needed: they become the staging area.
+  auto* staging = reinterpret_cast<std::uint32_t*>(slot ? s.shuffled[0] : s.shuffled[1]);
+  if (!raw) {
+    if (lossy) emit_outliers(s, in, outliers, staging);
+    if (slot) {
+      emit_eliminated(l, s.shuffled[1], s.level0[1], s.level1[1], s.level2[1],
+                      reinterpret_cast<std::uint8_t*>(staging) + prefix);
+    } else {
+      emit_eliminated(l, s.shuffled[0], s.level0[0], s.level1[0], s.level2[0],
+                      reinterpret_cast<std::uint8_t*>(staging) + prefix);
+    }
+  }
+
+  if (threadIdx.x < 32) {
+    const std::uint64_t exclusive = c == 0 ? 0 : look_back(a.scratch.lookback, c);
+    if (threadIdx.x == 0) {
+      chunk_offset = exclusive;
+      if (c != 0)
+        DeviceWord(a.scratch.lookback[c])
+            .store(kInclusive | (exclusive + units), cuda::memory_order_relaxed);
+    }
+  }
+  __syncthreads();
+  const std::uint64_t offset = chunk_offset;  // in 4-byte units
+
+  auto* to =
+      reinterpret_cast<std::uint32_t*>(a.out + payload_offset(a.shape.ndim, a.chunks)) + offset;
+  std::uint64_t terms = 0;
+  if (raw) {
+    const auto* from = reinterpret_cast<const std::uint32_t*>(in);
+    const std::uint32_t whole = l.raw_bytes / 4;
+#pragma unroll 4
+    for (std::uint32_t w = threadIdx.x; w < units; w += T) {
+      // A raw uint16 chunk of an odd count ends in half a word: one element and a zero pad.
+      const std::uint32_t word =
+          w < whole ? __ldg(from + w) : __ldg(reinterpret_cast<const std::uint16_t*>(from + w));
+      to[w] = word;
+      terms += checksum_word_term(word, offset + w);
+    }
+  } else {
+    const std::uint32_t tail = stored % 4;
+#pragma unroll 4
+    for (std::uint32_t w = threadIdx.x; w < units; w += T) {
+      std::uint32_t word = staging[w];
+      if (tail != 0 && w == units - 1) word &= (1u << (8 * tail)) - 1;  // zero pad bytes
+      to[w] = word;
+      terms += checksum_word_term(word, offset + w);
+    }
+  }
+  const ChunkMode mode = raw ? ChunkMode::Raw : slot ? ChunkMode::Plain : ChunkMode::Delta;
+  const std::uint32_t entry = make_table_entry(mode, stored);
+  if (threadIdx.x == 0) {
+    reinterpret_cast<std::uint32_t*>(a.out + header_bytes(a.shape.ndim))[c] = entry;
+    *table_term = checksum_word_term(entry, header_bytes(a.shape.ndim) / 4 + c);
+  }
+  return block_sum(terms);
+}
+
+template <bool SharedWorkspace>
+__global__ void __launch_bounds__(T, 5) compress_stream(CompressArgs a) {
+  extern __shared__ uint4 shared_workspace[];
+  __shared__ std::uint64_t ticket;
+  __shared__ bool last;
+  EncodeCounters& counters = *a.scratch.counters;
+  if (threadIdx.x == 0)
+    ticket = DeviceWord(counters.ticket).fetch_add(1, cuda::memory_order_relaxed);
+  __syncthreads();
+  const std::uint64_t c = ticket;
+
+  std::uint64_t payload_terms = 0, table_term = 0;
+  if (c < a.chunks) {
+    std::uint8_t* base =
+        SharedWorkspace ? reinterpret_cast<std::uint8_t*>(shared_workspace)
+                        : a.scratch.workspace + c * encode_layout(a.dtype, a.chunk_bytes).bytes;
+    payload_terms = a.dtype == DType::UInt16 ? encode_chunk<16>(a, c, base, &table_term)
+                                             : encode_chunk<32>(a, c, base, &table_term);
+  }
+  if (threadIdx.x == 0) {
+    DeviceWord(counters.payload_terms).fetch_add(payload_terms, cuda::memory_order_relaxed);
+    DeviceWord(counters.table_terms).fetch_add(table_term, cuda::memory_order_relaxed);
+    // Release: this block's sums and look-back words before its count; acquire: the last block
+    // sees every other block's.
+    last = DeviceWord(counters.done).fetch_add(1, cuda::memory_order_acq_rel) + 1 == gridDim.x;
+  }
+  __syncthreads();
+  if (!last) return;
+  if (threadIdx.x == 0) write_header(a);
+  __syncthreads();  // the last chunk's look-back word has been read
+  // Every block has finished its look-back: the words go back to zero for the next launch.
+  for (std::uint64_t k = threadIdx.x; k < a.chunks; k += T)
+    DeviceWord(a.scratch.lookback[k]).store(0, cuda::memory_order_relaxed);
 }
 
 }  // namespace
 
+void prepare_compress_kernels() {
+  // Workspaces above 48 KiB need the opt-in; the carveout favours shared memory so that the
+  // blocks of several streams fit on one SM (the input is read once, L1 gains little from it).
+  const cudaError_t limit = cudaFuncSetAttribute(
+      compress_stream<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSharedWorkspace));
+  const cudaError_t carveout =
+      cudaFuncSetAttribute(compress_stream<true>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                           int(cudaSharedmemCarveoutMaxShared));
+  for (const cudaError_t status : {limit, carveout})
+    if (status != cudaSuccess)
+      throw RuntimeFault(std::string("cudaFuncSetAttribute(compress_stream): ") +
+                         cudaGetErrorString(status));
+}
+
 void launch_compress(const CompressArgs& args, void* stream) {
   auto* s = static_cast<cudaStream_t>(stream);
-  if (args.chunks) {
-    encode_chunks<<<unsigned(args.chunks), T, 0, s>>>(args);
-    check_launch("encode_chunks");
+  // One block per chunk; an empty array still needs one to write the header.
+  const auto grid = unsigned(args.chunks ? args.chunks : 1);
+  const std::uint32_t workspace = encode_layout(args.dtype, args.chunk_bytes).bytes;
+  if (workspace <= kMaxSharedWorkspace) {
+    compress_stream<true><<<grid, T, workspace, s>>>(args);
+  } else {
+    compress_stream<false><<<grid, T, 0, s>>>(args);
   }
-  plan_stream<<<1, kStreamThreads, 0, s>>>(args);
-  check_launch("plan_stream");
-  if (args.chunks) {
-    pack_chunks<<<unsigned(args.chunks), T, 0, s>>>(args);
-    check_launch("pack_chunks");
-  }
-  seal_stream<<<1, kStreamThreads, 0, s>>>(args);
-  check_launch("seal_stream");
+  check_launch("compress_stream");
 }
 
 }  // namespace livedrp::gpu::codec_kernels

@@ -227,9 +227,9 @@ __device__ ChunkError decode_chunk(const DecodePlan& p, const Scratch& s, std::u
     if (index >= l.elements || (k > 0 && index <= load_le32(in + 4 * std::size_t(k))))
       error = ChunkError::OutlierOrder;
   }
-  std::uint8_t* shuffled = s.shuffled[0] + c * st.shuffled;
-  std::uint8_t* level0 = s.level0[0] + c * st.level0;
-  std::uint8_t* level1 = s.level1[0] + c * st.level1;
+  std::uint8_t* shuffled = s.shuffled + c * st.shuffled;
+  std::uint8_t* level0 = s.level0 + c * st.level0;
+  std::uint8_t* level1 = s.level1 + c * st.level1;
   const std::uint32_t n1 = l.level1_bytes, n2 = l.level2_bytes;
   const std::uint8_t* z = in + pos;
   const std::uint32_t available = size - pos;

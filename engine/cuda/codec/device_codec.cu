@@ -17,11 +17,17 @@ using namespace codec_kernels;
 namespace {
 
 // Chunks hold at least 256 elements (1 KiB of float32) and at most 512 Ki (1 MiB of uint16), so
-// for any chunk size `slots` elements of scratch cover every chunk of max_elements, the last one
-// whole; the few per-chunk roundings are bounded by 8 bytes times the chunk count.
+// for any chunk size `slots` elements of decoder scratch cover every chunk of max_elements, the
+// last one whole; the few per-chunk roundings are bounded by 8 bytes times the chunk count.
+//
+// The encoder needs a global workspace only for chunks whose workspace exceeds
+// kMaxSharedWorkspace (chunks of more than about 40 KiB). A workspace is at most 2.37 times its
+// chunk's bytes there (two shuffled copies, the bitmaps and outlier flags, each rounded to 16
+// bytes), and the chunks cover at most the raw bytes plus one chunk, so 3 (4 max_elements + the
+// largest chunk) bytes hold any of them; check_fits verifies it for every call.
 struct ScratchSizes {
   std::uint64_t slots, max_chunks;
-  std::uint64_t words, shuffled, level0, level1, level2, staging;
+  std::uint64_t words, shuffled, level0, level1, workspace;
 
   explicit ScratchSizes(std::uint64_t max_elements)
       : slots(max_elements + kMaxChunkBytes / 2),
@@ -30,8 +36,7 @@ struct ScratchSizes {
         shuffled(4 * slots),
         level0(slots / 2 + 8 * max_chunks),
         level1(slots / 16 + 8 * max_chunks),
-        level2(slots / 128 + 8 * max_chunks),
-        staging(4 * slots) {}
+        workspace(3 * (4 * max_elements + kMaxChunkBytes)) {}
 };
 
 bool aligned4(const void* p) {
@@ -44,8 +49,7 @@ struct DeviceCodec::Buffers {
   std::uint64_t max_elements;
   ScratchSizes sizes;
   int grid_limit;
-  DeviceBuffer values, outlier_index, outlier_bits, shuffled[2], level0[2], level1[2], level2[2],
-      staging, entries, offsets, words, plan;
+  DeviceBuffer values, shuffled, level0, level1, offsets, workspace, lookback, words, plan;
   PinnedBuffer host_size, host_plan;
   Scratch scratch{};
 
@@ -54,43 +58,47 @@ struct DeviceCodec::Buffers {
         sizes(max),
         grid_limit(8 * std::max(1, device_properties().multiprocessors)),
         values(sizes.words),
-        outlier_index(sizes.words),
-        outlier_bits(sizes.words),
-        staging(sizes.staging),
-        entries(4 * sizes.max_chunks),
+        shuffled(sizes.shuffled),
+        level0(sizes.level0),
+        level1(sizes.level1),
         offsets(8 * (sizes.max_chunks + 1)),
-        words(16),
+        workspace(sizes.workspace),
+        lookback(8 * sizes.max_chunks),
+        words(sizeof(EncodeCounters) + 8),
         plan(sizeof(DecodePlan)),
         host_size(8),
         host_plan(sizeof(DecodePlan)) {
-    for (int slot = 0; slot < 2; ++slot) {
-      shuffled[slot] = DeviceBuffer(sizes.shuffled);
-      level0[slot] = DeviceBuffer(sizes.level0);
-      level1[slot] = DeviceBuffer(sizes.level1);
-      level2[slot] = DeviceBuffer(sizes.level2);
-      scratch.shuffled[slot] = shuffled[slot].as<std::uint8_t>();
-      scratch.level0[slot] = level0[slot].as<std::uint8_t>();
-      scratch.level1[slot] = level1[slot].as<std::uint8_t>();
-      scratch.level2[slot] = level2[slot].as<std::uint8_t>();
-    }
+    // Look-back words are published as 4-byte units in 62 bits and chunk counts index the grid.
+    if (max_elements > (std::uint64_t(1) << 40) / 4)
+      throw InputError("GPU codec: " + std::to_string(max_elements) +
+                       " elements exceed the 2^38 one codec can hold");
     scratch.values = values.as<std::uint32_t>();
-    scratch.outlier_index = outlier_index.as<std::uint32_t>();
-    scratch.outlier_bits = outlier_bits.as<std::uint32_t>();
-    scratch.staging = staging.as<std::uint8_t>();
-    scratch.entries = entries.as<std::uint32_t>();
+    scratch.shuffled = shuffled.as<std::uint8_t>();
+    scratch.level0 = level0.as<std::uint8_t>();
+    scratch.level1 = level1.as<std::uint8_t>();
     scratch.offsets = offsets.as<std::uint64_t>();
-    scratch.checksum = words.as<unsigned long long>();
-    scratch.size_word = words.as<std::uint64_t>() + 1;
+    scratch.workspace = workspace.as<std::uint8_t>();
+    scratch.lookback = lookback.as<unsigned long long>();
+    scratch.counters = words.as<EncodeCounters>();
+    scratch.size_word = reinterpret_cast<std::uint64_t*>(scratch.counters + 1);
+    // The encoder's counters and look-back words start at zero; each launch leaves them so.
+    const Stream stream;
+    fill_async(lookback.get(), 0, lookback.bytes(), stream);
+    fill_async(words.get(), 0, words.bytes(), stream);
+    stream.synchronize();
+    prepare_compress_kernels();
   }
 
   // A guard on the bounds above: a chunk geometry that needs more scratch than was allocated is
   // refused rather than written past the end.
   void check_fits(codec::DType dtype, std::uint32_t chunk_bytes, std::uint64_t chunks) const {
     const Strides st = strides_for(dtype, chunk_bytes);
-    const bool fits = chunks <= sizes.max_chunks && chunks * st.values * 4 <= sizes.words &&
-                      chunks * st.shuffled <= sizes.shuffled &&
-                      chunks * st.level0 <= sizes.level0 && chunks * st.level1 <= sizes.level1 &&
-                      chunks * st.level2 <= sizes.level2 && chunks * st.staging <= sizes.staging;
+    const std::uint32_t workspace_bytes = encode_layout(dtype, chunk_bytes).bytes;
+    const bool fits =
+        chunks <= sizes.max_chunks && chunks * st.values * 4 <= sizes.words &&
+        chunks * st.shuffled <= sizes.shuffled && chunks * st.level0 <= sizes.level0 &&
+        chunks * st.level1 <= sizes.level1 &&
+        (workspace_bytes <= kMaxSharedWorkspace || chunks * workspace_bytes <= sizes.workspace);
     if (!fits)
       throw InputError("GPU codec: " + std::to_string(chunks) + " chunks of " +
                        std::to_string(chunk_bytes) + " bytes exceed the scratch sized for " +
@@ -141,6 +149,7 @@ void DeviceCodec::compress(const void* device_in, codec::DType dtype, std::uint6
   args.chunks = count / per_chunk + (count % per_chunk != 0);
   args.shape.ndim = std::uint32_t(shape.size());
   std::copy(shape.begin(), shape.end(), args.shape.dims);
+  args.input_aligned16 = reinterpret_cast<std::uintptr_t>(device_in) % 16 == 0;
   args.scratch = buffers_->scratch;
   buffers_->check_fits(dtype, params.chunk_bytes, args.chunks);
   launch_compress(args, stream.get());

@@ -73,34 +73,66 @@ __global__ void __launch_bounds__(peaks::kRadialLanes)
                                         adc_threshold);
 }
 
-// A warp per ASIC. Candidates (good, above threshold, off the border) of 32 consecutive pixels of
-// a row are found by ballot; lane 0 takes them in raster order and runs the shared search from
-// each one no earlier peak has claimed: the CPU's order exactly.
+// Candidate bitmap: bit p set when pixel p is good and above its bin's upper threshold (the
+// part of the seed test that does not depend on earlier peaks). One thread per 32 pixels, fully
+// parallel, so the per-ASIC search below reads 1 bit instead of 4 dependent loads per pixel.
+__global__ void candidate_bitmap_kernel(SearchView view, std::size_t pixels,
+                                        std::uint32_t* bitmap) {
+  const std::size_t word = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t first = word * 32;
+  if (first >= pixels) return;
+  std::uint32_t bits = 0;
+  const std::size_t end = first + 32 < pixels ? first + 32 : pixels;
+  for (std::size_t p = first; p < end; ++p)
+    bits |= std::uint32_t(peaks::above_its_threshold(view, p)) << (p - first);
+  bitmap[word] = bits;
+}
+
+// A warp per ASIC. Each row's seed range (off the ASIC's border) is covered by bitmap words, one
+// per lane; a ballot marks the words holding candidates, and lane 0 takes their bits in raster
+// order and runs the shared search from each one no earlier peak has claimed: the CPU's order
+// exactly.
 __global__ void search_kernel(SearchView view, const Asic* __restrict__ asics, int largest_asic,
-                              Peak* per_asic_peaks, int* per_asic_found, int capacity) {
+                              const std::uint32_t* __restrict__ bitmap, Peak* per_asic_peaks,
+                              int* per_asic_found, int capacity) {
   const int a = blockIdx.x, lane = threadIdx.x;
   const Asic asic = asics[a];
   view.members += std::size_t(a) * std::size_t(largest_asic);
   const std::size_t width = std::size_t(view.width);
   int found = 0;
   for (int ss = asic.first_ss + 1; ss < asic.first_ss + asic.height - 1; ++ss) {
-    for (int fs0 = asic.first_fs + 1; fs0 < asic.first_fs + asic.width - 1; fs0 += 32) {
-      const int fs = fs0 + lane;
-      const std::size_t p = std::size_t(ss) * width + std::size_t(fs);
-      const bool candidate =
-          fs < asic.first_fs + asic.width - 1 && peaks::above_its_threshold(view, p);
-      unsigned pending = __ballot_sync(0xffffffffu, candidate);
-      if (lane == 0) {
-        while (pending != 0) {
-          const int bit = __ffs(pending) - 1;
-          pending &= pending - 1;
-          const std::size_t seed = std::size_t(ss) * width + std::size_t(fs0 + bit);
-          if (view.in_peak[seed] != 0) continue;
-          Peak peak;
-          if (!peaks::search_from_seed(view, asic, seed, peak)) continue;
-          if (found < capacity)
-            per_asic_peaks[std::size_t(a) * std::size_t(capacity) + found] = peak;
-          ++found;
+    const std::size_t begin = std::size_t(ss) * width + std::size_t(asic.first_fs + 1);
+    const std::size_t end = std::size_t(ss) * width + std::size_t(asic.first_fs + asic.width - 1);
+    for (std::size_t word0 = begin / 32; word0 * 32 < end; word0 += 32) {
+      const std::size_t word = word0 + std::size_t(lane);
+      std::uint32_t bits = 0;
+      if (word * 32 < end) {
+        bits = bitmap[word];
+        // Keep the bits of [begin, end) only.
+        if (word * 32 < begin) bits &= ~0u << (begin - word * 32);
+        if (word * 32 + 32 > end)
+          bits &= (end - word * 32 >= 32) ? ~0u : ((1u << (end - word * 32)) - 1u);
+      }
+      const unsigned words_with_candidates = __ballot_sync(0xffffffffu, bits != 0);
+      if (words_with_candidates == 0) continue;
+      // Lane 0 needs every flagged lane's bits: one shuffle per flagged word, in order.
+      unsigned pending_words = words_with_candidates;
+      while (pending_words != 0) {
+        const int source = __ffs(pending_words) - 1;
+        pending_words &= pending_words - 1;
+        std::uint32_t word_bits = __shfl_sync(0xffffffffu, bits, source);
+        if (lane == 0) {
+          while (word_bits != 0) {
+            const int bit = __ffs(word_bits) - 1;
+            word_bits &= word_bits - 1;
+            const std::size_t seed = (word0 + std::size_t(source)) * 32 + std::size_t(bit);
+            if (view.in_peak[seed] != 0) continue;
+            Peak peak;
+            if (!peaks::search_from_seed(view, asic, seed, peak)) continue;
+            if (found < capacity)
+              per_asic_peaks[std::size_t(a) * std::size_t(capacity) + found] = peak;
+            ++found;
+          }
         }
       }
       __syncwarp();
@@ -136,7 +168,7 @@ struct DevicePeakFinder8::State {
   int bins = 0, asics = 0, largest_asic = 0, capacity = 0;
   std::size_t pixels = 0;
   DeviceBuffer bin, good, bin_offsets, bin_pixels, asic_table, stats, in_peak, members;
-  DeviceBuffer per_asic_peaks, per_asic_found, out;
+  DeviceBuffer per_asic_peaks, per_asic_found, out, bitmap;
   PinnedBuffer host_out;  // Summary, then max_num_peaks peaks
 };
 
@@ -174,6 +206,7 @@ DevicePeakFinder8::DevicePeakFinder8(const peaks::PeakFinder8& reference)
   s.per_asic_found = DeviceBuffer(std::size_t(s.asics) * sizeof(int));
   s.out = DeviceBuffer(sizeof(Summary) + std::size_t(s.capacity) * sizeof(Peak));
   s.host_out = PinnedBuffer(s.out.bytes());
+  s.bitmap = DeviceBuffer((s.pixels + 31) / 32 * sizeof(std::uint32_t));
   s.settings.bin = s.bin.as<const std::int32_t>();
   s.settings.good = s.good.as<const std::uint8_t>();
   s.settings.stats = s.stats.as<const RadialBinStats>();
@@ -197,9 +230,13 @@ void DevicePeakFinder8::enqueue(const float* device_data, const Stream& stream) 
   check(cudaMemsetAsync(s.in_peak.get(), 0, s.pixels, st), "cudaMemsetAsync(peak map)");
   SearchView view = s.settings;
   view.data = device_data;
-  search_kernel<<<s.asics, 32, 0, st>>>(view, s.asic_table.as<const Asic>(), s.largest_asic,
-                                        s.per_asic_peaks.as<Peak>(), s.per_asic_found.as<int>(),
-                                        s.capacity);
+  const std::size_t words = (s.pixels + 31) / 32;
+  candidate_bitmap_kernel<<<unsigned((words + 255) / 256), 256, 0, st>>>(
+      view, s.pixels, s.bitmap.as<std::uint32_t>());
+  check_launch("candidate_bitmap_kernel");
+  search_kernel<<<s.asics, 32, 0, st>>>(
+      view, s.asic_table.as<const Asic>(), s.largest_asic, s.bitmap.as<const std::uint32_t>(),
+      s.per_asic_peaks.as<Peak>(), s.per_asic_found.as<int>(), s.capacity);
   check_launch("search_kernel");
   Summary* summary = s.out.as<Summary>();
   Peak* out = reinterpret_cast<Peak*>(s.out.as<char>() + sizeof(Summary));
