@@ -19,6 +19,7 @@
 #include "integrate/integrator.hpp"
 #include "integrate/poni.hpp"
 #include "io/array_file.hpp"
+#include "tools/command_status.hpp"
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/device.hpp"
 #include "cuda/integrate/device_integrator.hpp"
@@ -43,9 +44,6 @@ namespace {
 using integrate::IntegrationConfig;
 using integrate::Integrator;
 using integrate::PixelLayout;
-
-constexpr int kExitFailed = 1;
-constexpr int kExitBadInput = 2;
 
 io::Array read_input(const std::string& what, const std::string& location_text) {
   const io::ArrayLocation location = io::parse_array_location(location_text);
@@ -277,15 +275,7 @@ bool IntegrateCommand::parsed() const {
 }
 
 int IntegrateCommand::run() const {
-  try {
-    return integrate_all(*options_);
-  } catch (const InputError& e) {
-    std::cerr << "livedrp-engine: error: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const RuntimeFault& e) {
-    std::cerr << "livedrp-engine: error: " << e.what() << "\n";
-    return kExitFailed;
-  }
+  return run_reporting_errors([this] { return integrate_all(*options_); });
 }
 
 }  // namespace livedrp::tools

@@ -14,6 +14,7 @@
 #include "io/array_file.hpp"
 #include "io/hdf5_array.hpp"
 #include "peaks/peakfinder8.hpp"
+#include "tools/command_status.hpp"
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/device.hpp"
 #include "cuda/peaks/device_peakfinder8.hpp"
@@ -28,9 +29,6 @@ struct PeaksOptions {
 };
 
 namespace {
-
-constexpr int kExitFailed = 1;
-constexpr int kExitBadInput = 2;
 
 io::Array read_input(const std::string& what, const std::string& text) {
   const io::ArrayLocation location = io::parse_array_location(text);
@@ -324,15 +322,7 @@ bool PeaksCommand::parsed() const {
 }
 
 int PeaksCommand::run() const {
-  try {
-    return find_all(*options_);
-  } catch (const InputError& e) {
-    std::cerr << "livedrp-engine: error: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const RuntimeFault& e) {
-    std::cerr << "livedrp-engine: error: " << e.what() << "\n";
-    return kExitFailed;
-  }
+  return run_reporting_errors([this] { return find_all(*options_); });
 }
 
 }  // namespace livedrp::tools
