@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/event.hpp"
 #include "exec/stream_config.hpp"
+#include "integrate/integrator.hpp"
 
 namespace livedrp {
 
@@ -35,7 +37,22 @@ struct CompletedEvent {
   std::uint64_t compress_bytes_in = 0;
   std::uint64_t compress_bytes_out = 0;
   double compress_us = 0;
+  // Live integration (empty when off): the event's mean intensity per radial bin, NaN where no
+  // pixel contributed (the `profile` topic's convention), and the time the integration took.
+  std::vector<double> profile;
+  double integrate_us = 0;
 };
+
+// A profile's intensities as CompletedEvent::profile carries them: NaN for a bin without
+// contributing pixels (count or normalisation 0), where the integrator reports its empty value.
+inline std::vector<double> profile_intensities(const integrate::Profile& profile) {
+  std::vector<double> out(profile.intensity.size());
+  for (std::size_t b = 0; b < out.size(); ++b)
+    out[b] = profile.count[b] == 0.0 || profile.normalization[b] == 0.0
+                 ? std::numeric_limits<double>::quiet_NaN()
+                 : profile.intensity[b];
+  return out;
+}
 
 // Occupancy of one backend lane (a CUDA stream; the CPU backend has one lane).
 struct LaneOccupancy {
@@ -80,6 +97,16 @@ class Backend {
       throw InputError("compression on the " + name() +
                        " backend needs its codec, not built yet; use backend cpu or compression "
                        "off");
+  }
+
+  // Integrate every calibrated event from the next submit on with (a copy of) `integrator`, whose
+  // layout is the detector's (integrate::layout_from_detector); nullopt turns it off. The result
+  // is CompletedEvent::profile. Backends that cannot integrate throw InputError for anything but
+  // off.
+  virtual void set_integration(const std::optional<integrate::Integrator>& integrator) {
+    if (integrator)
+      throw InputError("live integration on the " + name() +
+                       " backend is not available; use backend cpu or cuda");
   }
 
   // Copies the calibrated image of a completed event to the host (detector.pixels() floats). Valid

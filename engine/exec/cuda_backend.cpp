@@ -14,6 +14,12 @@
 // timing events, and copies the 8-byte stream size into the lane's pinned size words; the sizes
 // are read when the launch's end event has completed. The compressed bytes stay on the device,
 // overwritten by the lane's next event.
+//
+// Live integration (set_integration): each lane owns a DeviceIntegrator (the CPU integrator's
+// contributing CSR entries, uploaded once per lane) and each launch slot pinned host memory for
+// its events' bin values. Right after a launch's calibration, the lane's stream integrates each
+// calibrated event between two timing events and copies its bins to the slot's memory; they are
+// read, like the codec's sizes, when the launch's end event has completed: no host wait.
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +44,7 @@
 #include "cuda/codec/device_codec.hpp"
 #include "cuda/cuda_calibrator.hpp"
 #include "cuda/device.hpp"
+#include "cuda/integrate/device_integrator.hpp"
 #include "cuda/launch_graph.hpp"
 
 namespace livedrp {
@@ -102,6 +109,11 @@ struct LaunchSlot {
   std::vector<std::unique_ptr<gpu::Event>> compress_begin, compress_end;
   std::uint64_t compress_bytes_in = 0;
   std::uint64_t compress_capacity = 0;
+  // Integration of the last launch (made when integration is configured): timing events around
+  // each event's integration, and its bin values (batch x DeviceIntegrator::result_doubles()).
+  std::vector<std::unique_ptr<gpu::Event>> integrate_begin, integrate_end;
+  gpu::PinnedBuffer profiles;
+  bool integrated = false;
   // Events of this slot retired but not yet returned by next_completed: the slot (its output
   // buffers above all) is released to new submissions only when this reaches 0.
   std::atomic<int> unreturned{0};
@@ -118,6 +130,7 @@ struct Lane {
   std::unique_ptr<gpu::DeviceCodec> codec;
   gpu::DeviceBuffer compressed;
   gpu::PinnedBuffer sizes;
+  std::unique_ptr<gpu::DeviceIntegrator> integrator;  // made by set_integration
   // Launched slots form a FIFO [head, head + count) modulo slots (a stream completes in order);
   // the first `retired` of them are done, their events waiting in the ready queue or returned.
   mutable std::mutex mutex;
@@ -240,6 +253,38 @@ class CudaBackend final : public Backend {
     }
     compression_ = params;
     compress_dtype_ = dtype;
+  }
+
+  // Configuration time, like set_compression: the plan (the CPU integrator's contributing
+  // entries) is built once and uploaded to every lane; every launch slot gets pinned memory for
+  // its events' bins and its timing events. nullopt turns integration off.
+  void set_integration(const std::optional<integrate::Integrator>& integrator) override {
+    if (!integrator) {
+      integrating_ = false;
+      return;
+    }
+    if (integrator->pixels() != detector_.pixels())
+      throw InputError("cuda backend: the integrator takes " +
+                       std::to_string(integrator->pixels()) + " pixels, the detector has " +
+                       std::to_string(detector_.pixels()));
+    integrate::Integrator reference = *integrator;
+    const gpu::IntegrationPlan plan = gpu::plan_from(reference);
+    // Nothing may still run on buffers about to be replaced (set-up only, never per event).
+    for (auto& lane : lanes_) lane->stream.synchronize();
+    for (auto& lane : lanes_) {
+      lane->integrator = std::make_unique<gpu::DeviceIntegrator>(plan);
+      const std::size_t doubles = lane->integrator->result_doubles();
+      for (auto& slot : lane->slots) {
+        slot->profiles = gpu::PinnedBuffer(std::size_t(config_.batch) * doubles * sizeof(double));
+        slot->integrate_begin.clear();
+        slot->integrate_end.clear();
+        for (int i = 0; i < config_.batch; ++i) {
+          slot->integrate_begin.push_back(std::make_unique<gpu::Event>(true));
+          slot->integrate_end.push_back(std::make_unique<gpu::Event>(true));
+        }
+      }
+    }
+    integrating_ = true;
   }
 
   bool can_submit() const override {
@@ -405,6 +450,8 @@ class CudaBackend final : public Backend {
       slot.start.record(lane.stream);
       graph->launch(lane.stream);
     }
+    slot.integrated = integrating_;
+    if (integrating_) enqueue_integration(lane, open_slot_, fill);
     slot.compress_bytes_in = 0;
     if (compression_) enqueue_compression(lane, open_slot_, fill);
     slot.end.record(lane.stream);
@@ -438,6 +485,22 @@ class CudaBackend final : public Backend {
     slot.compress_capacity = lane.compressed.bytes();
   }
 
+  // After the launch's calibration: every event of the launch integrated on its own (one launch
+  // per event), timed by its own pair of events, its bins copied to the slot's pinned memory.
+  void enqueue_integration(Lane& lane, int slot_index, int fill) {
+    LaunchSlot& slot = *lane.slots[std::size_t(slot_index)];
+    for (int i = 0; i < fill; ++i) {
+      slot.integrate_begin[std::size_t(i)]->record(lane.stream);
+      lane.integrator->enqueue_into(out_of(lane, slot_index, i), profile_values(lane, slot, i),
+                                    lane.stream);
+      slot.integrate_end[std::size_t(i)]->record(lane.stream);
+    }
+  }
+
+  double* profile_values(const Lane& lane, LaunchSlot& slot, int position) const {
+    return slot.profiles.as<double>() + std::size_t(position) * lane.integrator->result_doubles();
+  }
+
   std::uint64_t* size_word(const Lane& lane, int slot, int position) const {
     return lane.sizes.as<std::uint64_t>() + std::size_t(slot) * std::size_t(config_.batch) +
            std::size_t(position);
@@ -465,8 +528,10 @@ class CudaBackend final : public Backend {
     LaunchSlot& slot = *lane.slots[std::size_t(head)];
     if (!slot.end.query()) return false;
     const bool compressed = slot.compress_bytes_in > 0;
-    // With compression the calibration ends where the first event's compression begins.
-    const gpu::Event& calibrated = compressed ? *slot.compress_begin[0] : slot.end;
+    // The calibration ends where the first event's integration (else compression) begins.
+    const gpu::Event& calibrated = slot.integrated ? *slot.integrate_begin[0]
+                                   : compressed    ? *slot.compress_begin[0]
+                                                   : slot.end;
     const double us = 1000.0 * double(calibrated.elapsed_ms_since(slot.start));
     const int per_lane = config_.slots_per_stream * config_.batch;
     std::vector<CompletedEvent> done;
@@ -479,6 +544,12 @@ class CudaBackend final : public Backend {
       c.stream = lane.index;
       c.calibrate_us = us;
       c.output_slot = lane.index * per_lane + head * config_.batch + int(i);
+      if (slot.integrated) {
+        c.profile =
+            profile_intensities(lane.integrator->profile_from(profile_values(lane, slot, int(i))));
+        c.integrate_us =
+            1000.0 * double(slot.integrate_end[i]->elapsed_ms_since(*slot.integrate_begin[i]));
+      }
       if (compressed) {
         const std::uint64_t size = *size_word(lane, head, int(i));
         if (size == 0 || size > slot.compress_capacity)
@@ -588,6 +659,7 @@ class CudaBackend final : public Backend {
   // detector's shape, with which every event is compressed (as the CPU backend does).
   std::optional<codec::CodecParams> compression_;
   codec::DType compress_dtype_ = codec::DType::UInt16;
+  bool integrating_ = false;  // live integration configured (submitting thread)
   std::vector<std::uint64_t> shape_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   gpu::Stream read_stream_;

@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -21,6 +22,11 @@
 #include "core/thread_pool.hpp"
 #include "exec/backend.hpp"
 #include "exec/reorder_buffer.hpp"
+#include "integrate/array_values.hpp"
+#include "integrate/layout.hpp"
+#include "integrate/poni.hpp"
+#include "io/array_file.hpp"
+#include "protocol/profile_topic.hpp"
 #include "publish/publisher.hpp"
 #include "replay/recorder.hpp"
 #include "replay/replay_source.hpp"
@@ -68,6 +74,64 @@ std::optional<codec::CodecParams> compression_params(const CompressionConfig& co
   params.error_bound = params.codec == codec::Codec::Lossy ? config.error_bound : 0.0;
   params.chunk_bytes = config.chunk_bytes;
   return params;
+}
+
+// The integrator the configuration describes, for the detector's segment placement. Its mask is the
+// configured mask file's and the calibration constants' bad pixels (which calibrate to 0 and would
+// otherwise pull the profile down). Throws InputError naming the field.
+integrate::Integrator make_integrator(const LiveIntegrationConfig& config,
+                                      const DetectorDescription& detector,
+                                      const CalibrationConstants& constants) {
+  integrate::IntegrationConfig c;
+  if (const auto unit = integrate::radial_unit_from_name(config.unit))
+    c.unit = *unit;
+  else
+    throw InputError("integration.unit: unknown unit '" + config.unit + "'");
+  c.splitting = config.method == "bbox" ? integrate::Splitting::BBox : integrate::Splitting::None;
+  c.bins = config.npt;
+  c.radial_range = config.radial_range;
+  c.azimuth_range = config.azimuth_range;
+  c.solid_angle = config.solid_angle;
+  c.polarization = config.polarization;
+  c.error_model = config.error_model == "azimuthal" ? integrate::ErrorModel::Azimuthal
+                                                    : integrate::ErrorModel::Poisson;
+  try {
+    integrate::validate(c);
+  } catch (const InputError& e) {
+    throw InputError(std::string("integration: ") + e.what());
+  }
+  integrate::PoniGeometry poni;
+  try {
+    poni = integrate::read_poni(config.poni);
+  } catch (const InputError& e) {
+    throw InputError(std::string("integration.poni: ") + e.what());
+  }
+  std::vector<std::uint8_t> mask(detector.pixels(), 0);
+  if (!config.mask.empty()) {
+    io::Array array;
+    try {
+      array = io::read_array(io::parse_array_location(config.mask));
+    } catch (const InputError& e) {
+      throw InputError(std::string("integration.mask: ") + e.what());
+    }
+    // Any shape of the event's pixel count in segment, row, column order: [segments, rows,
+    // cols] or the stacked [segments * rows, cols].
+    if (array.elements() != detector.pixels())
+      throw InputError("integration.mask: '" + config.mask + "' has shape " +
+                       io::shape_text(array.shape) + " (" + std::to_string(array.elements()) +
+                       " values); the detector " + detector.name + " has " +
+                       std::to_string(detector.pixels()) + " pixels");
+    mask = integrate::mask_values(array);
+  }
+  for (std::size_t k = 0; k < mask.size(); ++k)
+    if (constants.masked(k)) mask[k] = 1;
+  try {
+    integrate::Integrator integrator(poni, integrate::layout_from_detector(detector), c);
+    integrator.set_mask(std::move(mask));
+    return integrator;
+  } catch (const InputError& e) {
+    throw InputError(std::string("integration: ") + e.what());
+  }
 }
 
 constexpr const char* kDropRingFull = "ring_full";
@@ -130,9 +194,33 @@ struct Engine::Impl {
   std::array<std::uint64_t, protocol::kRatioHistogramBins> interval_ratio_histogram{};
   std::uint64_t total_compress_in = 0, total_compress_out = 0;
   double total_compress_us = 0;
+  // Live integration (config.integration): per stats interval and since the run started.
+  double interval_integrate_us_sum = 0, interval_integrate_us_max = 0;
+  std::uint64_t interval_integrate_count = 0;
+  double total_integrate_us = 0;
+  std::uint64_t total_integrate_count = 0;
   std::vector<LaneOccupancy> lanes;  // snapshot taken by the consumer thread
   std::uint64_t reorder_depth = 0;
   std::function<void(const protocol::StatsPayload&)> progress;
+
+  // Live integration: the integrator as configured (kept for a fallback backend), the `profile`
+  // topic's fixed part, and the profiles of the last average_events events. The window's sums
+  // are kept per bin over the finite values (a NaN bin has no pixels in that event) and summed
+  // again from the window each time it has turned over, so rounding cannot build up over a run.
+  std::optional<integrate::Integrator> integrator;
+  protocol::RadialUnit profile_unit = protocol::RadialUnit::QInverseNm;
+  std::vector<double> profile_centres;
+  std::mutex profile_mutex;  // guards the fields below
+  std::deque<std::vector<double>> profile_window;
+  std::vector<double> profile_sum;
+  std::vector<std::uint64_t> profile_finite;
+  std::uint64_t profile_added = 0;  // since the sums were last summed from the window
+  std::vector<double> profile_latest;
+  std::uint64_t profile_sequence = 0, profile_pulse_id = 0;
+  bool profile_fresh = false;  // an event came since the last profile message
+
+  void add_profile(const CompletedEvent& done);
+  void publish_profile();  // when a profile came since the last one published
 
   void set_state(const std::string& new_state, const std::string& message = {});
   void publish_status();
@@ -381,8 +469,86 @@ void Engine::Impl::account_completed(const CompletedEvent& done) {
                                                                double(done.compress_bytes_out))];
     }
   }
+  if (!done.profile.empty()) {
+    {
+      std::lock_guard lock(mutex);
+      interval_integrate_us_sum += done.integrate_us;
+      interval_integrate_us_max = std::max(interval_integrate_us_max, done.integrate_us);
+      ++interval_integrate_count;
+      total_integrate_us += done.integrate_us;
+      ++total_integrate_count;
+    }
+    add_profile(done);
+  }
   if (ring) ring->rearm(done.ring_slot);
   processed.fetch_add(1, std::memory_order_release);
+}
+
+void Engine::Impl::add_profile(const CompletedEvent& done) {
+  const std::size_t bins = profile_centres.size();
+  if (done.profile.size() != bins)
+    throw RuntimeFault("integration: an event's profile has " +
+                       std::to_string(done.profile.size()) + " bins, the integrator " +
+                       std::to_string(bins));
+  const std::size_t window = std::size_t(config.integration.average_events);
+  std::lock_guard lock(profile_mutex);
+  if (profile_sum.size() != bins) {
+    profile_sum.assign(bins, 0.0);
+    profile_finite.assign(bins, 0);
+  }
+  auto add = [&](const std::vector<double>& p, double sign, int step) {
+    for (std::size_t b = 0; b < bins; ++b)
+      if (std::isfinite(p[b])) {
+        profile_sum[b] += sign * p[b];
+        profile_finite[b] = std::uint64_t(std::int64_t(profile_finite[b]) + step);
+      }
+  };
+  profile_window.push_back(done.profile);
+  add(profile_window.back(), 1.0, 1);
+  if (profile_window.size() > window) {
+    add(profile_window.front(), -1.0, -1);
+    profile_window.pop_front();
+  }
+  if (++profile_added >= window) {
+    profile_sum.assign(bins, 0.0);
+    profile_finite.assign(bins, 0);
+    for (const auto& p : profile_window) add(p, 1.0, 1);
+    profile_added = 0;
+  }
+  profile_latest = done.profile;
+  profile_sequence = done.header.sequence;
+  profile_pulse_id = done.header.pulse_id;
+  profile_fresh = true;
+}
+
+void Engine::Impl::publish_profile() {
+  if (!publisher || !integrator) return;
+  protocol::RadialProfile profile;
+  {
+    std::lock_guard lock(profile_mutex);
+    if (!profile_fresh) return;
+    profile_fresh = false;
+    profile.latest = profile_latest;
+    profile.sequence = profile_sequence;
+    profile.pulse_id = profile_pulse_id;
+    profile.average_events = profile_window.size();
+    profile.average.resize(profile_sum.size());
+    for (std::size_t b = 0; b < profile_sum.size(); ++b)
+      profile.average[b] = profile_finite[b] > 0 ? profile_sum[b] / double(profile_finite[b])
+                                                 : std::numeric_limits<double>::quiet_NaN();
+  }
+  profile.unit = profile_unit;
+  profile.average_window = std::uint64_t(config.integration.average_events);
+  profile.centres = profile_centres;
+  // A profile the protocol refuses (an infinite intensity from an event's corrupt pixels) is
+  // not sent: subscribers would drop it anyway, and the run goes on.
+  try {
+    protocol::Message message = protocol::make_profile_message(profile);
+    message.run = config.run;
+    publisher->publish(message);
+  } catch (const protocol::ProtocolError& e) {
+    spdlog::warn("engine: profile of event {} not published: {}", profile.sequence, e.what());
+  }
 }
 
 void Engine::Impl::consume() {
@@ -451,6 +617,7 @@ void Engine::Impl::consume() {
         try {
           auto cpu = make_cpu_backend(detector, constants, config.calibration, config.cpu_threads);
           cpu->set_compression(compression_params(config.compression));
+          cpu->set_integration(integrator);
           failed_backend = std::move(backend);
           backend = std::move(cpu);
           {
@@ -652,20 +819,39 @@ void Engine::Impl::report() {
       std::max(std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(1)), interval);
   std::deque<std::pair<Clock::time_point, std::uint64_t>> processed_history{{last_time, 0}};
   const double event_bytes = double(detector.raw_event_bytes());
+  const auto profile_period = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(1.0 / config.integration.publish_hz));
+  auto next_profile = last_time;
   for (bool last_round = false; !last_round;) {
     last_round = consumer_done.load();
     if (!last_round) {
       // Sleep in small steps so a finished run reports at once.
       const auto wake = last_time + interval;
-      while (Clock::now() < wake && !consumer_done)
+      while (Clock::now() < wake && !consumer_done) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (integrator && Clock::now() >= next_profile) {
+          publish_profile();
+          next_profile = Clock::now() + profile_period;
+        }
+      }
       last_round = consumer_done.load();
     }
+    // The last event's profile goes out before the final stats, so a run always ends with it.
+    if (last_round) publish_profile();
     const auto now = Clock::now();
     protocol::StatsPayload stats = cumulative_stats();
     protocol::StageTiming calibrate{"calibrate"};
+    protocol::StageTiming integrate_stage{"integrate"};
     {
       std::lock_guard lock(mutex);
+      if (interval_integrate_count > 0) {
+        integrate_stage.mean_us = interval_integrate_us_sum / double(interval_integrate_count);
+        integrate_stage.max_us = interval_integrate_us_max;
+        integrate_stage.gbps =
+            double(detector.pixels() * sizeof(float)) / (integrate_stage.mean_us * 1e-6) / 1e9;
+      }
+      interval_integrate_us_sum = interval_integrate_us_max = 0;
+      interval_integrate_count = 0;
       stats.elapsed_s = run_start == Clock::time_point{}
                             ? 0.0
                             : std::chrono::duration<double>(now - run_start).count();
@@ -684,6 +870,7 @@ void Engine::Impl::report() {
       stats.compression = take_compression_interval();
     }
     stats.stages.push_back(calibrate);
+    if (integrator) stats.stages.push_back(integrate_stage);
     // Drop samples older than the window, keeping the newest of those as the window's start.
     while (processed_history.size() > 1 && now - processed_history[1].first >= rate_window)
       processed_history.pop_front();
@@ -818,6 +1005,20 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
         "codec stage yet); use runtime.source 'host', where the cuda and cpu backends compress "
         "every event, or compression 'off'");
 
+  // The device-resident pipeline has no integration stage: its events never reach a backend.
+  if (c.integration.enabled && c.runtime.source == SourcePlacement::Device)
+    throw InputError(
+        "integration is not implemented for runtime.source 'device' (the device-resident "
+        "pipeline has no integration stage); use runtime.source 'host', where the cuda and cpu "
+        "backends integrate every event, or integration.enabled false");
+  if (c.integration.enabled) {
+    d.integrator.emplace(make_integrator(c.integration, d.detector, d.constants));
+    d.profile_unit = protocol::radial_unit_from_string(c.integration.unit);
+    // The centres as the integrator reports them (the device backends report the same).
+    d.profile_centres =
+        d.integrator->integrate(std::vector<float>(d.detector.pixels(), 0.0f)).radial;
+  }
+
   if (c.runtime.source == SourcePlacement::Device) {
     // The device-resident source: no host ring and no Backend; run_device_source does it all.
     if (c.backend == "cpu")
@@ -848,6 +1049,7 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
       make_backend(c.backend, d.detector, d.constants, c.calibration, c.cpu_threads, c.runtime);
   d.backend = std::move(choice.backend);
   d.backend->set_compression(compression_params(c.compression));
+  d.backend->set_integration(d.integrator);
   d.backend_note = choice.note;
   d.backend_label = d.backend->name();
   d.device_label = d.backend->device_name();
@@ -940,6 +1142,14 @@ RunSummary Engine::summary() const {
     calibrate.gbps = double(d.detector.raw_event_bytes()) / (calibrate.mean_us * 1e-6) / 1e9;
   }
   summary.stats.stages.push_back(calibrate);
+  if (d.integrator) {
+    protocol::StageTiming stage{"integrate"};
+    if (d.total_integrate_count > 0) {
+      stage.mean_us = d.total_integrate_us / double(d.total_integrate_count);
+      stage.gbps = double(d.detector.pixels() * sizeof(float)) / (stage.mean_us * 1e-6) / 1e9;
+    }
+    summary.stats.stages.push_back(stage);
+  }
   if (d.config.compression.enabled()) {
     // The whole run is the summary's interval; per-event ratios are binned per interval only.
     protocol::CompressionStats block;

@@ -3,7 +3,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -45,6 +47,28 @@ struct RecordConfig {
   bool enabled() const { return !directory.empty(); }
 };
 
+// Live azimuthal integration of every processed event (JSON "integration"; the offline
+// `integrate` command's options, same meaning). The engine keeps the latest radial profile and a
+// running average over the last `average_events` events, and publishes them on the `profile`
+// topic `publish_hz` times a second.
+struct LiveIntegrationConfig {
+  bool enabled = false;
+  std::string poni;              // pyFAI PONI file (required when enabled)
+  int npt = 1000;                // radial bins
+  std::string unit = "q_nm^-1";  // "2th_deg", "q_nm^-1", "q_A^-1", "r_mm"
+  std::string method = "no";     // "no" (pixel centres) or "bbox" (bounding-box splitting)
+  std::optional<std::pair<double, double>> radial_range;   // in `unit`; none: pyFAI's default
+  std::optional<std::pair<double, double>> azimuth_range;  // degrees
+  std::optional<double> polarization;                      // none: no correction
+  bool solid_angle = true;
+  // "FILE.npy" or "FILE.h5:/dataset", one event's shape (segments, rows, cols or stacked);
+  // non-zero masks a pixel. The calibration constants' bad pixels are masked as well.
+  std::string mask;
+  std::string error_model = "poisson";  // "poisson" or "azimuthal"
+  int average_events = 100;             // running-average window
+  double publish_hz = 4.0;              // `profile` messages per second
+};
+
 // The pipeline configuration: the same JSON drives the CLI, the GUI and the benchmarks, and is
 // echoed in the `status` topic and in every summary.
 struct EngineConfig {
@@ -70,6 +94,7 @@ struct EngineConfig {
   CompressionConfig compression;
   ReplayConfig replay;
   RecordConfig record;
+  LiveIntegrationConfig integration;
 
   // Validates every field; throws InputError naming the field, the value and what is allowed.
   static EngineConfig from_json(const nlohmann::json& json, const std::string& origin);

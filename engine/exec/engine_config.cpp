@@ -1,5 +1,6 @@
 // EngineConfig <-> JSON. Strict: unknown keys and ill-typed or out-of-range values are errors that
 // name the file, the field, the value and what is allowed, so a typo never passes silently.
+#include <cmath>
 #include <set>
 
 #include "core/error.hpp"
@@ -61,6 +62,25 @@ class FieldReader {
       value = v->get<double>();
     }
   }
+  // [MIN, MAX]: two finite numbers, MIN < MAX unless `wrap` (an azimuth range may wrap through
+  // 180 degrees, so its end may be below its start, but not equal to it).
+  void read_range(const char* key, std::optional<std::pair<double, double>>& value, bool wrap) {
+    if (const json* v = find(key)) {
+      if (v->is_null()) {
+        value.reset();
+        return;
+      }
+      const bool pair = v->is_array() && v->size() == 2 && (*v)[0].is_number() &&
+                        (*v)[1].is_number() && std::isfinite((*v)[0].get<double>()) &&
+                        std::isfinite((*v)[1].get<double>());
+      if (!pair) fail(name(key), "must be [MIN, MAX], two finite numbers, got " + v->dump());
+      const double low = (*v)[0].get<double>(), high = (*v)[1].get<double>();
+      if (wrap ? low == high : !(low < high))
+        fail(name(key), std::string(wrap ? "must have MIN != MAX" : "must have MIN < MAX") +
+                            ", got " + v->dump());
+      value = std::make_pair(low, high);
+    }
+  }
   void read_choice(const char* key, std::string& value, const std::set<std::string>& choices) {
     read(key, value);
     if (!choices.count(value)) {
@@ -83,6 +103,26 @@ class FieldReader {
   std::string prefix_;
   std::set<std::string> known_;
 };
+
+json range_json(const std::optional<std::pair<double, double>>& range) {
+  return range ? json::array({range->first, range->second}) : json();
+}
+
+json integration_json(const LiveIntegrationConfig& i) {
+  return {{"enabled", i.enabled},
+          {"poni", i.poni},
+          {"npt", i.npt},
+          {"unit", i.unit},
+          {"method", i.method},
+          {"radial_range", range_json(i.radial_range)},
+          {"azimuth_range", range_json(i.azimuth_range)},
+          {"polarization", i.polarization ? json(*i.polarization) : json()},
+          {"solid_angle", i.solid_angle},
+          {"mask", i.mask},
+          {"error_model", i.error_model},
+          {"average_events", i.average_events},
+          {"publish_hz", i.publish_hz}};
+}
 
 }  // namespace
 
@@ -166,6 +206,31 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read_integer("deflate", c.record.deflate, 0, 9);
     reader.reject_unknown_keys();
   }
+  if (const json* integration = root.find("integration")) {
+    FieldReader reader(*integration, origin, "integration");
+    LiveIntegrationConfig& i = c.integration;
+    reader.read("enabled", i.enabled);
+    reader.read("poni", i.poni);
+    reader.read_integer("npt", i.npt, 1, 65536);  // protocol::kMaxProfileBins
+    reader.read_choice("unit", i.unit, {"2th_deg", "q_nm^-1", "q_A^-1", "r_mm"});
+    reader.read_choice("method", i.method, {"no", "bbox"});
+    reader.read_range("radial_range", i.radial_range, false);
+    reader.read_range("azimuth_range", i.azimuth_range, true);
+    if (const json* v = reader.find("polarization"); v && !v->is_null()) {
+      double factor = 0;
+      reader.read_number("polarization", factor, -1.0, 1.0);
+      i.polarization = factor;
+    }
+    reader.read("solid_angle", i.solid_angle);
+    reader.read("mask", i.mask);
+    reader.read_choice("error_model", i.error_model, {"poisson", "azimuthal"});
+    // The window's profiles are kept to average exactly: window x bins doubles.
+    reader.read_integer("average_events", i.average_events, 1, 10000);
+    reader.read_number("publish_hz", i.publish_hz, 0.1, 100.0);
+    if (i.enabled && i.poni.empty())
+      reader.fail("integration.poni", "must name a pyFAI PONI file when integration is enabled");
+    reader.reject_unknown_keys();
+  }
   root.reject_unknown_keys();
   return c;
 }
@@ -205,7 +270,8 @@ json EngineConfig::to_json() const {
             {"max_file_bytes", record.max_file_bytes},
             {"dataset", record.dataset},
             {"layout", record.layout},
-            {"deflate", record.deflate}}}};
+            {"deflate", record.deflate}}},
+          {"integration", integration_json(integration)}};
 }
 
 }  // namespace livedrp

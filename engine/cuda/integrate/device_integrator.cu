@@ -312,14 +312,34 @@ void DeviceIntegrator::enqueue_sigma_clip(const float* device_frame,
   s.last_frames = 1;
 }
 
+std::size_t DeviceIntegrator::result_doubles() const {
+  return kFields * std::size_t(state_->plan.bins);
+}
+
+void DeviceIntegrator::enqueue_into(const float* device_frame, double* host_results,
+                                    const Stream& stream) {
+  State& s = *state_;
+  integrate_kernel<<<unsigned(s.plan.bins), kThreads, 0, stream.get()>>>(s.tables, device_frame,
+                                                                         s.out.as<double>());
+  check_launch("integrate_kernel");
+  // The device buffer is reused by the next enqueue on the stream only after this copy (stream
+  // order), so one buffer serves any number of enqueues in flight.
+  copy_async(host_results, s.out.get(), result_doubles() * sizeof(double), stream,
+             "integrated profile to the host");
+}
+
 integrate::Profile DeviceIntegrator::collect(const Stream& stream, int index) {
   const State& s = *state_;
   if (index < 0 || index >= s.last_frames)
     throw InputError("device integrator: no frame " + std::to_string(index) +
                      " in the last enqueue (" + std::to_string(s.last_frames) + " frames)");
   stream.synchronize();
+  return profile_from(s.host_out.as<const double>() + std::size_t(index) * result_doubles());
+}
+
+integrate::Profile DeviceIntegrator::profile_from(const double* values) const {
+  const State& s = *state_;
   const std::size_t bins = std::size_t(s.plan.bins);
-  const double* values = s.host_out.as<const double>() + std::size_t(index) * kFields * bins;
   integrate::Profile p;
   p.radial = s.plan.radial;
   std::vector<double>* fields[kFields] = {&p.intensity, &p.sigma,         &p.std,  &p.signal,

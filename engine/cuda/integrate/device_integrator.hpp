@@ -109,6 +109,14 @@ class DeviceIntegrator {
   void enqueue_sigma_clip(const float* device_frame, const integrate::Integrator::SigmaClip& clip,
                           const Stream& stream);
 
+  // For a pipeline with several frames in flight on one stream: as enqueue(), but the bin values
+  // go to `host_results` (pinned host memory of result_doubles() values, the caller's), so each
+  // enqueue has its own destination. Read it with profile_from() once the stream has passed this
+  // point (a CUDA event recorded after it has completed). No host wait.
+  std::size_t result_doubles() const;  // one frame's bin values
+  void enqueue_into(const float* device_frame, double* host_results, const Stream& stream);
+  integrate::Profile profile_from(const double* host_results) const;
+
   // Waits for `stream`; the profile of frame `index` of the last enqueue (0 for enqueue and
   // enqueue_sigma_clip), the same struct and values as the CPU integrator returns.
   integrate::Profile collect(const Stream& stream, int index = 0);
