@@ -49,6 +49,23 @@ void EngineHost::stop() {
   post({Command::Kind::Stop, {}});
 }
 
+void EngineHost::pauseReplay() {
+  post({Command::Kind::Pause, {}});
+}
+void EngineHost::resumeReplay() {
+  post({Command::Kind::Resume, {}});
+}
+void EngineHost::stepReplay(qint64 delta) {
+  Command command{Command::Kind::Step, {}};
+  command.delta = delta;
+  post(std::move(command));
+}
+void EngineHost::seekReplay(quint64 index) {
+  Command command{Command::Kind::Seek, {}};
+  command.index = index;
+  post(std::move(command));
+}
+
 bool EngineHost::apply(const EngineConfig& config) {
   if (!active_) return false;
   post({Command::Kind::Apply, config});
@@ -79,6 +96,7 @@ void EngineHost::workerLoop() {
       }
     }
     if (!command) {
+      if (running_) reportReplayStatus();
       if (running_ && engine_->finished()) workerFinish();
       continue;
     }
@@ -91,6 +109,12 @@ void EngineHost::workerLoop() {
         break;
       case Command::Kind::Apply:
         workerApply(std::move(command->config));
+        break;
+      case Command::Kind::Pause:
+      case Command::Kind::Resume:
+      case Command::Kind::Step:
+      case Command::Kind::Seek:
+        workerReplayControl(*command);
         break;
       case Command::Kind::Quit:
         try {
@@ -236,6 +260,47 @@ void EngineHost::workerStop() {
   workerFinish();
 }
 
+void EngineHost::workerReplayControl(const Command& command) {
+  if (!engine_) {
+    const QString error = QStringLiteral("no run to control: start a replay first");
+    QMetaObject::invokeMethod(
+        this, [this, error] { emit replayControlFailed(error); }, Qt::QueuedConnection);
+    return;
+  }
+  try {
+    switch (command.kind) {
+      case Command::Kind::Pause:
+        engine_->pause();
+        break;
+      case Command::Kind::Resume:
+        engine_->resume();
+        break;
+      case Command::Kind::Step:
+        engine_->step(command.delta);
+        break;
+      case Command::Kind::Seek:
+        engine_->seek(command.index);
+        break;
+      default:
+        break;
+    }
+  } catch (const std::exception& error) {
+    const QString text = QString::fromUtf8(error.what());
+    QMetaObject::invokeMethod(
+        this, [this, text] { emit replayControlFailed(text); }, Qt::QueuedConnection);
+  }
+  reportReplayStatus();
+}
+
+void EngineHost::reportReplayStatus() {
+  if (!engine_) return;
+  ReplayStatus replay = engine_->replay_status();
+  RecordStatus record = engine_->record_status();
+  QMetaObject::invokeMethod(
+      this, [this, replay, record] { emit replayStatusChanged(replay, record); },
+      Qt::QueuedConnection);
+}
+
 void EngineHost::workerFinish() {
   running_ = false;
   RunSummary summary;
@@ -246,6 +311,7 @@ void EngineHost::workerFinish() {
     reportError(describe(error));
     return;
   }
+  reportReplayStatus();  // the final position, and the recording's files now the run is over
   const QString error = QString::fromStdString(summary.error);
   QMetaObject::invokeMethod(
       this, [this, stats = summary.stats, error] { emit runFinished(stats, error); },
@@ -254,10 +320,9 @@ void EngineHost::workerFinish() {
     reportError(QStringLiteral("engine fault: ") + error);
     return;
   }
-  reportStatus(QStringLiteral("finished"),
-               QStringLiteral("%1 events processed, %2 dropped")
-                   .arg(summary.stats.events_processed)
-                   .arg(summary.stats.events_dropped));
+  reportStatus(QStringLiteral("finished"), QStringLiteral("%1 events processed, %2 dropped")
+                                               .arg(summary.stats.events_processed)
+                                               .arg(summary.stats.events_dropped));
 }
 
 void EngineHost::reportStatus(const QString& state, const QString& message) {

@@ -5,8 +5,9 @@
 //
 // States the host reports itself (the `status` topic's vocabulary): starting (while the engine is
 // constructed: detector, simulator, backend, publisher), stopping, and the end: finished, or error
-// with the InputError / RuntimeFault text. In between, the engine's own `status` messages speak. The Engine of a finished run is kept until the
-// next start (or the host's end), so its publisher still serves the final values to subscribers.
+// with the InputError / RuntimeFault text. In between, the engine's own `status` messages speak.
+// The Engine of a finished run is kept until the next start (or the host's end), so its publisher
+// still serves the final values to subscribers.
 //
 // The host owns the publisher and keeps it across runs while the endpoint stays the same, so
 // subscribers stay connected when a new configuration is applied. apply() replaces the running
@@ -17,9 +18,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <memory>
 #include <string>
 #include <thread>
 
@@ -51,6 +52,14 @@ class EngineHost : public QObject {
   // are the host's: the current run + 1, the current endpoint). Answers with applied() or
   // applyFailed(). Returns false (and does nothing) while no run is active. Never blocks.
   bool apply(const EngineConfig& config);
+  // Replay controls on the running engine (Engine::pause, resume, step, seek), run on the worker
+  // like every other engine call. A refusal (no replay source, a seek past the end, no run)
+  // comes back as replayControlFailed(). Never block.
+  void pauseReplay();
+  void resumeReplay();
+  void stepReplay(qint64 delta);
+  void seekReplay(quint64 index);
+
   // When on, every stats interval of the engine is also sent as statsReported() (no subscriber
   // needed: the comparison runner records runs this way). Takes effect at the next start.
   void setStatsForwarding(bool on) { forward_stats_ = on; }
@@ -76,13 +85,20 @@ class EngineHost : public QObject {
   void applied(QString config_json, qint64 run);
   // apply() was refused (the engine's error text); the previous run goes on unchanged.
   void applyFailed(QString error);
+  // Where the replay and the recording stand: sent every kFinishPoll while a run goes, after each
+  // replay control, and once when the run ends (so the last position shows).
+  void replayStatusChanged(livedrp::ReplayStatus replay, livedrp::RecordStatus record);
+  // A replay control was refused (the engine's error text).
+  void replayControlFailed(QString error);
   // A stats interval of the running engine (only with setStatsForwarding(true)).
   void statsReported(livedrp::protocol::StatsPayload stats, qint64 run);
 
  private:
   struct Command {
-    enum class Kind { Start, Stop, Apply, Quit } kind;
+    enum class Kind { Start, Stop, Apply, Pause, Resume, Step, Seek, Quit } kind;
     EngineConfig config;
+    std::int64_t delta = 0;   // Step
+    std::uint64_t index = 0;  // Seek
   };
   void post(Command command);
   void workerLoop();
@@ -94,6 +110,8 @@ class EngineHost : public QObject {
   std::unique_ptr<Engine> makeEngine(const EngineConfig& config);
   void announceStarted(const EngineConfig& config);
   void workerFinish();
+  void workerReplayControl(const Command& command);
+  void reportReplayStatus();
   void reportStatus(const QString& state, const QString& message);
   void reportError(const QString& error);
 

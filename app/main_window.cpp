@@ -18,11 +18,13 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
+#include <QTimer>
 #include <QToolBar>
 
 #include "app/comparison_panel.hpp"
 #include "app/engine_host.hpp"
 #include "app/remote_control.hpp"
+#include "app/replay_transport_bar.hpp"
 #include "app/run_control_widget.hpp"
 #include "app/saved_configurations.hpp"
 #include "app/stream_config_panel.hpp"
@@ -41,6 +43,8 @@ namespace livedrp::app {
 namespace {
 // How long a transient status-bar message (an error, a saved layout) stays.
 constexpr int kStatusMessageMs = 15'000;
+// How often an attached window asks the remote engine where its replay stands.
+constexpr int kRemoteReplayPollMs = 250;
 // Malformed-message reports reach the log at most this often; the count is always in the status
 // bar.
 constexpr qint64 kMalformedLogIntervalMs = 1'000;
@@ -101,8 +105,12 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
   if (options.publish) base_config_.publish = *options.publish;
   run_control_->setConfig(base_config_);
   stream_config_->setConfig(base_config_);
+  transport_->setSettings(settings_.get());
+  transport_->showConfig(base_config_);
 
   if (attached_) {
+    // Without a control endpoint there is nothing to send the replay controls to.
+    transport_->setEnabled(!options.control.empty());
     run_control_->setAttached(connect_endpoint_);
     if (options.control.empty()) {
       stream_config_->setApplyAvailable(
@@ -121,6 +129,7 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
         }
       });
       stream_config_->setApplyAvailable(true);
+      connectRemoteTransport();
     }
     comparison_->setEnabled(false);
     comparison_->setToolTip(
@@ -132,6 +141,7 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
   } else {
     host_ = new EngineHost(this);
     connectHost();
+    connectTransport();
     run_control_->setEndpoint(QString::fromStdString(base_config_.publish));
     if (options.autostart) startRun();
   }
@@ -149,6 +159,7 @@ void MainWindow::buildDocks() {
   comparison_ = new ComparisonPanel;
   compression_view_ = new widgets::CompressionView(model_);
   radial_profile_view_ = new widgets::RadialProfileView(profile_model_);
+  transport_ = new ReplayTransportBar;
   log_ = new QPlainTextEdit;
   log_->setObjectName(QStringLiteral("log"));
   log_->setReadOnly(true);
@@ -169,6 +180,8 @@ void MainWindow::buildDocks() {
   radial_profile_dock_ = makeDock(tr("Radial profile"), QStringLiteral("radialProfileDock"),
                                   radial_profile_view_, this);
 
+  replay_dock_ = makeDock(tr("Replay"), QStringLiteral("replayDock"), transport_, this);
+  addDockWidget(Qt::TopDockWidgetArea, replay_dock_);
   addDockWidget(Qt::LeftDockWidgetArea, run_dock_);
   addDockWidget(Qt::LeftDockWidgetArea, counters_dock_);
   tabifyDockWidget(counters_dock_, engine_dock_);
@@ -233,7 +246,7 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock :
        {chart_dock_, run_dock_, counters_dock_, log_dock_, stream_config_dock_, engine_dock_,
-        comparison_dock_, compression_dock_, radial_profile_dock_}) {
+        comparison_dock_, compression_dock_, radial_profile_dock_, replay_dock_}) {
     view->addAction(dock->toggleViewAction());
   }
   view->addAction(run_toolbar_->toggleViewAction());
@@ -277,6 +290,8 @@ void MainWindow::connectHost() {
     }
     run_control_->setConfig(base_config_);
     stream_config_->setConfig(base_config_);
+    transport_->showConfig(base_config_);
+    transport_->setRunActive(true, base_config_.source.rfind("replay:", 0) == 0);
     // No model_->clear(): the model starts a new series itself when the run number changes.
     const QString text = tr("applied: run %1 with %2")
                              .arg(run)
@@ -293,6 +308,121 @@ void MainWindow::connectHost() {
     statusBar()->showMessage(error, kStatusMessageMs);
     run_control_->setRunActive(host_->isActive());
   });
+}
+
+void MainWindow::connectTransport() {
+  connect(transport_, &ReplayTransportBar::openRequested, this, &MainWindow::openReplay);
+  connect(transport_, &ReplayTransportBar::pauseRequested, host_, &EngineHost::pauseReplay);
+  connect(transport_, &ReplayTransportBar::resumeRequested, host_, &EngineHost::resumeReplay);
+  connect(transport_, &ReplayTransportBar::stepRequested, host_, &EngineHost::stepReplay);
+  connect(transport_, &ReplayTransportBar::seekRequested, host_, &EngineHost::seekReplay);
+  connect(transport_, &ReplayTransportBar::replayOptionsChanged, this, [this] {
+    EngineConfig next = run_control_->config(base_config_);
+    transport_->applyTo(next);
+    applyRunConfig(next, tr("replay pace %1, rate %2, loop %3")
+                             .arg(QString::fromStdString(next.replay.pace))
+                             .arg(next.rate_hz)
+                             .arg(next.replay.loop ? tr("on") : tr("off")));
+  });
+  connect(transport_, &ReplayTransportBar::recordRequested, this, [this](const QString& dir) {
+    EngineConfig next = run_control_->config(base_config_);
+    next.record.directory = dir.toStdString();
+    applyRunConfig(next, dir.isEmpty() ? tr("recording off") : tr("recording to %1").arg(dir));
+  });
+  connect(host_, &EngineHost::replayStatusChanged, transport_, &ReplayTransportBar::showStatus);
+  connect(host_, &EngineHost::replayControlFailed, this, [this](const QString& error) {
+    transport_->showError(error);
+    appendLog(tr("replay control refused: %1").arg(error));
+  });
+  connect(host_, &EngineHost::statusChanged, this, [this] {
+    transport_->setRunActive(host_->isActive(),
+                             run_control_->config(base_config_).source.rfind("replay:", 0) == 0);
+  });
+}
+
+void MainWindow::connectRemoteTransport() {
+  const auto send = [this](const QString& action, const nlohmann::json& fields) {
+    remote_->replay(action, fields);
+  };
+  connect(transport_, &ReplayTransportBar::pauseRequested, this,
+          [send] { send(QStringLiteral("pause"), nlohmann::json::object()); });
+  connect(transport_, &ReplayTransportBar::resumeRequested, this,
+          [send] { send(QStringLiteral("resume"), nlohmann::json::object()); });
+  connect(transport_, &ReplayTransportBar::stepRequested, this, [send](qint64 delta) {
+    send(QStringLiteral("step"), {{"delta", delta}});
+  });
+  connect(transport_, &ReplayTransportBar::seekRequested, this, [send](quint64 index) {
+    send(QStringLiteral("seek"), {{"index", index}});
+  });
+  connect(transport_, &ReplayTransportBar::openRequested, this, &MainWindow::openReplay);
+  // Pace, rate, loop and recording are configuration: an "apply" (the remote run restarts).
+  connect(transport_, &ReplayTransportBar::replayOptionsChanged, this, [this] {
+    EngineConfig next = base_config_;
+    transport_->applyTo(next);
+    nlohmann::json partial = {{"replay", {{"pace", next.replay.pace}, {"loop", next.replay.loop}}}};
+    if (next.replay.pace == "rate") partial["rate_hz"] = next.rate_hz;
+    if (!remote_->apply(partial)) transport_->showError(tr("busy: another change is applying"));
+  });
+  connect(transport_, &ReplayTransportBar::recordRequested, this, [this](const QString& dir) {
+    if (!remote_->apply({{"record", {{"directory", dir.toStdString()}}}}))
+      transport_->showError(tr("busy: another change is applying"));
+  });
+  connect(remote_, &RemoteControl::replayStatusReceived, this,
+          [this](const ReplayStatus& replay, const RecordStatus& record) {
+            transport_->setRunActive(true, replay.active);
+            transport_->showStatus(replay, record);
+          });
+  connect(remote_, &RemoteControl::replayFailed, this,
+          [this](const QString& action, const QString& error) {
+            if (action == QLatin1String("status")) return;  // polls: the log would fill up
+            transport_->showError(error);
+            appendLog(tr("replay %1 refused by the remote engine: %2").arg(action, error));
+          });
+  // The remote engine's replay position, polled: the control socket has no push channel.
+  auto* poll = new QTimer(this);
+  poll->setInterval(kRemoteReplayPollMs);
+  connect(poll, &QTimer::timeout, this, [this] { remote_->replay(QStringLiteral("status")); });
+  poll->start();
+}
+
+void MainWindow::openReplay(const QString& source) {
+  if (attached_) {
+    if (!remote_) return;
+    EngineConfig next = base_config_;
+    transport_->applyTo(next);
+    nlohmann::json partial = {{"source", source.toStdString()},
+                              {"record", {{"directory", ""}}},
+                              {"replay", {{"pace", next.replay.pace}, {"loop", next.replay.loop}}}};
+    if (next.replay.pace == "rate") partial["rate_hz"] = next.rate_hz;
+    if (remote_->apply(partial))
+      appendLog(tr("replaying %1 on the remote engine").arg(source));
+    else
+      transport_->showError(tr("busy: another change is applying"));
+    return;
+  }
+  if (!host_) return;
+  EngineConfig next = run_control_->config(base_config_);
+  next.source = source.toStdString();
+  next.record.directory.clear();  // a replay is not recorded again by default
+  transport_->applyTo(next);
+  applyRunConfig(next, tr("replaying %1").arg(source));
+  transport_->setRunActive(host_->isActive(), true);
+  if (!host_->isActive()) startRun();
+}
+
+void MainWindow::applyRunConfig(const EngineConfig& next, const QString& what) {
+  if (!host_) return;
+  if (host_->isActive()) {
+    host_->apply(next);  // answered by applied() / applyFailed()
+    appendLog(tr("applying: %1 (run %2 drains, run %3 starts)")
+                  .arg(what)
+                  .arg(host_->currentConfig().run)
+                  .arg(host_->currentConfig().run + 1));
+    return;
+  }
+  base_config_ = next;
+  run_control_->setConfig(base_config_);
+  appendLog(tr("%1: applies at the next start").arg(what));
 }
 
 void MainWindow::startRun() {

@@ -38,6 +38,7 @@ namespace livedrp::app {
 class ComparisonPanel;
 class EngineHost;
 class RemoteControl;
+class ReplayTransportBar;
 class RunControlWidget;
 class StreamConfigPanel;
 class SubscriberThread;
@@ -79,6 +80,11 @@ class MainWindow : public QMainWindow {
   // `profile` messages from the subscriber go to this model; the "Radial profile" dock shows it.
   widgets::ProfileModel* profileModel() const { return profile_model_; }
   widgets::RadialProfileView* radialProfileView() const { return radial_profile_view_; }
+  // The "Replay" dock: open a file or run, transport, seek, record; on the embedded engine, or
+  // on a remote one through its control socket (--control).
+  ReplayTransportBar* transportBar() const { return transport_; }
+  // Replays `source` ("replay:PATH"): starts a run, or applies it to the running one (next run).
+  void openReplay(const QString& source);
   RemoteControl* remoteControl() const { return remote_; }  // null when embedded or unknown
   // Where the named configurations are saved (QSettings "configurations/directory").
   QString configurationsDirectory() const { return configurations_dir_; }
@@ -97,6 +103,10 @@ class MainWindow : public QMainWindow {
   void buildDocks();
   void buildMenus();
   void connectHost();
+  void connectTransport();
+  void connectRemoteTransport();  // attached, with a control endpoint
+  // Embedded: applies `next` to the running engine, or keeps it for the next start.
+  void applyRunConfig(const EngineConfig& next, const QString& what);
   void subscribeTo(const QString& endpoint);
   void showRemoteRun();
   void readSettings(QSettings& settings, const QString& origin);
@@ -129,6 +139,8 @@ class MainWindow : public QMainWindow {
   QDockWidget* comparison_dock_ = nullptr;
   QDockWidget* compression_dock_ = nullptr;
   QDockWidget* radial_profile_dock_ = nullptr;
+  ReplayTransportBar* transport_ = nullptr;
+  QDockWidget* replay_dock_ = nullptr;
   RemoteControl* remote_ = nullptr;
   bool remote_config_shown_ = false;
   QString configurations_dir_;

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exec/engine.hpp"
+
 class QThread;
 
 namespace livedrp::protocol {
@@ -30,10 +32,20 @@ class RemoteControl : public QObject {
   // Sends an "apply" request with `partial` (a merge patch of the engine configuration). Returns
   // false while another request is in flight. Never blocks.
   bool apply(const nlohmann::json& partial);
+  // Sends a "replay" request (action "status", "pause", "resume", "step" with {"delta": N},
+  // "seek" with {"index": N}). A "status" poll is skipped (false) while another replay request
+  // is in flight, so polls do not queue up behind a slow server; controls always go out, in
+  // order. Never blocks.
+  bool replay(const QString& action, const nlohmann::json& fields = nlohmann::json::object());
 
  signals:
-  // ok: the server's result object (as JSON text); not ok: the server's error or why no answer came.
+  // ok: the server's result object (as JSON text); not ok: the server's error or why no answer
+  // came.
   void applyDone(bool ok, QString text);
+  // A "replay" request was answered: the replay and record status the server reported.
+  void replayStatusReceived(livedrp::ReplayStatus replay, livedrp::RecordStatus record);
+  // A "replay" request was refused, or no answer came (the text says which).
+  void replayFailed(QString action, QString error);
 
  private:
   const QString endpoint_;
@@ -41,6 +53,7 @@ class RemoteControl : public QObject {
   QObject* worker_;  // lives in thread_; the client is used only there
   std::unique_ptr<protocol::ControlClient> client_;
   bool busy_ = false;
+  int replay_in_flight_ = 0;
 };
 
 }  // namespace livedrp::app

@@ -189,6 +189,9 @@ void EngineController::seek(std::uint64_t index) {
 ReplayStatus EngineController::replay_status() const {
   return current().engine->replay_status();
 }
+RecordStatus EngineController::record_status() const {
+  return current().engine->record_status();
+}
 
 void EngineController::set_progress_callback(
     std::function<void(const protocol::StatsPayload&)> callback) {

@@ -62,6 +62,8 @@ class EngineController {
   void step(std::int64_t delta = 1);
   void seek(std::uint64_t index);
   ReplayStatus replay_status() const;
+  // The current engine's recording (Engine::record_status): inactive when "record" is off.
+  RecordStatus record_status() const;
 
   // Installed on every engine this controller builds from now on (and the current one); called
   // on the engine's reporter thread at each stats interval.

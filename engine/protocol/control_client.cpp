@@ -165,6 +165,12 @@ nlohmann::json ControlClient::start(std::chrono::milliseconds timeout) {
 nlohmann::json ControlClient::stop(std::chrono::milliseconds timeout) {
   return call("stop", nlohmann::json::object(), timeout);
 }
+nlohmann::json ControlClient::replay(const std::string& action, const nlohmann::json& fields,
+                                     std::chrono::milliseconds timeout) {
+  nlohmann::json body = fields.is_object() ? fields : nlohmann::json::object();
+  body["action"] = action;
+  return call("replay", body, timeout);
+}
 nlohmann::json ControlClient::shutdown(std::chrono::milliseconds timeout) {
   return call("shutdown", nlohmann::json::object(), timeout);
 }

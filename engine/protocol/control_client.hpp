@@ -55,6 +55,11 @@ class ControlClient {
                                  std::chrono::milliseconds timeout = kDefaultTimeout);
   nlohmann::json start(std::chrono::milliseconds timeout = kDefaultTimeout);
   nlohmann::json stop(std::chrono::milliseconds timeout = kDefaultTimeout);
+  // Replay controls: `action` is "status", "pause", "resume", "step" (fields {"delta": N}) or
+  // "seek" (fields {"index": N}); the result carries "replay" and "record" (docs/protocol.md).
+  nlohmann::json replay(const std::string& action,
+                        const nlohmann::json& fields = nlohmann::json::object(),
+                        std::chrono::milliseconds timeout = kDefaultTimeout);
   nlohmann::json shutdown(std::chrono::milliseconds timeout = kDefaultTimeout);
 
  private:

@@ -55,6 +55,9 @@ struct BadRequest : std::runtime_error {
 // The fields a request may carry besides the envelope, and whether each is a required object.
 struct RequestShape {
   std::set<std::string> object_fields;  // each required, each a JSON object
+  // Allowed besides those; their presence and types depend on other fields, so the request's own
+  // handler checks them ("replay": "action" always, "delta" only with step, "index" with seek).
+  std::set<std::string> other_fields = {};
 };
 
 const std::map<std::string, RequestShape, std::less<>>& request_shapes() {
@@ -67,6 +70,7 @@ const std::map<std::string, RequestShape, std::less<>>& request_shapes() {
       {"start", {}},
       {"stop", {}},
       {"shutdown", {}},
+      {"replay", {{}, {"action", "delta", "index"}}},
   };
   return shapes;
 }
@@ -92,9 +96,74 @@ void check_fields(const std::string& name, const json& body, const RequestShape&
   for (auto it = body.begin(); it != body.end(); ++it) {
     const std::string& key = it.key();
     if (key == "schema" || key == "schema_version" || key == "request") continue;
-    if (!shape.object_fields.count(key))
+    if (!shape.object_fields.count(key) && !shape.other_fields.count(key))
       throw BadRequest("request '" + name + "': unknown field '" + shorten(key) + "'");
   }
+}
+
+json to_json(const ReplayStatus& s) {
+  return {{"active", s.active},
+          {"position", s.position},
+          {"handed", s.handed},
+          {"total_events", s.total_events},
+          {"loops", s.loops},
+          {"paused", s.paused},
+          {"pace", s.pace},
+          {"pace_note", s.pace_note},
+          {"disk_wait_s", s.disk_wait_s},
+          {"pipeline_wait_s", s.pipeline_wait_s},
+          {"read_gbps", s.read_gbps},
+          {"limited_by", s.limited_by},
+          {"read_errors", s.read_errors}};
+}
+
+json to_json(const RecordStatus& s) {
+  return {{"active", s.active}, {"events", s.events}, {"files", s.files}};
+}
+
+// The "replay" request's action and its argument, checked before anything is done: a step needs
+// a non-zero integer "delta" (default 1), a seek a non-negative integer "index"; neither field is
+// accepted with an action that would ignore it, so a typo cannot pass silently.
+struct ReplayAction {
+  std::string action;
+  std::int64_t delta = 1;
+  std::uint64_t index = 0;
+};
+
+ReplayAction read_replay_action(const json& body) {
+  static const std::set<std::string, std::less<>> kActions = {"status", "pause", "resume", "step",
+                                                              "seek"};
+  const auto action = body.find("action");
+  if (action == body.end())
+    throw BadRequest(
+        "request 'replay' lacks field 'action' (one of status, pause, resume, step, seek)");
+  if (!action->is_string() || !kActions.count(action->get_ref<const std::string&>()))
+    throw BadRequest(
+        "request 'replay': field 'action' must be one of status, pause, resume, step, seek, got " +
+        shown(*action));
+  ReplayAction result;
+  result.action = action->get<std::string>();
+  const auto delta = body.find("delta");
+  const auto index = body.find("index");
+  if (delta != body.end()) {
+    if (result.action != "step")
+      throw BadRequest("request 'replay': field 'delta' goes only with action 'step'");
+    if (!delta->is_number_integer() || delta->get<std::int64_t>() == 0)
+      throw BadRequest("request 'replay': field 'delta' must be a non-zero integer, got " +
+                       shown(*delta));
+    result.delta = delta->get<std::int64_t>();
+  }
+  if (result.action == "seek") {
+    if (index == body.end())
+      throw BadRequest("request 'replay' with action 'seek' lacks field 'index' (an event index)");
+    if (!index->is_number_unsigned())
+      throw BadRequest("request 'replay': field 'index' must be a non-negative integer, got " +
+                       shown(*index));
+    result.index = index->get<std::uint64_t>();
+  } else if (index != body.end()) {
+    throw BadRequest("request 'replay': field 'index' goes only with action 'seek'");
+  }
+  return result;
 }
 
 }  // namespace
@@ -128,7 +197,23 @@ struct ControlServer::Impl {
             {"publish", controller.publish_endpoint()},
             {"backend_note", controller.backend_note()},
             {"stats", protocol::to_json(summary.stats)},
+            {"replay", to_json(controller.replay_status())},
+            {"record", to_json(controller.record_status())},
             {"config", controller.config().to_json()}};
+  }
+
+  json replay_result(const json& body) {
+    const ReplayAction request = read_replay_action(body);
+    // The engine refuses controls on a source that is no replay with an InputError naming it;
+    // "status" answers for any source (active: false), so a GUI can poll without knowing.
+    if (request.action == "pause") controller.pause();
+    if (request.action == "resume") controller.resume();
+    if (request.action == "step") controller.step(request.delta);
+    if (request.action == "seek") controller.seek(request.index);
+    return {{"state", controller.state()},
+            {"run", controller.run()},
+            {"replay", to_json(controller.replay_status())},
+            {"record", to_json(controller.record_status())}};
   }
 
   json run_result() const {
@@ -163,6 +248,7 @@ struct ControlServer::Impl {
       result["stats"] = protocol::to_json(controller.summary().stats);
       return result;
     }
+    if (name == "replay") return replay_result(body);
     if (name == "shutdown") {
       shutdown = true;
       return run_result();

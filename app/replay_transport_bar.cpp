@@ -1,0 +1,285 @@
+#include "app/replay_transport_bar.hpp"
+
+#include <algorithm>
+#include <climits>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenu>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSlider>
+#include <QStyle>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace livedrp::app {
+
+namespace {
+const QString kRecentKey = QStringLiteral("replay/recent");
+
+QToolButton* makeButton(QWidget* parent, const QString& name, QStyle::StandardPixmap icon,
+                        const QString& tip) {
+  auto* button = new QToolButton(parent);
+  button->setObjectName(name);
+  button->setIcon(parent->style()->standardIcon(icon));
+  button->setToolTip(tip);
+  return button;
+}
+}  // namespace
+
+ReplayTransportBar::ReplayTransportBar(QWidget* parent) : QWidget(parent) {
+  open_ = makeButton(this, QStringLiteral("replayOpen"), QStyle::SP_DialogOpenButton,
+                     tr("Open an HDF5 file or a recorded run to replay"));
+  open_->setText(tr("Open"));
+  open_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  open_->setPopupMode(QToolButton::MenuButtonPopup);
+  recent_menu_ = new QMenu(open_);
+  open_->setMenu(recent_menu_);
+  connect(open_, &QToolButton::clicked, this, &ReplayTransportBar::openFileDialog);
+
+  step_back_ = makeButton(this, QStringLiteral("replayStepBack"), QStyle::SP_MediaSkipBackward,
+                          tr("Step back: pause and re-send the previous event"));
+  play_ = makeButton(this, QStringLiteral("replayPlay"), QStyle::SP_MediaPlay, tr("Play"));
+  pause_ = makeButton(this, QStringLiteral("replayPause"), QStyle::SP_MediaPause,
+                      tr("Pause: hold events at the source (nothing is dropped)"));
+  step_forward_ = makeButton(this, QStringLiteral("replayStepForward"), QStyle::SP_MediaSkipForward,
+                             tr("Step: pause and send one event"));
+  connect(step_back_, &QToolButton::clicked, this, [this] { emit stepRequested(-1); });
+  connect(play_, &QToolButton::clicked, this, &ReplayTransportBar::resumeRequested);
+  connect(pause_, &QToolButton::clicked, this, &ReplayTransportBar::pauseRequested);
+  connect(step_forward_, &QToolButton::clicked, this, [this] { emit stepRequested(1); });
+
+  loop_ = new QCheckBox(tr("Loop"), this);
+  loop_->setObjectName(QStringLiteral("replayLoop"));
+  pace_ = new QComboBox(this);
+  pace_->setObjectName(QStringLiteral("replayPace"));
+  pace_->addItem(tr("as recorded"), QStringLiteral("recorded"));
+  pace_->addItem(tr("at rate"), QStringLiteral("rate"));
+  pace_->addItem(tr("flat out"), QStringLiteral("flat_out"));
+  rate_ = new QDoubleSpinBox(this);
+  rate_->setObjectName(QStringLiteral("replayRate"));
+  rate_->setRange(0.1, 1e6);
+  rate_->setDecimals(1);
+  rate_->setValue(10);
+  rate_->setSuffix(tr(" Hz"));
+  const auto options_changed = [this] {
+    rate_->setEnabled(pace_->currentData().toString() == QLatin1String("rate"));
+    if (!showing_config_) emit replayOptionsChanged();
+  };
+  connect(loop_, &QCheckBox::toggled, this, options_changed);
+  connect(pace_, &QComboBox::currentIndexChanged, this, options_changed);
+  // Only once editing is done: each change restarts the run.
+  connect(rate_, &QDoubleSpinBox::editingFinished, this, [this] {
+    if (!showing_config_ && pace_->currentData().toString() == QLatin1String("rate"))
+      emit replayOptionsChanged();
+  });
+  rate_->setEnabled(false);
+
+  progress_ = new QProgressBar(this);
+  progress_->setObjectName(QStringLiteral("replayProgress"));
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  progress_->setFormat(QStringLiteral("%p%"));
+  slider_ = new QSlider(Qt::Horizontal, this);
+  slider_->setObjectName(QStringLiteral("replaySeek"));
+  slider_->setRange(0, 0);
+  slider_->setToolTip(tr("Seek: the event to replay next"));
+  // Seek when the user lets go (or moves by keyboard/page), not at every pixel of a drag.
+  connect(slider_, &QSlider::sliderReleased, this,
+          [this] { emit seekRequested(quint64(slider_->value())); });
+  connect(slider_, &QSlider::actionTriggered, this, [this](int action) {
+    if (action != QAbstractSlider::SliderMove)
+      QMetaObject::invokeMethod(
+          this, [this] { emit seekRequested(quint64(slider_->value())); }, Qt::QueuedConnection);
+  });
+  position_ = new QLabel(tr("no replay"), this);
+  position_->setObjectName(QStringLiteral("replayPosition"));
+
+  record_ = new QPushButton(style()->standardIcon(QStyle::SP_DialogSaveButton), tr("Record"), this);
+  record_->setObjectName(QStringLiteral("recordButton"));
+  record_->setCheckable(true);
+  record_->setToolTip(tr("Record the live source to HDF5 files in a chosen directory"));
+  connect(record_, &QPushButton::clicked, this, &ReplayTransportBar::recordClicked);
+  record_label_ = new QLabel(this);
+  record_label_->setObjectName(QStringLiteral("recordStatus"));
+  error_ = new QLabel(this);
+  error_->setObjectName(QStringLiteral("replayError"));
+  error_->setStyleSheet(QStringLiteral("color: #b00020"));
+  error_->setWordWrap(true);
+
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(open_);
+  for (QWidget* w :
+       {static_cast<QWidget*>(step_back_), static_cast<QWidget*>(play_),
+        static_cast<QWidget*>(pause_), static_cast<QWidget*>(step_forward_),
+        static_cast<QWidget*>(loop_), static_cast<QWidget*>(pace_), static_cast<QWidget*>(rate_)})
+    controls->addWidget(w);
+  controls->addStretch(1);
+  controls->addWidget(record_);
+  controls->addWidget(record_label_);
+  auto* progress = new QHBoxLayout;
+  progress->addWidget(slider_, 3);
+  progress->addWidget(progress_, 1);
+  progress->addWidget(position_);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(controls);
+  layout->addLayout(progress);
+  layout->addWidget(error_);
+
+  rebuildRecentMenu();
+  updateEnabled();
+}
+
+void ReplayTransportBar::setSettings(QSettings* settings) {
+  settings_ = settings;
+  recent_ = settings_ ? settings_->value(kRecentKey).toStringList() : QStringList();
+  while (recent_.size() > kMaxRecent) recent_.removeLast();
+  rebuildRecentMenu();
+}
+
+void ReplayTransportBar::openFileDialog() {
+  const QString start = recent_.isEmpty() ? QString() : QFileInfo(recent_.front()).path();
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Replay an HDF5 file"), start,
+                                   tr("HDF5 files (*.h5 *.hdf5 *.cxi *.nxs);;All files (*)"));
+  if (!path.isEmpty()) openPath(path);
+}
+
+void ReplayTransportBar::openRunDialog() {
+  const QString start = recent_.isEmpty() ? QString() : QFileInfo(recent_.front()).path();
+  const QString path = QFileDialog::getExistingDirectory(
+      this, tr("Replay a run (a directory of recorded files)"), start);
+  if (!path.isEmpty()) openPath(path);
+}
+
+void ReplayTransportBar::openPath(const QString& path) {
+  rememberRecent(path);
+  error_->clear();
+  emit openRequested(QStringLiteral("replay:") + path);
+}
+
+void ReplayTransportBar::rememberRecent(const QString& path) {
+  recent_.removeAll(path);
+  recent_.prepend(path);
+  while (recent_.size() > kMaxRecent) recent_.removeLast();
+  if (settings_) settings_->setValue(kRecentKey, recent_);
+  rebuildRecentMenu();
+}
+
+void ReplayTransportBar::rebuildRecentMenu() {
+  recent_menu_->clear();
+  recent_menu_->addAction(tr("Open file..."), this, &ReplayTransportBar::openFileDialog);
+  recent_menu_->addAction(tr("Open run (directory)..."), this, &ReplayTransportBar::openRunDialog);
+  if (recent_.isEmpty()) return;
+  recent_menu_->addSeparator();
+  for (const QString& path : recent_) {
+    // Copied into the lambda: openPath() rebuilds this menu, deleting the action being handled.
+    recent_menu_->addAction(path, this, [this, path] {
+      QMetaObject::invokeMethod(
+          this, [this, path] { openPath(path); }, Qt::QueuedConnection);
+    });
+  }
+}
+
+void ReplayTransportBar::recordClicked(bool checked) {
+  if (!checked) {
+    setRecording(QString());
+    return;
+  }
+  const QString directory =
+      QFileDialog::getExistingDirectory(this, tr("Record the live source into a directory"));
+  if (directory.isEmpty()) {
+    record_->setChecked(false);
+    return;
+  }
+  setRecording(directory);
+}
+
+void ReplayTransportBar::setRecording(const QString& directory) {
+  record_->setChecked(!directory.isEmpty());
+  record_label_->setText(directory.isEmpty() ? QString() : tr("recording to %1").arg(directory));
+  emit recordRequested(directory);
+}
+
+void ReplayTransportBar::applyTo(EngineConfig& config) const {
+  config.replay.loop = loop_->isChecked();
+  config.replay.pace = pace_->currentData().toString().toStdString();
+  if (config.replay.pace == "rate") config.rate_hz = rate_->value();
+}
+
+void ReplayTransportBar::showConfig(const EngineConfig& config) {
+  showing_config_ = true;
+  loop_->setChecked(config.replay.loop);
+  const int index = pace_->findData(QString::fromStdString(config.replay.pace));
+  if (index >= 0) pace_->setCurrentIndex(index);
+  if (config.rate_hz > 0) rate_->setValue(config.rate_hz);
+  rate_->setEnabled(config.replay.pace == "rate");
+  record_->setChecked(config.record.enabled());
+  showing_config_ = false;
+}
+
+void ReplayTransportBar::showStatus(const ReplayStatus& replay, const RecordStatus& record) {
+  if (replay.active) {
+    const int total = int(std::min<std::uint64_t>(replay.total_events, INT_MAX));
+    // The slider names the next event to replay; the label the last one handed on (1-based).
+    const int shown =
+        replay.handed == 0 ? 0 : int(std::min<std::uint64_t>(replay.position, INT_MAX));
+    progress_->setRange(0, std::max(total, 1));
+    progress_->setValue(replay.handed == 0 ? 0 : shown + 1);
+    slider_->setRange(0, std::max(total - 1, 0));
+    if (!slider_->isSliderDown()) {
+      const QSignalBlocker block(slider_);
+      slider_->setValue(shown);
+    }
+    QString text = replay.handed == 0
+                       ? tr("- / %1").arg(replay.total_events)
+                       : tr("%1 / %2").arg(replay.position + 1).arg(replay.total_events);
+    if (replay.paused) text += tr(", paused");
+    if (replay.loops > 0) text += tr(", loop %1").arg(replay.loops + 1);
+    if (!replay.limited_by.empty())
+      text += tr(", limited by %1").arg(QString::fromStdString(replay.limited_by));
+    position_->setText(text);
+    position_->setToolTip(QString::fromStdString(replay.pace_note));
+    pause_->setEnabled(run_active_ && !replay.paused);
+    play_->setEnabled(run_active_ && replay.paused);
+  }
+  if (record.active) {
+    QString text = tr("recorded %1 events").arg(record.events);
+    if (!record.files.empty())
+      text += tr(" in %1 file(s), last %2")
+                  .arg(record.files.size())
+                  .arg(QString::fromStdString(record.files.back()));
+    record_label_->setText(text);
+  }
+}
+
+void ReplayTransportBar::setRunActive(bool active, bool replay_source) {
+  run_active_ = active;
+  replay_source_ = replay_source;
+  if (replay_source && !active && position_->text() == tr("no replay"))
+    position_->setText(tr("not started"));
+  updateEnabled();
+}
+
+void ReplayTransportBar::showError(const QString& error) {
+  error_->setText(error);
+}
+
+void ReplayTransportBar::updateEnabled() {
+  const bool controls = run_active_ && replay_source_;
+  for (QWidget* w : {static_cast<QWidget*>(play_), static_cast<QWidget*>(pause_),
+                     static_cast<QWidget*>(step_back_), static_cast<QWidget*>(step_forward_),
+                     static_cast<QWidget*>(slider_)})
+    w->setEnabled(controls);
+  // Recording is for live sources: a replay is a recording already.
+  record_->setEnabled(!replay_source_);
+}
+
+}  // namespace livedrp::app
