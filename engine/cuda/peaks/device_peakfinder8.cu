@@ -27,111 +27,125 @@ void check(cudaError_t status, const char* what) {
                        cudaGetErrorName(status) + ")");
 }
 
-__global__ void reset_radial_stats_kernel(RadialBinStats* stats, int bins) {
-  const int b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b < bins) stats[b] = RadialBinStats{};
-}
-
-// One iteration of the radial statistics: a block of kRadialLanes threads per bin, thread l
-// summing the bin's entries l, l + kRadialLanes, ..., then the pairwise tree of
-// radial_threshold.hpp. The bin's statistics are read by every thread before thread 0 rewrites
-// them (the tree's barriers lie between).
+// The radial statistics, every iteration, and the candidate bitmap, in one launch: a bin's
+// statistics depend on its own pixels only, so a block of kRadialLanes threads per bin runs all
+// the iterations (its pixels stay in L1/L2 between them). Thread l sums the bin's entries l,
+// l + kRadialLanes, ..., then the pairwise tree of radial_threshold.hpp, as the CPU does. Last,
+// every pixel of the bin above the final upper threshold sets its bit in the candidate bitmap
+// (zeroed before): the seed test that does not depend on earlier peaks, so the search reads one
+// bit per pixel.
 __global__ void __launch_bounds__(peaks::kRadialLanes)
-    radial_iteration_kernel(const float* __restrict__ data,
-                            const std::uint32_t* __restrict__ bin_offsets,
-                            const std::uint32_t* __restrict__ bin_pixels, RadialBinStats* stats,
-                            float minimum_snr, float adc_threshold) {
+    radial_statistics_kernel(const float* __restrict__ data,
+                             const std::uint32_t* __restrict__ bin_offsets,
+                             const std::uint32_t* __restrict__ bin_pixels, RadialBinStats* stats,
+                             int iterations, float minimum_snr, float adc_threshold,
+                             std::uint32_t* bitmap) {
   constexpr int kLanes = peaks::kRadialLanes;
   __shared__ double lane_sum[kLanes], lane_squares[kLanes];
   __shared__ unsigned lane_count[kLanes];
+  __shared__ RadialBinStats current;
   const int b = blockIdx.x, lane = threadIdx.x;
-  const RadialBinStats bin = stats[b];
   const std::uint32_t first = bin_offsets[b], n = bin_offsets[b + 1] - first;
-  double sum = 0, squares = 0;
-  unsigned count = 0;
-  for (std::uint32_t k = lane; k < n; k += kLanes) {
-    const float value = data[bin_pixels[first + k]];
-    if (!peaks::enters_radial_statistics(value, bin)) continue;
-    sum += double(value);
-    squares += double(value) * double(value);
-    ++count;
-  }
-  lane_sum[lane] = sum;
-  lane_squares[lane] = squares;
-  lane_count[lane] = count;
+  if (lane == 0) current = RadialBinStats{};
   __syncthreads();
-  for (int stride = kLanes / 2; stride > 0; stride /= 2) {
-    if (lane < stride) {
-      lane_sum[lane] += lane_sum[lane + stride];
-      lane_squares[lane] += lane_squares[lane + stride];
-      lane_count[lane] += lane_count[lane + stride];
+  for (int iteration = 0; iteration < iterations; ++iteration) {
+    const RadialBinStats bin = current;
+    double sum = 0, squares = 0;
+    unsigned count = 0;
+    for (std::uint32_t k = lane; k < n; k += kLanes) {
+      const float value = data[bin_pixels[first + k]];
+      if (!peaks::enters_radial_statistics(value, bin)) continue;
+      sum += double(value);
+      squares += double(value) * double(value);
+      ++count;
     }
+    lane_sum[lane] = sum;
+    lane_squares[lane] = squares;
+    lane_count[lane] = count;
+    __syncthreads();
+    for (int stride = kLanes / 2; stride > 0; stride /= 2) {
+      if (lane < stride) {
+        lane_sum[lane] += lane_sum[lane + stride];
+        lane_squares[lane] += lane_squares[lane + stride];
+        lane_count[lane] += lane_count[lane + stride];
+      }
+      __syncthreads();
+    }
+    if (lane == 0)
+      current = peaks::finish_radial_bin(lane_sum[0], lane_squares[0], lane_count[0], minimum_snr,
+                                         adc_threshold);
     __syncthreads();
   }
-  if (lane == 0)
-    stats[b] = peaks::finish_radial_bin(lane_sum[0], lane_squares[0], lane_count[0], minimum_snr,
-                                        adc_threshold);
+  const RadialBinStats final_bin = current;
+  if (lane == 0) stats[b] = final_bin;
+  for (std::uint32_t k = lane; k < n; k += kLanes) {
+    const std::uint32_t p = bin_pixels[first + k];
+    if (peaks::above_threshold(data[p], final_bin)) atomicOr(bitmap + p / 32, 1u << (p % 32));
+  }
 }
 
-// Candidate bitmap: bit p set when pixel p is good and above its bin's upper threshold (the
-// part of the seed test that does not depend on earlier peaks). One thread per 32 pixels, fully
-// parallel, so the per-ASIC search below reads 1 bit instead of 4 dependent loads per pixel.
-__global__ void candidate_bitmap_kernel(SearchView view, std::size_t pixels,
-                                        std::uint32_t* bitmap) {
-  const std::size_t word = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::size_t first = word * 32;
-  if (first >= pixels) return;
-  std::uint32_t bits = 0;
-  const std::size_t end = first + 32 < pixels ? first + 32 : pixels;
-  for (std::size_t p = first; p < end; ++p)
-    bits |= std::uint32_t(peaks::above_its_threshold(view, p)) << (p - first);
-  bitmap[word] = bits;
-}
-
-// A warp per ASIC. Each row's seed range (off the ASIC's border) is covered by bitmap words, one
-// per lane; a ballot marks the words holding candidates, and lane 0 takes their bits in raster
-// order and runs the shared search from each one no earlier peak has claimed: the CPU's order
-// exactly.
+// A warp per ASIC. The candidate words of a run of rows' seed ranges (off the ASIC's border) are
+// staged in shared memory by the whole warp at once, so their loads overlap; then a ballot marks
+// the words holding candidates, and lane 0 takes their bits in raster order and runs the shared
+// search from each one no earlier peak has claimed: the CPU's order exactly.
+constexpr int kStagedWords = 4096;
 __global__ void search_kernel(SearchView view, const Asic* __restrict__ asics, int largest_asic,
                               const std::uint32_t* __restrict__ bitmap, Peak* per_asic_peaks,
                               int* per_asic_found, int capacity) {
+  __shared__ std::uint32_t staged[kStagedWords];
   const int a = blockIdx.x, lane = threadIdx.x;
   const Asic asic = asics[a];
   view.members += std::size_t(a) * std::size_t(largest_asic);
   const std::size_t width = std::size_t(view.width);
+  const int first_row = asic.first_ss + 1, seed_rows = asic.height - 2;
+  // Words a row's seed range can touch, whatever its alignment.
+  const int row_words = asic.width > 2 ? (asic.width - 2 + 31) / 32 + 1 : 0;
   int found = 0;
-  for (int ss = asic.first_ss + 1; ss < asic.first_ss + asic.height - 1; ++ss) {
-    const std::size_t begin = std::size_t(ss) * width + std::size_t(asic.first_fs + 1);
-    const std::size_t end = std::size_t(ss) * width + std::size_t(asic.first_fs + asic.width - 1);
-    for (std::size_t word0 = begin / 32; word0 * 32 < end; word0 += 32) {
-      const std::size_t word = word0 + std::size_t(lane);
-      std::uint32_t bits = 0;
-      if (word * 32 < end) {
-        bits = bitmap[word];
-        // Keep the bits of [begin, end) only.
-        if (word * 32 < begin) bits &= ~0u << (begin - word * 32);
-        if (word * 32 + 32 > end)
-          bits &= (end - word * 32 >= 32) ? ~0u : ((1u << (end - word * 32)) - 1u);
+  if (seed_rows > 0 && row_words > 0) {
+    const int chunk_rows = kStagedWords / row_words > 0 ? kStagedWords / row_words : 1;
+    auto range_of = [&](int row, std::size_t& begin, std::size_t& end) {
+      begin = std::size_t(first_row + row) * width + std::size_t(asic.first_fs + 1);
+      end = std::size_t(first_row + row) * width + std::size_t(asic.first_fs + asic.width - 1);
+    };
+    for (int chunk = 0; chunk < seed_rows; chunk += chunk_rows) {
+      const int rows = seed_rows - chunk < chunk_rows ? seed_rows - chunk : chunk_rows;
+      const int words = rows * row_words;
+      for (int i = lane; i < words; i += 32) {
+        std::size_t begin, end;
+        range_of(chunk + i / row_words, begin, end);
+        const std::size_t word = begin / 32 + std::size_t(i % row_words);
+        std::uint32_t bits = 0;
+        if (word * 32 < end) {
+          bits = bitmap[word];
+          if (word * 32 < begin) bits &= ~0u << (begin - word * 32);
+          if (end - word * 32 < 32) bits &= (1u << (end - word * 32)) - 1u;
+        }
+        staged[i] = bits;
       }
-      const unsigned words_with_candidates = __ballot_sync(0xffffffffu, bits != 0);
-      if (words_with_candidates == 0) continue;
-      // Lane 0 needs every flagged lane's bits: one shuffle per flagged word, in order.
-      unsigned pending_words = words_with_candidates;
-      while (pending_words != 0) {
-        const int source = __ffs(pending_words) - 1;
-        pending_words &= pending_words - 1;
-        std::uint32_t word_bits = __shfl_sync(0xffffffffu, bits, source);
-        if (lane == 0) {
-          while (word_bits != 0) {
-            const int bit = __ffs(word_bits) - 1;
-            word_bits &= word_bits - 1;
-            const std::size_t seed = (word0 + std::size_t(source)) * 32 + std::size_t(bit);
-            if (view.in_peak[seed] != 0) continue;
-            Peak peak;
-            if (!peaks::search_from_seed(view, asic, seed, peak)) continue;
-            if (found < capacity)
-              per_asic_peaks[std::size_t(a) * std::size_t(capacity) + found] = peak;
-            ++found;
+      __syncwarp();
+      for (int i0 = 0; i0 < words; i0 += 32) {
+        const std::uint32_t bits = i0 + lane < words ? staged[i0 + lane] : 0u;
+        unsigned flagged = __ballot_sync(0xffffffffu, bits != 0);
+        while (flagged != 0) {
+          const int source = __ffs(flagged) - 1;
+          flagged &= flagged - 1;
+          std::uint32_t word_bits = __shfl_sync(0xffffffffu, bits, source);
+          if (lane == 0) {
+            const int i = i0 + source;
+            std::size_t begin, end;
+            range_of(chunk + i / row_words, begin, end);
+            const std::size_t word = begin / 32 + std::size_t(i % row_words);
+            while (word_bits != 0) {
+              const int bit = __ffs(word_bits) - 1;
+              word_bits &= word_bits - 1;
+              const std::size_t seed = word * 32 + std::size_t(bit);
+              if (view.in_peak[seed] != 0) continue;
+              Peak peak;
+              if (!peaks::search_from_seed(view, asic, seed, peak)) continue;
+              if (found < capacity)
+                per_asic_peaks[std::size_t(a) * std::size_t(capacity) + found] = peak;
+              ++found;
+            }
           }
         }
       }
@@ -219,21 +233,15 @@ DevicePeakFinder8::~DevicePeakFinder8() = default;
 void DevicePeakFinder8::enqueue(const float* device_data, const Stream& stream) {
   State& s = *state_;
   const cudaStream_t st = stream.get();
-  RadialBinStats* stats = s.stats.as<RadialBinStats>();
-  reset_radial_stats_kernel<<<(s.bins + 255) / 256, 256, 0, st>>>(stats, s.bins);
-  for (int iteration = 0; iteration < s.params.iterations; ++iteration)
-    radial_iteration_kernel<<<s.bins, peaks::kRadialLanes, 0, st>>>(
-        device_data, s.bin_offsets.as<const std::uint32_t>(),
-        s.bin_pixels.as<const std::uint32_t>(), stats, s.params.minimum_snr,
-        s.params.adc_threshold);
-  check_launch("radial_iteration_kernel");
+  check(cudaMemsetAsync(s.bitmap.get(), 0, s.bitmap.bytes(), st), "cudaMemsetAsync(seed bitmap)");
+  radial_statistics_kernel<<<s.bins, peaks::kRadialLanes, 0, st>>>(
+      device_data, s.bin_offsets.as<const std::uint32_t>(), s.bin_pixels.as<const std::uint32_t>(),
+      s.stats.as<RadialBinStats>(), s.params.iterations, s.params.minimum_snr,
+      s.params.adc_threshold, s.bitmap.as<std::uint32_t>());
+  check_launch("radial_statistics_kernel");
   check(cudaMemsetAsync(s.in_peak.get(), 0, s.pixels, st), "cudaMemsetAsync(peak map)");
   SearchView view = s.settings;
   view.data = device_data;
-  const std::size_t words = (s.pixels + 31) / 32;
-  candidate_bitmap_kernel<<<unsigned((words + 255) / 256), 256, 0, st>>>(
-      view, s.pixels, s.bitmap.as<std::uint32_t>());
-  check_launch("candidate_bitmap_kernel");
   search_kernel<<<s.asics, 32, 0, st>>>(
       view, s.asic_table.as<const Asic>(), s.largest_asic, s.bitmap.as<const std::uint32_t>(),
       s.per_asic_peaks.as<Peak>(), s.per_asic_found.as<int>(), s.capacity);

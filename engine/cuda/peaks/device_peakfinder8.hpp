@@ -4,10 +4,11 @@
 // the same per-seed search (peaks/peak_search.hpp), so the peak lists equal the CPU's. Plain C++
 // header (no CUDA types), like cuda/device.hpp.
 //
-// Per event: one kernel per statistics iteration (a block per radius bin), a candidate bitmap (a
-// bit per pixel: good and above threshold), one search kernel (a warp per ASIC: candidate words
-// found by ballot, their seeds taken in raster order by one lane), one kernel that concatenates
-// the ASICs' lists in ASIC order and cuts at max_num_peaks, one copy back.
+// Per event: one statistics kernel (a block per radius bin runs every iteration and then sets the
+// candidate bitmap: a bit per pixel good and above threshold), one search kernel (a warp per ASIC:
+// candidate words staged in shared memory and found by ballot, their seeds taken in raster order
+// by one lane), one kernel that concatenates the ASICs' lists in ASIC order and cuts at
+// max_num_peaks, one copy back.
 #include <memory>
 #include <vector>
 
