@@ -15,6 +15,7 @@
 #include "core/detector.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "engine_error_text.hpp"
 #include "exec/backend.hpp"
 #include "exec/engine.hpp"
 #include "protocol/topics.hpp"
@@ -61,24 +62,6 @@ Run run_engine(const EngineConfig& config) {
 std::vector<std::uint64_t> detector_shape(const DetectorDescription& detector) {
   return {std::uint64_t(detector.segments), std::uint64_t(detector.rows),
           std::uint64_t(detector.cols)};
-}
-
-QString config_error(const nlohmann::json& json) {
-  try {
-    EngineConfig::from_json(json, "test.json");
-  } catch (const InputError& e) {
-    return QString::fromStdString(e.what());
-  }
-  return {};
-}
-
-QString construction_error(const EngineConfig& config) {
-  try {
-    Engine engine(config);
-  } catch (const InputError& e) {
-    return QString::fromStdString(e.what());
-  }
-  return {};
 }
 
 }  // namespace

@@ -10,32 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "engine_error_text.hpp"
 #include "live_integration_support.hpp"
 
 using namespace livedrp;
 using namespace livedrp::live_integration_test;
 
-namespace {
-
-QString config_error(const nlohmann::json& integration) {
-  try {
-    EngineConfig::from_json({{"integration", integration}}, "test.json");
-  } catch (const InputError& e) {
-    return QString::fromStdString(e.what());
-  }
-  return {};
-}
-
-QString construction_error(const EngineConfig& config) {
-  try {
-    Engine engine(config);
-  } catch (const InputError& e) {
-    return QString::fromStdString(e.what());
-  }
-  return {};
-}
-
-}  // namespace
+namespace {}  // namespace
 
 class TestEngineIntegration : public QObject {
   Q_OBJECT
@@ -122,7 +103,7 @@ class TestEngineIntegration : public QObject {
 
   void bad_integration_configuration_names_the_field() {
     const nlohmann::json good = {{"enabled", true}, {"poni", "x.poni"}};
-    QVERIFY(config_error(good).isEmpty());
+    QVERIFY(config_error({{"integration", good}}).isEmpty());
     struct Case {
       nlohmann::json change;
       const char* field;
@@ -150,16 +131,16 @@ class TestEngineIntegration : public QObject {
     for (const Case& c : cases) {
       nlohmann::json section = good;
       section.update(c.change);
-      const QString error = config_error(section);
+      const QString error = config_error({{"integration", section}});
       QVERIFY2(error.contains(c.field),
                qPrintable(QString::fromStdString(c.change.dump()) + " -> '" + error + "'"));
     }
-    QVERIFY(config_error({{"enabled", false}}).isEmpty());  // off needs no PONI
-    QVERIFY(config_error(nlohmann::json::array()).contains("integration"));
+    QVERIFY(config_error({{"integration", {{"enabled", false}}}}).isEmpty());  // off needs no PONI
+    QVERIFY(config_error({{"integration", nlohmann::json::array()}}).contains("integration"));
     // A wrapping azimuth range (end below start) is pyFAI's and allowed.
     nlohmann::json wrapping = good;
     wrapping["azimuth_range"] = {170.0, -170.0};
-    QVERIFY(config_error(wrapping).isEmpty());
+    QVERIFY(config_error({{"integration", wrapping}}).isEmpty());
   }
 
   void integration_section_round_trips() {

@@ -12,6 +12,7 @@
 // Without a usable CUDA device the suite skips, unless LIVEDRP_REQUIRE_GPU=1, where it fails.
 #include <QtTest>
 
+#include "engine_error_text.hpp"
 #include "gpu_test_support.hpp"
 
 #include <chrono>
@@ -102,15 +103,6 @@ Run run_engine(const EngineConfig& config) {
   run.summary = engine.summary();
   std::lock_guard lock(mutex);
   return run;
-}
-
-QString construction_error(const EngineConfig& config) {
-  try {
-    Engine engine(config);
-  } catch (const InputError& e) {
-    return QString::fromStdString(e.what());
-  }
-  return {};
 }
 
 // Waits for the controller's current run to end (a finite event count), without stopping it.
