@@ -286,15 +286,23 @@ class TestGpuIntegrate : public QObject {
     QTest::addColumn<int>("splitting");
     QTest::addColumn<int>("model");
     QTest::addColumn<bool>("corrections");
+    // Whole bins of the event invalid (NaN) and single infinite pixels: the Poisson kernel, which
+    // sums the normalisation once at upload, must subtract exactly what the event took away.
+    QTest::addColumn<bool>("invalid_bins");
     QTest::newRow("no splitting, poisson")
-        << int(Splitting::None) << int(ErrorModel::Poisson) << false;
+        << int(Splitting::None) << int(ErrorModel::Poisson) << false << false;
     QTest::newRow("no splitting, poisson, corrections")
-        << int(Splitting::None) << int(ErrorModel::Poisson) << true;
+        << int(Splitting::None) << int(ErrorModel::Poisson) << true << false;
+    QTest::newRow("no splitting, poisson, corrections, invalid bins")
+        << int(Splitting::None) << int(ErrorModel::Poisson) << true << true;
     QTest::newRow("no splitting, azimuthal, corrections")
-        << int(Splitting::None) << int(ErrorModel::Azimuthal) << true;
+        << int(Splitting::None) << int(ErrorModel::Azimuthal) << true << false;
     QTest::newRow("bbox, poisson, corrections")
-        << int(Splitting::BBox) << int(ErrorModel::Poisson) << true;
-    QTest::newRow("bbox, azimuthal") << int(Splitting::BBox) << int(ErrorModel::Azimuthal) << false;
+        << int(Splitting::BBox) << int(ErrorModel::Poisson) << true << false;
+    QTest::newRow("bbox, poisson, invalid bins")
+        << int(Splitting::BBox) << int(ErrorModel::Poisson) << false << true;
+    QTest::newRow("bbox, azimuthal")
+        << int(Splitting::BBox) << int(ErrorModel::Azimuthal) << false << false;
   }
 
   void large_frame_equals_cpu() {
@@ -303,7 +311,26 @@ class TestGpuIntegrate : public QObject {
     QFETCH(int, splitting);
     QFETCH(int, model);
     QFETCH(bool, corrections);
+    QFETCH(bool, invalid_bins);
     LargeCase c = large_case(Splitting(splitting), ErrorModel(model), corrections);
+    int emptied_bins = 0;
+    if (invalid_bins) {
+      const gpu::IntegrationPlan plan = gpu::plan_from(*c.integrator);
+      // Every pixel of bins 300..309 NaN (with bbox the neighbouring bins lose a share), and
+      // one pixel in 50 of bins 500..599 infinite.
+      for (int b = 300; b < 310; ++b)
+        for (std::int32_t e = plan.row_start[std::size_t(b)];
+             e < plan.row_start[std::size_t(b) + 1]; ++e)
+          c.frame[std::size_t(plan.pixel[std::size_t(e)])] = std::nanf("");
+      for (int b = 500; b < 600; ++b)
+        for (std::int32_t e = plan.row_start[std::size_t(b)];
+             e < plan.row_start[std::size_t(b) + 1]; e += 50)
+          c.frame[std::size_t(plan.pixel[std::size_t(e)])] = INFINITY;
+      const Profile cpu = c.integrator->integrate(c.frame);
+      for (int b = 300; b < 310; ++b) emptied_bins += cpu.count[std::size_t(b)] == 0.0 ? 1 : 0;
+      // Without splitting the ten bins are empty on the CPU; the GPU must say so too (below).
+      if (Splitting(splitting) == Splitting::None) QCOMPARE(emptied_bins, 10);
+    }
     gpu::DeviceIntegrator device(*c.integrator);
     gpu::Stream stream;
     gpu::DeviceBuffer on_device(c.frame.size() * sizeof(float));
@@ -319,6 +346,11 @@ class TestGpuIntegrate : public QObject {
     std::string where;
     const double e = profile_difference(first, cpu, where);
     QVERIFY2(e <= 1e-5, qPrintable(QString("%1 relative, %2").arg(e).arg(where.c_str())));
+    for (int b = 300; b < 310 && invalid_bins; ++b)
+      if (cpu.count[std::size_t(b)] == 0.0) {
+        QCOMPARE(first.count[std::size_t(b)], 0.0);
+        QCOMPARE(first.normalization[std::size_t(b)], 0.0);
+      }
     int filled = 0;
     for (const double n : cpu.count) filled += n > 0 ? 1 : 0;
     QVERIFY(filled > 900);  // the profile is not mostly empty bins

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "integrate/accumulate.hpp"
@@ -144,6 +145,106 @@ __global__ void __launch_bounds__(kThreads)
     store_bin(t, out + frame_index * std::size_t(kFields) * std::size_t(t.bins), bin, total);
 }
 
+// The sums path (Poisson or no error model): a bin's normalisation, count and squared
+// normalisation do not depend on the event except through the entries the event invalidates
+// (a dummy or non-finite value), so they are summed once on the host (StaticBinSums) and the
+// kernel reads per entry only the pixel index (and the share and dark where they apply), and an
+// entry's normalisation only when the event invalidates it ("lost" sums, subtracted at the
+// end). Per event the bytes read are the image and 4 bytes an entry, instead of 8.
+constexpr int kSumThreads = 256;
+// Entries a thread has in flight at once: all their index loads are issued, then all their
+// gathers, so a bin of up to kSumThreads * kSumBatch entries costs two memory round trips rather
+// than one per entry (latency, not bandwidth, bounded the one-at-a-time loop).
+constexpr int kSumBatch = 8;
+constexpr int kSumWarps = kSumThreads / 32;
+
+struct StaticBinSums {
+  const double* normalization;  // per bin: sum of coef * normalisation over its entries
+  const double* count;          // sum of coef
+  const double* norm_sq;        // sum of (coef * normalisation)^2
+  const std::int32_t* entries;  // entries of the bin (every one valid unless the event says no)
+};
+
+__device__ double warp_sum(double x) {
+  for (int d = 16; d > 0; d /= 2) x += __shfl_xor_sync(~0u, x, d);
+  return x;
+}
+
+// Sums `value` over the block in a fixed order (lanes by the xor tree, then warps in order);
+// the result in every thread. `slot` picks one of the kernel's shared rows.
+__device__ double block_sum_fixed(double value, double (*rows)[kSumWarps], int slot) {
+  value = warp_sum(value);
+  if (threadIdx.x % 32 == 0) rows[slot][threadIdx.x / 32] = value;
+  __syncthreads();
+  double total = 0.0;
+  for (int w = 0; w < kSumWarps; ++w) total += rows[slot][w];
+  return total;
+}
+
+__global__ void __launch_bounds__(kSumThreads)
+    integrate_sums_kernel(Tables t, StaticBinSums sums, const float* __restrict__ frames,
+                          double* __restrict__ out) {
+  __shared__ double rows[6][kSumWarps];
+  const int bin = blockIdx.x;
+  const std::size_t frame_index = blockIdx.y;
+  const float* frame = frames + frame_index * t.pixels;
+  const std::int32_t first = t.row_start[bin], end = t.row_start[bin + 1];
+  double signal = 0.0, variance = 0.0;
+  double lost_norm = 0.0, lost_count = 0.0, lost_norm_sq = 0.0, lost_entries = 0.0;
+  for (std::int32_t base = first + std::int32_t(threadIdx.x); base < end;
+       base += kSumThreads * kSumBatch) {
+    std::int32_t pixel[kSumBatch];
+#pragma unroll
+    for (int k = 0; k < kSumBatch; ++k) {
+      const std::int32_t e = base + k * kSumThreads;
+      pixel[k] = e < end ? __ldg(t.pixel + e) : -1;
+    }
+    float raw[kSumBatch];
+#pragma unroll
+    for (int k = 0; k < kSumBatch; ++k) raw[k] = pixel[k] >= 0 ? __ldg(frame + pixel[k]) : 0.0f;
+#pragma unroll
+    for (int k = 0; k < kSumBatch; ++k) {
+      if (pixel[k] < 0) continue;
+      const std::int32_t e = base + k * kSumThreads;
+      const float dark = t.dark ? __ldg(t.dark + e) : 0.0f;
+      // Statically valid entries only (plan_from left the others out), so a normalisation of 1
+      // here changes nothing but spares reading the real one: the sample's signal and variance
+      // do not depend on it.
+      const PixelSample s = integrate::preprocess_pixel(raw[k], dark, 1.0f, t.model, t.dummy);
+      const double coef = t.coef ? double(__ldg(t.coef + e)) : 1.0;
+      if (s.count != 0.0f) {
+        signal += coef * s.signal;
+        variance += coef * coef * s.variance;
+      } else {
+        const float norm = __ldg(t.normalization + e);
+        lost_norm += coef * norm;
+        lost_count += coef;
+        lost_norm_sq += coef * coef * static_cast<double>(norm) * norm;
+        lost_entries += 1.0;
+      }
+    }
+  }
+  BinAccumulator total;
+  total.signal = block_sum_fixed(signal, rows, 0);
+  total.variance = block_sum_fixed(variance, rows, 1);
+  total.normalization = sums.normalization[bin];
+  total.count = sums.count[bin];
+  total.norm_sq = sums.norm_sq[bin];
+  // Invalidated entries are rare: their sums are only formed when a thread of the block saw one.
+  if (__syncthreads_or(lost_entries != 0.0)) {
+    const double lost = block_sum_fixed(lost_entries, rows, 2);
+    if (lost >= double(sums.entries[bin])) {  // nothing valid left: exactly the CPU's zeros
+      total.normalization = total.count = total.norm_sq = 0.0;
+    } else {
+      total.normalization -= block_sum_fixed(lost_norm, rows, 3);
+      total.count -= block_sum_fixed(lost_count, rows, 4);
+      total.norm_sq -= block_sum_fixed(lost_norm_sq, rows, 5);
+    }
+  }
+  if (threadIdx.x == 0)
+    store_bin(t, out + frame_index * std::size_t(kFields) * std::size_t(t.bins), bin, total);
+}
+
 // Integrator::sigma_clip per bin: the valid entries with a non-zero share start in; each
 // iteration rejects, from the entries still in, those further than the threshold from the mean,
 // and sums the rest; it stops when nothing was rejected (keeping the previous sum, which equals
@@ -199,8 +300,25 @@ struct DeviceIntegrator::State {
   bool has_dark = false;
   std::size_t entries = 0;
   DeviceBuffer row_start, pixel, normalization, coef, dark, kept, out;
+  DeviceBuffer static_normalization, static_count, static_norm_sq, bin_entries;
   PinnedBuffer host_out;
   Tables tables{};
+  StaticBinSums sums{};
+  bool sums_path() const { return plan.error_model != ErrorModel::Azimuthal; }
+
+  // One launch over `frames` consecutive frames into `out`.
+  void launch(const float* device_frames, int frames, const Stream& stream) {
+    const dim3 grid(unsigned(plan.bins), unsigned(frames));
+    if (sums_path()) {
+      integrate_sums_kernel<<<grid, kSumThreads, 0, stream.get()>>>(tables, sums, device_frames,
+                                                                    out.as<double>());
+      check_launch("integrate_sums_kernel");
+    } else {
+      integrate_kernel<<<grid, kThreads, 0, stream.get()>>>(tables, device_frames,
+                                                            out.as<double>());
+      check_launch("integrate_kernel");
+    }
+  }
 };
 
 DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch)
@@ -253,6 +371,32 @@ DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch)
   s.plan.empty = plan.empty;
   s.plan.radial = plan.radial;
   s.has_dark = !plan.dark.empty();
+  if (s.sums_path()) {
+    // The per-bin sums that do not change between events, in entry order as the CPU adds them.
+    const std::size_t bins = std::size_t(plan.bins);
+    std::vector<double> norm(bins, 0.0), count(bins, 0.0), norm_sq(bins, 0.0);
+    std::vector<std::int32_t> entries(bins, 0);
+    for (std::size_t b = 0; b < bins; ++b) {
+      for (std::int32_t e = plan.row_start[b]; e < plan.row_start[b + 1]; ++e) {
+        const double coef = plan.split ? double(plan.coef[std::size_t(e)]) : 1.0;
+        const float n = plan.normalization[std::size_t(e)];
+        norm[b] += coef * n;
+        count[b] += coef;
+        norm_sq[b] += coef * coef * static_cast<double>(n) * n;
+      }
+      entries[b] = plan.row_start[b + 1] - plan.row_start[b];
+    }
+    upload(s.static_normalization, norm.data(), bins * sizeof(double),
+           "cudaMemcpy(static bin normalisation)");
+    upload(s.static_count, count.data(), bins * sizeof(double), "cudaMemcpy(static bin count)");
+    upload(s.static_norm_sq, norm_sq.data(), bins * sizeof(double),
+           "cudaMemcpy(static bin squared normalisation)");
+    upload(s.bin_entries, entries.data(), bins * sizeof(std::int32_t),
+           "cudaMemcpy(bin entry counts)");
+    s.sums =
+        StaticBinSums{s.static_normalization.as<const double>(), s.static_count.as<const double>(),
+                      s.static_norm_sq.as<const double>(), s.bin_entries.as<const std::int32_t>()};
+  }
 }
 
 DeviceIntegrator::~DeviceIntegrator() = default;
@@ -271,7 +415,9 @@ std::size_t DeviceIntegrator::entries() const {
 
 std::size_t DeviceIntegrator::bytes_read_per_frame() const {
   const State& s = *state_;
-  const std::size_t per_entry = 4 + 4 + (s.plan.split ? 4 : 0) + (s.has_dark ? 4 : 0);
+  // The sums path reads an entry's normalisation only when the event invalidates the entry.
+  const std::size_t per_entry =
+      4 + (s.sums_path() ? 0 : 4) + (s.plan.split ? 4 : 0) + (s.has_dark ? 4 : 0);
   return s.plan.pixels * sizeof(float) + s.entries * per_entry;
 }
 
@@ -284,10 +430,7 @@ void DeviceIntegrator::enqueue_batch(const float* device_frames, int frames, con
   if (frames < 1 || frames > s.max_batch)
     throw InputError("device integrator: a batch of " + std::to_string(frames) +
                      " frames, this integrator takes 1 .. " + std::to_string(s.max_batch));
-  const dim3 grid(unsigned(s.plan.bins), unsigned(frames));
-  integrate_kernel<<<grid, kThreads, 0, stream.get()>>>(s.tables, device_frames,
-                                                        s.out.as<double>());
-  check_launch("integrate_kernel");
+  s.launch(device_frames, frames, stream);
   copy_async(s.host_out.get(), s.out.get(),
              std::size_t(frames) * kFields * std::size_t(s.plan.bins) * sizeof(double), stream,
              "integrated profiles to the host");
@@ -319,9 +462,7 @@ std::size_t DeviceIntegrator::result_doubles() const {
 void DeviceIntegrator::enqueue_into(const float* device_frame, double* host_results,
                                     const Stream& stream) {
   State& s = *state_;
-  integrate_kernel<<<unsigned(s.plan.bins), kThreads, 0, stream.get()>>>(s.tables, device_frame,
-                                                                         s.out.as<double>());
-  check_launch("integrate_kernel");
+  s.launch(device_frame, 1, stream);
   // The device buffer is reused by the next enqueue on the stream only after this copy (stream
   // order), so one buffer serves any number of enqueues in flight.
   copy_async(host_results, s.out.get(), result_doubles() * sizeof(double), stream,

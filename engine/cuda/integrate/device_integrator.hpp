@@ -11,11 +11,16 @@
 // they apply, its share and the dark), all laid out in bin order: per event the kernel reads the
 // image (gathered) and these tables (streamed), nothing else.
 //
-// Per event: one kernel, a block per bin (per bin and frame for a batch); thread t sums the bin's
-// entries t, t + 256, ... in double with the CPU's accumulate functions, then the block merges the
-// 256 partial sums pairwise in a fixed tree (the azimuthal model merges with the pairwise form of
-// the same weighted update), and thread 0 finalises the bin. Results are deterministic run to run.
-// The bin values go to pinned host memory in the same stream.
+// Per event: one kernel, a block per bin (per bin and frame for a batch), sums in double, merged
+// in a fixed order, so results are deterministic run to run; thread 0 finalises the bin. With the
+// Poisson (or no) error model the normalisation, count and squared normalisation of a bin are
+// the same every event except for entries the event invalidates (a dummy or non-finite value):
+// they are summed once at upload, and per event the kernel reads the image and each entry's pixel
+// index (and share and dark where they apply), the normalisation only of invalidated entries,
+// whose sums it subtracts. The azimuthal model needs every entry's weight in its running update:
+// thread t runs the CPU's accumulate_azimuthal over entries t, t + 256, ..., and the block merges
+// the partial sums pairwise with the same update's pairwise form. The bin values go to pinned
+// host memory in the same stream.
 #include <cstdint>
 #include <memory>
 #include <vector>
