@@ -1,9 +1,10 @@
 #pragma once
 // One peak search of peakfinder8, written once for both backends (LIVEDRP_HD): from a seed pixel,
 // grow the peak, measure its local background, re-integrate it and apply the reference's tests.
-// The CPU backend calls it for every candidate seed of an ASIC in raster order; the CUDA backend's
-// warp per ASIC finds the candidates with a ballot and calls it from one lane in the same order, so
-// both claim the same pixels and produce the same peaks, value for value.
+// The CPU backend runs it for every candidate seed of an ASIC in raster order; the CUDA backend's
+// warp per ASIC finds the candidates with a ballot and takes them in the same order, one lane
+// growing and finishing each peak and all 32 measuring its background ring, so both claim the
+// same pixels and produce the same peaks, value for value.
 //
 // Both backends must evaluate every expression here the same way: the host compiles engine/peaks
 // with -ffp-contract=off and the device code with --fmad=false, so no multiply-add is fused on one
@@ -54,15 +55,25 @@ LIVEDRP_HD bool above_its_threshold(const SearchView& v, std::size_t p) {
   return v.good[p] != 0 && above_threshold(v.data[p], v.stats[v.bin[p]]);
 }
 
-// Grows the peak seeded at pixel `seed` (a candidate not yet claimed), claims its pixels, and
-// returns whether it passes every test; `peak` is filled when it does.
-LIVEDRP_HD bool search_from_seed(const SearchView& v, const Asic& asic, std::size_t seed,
-                                 Peak& peak) {
+// The search of one seed in three parts, so that the GPU can give the middle one (the local
+// background ring, most of the pixels a search reads) to a whole warp: grow_peak and finish_peak
+// run in one lane, ring_lane in each of kRingLanes lanes, and the lanes' partial sums are added in
+// the fixed butterfly order of combine_ring_lanes on both backends, so the sums are the same bits.
+
+// What growing a peak found: its pixels are v.members[0, count), claimed (in_peak 1).
+struct GrownPeak {
+  int count = 0;
+  int centre_ss = 0, centre_fs = 0;  // the first centroid, rounded
+  bool usable = false;  // pixel count within limits and a non-zero weight: measure the ring
+};
+
+// Grows the peak seeded at pixel `seed` (a candidate not yet claimed) over the 8-neighbourhood
+// within the ASIC, breadth first, and claims its pixels. The first centroid weighs each pixel by
+// its value above its radius bin's mean.
+LIVEDRP_HD GrownPeak grow_peak(const SearchView& v, const Asic& asic, std::size_t seed) {
   const std::size_t width = std::size_t(v.width);
   const int ss_end = asic.first_ss + asic.height, fs_end = asic.first_fs + asic.width;
-
-  // Grow over the 8-neighbourhood within the ASIC, breadth first. The first centroid weighs each
-  // pixel by its value above its radius bin's mean.
+  GrownPeak g;
   int count = 0;
   v.members[count++] = std::int32_t(seed);
   v.in_peak[seed] = 1;
@@ -84,46 +95,91 @@ LIVEDRP_HD bool search_from_seed(const SearchView& v, const Asic& asic, std::siz
         v.members[count++] = std::int32_t(n);
       }
   }
-  if (count < v.min_pixel_count || count > v.max_pixel_count) return false;
-  if (fabs(sum_i) < 1e-10) return false;
+  g.count = count;
+  if (count < v.min_pixel_count || count > v.max_pixel_count) return g;
+  if (fabs(sum_i) < 1e-10) return g;
+  g.centre_ss = int(rint(sum_ss / fabs(sum_i)));
+  g.centre_fs = int(rint(sum_fs / fabs(sum_i)));
+  g.usable = true;
+  return g;
+}
 
-  // Local background: the ring around the rounded centroid, within the ASIC, of good pixels
-  // below their threshold and in no peak.
-  const int centre_ss = int(rint(sum_ss / fabs(sum_i)));
-  const int centre_fs = int(rint(sum_fs / fabs(sum_i)));
-  const int reach = 2 * v.local_bg_radius;
-  double ring_sum = 0, ring_squares = 0, ring_max = 0;
-  std::uint32_t ring_count = 0;
-  for (int dss = -reach; dss < reach; ++dss)
-    for (int dfs = -reach; dfs < reach; ++dfs) {
-      const int ss = centre_ss + dss, fs = centre_fs + dfs;
-      if (ss < asic.first_ss || ss >= ss_end || fs < asic.first_fs || fs >= fs_end) continue;
-      if (!in_background_ring(dfs, dss, v.local_bg_radius)) continue;
-      const std::size_t p = std::size_t(ss) * width + std::size_t(fs);
-      const float value = v.data[p];
-      if (v.good[p] == 0 || v.in_peak[p] != 0 || !(value < v.stats[v.bin[p]].upper)) continue;
-      ring_sum += double(value);
-      ring_squares += double(value) * double(value);
-      ring_max = double(value) > ring_max ? double(value) : ring_max;
-      ++ring_count;
-    }
+// The local background ring's sums: good pixels below their threshold and in no peak, within
+// the ASIC, up to 2 * local_bg_radius around the rounded centroid.
+inline constexpr int kRingLanes = 32;
+struct RingSums {
+  double sum = 0, squares = 0, max = 0;
+  std::uint32_t count = 0;
+};
+
+// Lane `lane`'s share of the ring: the positions i = lane, lane + kRingLanes, ... of the square
+// (2 * reach)^2 around the centre, row by row, added in that order.
+LIVEDRP_HD RingSums ring_lane(const SearchView& v, const Asic& asic, const GrownPeak& g, int lane) {
+  const std::size_t width = std::size_t(v.width);
+  const int ss_end = asic.first_ss + asic.height, fs_end = asic.first_fs + asic.width;
+  const int reach = 2 * v.local_bg_radius, side = 2 * reach;
+  RingSums r;
+  for (int i = lane; i < side * side; i += kRingLanes) {
+    const int dss = i / side - reach, dfs = i % side - reach;
+    const int ss = g.centre_ss + dss, fs = g.centre_fs + dfs;
+    if (ss < asic.first_ss || ss >= ss_end || fs < asic.first_fs || fs >= fs_end) continue;
+    if (!in_background_ring(dfs, dss, v.local_bg_radius)) continue;
+    const std::size_t p = std::size_t(ss) * width + std::size_t(fs);
+    const float value = v.data[p];
+    if (v.good[p] == 0 || v.in_peak[p] != 0 || !(value < v.stats[v.bin[p]].upper)) continue;
+    r.sum += double(value);
+    r.squares += double(value) * double(value);
+    r.max = double(value) > r.max ? double(value) : r.max;
+    ++r.count;
+  }
+  return r;
+}
+
+// Two lanes' sums; symmetric bit for bit (a + b == b + a), so every lane of a butterfly ends with
+// the same total.
+LIVEDRP_HD RingSums combine_ring(const RingSums& a, const RingSums& b) {
+  RingSums r;
+  r.sum = a.sum + b.sum;
+  r.squares = a.squares + b.squares;
+  r.max = a.max > b.max ? a.max : b.max;
+  r.count = a.count + b.count;
+  return r;
+}
+
+// The lanes' sums added as a warp's xor butterfly adds them (lane l takes lane l ^ d for d = 16,
+// 8, 4, 2, 1); `lanes` is overwritten. The host's way to the GPU's total.
+inline RingSums combine_ring_lanes(RingSums (&lanes)[kRingLanes]) {
+  for (int d = kRingLanes / 2; d > 0; d /= 2) {
+    RingSums next[kRingLanes];
+    for (int l = 0; l < kRingLanes; ++l) next[l] = combine_ring(lanes[l], lanes[l ^ d]);
+    for (int l = 0; l < kRingLanes; ++l) lanes[l] = next[l];
+  }
+  return lanes[0];
+}
+
+// With the ring measured: the local background, re-integration with it and the reference's
+// tests; the peak's pixels become in_peak 2 and `peak` is filled when it passes.
+LIVEDRP_HD bool finish_peak(const SearchView& v, const Asic& asic, const GrownPeak& g,
+                            const RingSums& ring, Peak& peak) {
+  const std::size_t width = std::size_t(v.width);
+  const int ss_end = asic.first_ss + asic.height, fs_end = asic.first_fs + asic.width;
   double local_mean = 0, local_sigma = 0.01;  // the reference's values for an empty ring
-  if (ring_count > 0) {
-    local_mean = ring_sum / double(ring_count);
-    const double variance = ring_squares / double(ring_count) - local_mean * local_mean;
+  if (ring.count > 0) {
+    local_mean = ring.sum / double(ring.count);
+    const double variance = ring.squares / double(ring.count) - local_mean * local_mean;
     if (variance >= 0) local_sigma = sqrt(variance);
   } else {
     // The radius bin of the centroid pixel, as the reference (held inside the ASIC).
-    const int ss =
-        centre_ss < asic.first_ss ? asic.first_ss : (centre_ss >= ss_end ? ss_end - 1 : centre_ss);
-    const int fs =
-        centre_fs < asic.first_fs ? asic.first_fs : (centre_fs >= fs_end ? fs_end - 1 : centre_fs);
+    const int ss = g.centre_ss < asic.first_ss ? asic.first_ss
+                                               : (g.centre_ss >= ss_end ? ss_end - 1 : g.centre_ss);
+    const int fs = g.centre_fs < asic.first_fs ? asic.first_fs
+                                               : (g.centre_fs >= fs_end ? fs_end - 1 : g.centre_fs);
     local_mean = v.stats[v.bin[std::size_t(ss) * width + std::size_t(fs)]].mean;
   }
 
   // Re-integrate and re-centroid with the local background.
   double intensity = 0, raw_sum = 0, raw_fs = 0, raw_ss = 0, peak_max = 0;
-  for (int k = 0; k < count; ++k) {
+  for (int k = 0; k < g.count; ++k) {
     const std::size_t p = std::size_t(v.members[k]);
     const double value = v.data[p];
     intensity += value - local_mean;
@@ -136,21 +192,31 @@ LIVEDRP_HD bool search_from_seed(const SearchView& v, const Asic& asic, std::siz
   const double fs = raw_fs / fabs(raw_sum), ss = raw_ss / fabs(raw_sum);
   const double snr = fabs(local_sigma) > 1e-10 ? intensity / local_sigma : 0.0;
   if (snr < v.minimum_snr) return false;
-  if (peak_max < ring_max - local_mean) return false;
+  if (peak_max < ring.max - local_mean) return false;
   if (fs < asic.first_fs || fs > fs_end - 1 || ss < asic.first_ss || ss > ss_end - 1) return false;
 
-  for (int k = 0; k < count; ++k) v.in_peak[v.members[k]] = 2;
+  for (int k = 0; k < g.count; ++k) v.in_peak[v.members[k]] = 2;
   peak.fs = float(fs);
   peak.ss = float(ss);
   peak.segment = asic.segment;
   peak.ss_in_segment =
       float(v.segment_rows > 0 ? ss - double(asic.segment) * double(v.segment_rows) : ss);
   peak.intensity = float(intensity);
-  peak.num_pixels = count;
+  peak.num_pixels = g.count;
   peak.max_value = float(peak_max);
   peak.local_sigma = float(local_sigma);
   peak.snr = float(snr);
   return true;
+}
+
+// The whole search of one seed on the host: grow, the ring in kRingLanes shares added as the
+// GPU's warp adds them, finish. Returns whether the peak passes every test.
+inline bool search_from_seed(const SearchView& v, const Asic& asic, std::size_t seed, Peak& peak) {
+  const GrownPeak g = grow_peak(v, asic, seed);
+  if (!g.usable) return false;
+  RingSums lanes[kRingLanes];
+  for (int l = 0; l < kRingLanes; ++l) lanes[l] = ring_lane(v, asic, g, l);
+  return finish_peak(v, asic, g, combine_ring_lanes(lanes), peak);
 }
 
 }  // namespace livedrp::peaks

@@ -18,8 +18,9 @@ namespace livedrp::peaks {
 // The summation order of a bin: its good pixels, in ascending pixel index, are dealt to
 // kRadialLanes lanes (entry k to lane k % kRadialLanes, each lane adding its entries in turn), then
 // the lanes are added pairwise: lane l += lane l + s for s = kRadialLanes / 2, ..., 2, 1. The GPU
-// runs one thread per lane; the CPU follows the same order.
-constexpr int kRadialLanes = 256;
+// runs a warp per bin, one thread per lane (the pairwise steps are its shuffle tree); the CPU
+// follows the same order.
+constexpr int kRadialLanes = 32;
 
 struct RadialBinStats {
   float mean = 0;

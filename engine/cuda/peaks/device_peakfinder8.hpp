@@ -6,8 +6,8 @@
 //
 // Per event: one statistics kernel (a block per radius bin runs every iteration and then sets the
 // candidate bitmap: a bit per pixel good and above threshold), one search kernel (a warp per ASIC:
-// candidate words staged in shared memory and found by ballot, their seeds taken in raster order
-// by one lane), one kernel that concatenates the ASICs' lists in ASIC order and cuts at
+// candidate words staged in shared memory and found by ballot, their seeds taken in raster order,
+// each peak grown by one lane and its background ring measured by the warp), one kernel that concatenates the ASICs' lists in ASIC order and cuts at
 // max_num_peaks, one copy back.
 #include <memory>
 #include <vector>
