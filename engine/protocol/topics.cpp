@@ -114,6 +114,7 @@ json to_json(const StatsPayload& stats) {
                   {"reorder_depth", stats.reorder_depth},
                   {"streams", std::move(streams)}};
   if (stats.compression) payload["compression"] = to_json(*stats.compression);
+  if (stats.peak_finding) payload["peak_finding"] = to_json(*stats.peak_finding);
   return payload;
 }
 
@@ -179,6 +180,9 @@ StatsPayload stats_from_json(const json& payload) {
   // Optional: engines with compression off, and engines older than it, send no block.
   if (const auto block = payload.find("compression"); block != payload.end())
     stats.compression = compression_from_json(reader, *block);
+  // Optional likewise: present only when the pipeline finds peaks.
+  if (const auto block = payload.find("peak_finding"); block != payload.end())
+    stats.peak_finding = peak_finding_stats_from_json(*block);
   return stats;
 }
 

@@ -10,6 +10,8 @@
 #include "protocol/message.hpp"
 // The radial profile topic has its own header; whoever decodes topics gets it here too.
 #include "protocol/profile_topic.hpp"
+// Likewise the peak-finding topics (`peaks`, `image`) and the `peak_finding` block of `stats`.
+#include "protocol/peaks_topic.hpp"
 
 namespace livedrp::protocol {
 
@@ -76,7 +78,8 @@ struct StatsPayload {
   double latency_max_us = 0;
   std::uint64_t reorder_depth = 0;  // completed events held back for an earlier one
   std::vector<StreamStats> streams;
-  std::optional<CompressionStats> compression;  // absent: compression off (or an older engine)
+  std::optional<CompressionStats> compression;   // absent: compression off (or an older engine)
+  std::optional<PeakFindingStats> peak_finding;  // absent: peak finding off (or an older engine)
 };
 
 // `status`: on every state change and once a second.
