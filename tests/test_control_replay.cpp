@@ -147,6 +147,7 @@ class TestControlReplay : public QObject {
     const json& record = status.at("record");
     QCOMPARE(record.at("active").get<bool>(), true);
     QCOMPARE(record.at("events").get<std::uint64_t>(), 3u);
+    QCOMPARE(record.at("dropped").get<std::uint64_t>(), 0u);  // 3 events fit the writer's queue
     QCOMPARE(record.at("files").size(), std::size_t(1));
     const fs::path file = record.at("files").at(0).get<std::string>();
     QVERIFY(fs::exists(file));

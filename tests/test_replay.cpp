@@ -12,6 +12,7 @@
 #include <hdf5.h>
 #include <nlohmann/json.hpp>
 
+#include "calib/constants.hpp"
 #include "core/detector.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
@@ -62,12 +63,50 @@ void write_events(const fs::path& path, const SimEvents& events, const replay::W
 }
 
 replay::ReplayOptions options_for(std::vector<fs::path> files,
-                                  const std::string& dataset = replay::kDefaultDataset) {
+                                  const std::string& dataset = replay::kDefaultDataset,
+                                  std::size_t readers = 1) {
   replay::ReplayOptions options;
   options.files = std::move(files);
   options.dataset = dataset;
   options.prefetch_events = 2;
+  options.readers = readers;
   return options;
+}
+
+// Reader counts every ordering test runs with: one, and several racing for the same events.
+void add_readers_rows(const char* prefix = "") {
+  for (int readers : {1, 3})
+    QTest::newRow(qPrintable(QString("%1readers=%2").arg(prefix).arg(readers))) << readers;
+}
+
+// A dataset [events, segments * rows, cols] as another program might chunk and filter it:
+// `chunk` dims, optional byte shuffle + deflate and Fletcher-32 checksum, big-endian or not.
+void write_foreign_layout(const fs::path& path, const SimEvents& events,
+                          const std::vector<hsize_t>& chunk, bool deflate, bool fletcher32,
+                          bool big_endian) {
+  const DetectorDescription& d = events.detector;
+  const bool f32 = d.encoding == RawEncoding::Float32;
+  const hid_t file = H5Fcreate(path.string().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hsize_t dims[3] = {kEvents, hsize_t(d.segments) * hsize_t(d.rows), hsize_t(d.cols)};
+  const hid_t space = H5Screate_simple(3, dims, nullptr);
+  const hid_t create = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(create, 3, chunk.data());
+  if (fletcher32) H5Pset_fletcher32(create);
+  if (deflate) {
+    H5Pset_shuffle(create);
+    H5Pset_deflate(create, 3);
+  }
+  const hid_t file_type = f32 ? (big_endian ? H5T_IEEE_F32BE : H5T_IEEE_F32LE)
+                              : (big_endian ? H5T_STD_U16BE : H5T_STD_U16LE);
+  const hid_t set = H5Dcreate2(file, "/data", file_type, space, H5P_DEFAULT, create, H5P_DEFAULT);
+  std::vector<std::byte> all;
+  for (const auto& raw : events.raw) all.insert(all.end(), raw.begin(), raw.end());
+  H5Dwrite(set, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+           all.data());
+  H5Dclose(set);
+  H5Pclose(create);
+  H5Sclose(space);
+  H5Fclose(file);
 }
 
 QString replay_error(const replay::ReplayOptions& options) {
@@ -110,26 +149,36 @@ class TestReplay : public QObject {
     QTest::addColumn<QString>("detector");
     QTest::addColumn<bool>("stacked");
     QTest::addColumn<bool>("chunked");
+    QTest::addColumn<int>("deflate");
+    QTest::addColumn<int>("readers");
     for (const char* detector : {"epix10ka2m", "generic_f32"})  // uint16 raw, float32 calibrated
       for (bool stacked : {false, true})
-        for (bool chunked : {false, true})
-          QTest::newRow(qPrintable(QString("%1 %2 %3")
-                                       .arg(detector)
-                                       .arg(stacked ? "[N,rows,cols]" : "[N,seg,rows,cols]")
-                                       .arg(chunked ? "chunked+deflate" : "contiguous")))
-              << QString(detector) << stacked << chunked;
+        for (int storage : {0, 1, 2})  // contiguous, chunked, chunked + deflate
+          for (int readers : {1, 3})
+            QTest::newRow(qPrintable(QString("%1 %2 %3 readers=%4")
+                                         .arg(detector)
+                                         .arg(stacked ? "[N,rows,cols]" : "[N,seg,rows,cols]")
+                                         .arg(storage == 0   ? "contiguous"
+                                              : storage == 1 ? "chunked"
+                                                             : "chunked+deflate")
+                                         .arg(readers)))
+                << QString(detector) << stacked << (storage > 0) << (storage == 2 ? 4 : 0)
+                << readers;
   }
-  // Every layout and element type: the bytes, pulse ids, timestamps and order come back.
+  // Every layout and element type, with one reader and with several: the bytes, pulse ids,
+  // timestamps and order come back, read by pread (and zlib) rather than through the library.
   void round_trip_is_bit_identical() {
     QFETCH(QString, detector);
     QFETCH(bool, stacked);
     QFETCH(bool, chunked);
+    QFETCH(int, deflate);
+    QFETCH(int, readers);
     const SimEvents& events = sim_events(detector.toStdString());
     replay::WriteLayout layout;
     layout.dataset = "/entry_1/data_1/data";  // any path; CXI style here
     layout.stacked = stacked;
     layout.chunked = chunked;
-    layout.deflate = chunked ? 4 : 0;
+    layout.deflate = deflate;
     const fs::path file = path("round_trip.h5");
     write_events(file, events, layout);
 
@@ -139,9 +188,12 @@ class TestReplay : public QObject {
     QCOMPARE(info.detector_name, events.detector.name);
     QCOMPARE(info.pipeline_config, std::string(R"({"test":true})"));
 
-    replay::ReplaySource source(options_for({file}, layout.dataset));
+    replay::ReplaySource source(options_for({file}, layout.dataset, std::size_t(readers)));
     QCOMPARE(source.detector().name, events.detector.name);
     QCOMPARE(source.total_events(), kEvents);
+    QCOMPARE(source.readers(), std::size_t(readers));
+    QCOMPARE(source.read_path(),
+             chunked ? replay::EventReadPath::Chunks : replay::EventReadPath::Contiguous);
     QVERIFY(source.has_timestamps());
     for (std::uint64_t i = 0; i < kEvents; ++i) {
       replay::ReplayEvent event;
@@ -155,6 +207,100 @@ class TestReplay : public QObject {
     }
     replay::ReplayEvent end;
     QVERIFY(!source.acquire(end));  // no loop: the end
+  }
+
+  void foreign_chunk_layouts_are_bit_identical_data() {
+    QTest::addColumn<QString>("detector");
+    QTest::addColumn<QVector<qulonglong>>("chunk");
+    QTest::addColumn<bool>("deflate");
+    QTest::addColumn<bool>("fletcher32");
+    QTest::addColumn<bool>("big_endian");
+    QTest::addColumn<int>("path");  // replay::EventReadPath expected
+    const auto chunks = static_cast<int>(replay::EventReadPath::Chunks);
+    const auto library = static_cast<int>(replay::EventReadPath::Library);
+    // epix10ka2m: 16 x 352 rows of 384 columns, stacked to 5632 rows.
+    QTest::newRow("one panel per chunk, deflate")
+        << QString("epix10ka2m") << QVector<qulonglong>{1, 352, 384} << true << false << false
+        << chunks;
+    QTest::newRow("1000-row chunks (a partial edge chunk), deflate")
+        << QString("epix10ka2m") << QVector<qulonglong>{1, 1000, 384} << true << false << false
+        << chunks;
+    QTest::newRow("1000-row chunks, no filter")
+        << QString("epix10ka2m") << QVector<qulonglong>{1, 1000, 384} << false << false << false
+        << chunks;
+    QTest::newRow("float32 shuffle+deflate, 100-row chunks")
+        << QString("generic_f32") << QVector<qulonglong>{1, 100, 1024} << true << false << false
+        << chunks;
+    QTest::newRow("Fletcher-32: the library")
+        << QString("epix10ka2m") << QVector<qulonglong>{1, 5632, 384} << false << true << false
+        << library;
+    QTest::newRow("two events per chunk: the library")
+        << QString("epix10ka2m") << QVector<qulonglong>{2, 5632, 384} << true << false << false
+        << library;
+    QTest::newRow("big-endian: the library")
+        << QString("generic_f32") << QVector<qulonglong>{1, 1024, 1024} << false << false << true
+        << library;
+  }
+  // Files of other programs, chunked their way: three readers give the same bytes in order,
+  // through pread and zlib where the chunks are whole rows of one event, else the library.
+  void foreign_chunk_layouts_are_bit_identical() {
+    QFETCH(QString, detector);
+    QFETCH(QVector<qulonglong>, chunk);
+    QFETCH(bool, deflate);
+    QFETCH(bool, fletcher32);
+    QFETCH(bool, big_endian);
+    QFETCH(int, path);
+    const SimEvents& events = sim_events(detector.toStdString());
+    const fs::path file = this->path("foreign.h5");
+    write_foreign_layout(file, events, std::vector<hsize_t>(chunk.begin(), chunk.end()), deflate,
+                         fletcher32, big_endian);
+    replay::ReplaySource source(options_for({file}, "/data", 3));
+    QCOMPARE(static_cast<int>(source.read_path()), path);
+    for (std::uint64_t i = 0; i < kEvents; ++i) {
+      replay::ReplayEvent event;
+      QVERIFY(source.acquire(event));
+      QVERIFY2(event.error.empty(), event.error.c_str());
+      QCOMPARE(event.index, i);
+      QCOMPARE(event.pulse_id, i);  // no pulse_id dataset: the index
+      QVERIFY(std::memcmp(event.data, events.raw[i].data(), events.raw[i].size()) == 0);
+      source.release();
+    }
+    replay::ReplayEvent end;
+    QVERIFY(!source.acquire(end));
+  }
+
+  // The engine hands a read buffer to the ring instead of copying it: the buffers come from the
+  // allocator given, and an exchanged one is the caller's, the source keeping the replacement.
+  void a_read_buffer_is_handed_over_without_a_copy() {
+    const SimEvents& events = sim_events("generic_f32");
+    const fs::path file = path("handover.h5");
+    write_events(file, events, {});
+    replay::ReplaySource source(options_for({file}, replay::kDefaultDataset, 2));
+    std::atomic<int> allocated{0}, freed{0};
+    const std::size_t bytes = events.detector.raw_event_bytes();
+    source.set_buffer_allocator(
+        [&](std::size_t n) {
+          ++allocated;
+          return ::operator new(n);
+        },
+        [&](void* p) {
+          ++freed;
+          ::operator delete(p);
+        });
+    std::vector<void*> taken;
+    for (std::uint64_t i = 0; i < kEvents; ++i) {
+      replay::ReplayEvent event;
+      QVERIFY(source.acquire(event));
+      void* replacement = ::operator new(bytes);
+      void* buffer = source.exchange_acquired_buffer(replacement);
+      QCOMPARE(buffer, static_cast<void*>(const_cast<std::byte*>(event.data)));
+      QVERIFY(std::memcmp(buffer, events.raw[i].data(), bytes) == 0);  // read in place
+      taken.push_back(buffer);
+      source.release();
+    }
+    QVERIFY(allocated.load() >= 2);  // prefetch_events, at least one per reader
+    QVERIFY_THROWS_EXCEPTION(RuntimeFault, source.set_buffer_allocator(nullptr, nullptr));
+    for (void* p : taken) ::operator delete(p);
   }
 
   // A file of another program: no attributes and no pulse ids; the detector is found by shape
@@ -182,7 +328,12 @@ class TestReplay : public QObject {
     source.release();
   }
 
+  void seek_and_loop_land_on_the_right_events_data() {
+    QTest::addColumn<int>("readers");
+    add_readers_rows();
+  }
   void seek_and_loop_land_on_the_right_events() {
+    QFETCH(int, readers);
     const SimEvents& events = sim_events("generic_f32");
     const fs::path a = path("part_a.h5"), b = path("part_b.h5");
     write_events(a, events, {}, 2);  // events 0, 1
@@ -191,7 +342,7 @@ class TestReplay : public QObject {
       writer.append(events.headers[2], events.raw[2].data());
       writer.close();
     }
-    auto options = options_for({a, b});
+    auto options = options_for({a, b}, replay::kDefaultDataset, std::size_t(readers));
     options.loop = true;
     replay::ReplaySource source(options);
     QCOMPARE(source.total_events(), std::uint64_t(3));
@@ -273,6 +424,48 @@ class TestReplay : public QObject {
     QCOMPARE(status.position, std::uint64_t(5));
     QCOMPARE(status.pace, std::string("flat_out"));
     QVERIFY(status.limited_by == "disk" || status.limited_by == "pipeline");
+  }
+
+  // Real detectors' replays take their calibration constants from an HDF5 constants file: the
+  // recording of a simulator run, replayed with the simulator's constants saved to a file, gives
+  // the run's own results (lossy output bytes depend on every calibrated pixel); other constants
+  // in the file give other results.
+  void a_replay_calibrates_with_the_constants_file_given() {
+    const fs::path record_dir = path("recorded_for_constants");
+    EngineConfig sim = cpu_config("sim:epix10ka2m");
+    sim.events = 4;
+    sim.compression.codec = "lossy";
+    sim.compression.error_bound = 0.5;
+    sim.record.directory = record_dir.string();
+    Engine recording(sim);
+    const RunSummary recorded = run_to_end(recording);
+    QVERIFY2(recorded.error.empty(), recorded.error.c_str());
+    QVERIFY(recorded.stats.compression);
+
+    const DetectorDescription detector = find_detector("epix10ka2m");
+    ThreadPool pool(2);
+    SimulatorConfig simulator_config;
+    simulator_config.seed = sim.seed;
+    simulator_config.hit_fraction = sim.hit_fraction;
+    const DetectorSimulator simulator(detector, simulator_config, &pool);
+    const fs::path same = path("simulator_constants.h5"), other = path("identity_constants.h5");
+    save_constants_hdf5(same, detector, simulator.constants());
+    save_constants_hdf5(other, detector, identity_constants(detector));
+
+    auto replay_with = [&](const fs::path& constants) {
+      EngineConfig c = cpu_config("replay:" + record_dir.string());
+      c.compression = sim.compression;
+      c.constants_file = constants.string();
+      c.replay.readers = 3;
+      Engine engine(c);
+      const RunSummary s = run_to_end(engine);
+      if (!s.error.empty()) throw RuntimeFault(s.error);
+      if (s.stats.events_processed != 4 || !s.stats.compression)
+        throw RuntimeFault("replay processed " + std::to_string(s.stats.events_processed));
+      return s.stats.compression->total_bytes_out;
+    };
+    QCOMPARE(replay_with(same), recorded.stats.compression->total_bytes_out);
+    QVERIFY(replay_with(other) != recorded.stats.compression->total_bytes_out);
   }
 
   // Paused before start, events enter one step at a time; a step back re-sends the previous
@@ -419,9 +612,48 @@ class TestReplay : public QObject {
     QVERIFY2(error.contains("damaged or truncated"), qPrintable(error));
   }
 
+  // A run (a list of files) with a truncated and a missing file in it: those two are left out,
+  // each named with its reason, and the others replay in full and in order; a list of which no
+  // file can be read is refused, naming every file.
+  void a_bad_file_in_a_list_is_left_out_and_the_rest_replays() {
+    const SimEvents& events = sim_events("generic_f32");
+    const fs::path first = path("run_a.h5"), cut = path("run_b.h5"), missing = path("run_c.h5"),
+                   last = path("run_d.h5");
+    write_events(first, events, {});
+    write_events(last, events, {});
+    fs::copy_file(first, cut, fs::copy_options::overwrite_existing);
+    fs::resize_file(cut, fs::file_size(first) / 2);
+    EngineConfig c = cpu_config("replay:" + first.string() + "," + cut.string() + "," +
+                                missing.string() + "," + last.string());
+    Engine engine(c);
+    const RunSummary summary = run_to_end(engine);
+    QVERIFY2(summary.error.empty(), summary.error.c_str());
+    QCOMPARE(summary.stats.events_processed, std::uint64_t(2 * kEvents));
+    QCOMPARE(summary.stats.events_dropped, std::uint64_t(0));
+    QCOMPARE(summary.stats.order_errors, std::uint64_t(0));
+    const ReplayStatus status = engine.replay_status();
+    QCOMPARE(status.total_events, std::uint64_t(2 * kEvents));
+    QCOMPARE(status.skipped_files.size(), std::size_t(2));
+    const QString truncated = QString::fromStdString(status.skipped_files[0]);
+    const QString absent = QString::fromStdString(status.skipped_files[1]);
+    QVERIFY2(truncated.contains("run_b.h5") && truncated.contains("damaged or truncated"),
+             qPrintable(truncated));
+    QVERIFY2(absent.contains("run_c.h5") && absent.contains("does not exist"), qPrintable(absent));
+
+    const QString error = replay_error(options_for({cut, missing}));
+    QVERIFY2(error.contains("none of the 2 files") && error.contains("run_b.h5") &&
+                 error.contains("run_c.h5"),
+             qPrintable(error));
+  }
+
   // One damaged compressed chunk costs that event only: it is counted as dropped (read_error)
   // and the rest of the run goes on.
+  void a_damaged_chunk_drops_one_event_and_the_run_goes_on_data() {
+    QTest::addColumn<int>("readers");
+    add_readers_rows();
+  }
   void a_damaged_chunk_drops_one_event_and_the_run_goes_on() {
+    QFETCH(int, readers);
     const SimEvents& events = sim_events("generic_f32");
     const fs::path file = path("damaged.h5");
     replay::WriteLayout layout;
@@ -447,7 +679,29 @@ class TestReplay : public QObject {
       const std::string garbage(64, '\x5a');
       out.write(garbage.data(), std::streamsize(garbage.size()));
     }
-    Engine engine(cpu_config("replay:" + file.string()));
+    {  // the error names the file, the dataset and the event; its neighbours are intact
+      replay::ReplaySource source(
+          options_for({file}, replay::kDefaultDataset, std::size_t(readers)));
+      for (std::uint64_t i = 0; i < kEvents; ++i) {
+        replay::ReplayEvent event;
+        QVERIFY(source.acquire(event));
+        QCOMPARE(event.index, i);
+        if (i == 1) {
+          const QString error = QString::fromStdString(event.error);
+          QVERIFY(!event.data);
+          QVERIFY2(error.contains("damaged.h5") && error.contains(replay::kDefaultDataset) &&
+                       error.contains("event 1") && error.contains("deflate"),
+                   qPrintable(error));
+        } else {
+          QVERIFY2(event.error.empty(), event.error.c_str());
+          QVERIFY(std::memcmp(event.data, events.raw[i].data(), events.raw[i].size()) == 0);
+        }
+        source.release();
+      }
+    }
+    EngineConfig c = cpu_config("replay:" + file.string());
+    c.replay.readers = readers;
+    Engine engine(c);
     const RunSummary s = run_to_end(engine);
     QVERIFY2(s.error.empty(), s.error.c_str());
     QCOMPARE(s.stats.events_in, kEvents);
@@ -505,7 +759,7 @@ class TestReplay : public QObject {
     QVERIFY2(error.contains("float32") && error.contains("takes uint16"), qPrintable(error));
   }
 
-  void a_file_of_another_detector_is_refused() {
+  void a_file_of_another_detector_is_left_out_or_refused() {
     const SimEvents& events = sim_events("generic_f32");
     const fs::path ours = path("ours.h5"), theirs = path("theirs.h5");
     write_events(ours, events, {}, 1);
@@ -515,13 +769,19 @@ class TestReplay : public QObject {
       replay::Hdf5EventWriter writer(theirs, other, {}, "{}");
       writer.append(events.headers[0], events.raw[0].data());
     }
-    QString error = replay_error(options_for({ours, theirs}));
-    QVERIFY2(error.contains("theirs.h5") && error.contains("recorded from detector other_f32") &&
-                 error.contains("generic_f32"),
-             qPrintable(error));
+    // In a list, the foreign file is left out with the reason and the rest replays.
+    {
+      replay::ReplaySource source(options_for({ours, theirs}));
+      QCOMPARE(source.total_events(), std::uint64_t(1));
+      QCOMPARE(source.skipped_files().size(), std::size_t(1));
+      const QString error = QString::fromStdString(source.skipped_files()[0]);
+      QVERIFY2(error.contains("theirs.h5") && error.contains("recorded from detector other_f32") &&
+                   error.contains("generic_f32"),
+               qPrintable(error));
+    }
     auto options = options_for({ours});
     options.detector = "jungfrau4m";
-    error = replay_error(options);
+    const QString error = replay_error(options);
     QVERIFY2(error.contains("ours.h5") && error.contains("recorded from detector generic_f32"),
              qPrintable(error));
   }

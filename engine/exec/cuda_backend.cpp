@@ -20,6 +20,17 @@
 // its events' bin values. Right after a launch's calibration, the lane's stream integrates each
 // calibrated event between two timing events and copies its bins to the slot's memory; they are
 // read, like the codec's sizes, when the launch's end event has completed: no host wait.
+//
+// Live peak finding (set_peak_finding): every event position of every lane (slot * batch +
+// position) has its own DevicePeakFinder8 and its own stream. A finder returns its list through
+// one pinned buffer and its collect() waits for the stream it is given, so a finder per position
+// on a stream of its own is what lets launches in flight keep their results apart and lets the
+// list be read at retirement without waiting for later work. After a launch's calibration (and
+// integration), the position streams wait for it, search, and the lane's stream waits for them
+// before the launch's end event. The calibrated frame is also copied (device to device) into a
+// ring of kept frames for rerun_peaks, which searches them on the GPU with the parameters in
+// force. A parameter change builds a new set of finders (a "generation"); launches in flight
+// keep theirs alive until they are launched over.
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +57,7 @@
 #include "cuda/device.hpp"
 #include "cuda/integrate/device_integrator.hpp"
 #include "cuda/launch_graph.hpp"
+#include "cuda/peaks/device_peakfinder8.hpp"
 
 namespace livedrp {
 namespace {
@@ -62,6 +74,10 @@ constexpr auto kPollSleep = std::chrono::microseconds(20);
 // Per-event buffers are laid out at these strides so every event of a batch stays 16-byte
 // aligned for the vectorised kernels (and 256-byte aligned like cudaMalloc).
 constexpr std::size_t kStrideAlign = 256;
+// Live peak finding keeps a device finder per event position (streams x slots_per_stream x
+// batch), each holding the geometry's tables (about 35 MB for an ePix10ka2M): more positions
+// than this is refused rather than filling the device.
+constexpr int kMaxPeakPositions = 256;
 
 std::size_t round_up(std::size_t value, std::size_t align) {
   return (value + align - 1) / align * align;
@@ -89,6 +105,27 @@ void validate(const StreamConfig& c) {
         "not by the host-fed backend");
 }
 
+// One parameter set's device finders: one per event position of every lane, and one for re-runs.
+struct PeakGeneration : Backend::PreparedPeakParams {
+  std::uint64_t version = 0;
+  std::vector<std::unique_ptr<gpu::DevicePeakFinder8>> finders;  // [lane * positions + position]
+  std::unique_ptr<gpu::DevicePeakFinder8> rerun;
+};
+
+// An event position's own stream for its search, and the search's timing events.
+struct PeakPosition {
+  gpu::Stream stream;
+  gpu::Event begin{true}, end{true};
+};
+
+// An entry of the ring of kept frames: whose frame it holds, and whether the frame is there (its
+// event returned and the entry not handed to a newer event since).
+struct KeptFrame {
+  EventHeader header;
+  std::uint64_t admission = 0;
+  bool valid = false;
+};
+
 struct PendingEvent {
   EventHeader header;
   int ring_slot = -1;
@@ -114,6 +151,11 @@ struct LaunchSlot {
   std::vector<std::unique_ptr<gpu::Event>> integrate_begin, integrate_end;
   gpu::PinnedBuffer profiles;
   bool integrated = false;
+  // Peak finding of the last launch: the finders it used (kept alive until the slot is launched
+  // again), the event its searches wait for, and each event's kept-frame entry.
+  std::shared_ptr<PeakGeneration> peak_generation;
+  std::unique_ptr<gpu::Event> peaks_ready;
+  std::vector<int> kept_frame;
   // Events of this slot retired but not yet returned by next_completed: the slot (its output
   // buffers above all) is released to new submissions only when this reaches 0.
   std::atomic<int> unreturned{0};
@@ -130,7 +172,8 @@ struct Lane {
   std::unique_ptr<gpu::DeviceCodec> codec;
   gpu::DeviceBuffer compressed;
   gpu::PinnedBuffer sizes;
-  std::unique_ptr<gpu::DeviceIntegrator> integrator;  // made by set_integration
+  std::unique_ptr<gpu::DeviceIntegrator> integrator;          // made by set_integration
+  std::vector<std::unique_ptr<PeakPosition>> peak_positions;  // made by set_peak_finding
   // Launched slots form a FIFO [head, head + count) modulo slots (a stream completes in order);
   // the first `retired` of them are done, their events waiting in the ready queue or returned.
   mutable std::mutex mutex;
@@ -285,6 +328,86 @@ class CudaBackend final : public Backend {
       }
     }
     integrating_ = true;
+  }
+
+  // Configuration time (before the run): every event position gets its stream and timing
+  // events, every launch slot its ready event, the ring of kept frames its device memory
+  // (recent_frames plus one per event position, so that `recent_frames` returned frames are
+  // there even while every position is in flight), and the finders of version 1 are uploaded.
+  void set_peak_finding(const std::optional<peaks::PeakFinder8>& finder,
+                        int recent_frames) override {
+    if (!finder) {
+      peak_generation_.reset();
+      return;
+    }
+    if (finder->layout().pixels() != detector_.pixels())
+      throw InputError("cuda backend: the peak finder's slab has " +
+                       std::to_string(finder->layout().pixels()) + " pixels, the detector " +
+                       std::to_string(detector_.pixels()));
+    const int positions = config_.slots_per_stream * config_.batch;
+    if (positions * config_.streams > kMaxPeakPositions)
+      throw InputError(
+          "cuda backend: live peak finding keeps a device finder per event in "
+          "flight; runtime streams x slots_per_stream x batch = " +
+          std::to_string(positions * config_.streams) + " is above " +
+          std::to_string(kMaxPeakPositions) + " (lower slots_per_stream or batch)");
+    // Nothing may still run on what is about to be replaced (set-up only, never per event).
+    for (auto& lane : lanes_) lane->stream.synchronize();
+    for (auto& lane : lanes_) {
+      lane->peak_positions.clear();
+      for (int p = 0; p < positions; ++p)
+        lane->peak_positions.push_back(std::make_unique<PeakPosition>());
+      for (auto& slot : lane->slots) {
+        slot->peaks_ready = std::make_unique<gpu::Event>(true);
+        slot->peak_generation.reset();
+        slot->kept_frame.assign(std::size_t(config_.batch), -1);
+      }
+    }
+    kept_.assign(recent_frames > 0 ? std::size_t(recent_frames + positions * config_.streams) : 0,
+                 KeptFrame{});
+    kept_frames_ = kept_.empty()
+                       ? gpu::DeviceBuffer()
+                       : gpu::DeviceBuffer(kept_.size() * out_stride_floats_ * sizeof(float));
+    kept_next_ = 0;
+    recent_frames_ = std::size_t(std::max(0, recent_frames));
+    peak_generation_ = make_generation(*finder, 1);
+  }
+
+  void set_peak_params(const peaks::PeakFinder8& finder, std::uint64_t version) override {
+    if (!peak_generation_) throw InputError("peak finding is off on the cuda backend");
+    // Launches in flight hold the old generation; the next launch takes this one.
+    peak_generation_ = make_generation(finder, version);
+  }
+
+  // Any thread: the uploads of a parameter change happen here, not on the engine's thread.
+  std::shared_ptr<PreparedPeakParams> prepare_peak_params(const peaks::PeakFinder8& finder,
+                                                          std::uint64_t version) override {
+    return make_generation(finder, version);
+  }
+  void set_prepared_peak_params(std::shared_ptr<PreparedPeakParams> prepared) override {
+    if (!peak_generation_) throw InputError("peak finding is off on the cuda backend");
+    auto generation = std::dynamic_pointer_cast<PeakGeneration>(prepared);
+    if (!generation)
+      throw RuntimeFault("cuda backend: peak-finder parameters prepared by another backend");
+    peak_generation_ = std::move(generation);
+  }
+
+  std::vector<RerunFrame> rerun_peaks(std::size_t frames) override {
+    if (!peak_generation_) throw InputError("peak finding is off on the cuda backend");
+    std::vector<std::size_t> order;
+    for (std::size_t e = 0; e < kept_.size(); ++e)
+      if (kept_[e].valid) order.push_back(e);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return kept_[a].admission < kept_[b].admission;
+    });
+    const std::size_t n = std::min({frames, order.size(), recent_frames_});
+    std::vector<RerunFrame> out;
+    gpu::DevicePeakFinder8& finder = *peak_generation_->rerun;
+    for (std::size_t k = order.size() - n; k < order.size(); ++k) {
+      finder.enqueue(kept_frame(int(order[k])), rerun_stream_);
+      out.push_back({kept_[order[k]].header, finder.collect(rerun_stream_)});
+    }
+    return out;
   }
 
   bool can_submit() const override {
@@ -452,8 +575,13 @@ class CudaBackend final : public Backend {
     }
     slot.integrated = integrating_;
     if (integrating_) enqueue_integration(lane, open_slot_, fill);
+    slot.peak_generation = peak_generation_;
+    if (peak_generation_) enqueue_peaks(lane, open_slot_, fill);
     slot.compress_bytes_in = 0;
     if (compression_) enqueue_compression(lane, open_slot_, fill);
+    // The launch ends when its searches have too (they run beside the compression).
+    if (peak_generation_)
+      for (int i = 0; i < fill; ++i) lane.stream.wait(peak_position(lane, open_slot_, i).end.get());
     slot.end.record(lane.stream);
     {
       std::lock_guard lock(lane.mutex);
@@ -497,6 +625,54 @@ class CudaBackend final : public Backend {
     }
   }
 
+  // After the launch's calibration and integration: each event searched on its position's stream
+  // (which waits for the calibration), and its frame copied into the next kept-frame entry on
+  // the lane's stream. Only enqueues.
+  void enqueue_peaks(Lane& lane, int slot_index, int fill) {
+    LaunchSlot& slot = *lane.slots[std::size_t(slot_index)];
+    slot.peaks_ready->record(lane.stream);
+    const int positions = config_.slots_per_stream * config_.batch;
+    for (int i = 0; i < fill; ++i) {
+      PeakPosition& position = peak_position(lane, slot_index, i);
+      const int index = lane.index * positions + slot_index * config_.batch + i;
+      position.stream.wait(slot.peaks_ready->get());
+      position.begin.record(position.stream);
+      peak_generation_->finders[std::size_t(index)]->enqueue(out_of(lane, slot_index, i),
+                                                             position.stream);
+      position.end.record(position.stream);
+      slot.kept_frame[std::size_t(i)] = -1;
+      if (!kept_.empty()) {
+        const int entry = int(kept_next_++ % kept_.size());
+        kept_[std::size_t(entry)].valid = false;  // until this event is returned
+        kept_[std::size_t(entry)].admission = slot.events[std::size_t(i)].admission;
+        gpu::copy_async(kept_frame(entry), out_of(lane, slot_index, i),
+                        detector_.pixels() * sizeof(float), lane.stream,
+                        "calibrated frame to the kept frames");
+        slot.kept_frame[std::size_t(i)] = entry;
+      }
+    }
+  }
+
+  PeakPosition& peak_position(const Lane& lane, int slot, int position) const {
+    return *lane.peak_positions[std::size_t(slot * config_.batch + position)];
+  }
+  float* kept_frame(int entry) const {
+    return kept_frames_.as<float>() + std::size_t(entry) * out_stride_floats_;
+  }
+
+  // The device finders of one parameter set, uploaded now (set-up or a parameter change); reads
+  // only the configuration, so any thread may call it.
+  std::shared_ptr<PeakGeneration> make_generation(const peaks::PeakFinder8& finder,
+                                                  std::uint64_t version) const {
+    auto generation = std::make_shared<PeakGeneration>();
+    generation->version = version;
+    const int count = config_.streams * config_.slots_per_stream * config_.batch;
+    for (int k = 0; k < count; ++k)
+      generation->finders.push_back(std::make_unique<gpu::DevicePeakFinder8>(finder));
+    generation->rerun = std::make_unique<gpu::DevicePeakFinder8>(finder);
+    return generation;
+  }
+
   double* profile_values(const Lane& lane, LaunchSlot& slot, int position) const {
     return slot.profiles.as<double>() + std::size_t(position) * lane.integrator->result_doubles();
   }
@@ -529,7 +705,9 @@ class CudaBackend final : public Backend {
     if (!slot.end.query()) return false;
     const bool compressed = slot.compress_bytes_in > 0;
     // The calibration ends where the first event's integration (else compression) begins.
+    const bool searched = slot.peak_generation != nullptr;
     const gpu::Event& calibrated = slot.integrated ? *slot.integrate_begin[0]
+                                   : searched      ? *slot.peaks_ready
                                    : compressed    ? *slot.compress_begin[0]
                                                    : slot.end;
     const double us = 1000.0 * double(calibrated.elapsed_ms_since(slot.start));
@@ -549,6 +727,18 @@ class CudaBackend final : public Backend {
             profile_intensities(lane.integrator->profile_from(profile_values(lane, slot, int(i))));
         c.integrate_us =
             1000.0 * double(slot.integrate_end[i]->elapsed_ms_since(*slot.integrate_begin[i]));
+      }
+      if (searched) {
+        // The launch's end event waited for this search: its stream has nothing left to do, so
+        // collect() returns at once.
+        PeakPosition& position = peak_position(lane, head, int(i));
+        const int positions = config_.slots_per_stream * config_.batch;
+        const int index = lane.index * positions + head * config_.batch + int(i);
+        c.peaks = slot.peak_generation->finders[std::size_t(index)]->collect(position.stream);
+        c.searched = true;
+        c.params_version = slot.peak_generation->version;
+        c.peaks_us = 1000.0 * double(position.end.elapsed_ms_since(position.begin));
+        c.kept_frame = slot.kept_frame[i];
       }
       if (compressed) {
         const std::uint64_t size = *size_word(lane, head, int(i));
@@ -614,6 +804,10 @@ class CudaBackend final : public Backend {
     CompletedEvent c = ready_.front();
     ready_.pop_front();
     ++returned_;
+    // Returned: its kept frame is there (the copy ran before the launch's end), unless the entry
+    // has been handed to a newer event meanwhile.
+    if (c.kept_frame >= 0 && kept_[std::size_t(c.kept_frame)].admission == c.admission)
+      kept_[std::size_t(c.kept_frame)] = {c.header, c.admission, true};
     release_if_returned(c);
     return c;
   }
@@ -660,6 +854,14 @@ class CudaBackend final : public Backend {
   std::optional<codec::CodecParams> compression_;
   codec::DType compress_dtype_ = codec::DType::UInt16;
   bool integrating_ = false;  // live integration configured (submitting thread)
+  // Live peak finding (submitting thread): the finders new launches take (null: off), the ring of
+  // kept frames with what each entry holds, and the stream re-runs search on.
+  std::shared_ptr<PeakGeneration> peak_generation_;
+  gpu::DeviceBuffer kept_frames_;
+  std::vector<KeptFrame> kept_;
+  std::uint64_t kept_next_ = 0;
+  std::size_t recent_frames_ = 0;
+  gpu::Stream rerun_stream_;
   std::vector<std::uint64_t> shape_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   gpu::Stream read_stream_;

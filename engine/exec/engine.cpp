@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <future>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -21,6 +22,8 @@
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "exec/backend.hpp"
+#include "exec/live_image.hpp"
+#include "exec/live_peaks.hpp"
 #include "exec/reorder_buffer.hpp"
 #include "integrate/array_values.hpp"
 #include "integrate/layout.hpp"
@@ -222,13 +225,42 @@ struct Engine::Impl {
   void add_profile(const CompletedEvent& done);
   void publish_profile();  // when a profile came since the last one published
 
+  // Live peak finding (config.peak_finding) and the `image` topic (config.image): see
+  // live_peaks.hpp and live_image.hpp. The parameters in force and their history (version v is
+  // peak_param_history[v - 1]) are guarded by peak_mutex; peak_change_mutex serialises changes.
+  std::optional<LivePeakGeometry> peak_geometry;
+  std::unique_ptr<ImageAssembly> assembly;  // null when the detector has no placement
+  std::unique_ptr<LivePeakBook> peak_book;
+  std::unique_ptr<LiveImage> live_image;
+  std::mutex peak_change_mutex;  // held while engine-thread work runs (see run_on_engine_thread)
+  std::mutex peak_set_mutex;     // serialises set_peak_params calls
+  // The backend a control thread may prepare parameters for (replaced by a fallback; the failed
+  // one stays alive in failed_backend, so the pointer never dangles).
+  std::atomic<Backend*> active_backend{nullptr};
+  mutable std::mutex peak_mutex;
+  std::vector<peaks::PeakFinderParams> peak_param_history;
+  // Work the engine thread runs between events (it owns the backend): parameter changes and
+  // re-runs from control threads. While no consumer thread runs, the caller runs it itself.
+  std::mutex task_mutex;
+  std::deque<std::packaged_task<void()>> engine_tasks;
+  std::atomic<bool> tasks_waiting{false};
+  bool consumer_active = false;  // guarded by task_mutex
+  bool output_readable = false;  // consumer thread: the backend's output of the event accounted
+  void run_on_engine_thread(std::function<void()> work);
+  void run_engine_tasks();  // consumer thread
+  void account_peaks(const CompletedEvent& done);
+  void publish_peaks(const protocol::EventPeaks& peaks);
+  void publish_image();  // when an event was handed over since the last image
+
   void set_state(const std::string& new_state, const std::string& message = {});
   void publish_status();
   void produce();
   void produce_replay();
   // Claims a ring slot (waiting or dropping per policy), copies `raw` and rings the doorbell;
   // false when the event was dropped because the ring was full.
-  bool admit(const void* raw, const EventHeader& header);
+  // `hand_over`: a replay source whose acquired event `raw` is; its buffer goes into the ring
+  // slot in exchange for the slot's (no copy).
+  bool admit(const void* raw, const EventHeader& header, replay::ReplaySource* hand_over = nullptr);
   void record(const EventHeader& header, const void* raw);
   void close_recorder();  // flushes the last file; a failure fails the run
   void consume();
@@ -276,6 +308,11 @@ void Engine::Impl::publish_status() {
     status.device = device_label;
   }
   status.config = config.to_json();
+  if (peak_geometry) {
+    // The parameters in force: changed by set_peak_params without a new configuration.
+    std::lock_guard lock(peak_mutex);
+    status.config["peak_finding"]["params"] = peaks::to_json(peak_param_history.back());
+  }
   protocol::Message message = protocol::make_status_message(status);
   message.run = config.run;
   message.sequence = last_sequence.load();
@@ -342,7 +379,8 @@ void Engine::Impl::record(const EventHeader& header, const void* raw) {
   if (recorder) recorder->record(header, raw);
 }
 
-bool Engine::Impl::admit(const void* raw, const EventHeader& header) {
+bool Engine::Impl::admit(const void* raw, const EventHeader& header,
+                         replay::ReplaySource* hand_over) {
   int slot = ring->producer_claim();
   if (slot < 0 && !drop_when_full) {
     const auto start = Clock::now();
@@ -357,7 +395,10 @@ bool Engine::Impl::admit(const void* raw, const EventHeader& header) {
     dropped_ring_full.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  std::memcpy(ring->slot_data(slot), raw, detector.raw_event_bytes());
+  if (hand_over)
+    ring->exchange_slot_data(slot, hand_over->exchange_acquired_buffer(ring->slot_data(slot)));
+  else
+    std::memcpy(ring->slot_data(slot), raw, detector.raw_event_bytes());
   ring->slot_header(slot) = header;
   ring->ring_doorbell(slot);
   return true;
@@ -428,7 +469,7 @@ void Engine::Impl::produce_replay() {
       EventHeader header{sequence, event.pulse_id, event.timestamp_ns};
       record(header, event.data);
       header.timestamp_ns = wall_clock_ns();
-      admit(event.data, header);
+      admit(event.data, header, &source);
       source.release();
     }
   } catch (const std::exception& e) {
@@ -480,6 +521,7 @@ void Engine::Impl::account_completed(const CompletedEvent& done) {
     }
     add_profile(done);
   }
+  account_peaks(done);
   if (ring) ring->rearm(done.ring_slot);
   processed.fetch_add(1, std::memory_order_release);
 }
@@ -551,6 +593,106 @@ void Engine::Impl::publish_profile() {
   }
 }
 
+// Longest a control thread waits for the engine thread to take its work: the engine thread looks
+// between any two events, so only a hung device makes this pass.
+constexpr auto kEngineTaskTimeout = std::chrono::seconds(20);
+
+void Engine::Impl::run_on_engine_thread(std::function<void()> work) {
+  std::packaged_task<void()> task(std::move(work));
+  std::future<void> done = task.get_future();
+  {
+    std::lock_guard lock(task_mutex);
+    if (consumer_active) {
+      engine_tasks.push_back(std::move(task));
+      tasks_waiting.store(true, std::memory_order_release);
+    }
+  }
+  if (task.valid()) {
+    // No engine thread: nothing else touches the backend but another such task.
+    std::lock_guard lock(peak_change_mutex);
+    task();
+  } else if (done.wait_for(kEngineTaskTimeout) != std::future_status::ready) {
+    throw RuntimeFault("the engine thread did not take the request within " +
+                       std::to_string(kEngineTaskTimeout.count()) + " s (device hung?)");
+  }
+  done.get();  // rethrows what the work threw
+}
+
+void Engine::Impl::run_engine_tasks() {
+  for (;;) {
+    std::packaged_task<void()> task;
+    {
+      std::lock_guard lock(task_mutex);
+      if (engine_tasks.empty()) {
+        tasks_waiting.store(false, std::memory_order_release);
+        return;
+      }
+      task = std::move(engine_tasks.front());
+      engine_tasks.pop_front();
+    }
+    std::lock_guard run_lock(peak_change_mutex);
+    task();  // a packaged task keeps what it throws for its caller
+  }
+}
+
+void Engine::Impl::account_peaks(const CompletedEvent& done) {
+  std::optional<protocol::EventPeaks> message;
+  const bool image_due = live_image && live_image->due(Clock::now());
+  if (done.searched && peak_book) {
+    peak_book->add(std::uint64_t(std::max(0, done.peaks.found)), done.peaks.hit, done.peaks_us);
+    if (done.peaks.hit || image_due) {
+      peaks::PeakFinderParams params;
+      {
+        std::lock_guard lock(peak_mutex);
+        const std::size_t v = std::size_t(done.params_version);
+        params = peak_param_history.at(v >= 1 && v <= peak_param_history.size() ? v - 1 : 0);
+      }
+      message =
+          event_peaks(done.header, done.peaks, params, done.params_version, false, assembly.get());
+      if (done.peaks.hit) peak_book->offer_hit(*message);
+    }
+  }
+  if (image_due && ring && output_readable) {
+    // The raw words now, while the ring slot is still this event's; the calibrated pixels while
+    // the backend's output is (until the next submit).
+    live_image->capture(
+        done.header,
+        [&](std::byte* raw, float* calibrated) {
+          std::memcpy(raw, ring->slot_data(done.ring_slot), detector.raw_event_bytes());
+          backend->read_output(done, calibrated);
+        },
+        message);
+  }
+}
+
+void Engine::Impl::publish_peaks(const protocol::EventPeaks& peaks) {
+  if (!publisher) return;
+  try {
+    protocol::Message message = protocol::make_peaks_message(peaks);
+    message.run = config.run;
+    publisher->publish(message);
+  } catch (const protocol::ProtocolError& e) {
+    // A list the protocol refuses (a non-finite value from corrupt pixels) is not sent.
+    spdlog::warn("engine: peaks of event {} not published: {}", peaks.sequence, e.what());
+  }
+}
+
+void Engine::Impl::publish_image() {
+  if (!publisher || !live_image) return;
+  std::optional<protocol::ImageFrame> image;
+  try {
+    image = live_image->take();
+    if (!image) return;
+    protocol::Message message = protocol::make_image_message(*image);
+    message.run = config.run;
+    publisher->publish(message);
+  } catch (const std::exception& e) {
+    // An infinite pixel from corrupt data, say: that image is skipped, the run goes on.
+    spdlog::warn("engine: image of event {} not published: {}", image ? image->sequence : 0,
+                 e.what());
+  }
+}
+
 void Engine::Impl::consume() {
   // Completions may arrive out of order (several lanes); the reorder stage releases them in
   // admission order, and only then is a ring slot re-armed, so slots are re-armed in order.
@@ -563,11 +705,18 @@ void Engine::Impl::consume() {
   auto retire = [&](const CompletedEvent& done) {
     unreturned.erase(done.admission);
     reorder.insert(done.admission, done);
-    while (auto ready = reorder.pop_ready()) account_completed(*ready);
+    while (auto ready = reorder.pop_ready()) {
+      // An event released now but returned earlier may have had its backend output reused by
+      // a later submit: only the event just returned is read back for the image.
+      output_readable = ready->admission == done.admission;
+      account_completed(*ready);
+    }
+    output_readable = false;
   };
   for (bool running = true; running;) {
     try {
       for (;;) {
+        if (tasks_waiting.load(std::memory_order_acquire)) run_engine_tasks();
         bool progressed = false;
         while (auto done = backend->next_completed(false)) {
           retire(*done);
@@ -618,8 +767,17 @@ void Engine::Impl::consume() {
           auto cpu = make_cpu_backend(detector, constants, config.calibration, config.cpu_threads);
           cpu->set_compression(compression_params(config.compression));
           cpu->set_integration(integrator);
+          if (peak_geometry) {
+            std::lock_guard lock(peak_mutex);
+            cpu->set_peak_finding(peak_geometry->finder(peak_param_history.front()),
+                                  config.peak_finding.recent_frames);
+            if (peak_param_history.size() > 1)
+              cpu->set_peak_params(peak_geometry->finder(peak_param_history.back()),
+                                   peak_param_history.size());
+          }
           failed_backend = std::move(backend);
           backend = std::move(cpu);
+          active_backend = backend.get();
           {
             std::lock_guard lock(mutex);
             backend_note = what;
@@ -652,6 +810,12 @@ void Engine::Impl::consume() {
     lanes = backend->lane_occupancy();
     reorder_depth = reorder.depth();
   }
+  {
+    // From here on a control thread runs its work itself; what is queued runs now.
+    std::lock_guard lock(task_mutex);
+    consumer_active = false;
+  }
+  run_engine_tasks();
   consumer_done = true;
 }
 
@@ -833,11 +997,20 @@ void Engine::Impl::report() {
           publish_profile();
           next_profile = Clock::now() + profile_period;
         }
+        if (peak_book)
+          if (auto due = peak_book->take_due(Clock::now(), false)) publish_peaks(*due);
+        if (live_image) publish_image();
       }
       last_round = consumer_done.load();
     }
-    // The last event's profile goes out before the final stats, so a run always ends with it.
-    if (last_round) publish_profile();
+    // The last event's profile goes out before the final stats, so a run always ends with it;
+    // so do the last hit waiting for its turn and the last image handed over.
+    if (last_round) {
+      publish_profile();
+      if (peak_book)
+        if (auto due = peak_book->take_due(Clock::now(), true)) publish_peaks(*due);
+      if (live_image) publish_image();
+    }
     const auto now = Clock::now();
     protocol::StatsPayload stats = cumulative_stats();
     protocol::StageTiming calibrate{"calibrate"};
@@ -871,6 +1044,14 @@ void Engine::Impl::report() {
     }
     stats.stages.push_back(calibrate);
     if (integrator) stats.stages.push_back(integrate_stage);
+    if (peak_book) {
+      protocol::StageTiming peak_stage{"peak"};
+      stats.peak_finding = peak_book->take_interval(peak_stage.mean_us, peak_stage.max_us);
+      if (peak_stage.mean_us > 0)
+        peak_stage.gbps =
+            double(detector.pixels() * sizeof(float)) / (peak_stage.mean_us * 1e-6) / 1e9;
+      stats.stages.push_back(peak_stage);
+    }
     // Drop samples older than the window, keeping the newest of those as the window's start.
     while (processed_history.size() > 1 && now - processed_history[1].first >= rate_window)
       processed_history.pop_front();
@@ -941,6 +1122,7 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     options.detector = c.replay.detector;
     options.loop = c.replay.loop;
     options.prefetch_events = std::size_t(std::max(1, c.replay.prefetch_events));
+    options.readers = std::size_t(std::max(0, c.replay.readers));
     d.replay_source = std::make_unique<replay::ReplaySource>(options);
     d.detector = d.replay_source->detector();
     d.replay_pace = c.replay.pace;
@@ -1019,6 +1201,32 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
         d.integrator->integrate(std::vector<float>(d.detector.pixels(), 0.0f)).radial;
   }
 
+  // The device-resident pipeline has no peak-finding stage either.
+  if (c.peak_finding.enabled && c.runtime.source == SourcePlacement::Device)
+    throw InputError(
+        "peak finding is not implemented for runtime.source 'device' (the device-resident "
+        "pipeline has no peak-finding stage); use runtime.source 'host', where the cuda and cpu "
+        "backends search every event, or peak_finding.enabled false");
+  if (c.peak_finding.enabled) {
+    if (const std::string problem = peaks::validate(c.peak_finding.params); !problem.empty())
+      throw InputError("peak_finding.params: " + problem);
+    d.peak_geometry.emplace(c.peak_finding, d.detector, d.constants);
+    d.peak_param_history = {c.peak_finding.params};
+    d.peak_book = std::make_unique<LivePeakBook>(c.peak_finding.peaks_hz);
+  }
+  // Peak positions in image pixels and the `image` topic need the segment placement; a detector
+  // without one gets slab coordinates and no image (said in the log).
+  if (c.peak_finding.enabled || (c.image.publish_hz > 0 && d.publisher)) {
+    try {
+      d.assembly = std::make_unique<ImageAssembly>(d.detector);
+    } catch (const InputError& e) {
+      spdlog::warn(
+          "engine: no assembled image for detector {} ({}): `peaks` x/y are slab "
+          "fs/ss and no `image` is published",
+          d.detector.name, e.what());
+    }
+  }
+
   if (c.runtime.source == SourcePlacement::Device) {
     // The device-resident source: no host ring and no Backend; run_device_source does it all.
     if (c.backend == "cpu")
@@ -1048,8 +1256,15 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   BackendChoice choice =
       make_backend(c.backend, d.detector, d.constants, c.calibration, c.cpu_threads, c.runtime);
   d.backend = std::move(choice.backend);
+  d.active_backend = d.backend.get();
   d.backend->set_compression(compression_params(c.compression));
   d.backend->set_integration(d.integrator);
+  if (d.peak_geometry)
+    d.backend->set_peak_finding(d.peak_geometry->finder(c.peak_finding.params),
+                                c.peak_finding.recent_frames);
+  if (c.image.publish_hz > 0 && d.publisher && d.assembly)
+    d.live_image =
+        std::make_unique<LiveImage>(d.detector, d.constants, *d.assembly, c.image.publish_hz);
   d.backend_note = choice.note;
   d.backend_label = d.backend->name();
   d.device_label = d.backend->device_name();
@@ -1059,6 +1274,11 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
       std::size_t(c.ring_slots), d.detector.raw_event_bytes(),
       [backend](std::size_t bytes) { return backend->allocate_host(bytes); },
       [backend](void* pointer) { backend->free_host(pointer); });
+  // Replay buffers from the ring's allocator: a read event's buffer becomes a ring slot as it is.
+  if (d.replay_source)
+    d.replay_source->set_buffer_allocator(
+        [backend](std::size_t bytes) { return backend->allocate_host(bytes); },
+        [backend](void* pointer) { backend->free_host(pointer); });
   if (c.record.enabled()) {
     replay::RecordOptions options;
     options.directory = c.record.directory;
@@ -1067,6 +1287,10 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     options.layout.stacked = c.record.layout == "stacked";
     options.layout.deflate = c.record.deflate;
     options.run = c.run;
+    options.queue_events = std::size_t(c.record.queue_events);
+    // "auto": a live source must not stall for the disk; a replay can wait (files are not live).
+    const bool wait = c.record.when_full == "wait" || (c.record.when_full == "auto" && replaying);
+    options.when_full = wait ? replay::RecordWhenFull::Wait : replay::RecordWhenFull::Drop;
     d.recorder = std::make_unique<replay::Recorder>(options, d.detector, c.to_json().dump());
   }
   // No status message yet: with a shared publisher an engine built to replace a running one must
@@ -1089,6 +1313,12 @@ void Engine::start() {
   if (d.device_source) {
     d.producer_thread = std::thread([&d] { d.run_device_source(); });
     return;
+  }
+  {
+    // After any work a control thread runs itself (it holds peak_change_mutex while it does).
+    std::lock_guard run_lock(d.peak_change_mutex);
+    std::lock_guard lock(d.task_mutex);
+    d.consumer_active = true;
   }
   d.consumer_thread = std::thread([&d] { d.consume(); });
   if (d.replay_source)
@@ -1148,6 +1378,13 @@ RunSummary Engine::summary() const {
       stage.mean_us = d.total_integrate_us / double(d.total_integrate_count);
       stage.gbps = double(d.detector.pixels() * sizeof(float)) / (stage.mean_us * 1e-6) / 1e9;
     }
+    summary.stats.stages.push_back(stage);
+  }
+  if (d.peak_book) {
+    protocol::StageTiming stage{"peak"};
+    summary.stats.peak_finding = d.peak_book->totals(stage.mean_us);
+    if (stage.mean_us > 0)
+      stage.gbps = double(d.detector.pixels() * sizeof(float)) / (stage.mean_us * 1e-6) / 1e9;
     summary.stats.stages.push_back(stage);
   }
   if (d.config.compression.enabled()) {
@@ -1246,6 +1483,7 @@ ReplayStatus Engine::replay_status() const {
   status.paused = d.paused.load();
   status.pace = d.replay_pace;
   status.pace_note = d.replay_pace_note;
+  status.skipped_files = d.replay_source->skipped_files();
   status.disk_wait_s = source.disk_wait_s();
   status.pipeline_wait_s = double(d.ring_wait_ns.load()) * 1e-9;
   {
@@ -1272,16 +1510,107 @@ ReplayStatus Engine::replay_status() const {
 }
 
 RecordStatus Engine::record_status() const {
-  // The recorder belongs to the producer thread while it runs; the file list is read only when
-  // the run is over (or not started), its event count at any time is approximate.
+  // The recorder's counters and file list may be read while its writer thread runs.
   const Impl& d = *impl_;
   RecordStatus status;
   if (!d.recorder) return status;
   status.active = true;
   status.events = d.recorder->events();
-  if (d.producer_done || !d.started)
-    for (const auto& path : d.recorder->files()) status.files.push_back(path.string());
+  status.dropped = d.recorder->dropped();
+  for (const auto& path : d.recorder->files()) status.files.push_back(path.string());
   return status;
+}
+
+PeakParamsState Engine::peak_params() const {
+  const Impl& d = *impl_;
+  PeakParamsState state;
+  state.enabled = d.peak_geometry.has_value();
+  if (!state.enabled) {
+    state.params = d.config.peak_finding.params;
+    return state;
+  }
+  std::lock_guard lock(d.peak_mutex);
+  state.params = d.peak_param_history.back();
+  state.version = d.peak_param_history.size();
+  return state;
+}
+
+namespace {
+InputError peak_finding_off() {
+  return InputError(
+      "peak finding is off in this configuration; turn it on with an apply request, "
+      "{\"peak_finding\": {\"enabled\": true}} (the run restarts with it)");
+}
+}  // namespace
+
+std::uint64_t Engine::set_peak_params(const peaks::PeakFinderParams& params) {
+  Impl& d = *impl_;
+  if (!d.peak_geometry) throw peak_finding_off();
+  if (const std::string problem = peaks::validate(params); !problem.empty())
+    throw InputError(problem);
+  // One change at a time, so that the version prepared is the version applied.
+  std::lock_guard serial(d.peak_set_mutex);
+  std::uint64_t version = 0;
+  {
+    std::lock_guard lock(d.peak_mutex);
+    version = d.peak_param_history.size() + 1;
+  }
+  // The finder's tables (and the CUDA backend's device finders) are built here, on the caller's
+  // thread; the engine thread only swaps them in, so the events keep flowing meanwhile.
+  const peaks::PeakFinder8 finder = d.peak_geometry->finder(params);
+  Backend* prepared_for = d.active_backend.load();
+  std::shared_ptr<Backend::PreparedPeakParams> prepared;
+  try {
+    prepared = prepared_for->prepare_peak_params(finder, version);
+  } catch (const RuntimeFault& e) {
+    // E.g. no device memory for another set of finders: the engine thread builds them instead.
+    spdlog::warn(
+        "engine: preparing peak-finder parameters off the engine thread failed ({}); "
+        "the engine thread builds them",
+        e.what());
+  }
+  d.run_on_engine_thread([&] {
+    // The backend may have been replaced (fallback to the CPU) since the preparation.
+    if (prepared && d.backend.get() == prepared_for)
+      d.backend->set_prepared_peak_params(std::move(prepared));
+    else
+      d.backend->set_peak_params(finder, version);
+    std::lock_guard lock(d.peak_mutex);
+    d.peak_param_history.push_back(params);
+  });
+  d.peak_book->set_params_version(version);
+  spdlog::info("engine: peak-finder parameters version {} in force", version);
+  return version;
+}
+
+PeakRerun Engine::rerun_peaks(std::optional<std::uint64_t> frames) {
+  Impl& d = *impl_;
+  if (!d.peak_geometry) throw peak_finding_off();
+  const int kept = d.config.peak_finding.recent_frames;
+  if (kept == 0)
+    throw InputError(
+        "no frames are kept for re-runs: peak_finding.recent_frames is 0 (set it to 1..256)");
+  if (frames && (*frames == 0 || *frames > std::uint64_t(kept)))
+    throw InputError("frames must be 1.." + std::to_string(kept) +
+                     " (peak_finding.recent_frames), got " + std::to_string(*frames));
+  std::vector<RerunFrame> lists;
+  peaks::PeakFinderParams params;
+  PeakRerun result;
+  d.run_on_engine_thread([&] {
+    lists = d.backend->rerun_peaks(std::size_t(frames.value_or(std::uint64_t(kept))));
+    std::lock_guard lock(d.peak_mutex);
+    params = d.peak_param_history.back();
+    result.params_version = d.peak_param_history.size();
+  });
+  for (const RerunFrame& frame : lists) {
+    result.sequences.push_back(frame.header.sequence);
+    result.peaks_found.push_back(std::uint64_t(std::max(0, frame.peaks.found)));
+    result.hits += frame.peaks.hit ? 1 : 0;
+    d.publish_peaks(event_peaks(frame.header, frame.peaks, params, result.params_version, true,
+                                d.assembly.get()));
+    d.peak_book->count_sent_rerun();
+  }
+  return result;
 }
 
 void Engine::set_progress_callback(std::function<void(const protocol::StatsPayload&)> callback) {

@@ -12,6 +12,7 @@
 
 #include "calib/calibration_math.hpp"
 #include "exec/stream_config.hpp"
+#include "peaks/peak_params.hpp"
 #include "protocol/topics.hpp"
 
 namespace livedrp {
@@ -35,6 +36,7 @@ struct ReplayConfig {
   std::string pace = "recorded";  // "recorded" (timestamps), "rate" (rate_hz), "flat_out"
   bool loop = false;
   int prefetch_events = 8;  // events read ahead of the pipeline
+  int readers = 0;          // reader threads filling them; 0: min(8, cores)
 };
 
 // Recording of the source's events to HDF5 (JSON "record"); off when directory is empty.
@@ -44,6 +46,11 @@ struct RecordConfig {
   std::string dataset = "/entry/data/data";
   std::string layout = "segments";  // [N, segments, rows, cols]; "stacked": [N, seg*rows, cols]
   int deflate = 0;                  // 0: none; 1..9: gzip level (with byte shuffle)
+  // When the writer's queue is full (disk slower than the source): "drop" the event from the
+  // recording and count it (never stalls the pipeline), "wait" for the disk (back-pressure), or
+  // "auto": drop for live sources, wait for a replay (files are not live).
+  std::string when_full = "auto";
+  int queue_events = 16;  // events waiting for the writer thread
   bool enabled() const { return !directory.empty(); }
 };
 
@@ -67,6 +74,26 @@ struct LiveIntegrationConfig {
   std::string error_model = "poisson";  // "poisson" or "azimuthal"
   int average_events = 100;             // running-average window
   double publish_hz = 4.0;              // `profile` messages per second
+};
+
+// Live peak finding (JSON "peak_finding"): peakfinder8 on every calibrated event, `peaks` messages
+// for hit events (at most peaks_hz a second, the newest hit), and the last recent_frames
+// calibrated frames kept for re-runs with new parameters (Engine::rerun_peaks).
+struct LivePeakFindingConfig {
+  bool enabled = false;
+  peaks::PeakFinderParams params;  // the PARAMS.json names of `livedrp-engine peaks --params`
+  // Beam in assembled-image pixels (x, y); none: the centre of assembled_bounds (the simulator's).
+  std::optional<std::pair<double, double>> beam;
+  std::string radius_map;  // FILE.npy or FILE.h5:/dataset, one event's pixels; replaces the beam
+  std::string mask;        // the same form; non-zero = bad (the constants' bad pixels are too)
+  double peaks_hz = 10;    // `peaks` messages per second at most
+  int recent_frames = 16;  // calibrated frames kept for re-runs, 0..256
+};
+
+// The `image` topic (JSON "image"): the latest processed event's assembled calibrated image, its
+// gain-mode occupancy and its peaks, publish_hz times a second (0 = off).
+struct ImagePublishConfig {
+  double publish_hz = 2;
 };
 
 // The pipeline configuration: the same JSON drives the CLI, the GUI and the benchmarks, and is
@@ -95,6 +122,8 @@ struct EngineConfig {
   ReplayConfig replay;
   RecordConfig record;
   LiveIntegrationConfig integration;
+  LivePeakFindingConfig peak_finding;
+  ImagePublishConfig image;
 
   // Validates every field; throws InputError naming the field, the value and what is allowed.
   static EngineConfig from_json(const nlohmann::json& json, const std::string& origin);
@@ -125,11 +154,31 @@ struct ReplayStatus {
   double read_gbps = 0;    // bytes read / time spent reading, prefetch thread
   std::string limited_by;  // "disk", "pipeline" (flat out), "pacing"; "" while no wait > 1 ms
   std::uint64_t read_errors = 0;  // events that could not be read (counted as dropped)
+  // Files of the run's list left out because they cannot be read: one error text each, naming
+  // the file and the dataset (the rest of the list replays).
+  std::vector<std::string> skipped_files;
+};
+
+// The peak finder's parameters in force on a run (Engine::peak_params).
+struct PeakParamsState {
+  bool enabled = false;
+  peaks::PeakFinderParams params;
+  std::uint64_t version = 0;  // 1 for the configuration's, + 1 per accepted change
+};
+
+// A re-run of the parameters in force over the newest kept frames (Engine::rerun_peaks), oldest
+// first; every list is also published as a `peaks` message with rerun true.
+struct PeakRerun {
+  std::vector<std::uint64_t> sequences;
+  std::vector<std::uint64_t> peaks_found;  // per frame (PeakList::found)
+  std::uint64_t hits = 0;
+  std::uint64_t params_version = 0;
 };
 
 struct RecordStatus {
   bool active = false;
-  std::uint64_t events = 0;
+  std::uint64_t events = 0;   // written
+  std::uint64_t dropped = 0;  // not recorded: the writer's queue was full (when_full "drop")
   std::vector<std::string> files;
 };
 
@@ -164,6 +213,14 @@ class Engine {
   void seek(std::uint64_t index);  // the next event handed on is `index`
   ReplayStatus replay_status() const;
   RecordStatus record_status() const;
+  // Live peak finding. set_peak_params validates (InputError naming the parameter), applies the
+  // parameters to events submitted from now on (no restart; the engine thread takes them over
+  // within milliseconds) and returns the new version. rerun_peaks runs the parameters in force
+  // over the newest `frames` kept frames (all kept ones when nullopt). Both throw InputError when
+  // peak finding is off.
+  PeakParamsState peak_params() const;
+  std::uint64_t set_peak_params(const peaks::PeakFinderParams& params);
+  PeakRerun rerun_peaks(std::optional<std::uint64_t> frames);
   // Called from the engine thread at each stats interval (for CLI progress).
   void set_progress_callback(std::function<void(const protocol::StatsPayload&)> callback);
 

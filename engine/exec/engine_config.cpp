@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "exec/engine.hpp"
+#include "peaks/peak_params.hpp"
 
 namespace livedrp {
 namespace {
@@ -124,6 +125,19 @@ json integration_json(const LiveIntegrationConfig& i) {
           {"publish_hz", i.publish_hz}};
 }
 
+json peak_finding_json(const LivePeakFindingConfig& p) {
+  return {{"enabled", p.enabled},
+          {"params", peaks::to_json(p.params)},
+          {"beam", p.beam ? json::array({p.beam->first, p.beam->second}) : json()},
+          {"radius_map", p.radius_map},
+          {"mask", p.mask},
+          {"peaks_hz", p.peaks_hz},
+          {"recent_frames", p.recent_frames}};
+}
+
+// The most frames a re-run may keep: 256 ePix10ka2M frames are 2.2 GB of device memory.
+constexpr int kMaxRecentFrames = 256;
+
 }  // namespace
 
 EngineConfig EngineConfig::from_json(const json& object, const std::string& origin) {
@@ -191,6 +205,7 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read_choice("pace", c.replay.pace, {"recorded", "rate", "flat_out"});
     reader.read("loop", c.replay.loop);
     reader.read_integer("prefetch_events", c.replay.prefetch_events, 1, 1024);
+    reader.read_integer("readers", c.replay.readers, 0, 64);
     reader.reject_unknown_keys();
   }
   if (c.replay.pace == "rate" && !(c.rate_hz > 0))
@@ -204,6 +219,8 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
       reader.fail("record.dataset", "must start with '/', got \"" + c.record.dataset + "\"");
     reader.read_choice("layout", c.record.layout, {"segments", "stacked"});
     reader.read_integer("deflate", c.record.deflate, 0, 9);
+    reader.read_choice("when_full", c.record.when_full, {"auto", "drop", "wait"});
+    reader.read_integer("queue_events", c.record.queue_events, 1, 1024);
     reader.reject_unknown_keys();
   }
   if (const json* integration = root.find("integration")) {
@@ -229,6 +246,33 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read_number("publish_hz", i.publish_hz, 0.1, 100.0);
     if (i.enabled && i.poni.empty())
       reader.fail("integration.poni", "must name a pyFAI PONI file when integration is enabled");
+    reader.reject_unknown_keys();
+  }
+  if (const json* peak_finding = root.find("peak_finding")) {
+    FieldReader reader(*peak_finding, origin, "peak_finding");
+    LivePeakFindingConfig& p = c.peak_finding;
+    reader.read("enabled", p.enabled);
+    if (const json* params = reader.find("params"))
+      p.params = peaks::parse_peak_params(
+          *params, "configuration " + origin + ": field 'peak_finding.params'");
+    if (const json* beam = reader.find("beam"); beam && !beam->is_null()) {
+      const bool pair = beam->is_array() && beam->size() == 2 && (*beam)[0].is_number() &&
+                        (*beam)[1].is_number() && std::isfinite((*beam)[0].get<double>()) &&
+                        std::isfinite((*beam)[1].get<double>());
+      if (!pair)
+        reader.fail("peak_finding.beam",
+                    "must be [X, Y], two finite numbers (assembled pixels), got " + beam->dump());
+      p.beam = std::make_pair((*beam)[0].get<double>(), (*beam)[1].get<double>());
+    }
+    reader.read("radius_map", p.radius_map);
+    reader.read("mask", p.mask);
+    reader.read_number("peaks_hz", p.peaks_hz, 0.1, 100.0);
+    reader.read_integer("recent_frames", p.recent_frames, 0, kMaxRecentFrames);
+    reader.reject_unknown_keys();
+  }
+  if (const json* image = root.find("image")) {
+    FieldReader reader(*image, origin, "image");
+    reader.read_number("publish_hz", c.image.publish_hz, 0.0, 30.0);
     reader.reject_unknown_keys();
   }
   root.reject_unknown_keys();
@@ -264,14 +308,19 @@ json EngineConfig::to_json() const {
             {"detector", replay.detector},
             {"pace", replay.pace},
             {"loop", replay.loop},
-            {"prefetch_events", replay.prefetch_events}}},
+            {"prefetch_events", replay.prefetch_events},
+            {"readers", replay.readers}}},
           {"record",
            {{"directory", record.directory},
             {"max_file_bytes", record.max_file_bytes},
             {"dataset", record.dataset},
             {"layout", record.layout},
-            {"deflate", record.deflate}}},
-          {"integration", integration_json(integration)}};
+            {"deflate", record.deflate},
+            {"when_full", record.when_full},
+            {"queue_events", record.queue_events}}},
+          {"integration", integration_json(integration)},
+          {"peak_finding", peak_finding_json(peak_finding)},
+          {"image", {{"publish_hz", image.publish_hz}}}};
 }
 
 }  // namespace livedrp

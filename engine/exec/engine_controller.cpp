@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
+#include "peaks/peak_params.hpp"
 #include "publish/publisher.hpp"
 
 namespace livedrp {
@@ -11,8 +12,9 @@ namespace {
 
 // The nested objects of the configuration JSON that a partial change merges key by key; any
 // other key given replaces the value.
-constexpr const char* kMergedObjects[] = {"runtime",     "calibration", "simulator",
-                                          "compression", "replay",      "record"};
+constexpr const char* kMergedObjects[] = {"runtime",     "calibration",  "simulator",
+                                          "compression", "replay",       "record",
+                                          "integration", "peak_finding", "image"};
 
 bool is_merged_object(const std::string& key) {
   for (const char* name : kMergedObjects)
@@ -137,7 +139,15 @@ bool EngineController::apply_json(const nlohmann::json& partial) {
     auto target = merged.find(key);
     if (is_merged_object(key) && value.is_object() && target != merged.end() &&
         target->is_object()) {
-      for (const auto& [inner_key, inner_value] : value.items()) (*target)[inner_key] = inner_value;
+      for (const auto& [inner_key, inner_value] : value.items()) {
+        // peak_finding.params merges by parameter name too: one changed parameter keeps the rest.
+        auto inner = target->find(inner_key);
+        if (key == "peak_finding" && inner_key == "params" && inner_value.is_object() &&
+            inner != target->end() && inner->is_object())
+          inner->update(inner_value);
+        else
+          (*target)[inner_key] = inner_value;
+      }
     } else {
       merged[key] = value;  // unknown keys and ill-typed values are from_json's to name
     }
@@ -191,6 +201,44 @@ ReplayStatus EngineController::replay_status() const {
 }
 RecordStatus EngineController::record_status() const {
   return current().engine->record_status();
+}
+
+nlohmann::json EngineController::peak_params_json() const {
+  const PeakParamsState state = current().engine->peak_params();
+  return {{"params", peaks::to_json(state.params)},
+          {"params_version", state.version},
+          {"enabled", state.enabled}};
+}
+
+nlohmann::json EngineController::set_peak_params(const nlohmann::json& partial) {
+  const nlohmann::json* given = &partial;
+  if (partial.is_object() && partial.contains("params")) given = &partial["params"];
+  if (!given->is_object())
+    throw InputError("params must be a JSON object of peak-finder parameters, got " +
+                     given->dump());
+  const std::lock_guard operation(operation_mutex_);
+  const std::shared_ptr<Engine> engine = current().engine;
+  const PeakParamsState state = engine->peak_params();
+  if (!state.enabled)
+    engine->set_peak_params(state.params);  // throws the engine's "peak finding is off" text
+  nlohmann::json merged = peaks::to_json(state.params);
+  merged.update(*given);
+  const peaks::PeakFinderParams params = peaks::parse_peak_params(merged, "params");
+  engine->set_peak_params(params);
+  {
+    const std::lock_guard lock(state_mutex_);
+    config_.peak_finding.params = params;
+  }
+  return peak_params_json();
+}
+
+nlohmann::json EngineController::rerun_peaks(std::optional<std::uint64_t> frames) {
+  const PeakRerun rerun = current().engine->rerun_peaks(frames);
+  return {{"frames", rerun.sequences.size()},
+          {"hits", rerun.hits},
+          {"peaks_per_frame", rerun.peaks_found},
+          {"sequences", rerun.sequences},
+          {"params_version", rerun.params_version}};
 }
 
 void EngineController::set_progress_callback(

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -42,8 +43,10 @@ class EngineController {
   // unchanged). Returns true when a run was restarted.
   bool apply(const EngineConfig& config);
   // Merges `partial` (a JSON object) into the current configuration's JSON, as a merge patch: only
-  // the given keys change, and the objects "runtime", "calibration" and "simulator" merge key by
-  // key; then reads it with EngineConfig::from_json (strict) and applies it. Throws InputError.
+  // the given keys change, and the configuration's sections ("runtime", "calibration",
+  // "simulator", "compression", "replay", "record", "integration", "peak_finding" with its
+  // "params", "image") merge key by key; then reads it with EngineConfig::from_json (strict) and
+  // applies it. Throws InputError.
   bool apply_json(const nlohmann::json& partial);
 
   EngineConfig config() const;  // in force; "publish" is the endpoint as bound
@@ -64,6 +67,21 @@ class EngineController {
   ReplayStatus replay_status() const;
   // The current engine's recording (Engine::record_status): inactive when "record" is off.
   RecordStatus record_status() const;
+
+  // Live peak finding on the current engine, for the control socket's get_peak_params,
+  // set_peak_params and rerun_peaks and the GUI's tuning panel; the results are those requests'
+  // results (docs/protocol.md).
+  // {"params": {every parameter}, "params_version": N, "enabled": bool}
+  nlohmann::json peak_params_json() const;
+  // `partial`: some parameters by name (or {"params": {...}}), merged onto those in force,
+  // checked, applied to the run without restarting it, and kept in the configuration in force.
+  // Returns peak_params_json(). Throws InputError with the reason (peak finding off, unknown
+  // name, bad value).
+  nlohmann::json set_peak_params(const nlohmann::json& partial);
+  // The parameters in force over the newest `frames` kept frames (all kept when nullopt), each
+  // published as a `peaks` message with rerun true. {"frames": n, "hits": h, "peaks_per_frame":
+  // [...], "sequences": [...], "params_version": v}. Throws InputError.
+  nlohmann::json rerun_peaks(std::optional<std::uint64_t> frames);
 
   // Installed on every engine this controller builds from now on (and the current one); called
   // on the engine's reporter thread at each stats interval.

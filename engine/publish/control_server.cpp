@@ -4,6 +4,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -71,6 +72,9 @@ const std::map<std::string, RequestShape, std::less<>>& request_shapes() {
       {"stop", {}},
       {"shutdown", {}},
       {"replay", {{}, {"action", "delta", "index"}}},
+      {"get_peak_params", {}},
+      {"set_peak_params", {{"params"}}},
+      {"rerun_peaks", {{}, {"frames"}}},
   };
   return shapes;
 }
@@ -114,11 +118,12 @@ json to_json(const ReplayStatus& s) {
           {"pipeline_wait_s", s.pipeline_wait_s},
           {"read_gbps", s.read_gbps},
           {"limited_by", s.limited_by},
-          {"read_errors", s.read_errors}};
+          {"read_errors", s.read_errors},
+          {"skipped_files", s.skipped_files}};
 }
 
 json to_json(const RecordStatus& s) {
-  return {{"active", s.active}, {"events", s.events}, {"files", s.files}};
+  return {{"active", s.active}, {"events", s.events}, {"dropped", s.dropped}, {"files", s.files}};
 }
 
 // The "replay" request's action and its argument, checked before anything is done: a step needs
@@ -164,6 +169,17 @@ ReplayAction read_replay_action(const json& body) {
     throw BadRequest("request 'replay': field 'index' goes only with action 'seek'");
   }
   return result;
+}
+
+// "rerun_peaks": "frames" optional, a positive integer (the engine checks it against
+// peak_finding.recent_frames).
+std::optional<std::uint64_t> read_rerun_frames(const json& body) {
+  const auto frames = body.find("frames");
+  if (frames == body.end()) return std::nullopt;
+  if (!frames->is_number_unsigned() || frames->get<std::uint64_t>() == 0)
+    throw BadRequest("request 'rerun_peaks': field 'frames' must be a positive integer, got " +
+                     shown(*frames));
+  return frames->get<std::uint64_t>();
 }
 
 }  // namespace
@@ -249,6 +265,9 @@ struct ControlServer::Impl {
       return result;
     }
     if (name == "replay") return replay_result(body);
+    if (name == "get_peak_params") return controller.peak_params_json();
+    if (name == "set_peak_params") return controller.set_peak_params(body.at("params"));
+    if (name == "rerun_peaks") return controller.rerun_peaks(read_rerun_frames(body));
     if (name == "shutdown") {
       shutdown = true;
       return run_result();

@@ -1,6 +1,10 @@
 #include "replay/hdf5_event_file.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 
@@ -8,6 +12,8 @@
 
 #include "core/error.hpp"
 #include "io/hdf5_handle.hpp"
+#include "replay/chunk_decoder.hpp"
+#include "replay/hdf5_lock.hpp"
 
 namespace livedrp::replay {
 namespace {
@@ -322,6 +328,7 @@ void open_event_file(const std::filesystem::path& path, const std::string& datas
 
 EventFileInfo Hdf5EventReader::inspect(const std::filesystem::path& path,
                                        const std::string& dataset) {
+  std::lock_guard hdf5(hdf5_mutex());
   QuietHdf5Errors quiet;
   EventFileInfo info;
   Handles handles;
@@ -331,6 +338,7 @@ EventFileInfo Hdf5EventReader::inspect(const std::filesystem::path& path,
 
 Hdf5EventReader::Hdf5EventReader(const std::filesystem::path& path, const std::string& dataset,
                                  const DetectorDescription& detector) {
+  std::lock_guard hdf5(hdf5_mutex());
   QuietHdf5Errors quiet;
   auto handles = std::make_unique<Handles>();
   open_event_file(path, dataset, info_, handles->file, handles->data, &handles->pulse_ids,
@@ -361,9 +369,105 @@ Hdf5EventReader::Hdf5EventReader(const std::filesystem::path& path, const std::s
                      std::to_string(detector.cols) + "])");
   event_bytes_ = detector.raw_event_bytes();
   h_ = handles.release();
+  choose_read_path();
+}
+
+const char* to_string(EventReadPath path) {
+  switch (path) {
+    case EventReadPath::Contiguous:
+      return "pread (contiguous)";
+    case EventReadPath::Chunks:
+      return "pread chunks (+ zlib)";
+    case EventReadPath::Library:
+      return "HDF5 library";
+  }
+  return "?";
+}
+
+// Chunks of [1, rows_per_chunk, <the rest of one event>]: chunk j of an event is rows
+// [j * rows_per_chunk, ...) of dimension 1, one contiguous range of the event's bytes.
+struct Hdf5EventReader::ChunkPlan {
+  std::vector<hsize_t> dims;  // of the dataset
+  hsize_t rows_per_chunk = 0, chunks_per_event = 0;
+  std::size_t row_bytes = 0, chunk_bytes = 0, element_size = 0;
+  std::vector<H5Z_filter_t> filters;  // in the order HDF5 applied them when writing
+};
+
+namespace {
+
+// Reads `size` bytes at `offset` completely; false on a short read (truncated file) or an error.
+bool pread_all(int fd, void* out, std::size_t size, std::uint64_t offset) {
+  auto* at = static_cast<char*>(out);
+  while (size > 0) {
+    const ssize_t got = ::pread(fd, at, size, off_t(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    at += got;
+    size -= std::size_t(got);
+    offset += std::uint64_t(got);
+  }
+  return true;
+}
+
+}  // namespace
+
+// Called with the HDF5 lock held (from the constructor).
+void Hdf5EventReader::choose_read_path() {
+  path_ = EventReadPath::Library;
+  H5Handle type(H5Dget_type(h_->data), H5Tclose);
+  // Bytes as stored must be the bytes in memory: same element type and byte order as native.
+  const hid_t native = info_.float32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_UINT16;
+  if (H5Tequal(type.get(), native) <= 0) return;
+  // Addresses from HDF5 are relative to the end of a user block; files with one go the slow way.
+  H5Handle file_create(H5Fget_create_plist(h_->file), H5Pclose);
+  hsize_t user_block = 0;
+  if (!file_create.valid() || H5Pget_userblock(file_create.get(), &user_block) < 0 ||
+      user_block != 0)
+    return;
+  H5Handle create(H5Dget_create_plist(h_->data), H5Pclose);
+  if (!create.valid()) return;
+  const H5D_layout_t layout = H5Pget_layout(create.get());
+  if (layout == H5D_CONTIGUOUS) {
+    const haddr_t offset = H5Dget_offset(h_->data);
+    if (offset == HADDR_UNDEF) return;  // never written: the library returns fill values
+    contiguous_offset_ = offset;
+    path_ = EventReadPath::Contiguous;
+  } else if (layout == H5D_CHUNKED) {
+    auto plan = std::make_unique<ChunkPlan>();
+    plan->dims.assign(info_.shape.begin(), info_.shape.end());
+    std::vector<hsize_t> chunk(plan->dims.size());
+    if (H5Pget_chunk(create.get(), int(chunk.size()), chunk.data()) != int(chunk.size())) return;
+    if (chunk[0] != 1) return;
+    for (std::size_t k = 2; k < chunk.size(); ++k)
+      if (chunk[k] != plan->dims[k]) return;
+    plan->element_size = info_.float32 ? 4 : 2;
+    plan->row_bytes = plan->element_size;
+    for (std::size_t k = 2; k < chunk.size(); ++k) plan->row_bytes *= std::size_t(chunk[k]);
+    plan->rows_per_chunk = chunk[1];
+    plan->chunks_per_event = (plan->dims[1] + chunk[1] - 1) / chunk[1];
+    plan->chunk_bytes = plan->row_bytes * std::size_t(chunk[1]);
+    const int filters = H5Pget_nfilters(create.get());
+    for (int i = 0; i < filters; ++i) {
+      unsigned flags = 0, values[8] = {};
+      std::size_t value_count = 8;
+      const H5Z_filter_t id = H5Pget_filter2(create.get(), unsigned(i), &flags, &value_count,
+                                             values, 0, nullptr, nullptr);
+      if (id != H5Z_FILTER_DEFLATE && id != H5Z_FILTER_SHUFFLE) return;
+      // Shuffle's element size is the datatype's; another value would be a foreign encoder.
+      if (id == H5Z_FILTER_SHUFFLE && value_count >= 1 && values[0] != plan->element_size) return;
+      plan->filters.push_back(id);
+    }
+    chunks_ = std::move(plan);
+    path_ = EventReadPath::Chunks;
+  } else {
+    return;
+  }
+  fd_ = ::open(info_.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) path_ = EventReadPath::Library;
 }
 
 Hdf5EventReader::~Hdf5EventReader() {
+  if (fd_ >= 0) ::close(fd_);
   delete h_;
 }
 
@@ -373,6 +477,101 @@ void Hdf5EventReader::read(std::uint64_t index, void* raw, std::uint64_t& pulse_
   if (index >= info_.events)
     throw InputError(where + ": event " + std::to_string(index) + " is past the last (" +
                      std::to_string(info_.events) + " events)");
+  switch (path_) {
+    case EventReadPath::Contiguous:
+      read_contiguous(index, raw, where);
+      break;
+    case EventReadPath::Chunks:
+      if (!read_chunks(index, raw, where)) read_with_library(index, raw, where);
+      break;
+    case EventReadPath::Library:
+      read_with_library(index, raw, where);
+      break;
+  }
+  pulse_id = h_->pulse_ids.empty() ? index : std::uint64_t(h_->pulse_ids[index]);
+  timestamp_ns = h_->timestamps.empty() ? 0 : h_->timestamps[index];
+}
+
+void Hdf5EventReader::read_contiguous(std::uint64_t index, void* raw, const std::string& where) {
+  if (!pread_all(fd_, raw, event_bytes_, contiguous_offset_ + index * event_bytes_))
+    throw InputError(where + ": event " + std::to_string(index) +
+                     " cannot be read (truncated file: " + std::to_string(event_bytes_) +
+                     " bytes at offset " +
+                     std::to_string(contiguous_offset_ + index * event_bytes_) + ")");
+}
+
+bool Hdf5EventReader::read_chunks(std::uint64_t index, void* raw, const std::string& where) {
+  // Per reader thread, reused: the chunk as stored.
+  thread_local std::vector<std::byte> stored;
+  const ChunkPlan& plan = *chunks_;
+  auto* event = static_cast<std::byte*>(raw);
+  for (hsize_t j = 0; j < plan.chunks_per_event; ++j) {
+    std::vector<hsize_t> coordinate(plan.dims.size(), 0);
+    coordinate[0] = index;
+    coordinate[1] = j * plan.rows_per_chunk;
+    unsigned skipped = 0;  // bit i set: filter i was not applied to this chunk
+    haddr_t address = HADDR_UNDEF;
+    hsize_t size = 0;
+    {
+      std::lock_guard hdf5(hdf5_mutex());
+      QuietHdf5Errors quiet;
+      if (H5Dget_chunk_info_by_coord(h_->data, coordinate.data(), &skipped, &address, &size) < 0)
+        throw InputError(where + ": event " + std::to_string(index) +
+                         " cannot be read (its chunk index is damaged)");
+    }
+    if (address == HADDR_UNDEF) return false;
+    const std::string what = where + ": event " + std::to_string(index) + ", chunk at row " +
+                             std::to_string(coordinate[1]) + " cannot be read (";
+    const std::size_t rows =
+        std::size_t(std::min<hsize_t>(plan.rows_per_chunk, plan.dims[1] - coordinate[1]));
+    std::byte* target = event + std::size_t(coordinate[1]) * plan.row_bytes;
+    const std::size_t valid = rows * plan.row_bytes;  // an edge chunk is stored whole
+    std::vector<H5Z_filter_t> applied;
+    for (std::size_t i = 0; i < plan.filters.size(); ++i)
+      if (!(skipped & (1u << i))) applied.push_back(plan.filters[i]);
+    if (applied.empty()) {
+      if (size != plan.chunk_bytes)
+        throw InputError(what + "stored size " + std::to_string(size) + " bytes, expected " +
+                         std::to_string(plan.chunk_bytes) + ")");
+      if (valid == plan.chunk_bytes) {  // straight into the event's buffer
+        if (!pread_all(fd_, target, valid, address)) throw InputError(what + "truncated file)");
+        continue;
+      }
+      stored.resize(size);
+      if (!pread_all(fd_, stored.data(), size, address)) throw InputError(what + "truncated file)");
+      std::memcpy(target, stored.data(), valid);
+      continue;
+    }
+    stored.resize(size);
+    if (!pread_all(fd_, stored.data(), size, address)) throw InputError(what + "truncated file)");
+    // Undo the filters last-applied first, alternating between two scratch buffers; the last
+    // step writes straight into the event when the chunk is whole (not an edge chunk).
+    thread_local std::vector<std::byte> scratch_a, scratch_b;
+    scratch_a.resize(plan.chunk_bytes);
+    scratch_b.resize(plan.chunk_bytes);
+    std::span<const std::byte> current(stored.data(), stored.size());
+    for (std::size_t k = applied.size(); k-- > 0;) {
+      std::byte* out = k == 0 && valid == plan.chunk_bytes  ? target
+                       : current.data() == scratch_a.data() ? scratch_b.data()
+                                                            : scratch_a.data();
+      if (applied[k] == H5Z_FILTER_DEFLATE) {
+        const std::string error = inflate_chunk(current, {out, plan.chunk_bytes});
+        if (!error.empty()) throw InputError(what + error + ")");
+      } else {  // shuffle
+        if (current.size() != plan.chunk_bytes)
+          throw InputError(what + "shuffled size " + std::to_string(current.size()) +
+                           " bytes, expected " + std::to_string(plan.chunk_bytes) + ")");
+        unshuffle_chunk(current, {out, plan.chunk_bytes}, plan.element_size);
+      }
+      current = std::span<const std::byte>(out, plan.chunk_bytes);
+    }
+    if (current.data() != target) std::memcpy(target, current.data(), valid);
+  }
+  return true;
+}
+
+void Hdf5EventReader::read_with_library(std::uint64_t index, void* raw, const std::string& where) {
+  std::lock_guard hdf5(hdf5_mutex());
   QuietHdf5Errors quiet;
   H5Handle file_space(H5Dget_space(h_->data), H5Sclose);
   std::vector<hsize_t> start(info_.shape.size(), 0), count(info_.shape.begin(), info_.shape.end());
@@ -385,8 +584,6 @@ void Hdf5EventReader::read(std::uint64_t index, void* raw, std::uint64_t& pulse_
               file_space.get(), H5P_DEFAULT, raw) < 0)
     throw InputError(where + ": event " + std::to_string(index) +
                      " cannot be read (damaged or truncated file, or a filter not available)");
-  pulse_id = h_->pulse_ids.empty() ? index : std::uint64_t(h_->pulse_ids[index]);
-  timestamp_ns = h_->timestamps.empty() ? 0 : h_->timestamps[index];
 }
 
 DetectorDescription detector_for_file(const EventFileInfo& info, const std::string& requested) {

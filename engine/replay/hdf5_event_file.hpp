@@ -5,6 +5,7 @@
 // timestamps in the sibling datasets `pulse_id` and `timestamp` of the same group.
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,8 +69,21 @@ struct EventFileInfo {
   std::string pipeline_config;       // attribute "pipeline_config" (JSON); may be empty
 };
 
+// How Hdf5EventReader::read gets an event's bytes. HDF5 serialises its calls
+// (replay/hdf5_lock.hpp), so where the layout allows, the reader asks HDF5 only where the bytes are
+// and reads them itself with pread(), decompressing outside the library: several threads then read
+// in parallel.
+enum class EventReadPath {
+  Contiguous,  // uncompressed contiguous dataset: pread at the dataset's offset, no HDF5 call
+  Chunks,      // chunks of whole rows of one event, no filter or shuffle/deflate: chunk address
+               // from HDF5 (locked), pread and inflate outside the lock
+  Library,     // anything else (other filters, byte order, user block): H5Dread, locked
+};
+const char* to_string(EventReadPath path);
+
 // Reads events of one file. Opening checks the dataset's existence, element type and shape
 // against the detector; every error is an InputError naming the file and the dataset.
+// read() may be called from several threads at once.
 class Hdf5EventReader {
  public:
   // Opens and describes a file without a detector to check against (to pick the detector).
@@ -87,12 +101,26 @@ class Hdf5EventReader {
   // sibling datasets when present (else pulse id = index, timestamp = 0). Throws InputError
   // naming the file, dataset and event when the data cannot be read (damaged chunk).
   void read(std::uint64_t index, void* raw, std::uint64_t& pulse_id, std::int64_t& timestamp_ns);
+  EventReadPath read_path() const { return path_; }
+  // Reads through H5Dread from now on (the benchmark's baseline for the pread paths).
+  void use_library_path() { path_ = EventReadPath::Library; }
 
  private:
   struct Handles;
+  struct ChunkPlan;
+  void choose_read_path();
+  void read_with_library(std::uint64_t index, void* raw, const std::string& where);
+  void read_contiguous(std::uint64_t index, void* raw, const std::string& where);
+  // false when a chunk of the event is not allocated (never written): the library fills those
+  bool read_chunks(std::uint64_t index, void* raw, const std::string& where);
+
   EventFileInfo info_;
   std::size_t event_bytes_ = 0;
   Handles* h_ = nullptr;
+  EventReadPath path_ = EventReadPath::Library;
+  int fd_ = -1;  // for pread (Contiguous, Chunks)
+  std::uint64_t contiguous_offset_ = 0;
+  std::unique_ptr<ChunkPlan> chunks_;
 };
 
 // The detector a file's events belong to: `requested` (a name or description path) when not

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "core/error.hpp"
 
@@ -50,40 +51,87 @@ ReplaySpec parse_replay_source(const std::string& source) {
   return spec;
 }
 
+std::size_t default_replay_readers() {
+  return std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
+}
+
 ReplaySource::ReplaySource(ReplayOptions options) : options_(std::move(options)) {
   if (options_.files.empty()) throw InputError("replay: no file given");
   if (options_.dataset.empty()) options_.dataset = kDefaultDataset;
-  if (options_.prefetch_events < 1) options_.prefetch_events = 1;
-  // The detector comes from the first file (or the request); every file must hold its events.
-  const EventFileInfo first = Hdf5EventReader::inspect(options_.files[0], options_.dataset);
-  detector_ = detector_for_file(first, options_.detector);
+  if (options_.readers == 0) options_.readers = default_replay_readers();
+  // A reader without a slot to fill would idle.
+  options_.prefetch_events = std::max(options_.prefetch_events, options_.readers);
+  if (!options_.allocate || !options_.free) {
+    options_.allocate = [](std::size_t bytes) {
+      return ::operator new(bytes, std::align_val_t(64));
+    };
+    options_.free = [](void* pointer) { ::operator delete(pointer, std::align_val_t(64)); };
+  }
+  // The detector comes from the first readable file (or the request); every file must hold its
+  // events. In a list of several, a file that cannot be read (damaged, truncated, no dataset,
+  // another detector, another shape) is left out with its error in skipped_files(), and the run
+  // goes on with the others; a single file, or a list with no readable file, is refused.
+  const bool several = options_.files.size() > 1;
+  std::vector<std::string> errors;
+  std::optional<std::filesystem::path> detector_source;
   has_timestamps_ = true;
   for (const auto& path : options_.files) {
-    auto reader = std::make_unique<Hdf5EventReader>(path, options_.dataset, detector_);
-    const EventFileInfo& info = reader->info();
-    if (!info.detector_name.empty() && info.detector_name != detector_.name)
-      throw InputError("HDF5 file " + path.string() + ", dataset " + options_.dataset +
-                       ": recorded from detector " + info.detector_name + ", but the run is of " +
-                       detector_.name + " (from " + options_.files[0].string() + ")");
-    has_timestamps_ = has_timestamps_ && info.has_timestamps;
-    first_index_.push_back(total_);
-    total_ += info.events;
-    infos_.push_back(info);
-    readers_.push_back(std::move(reader));
+    try {
+      if (!detector_source) {
+        const EventFileInfo info = Hdf5EventReader::inspect(path, options_.dataset);
+        detector_ = detector_for_file(info, options_.detector);
+        detector_source = path;
+      }
+      auto reader = std::make_unique<Hdf5EventReader>(path, options_.dataset, detector_);
+      if (options_.through_library) reader->use_library_path();
+      const EventFileInfo& info = reader->info();
+      if (!info.detector_name.empty() && info.detector_name != detector_.name)
+        throw InputError("HDF5 file " + path.string() + ", dataset " + options_.dataset +
+                         ": recorded from detector " + info.detector_name + ", but the run is of " +
+                         detector_.name + " (from " + detector_source->string() + ")");
+      has_timestamps_ = has_timestamps_ && info.has_timestamps;
+      first_index_.push_back(total_);
+      total_ += info.events;
+      infos_.push_back(info);
+      file_readers_.push_back(std::move(reader));
+    } catch (const InputError& error) {
+      if (!several) throw;
+      errors.push_back(error.what());
+    }
   }
+  if (file_readers_.empty()) {
+    std::string all;
+    for (const auto& e : errors) all += "\n  " + e;
+    throw InputError("replay: none of the " + std::to_string(options_.files.size()) +
+                     " files can be read:" + all);
+  }
+  skipped_files_ = std::move(errors);
   if (total_ == 0)
     throw InputError("replay: the files hold no events (dataset " + options_.dataset + ")");
-  slots_.resize(options_.prefetch_events);
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    slots_[i].data.resize(detector_.raw_event_bytes());
-    free_.push_back(i);
-  }
-  thread_ = std::thread([this] { prefetch(); });
 }
 
 ReplaySource::~ReplaySource() {
   stop();
-  if (thread_.joinable()) thread_.join();
+  for (auto& thread : threads_)
+    if (thread.joinable()) thread.join();
+  for (Slot& slot : slots_)
+    if (slot.data) options_.free(slot.data);
+}
+
+void ReplaySource::start_readers() {
+  // Called with mutex_ held, once.
+  started_ = true;
+  slots_.resize(options_.prefetch_events);
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    slots_[i].data = static_cast<std::byte*>(options_.allocate(detector_.raw_event_bytes()));
+    if (!slots_[i].data)
+      throw RuntimeFault("replay: cannot allocate " + std::to_string(slots_.size()) +
+                         " read-ahead buffers of " + std::to_string(detector_.raw_event_bytes()) +
+                         " bytes");
+    free_.push_back(i);
+  }
+  for (std::size_t i = 0; i < options_.readers; ++i)
+    threads_.emplace_back([this] { read_events(); });
 }
 
 std::pair<std::size_t, std::uint64_t> ReplaySource::locate(std::uint64_t index) const {
@@ -92,48 +140,52 @@ std::pair<std::size_t, std::uint64_t> ReplaySource::locate(std::uint64_t index) 
   return {file, index - first_index_[file]};
 }
 
-void ReplaySource::prefetch() {
+void ReplaySource::read_events() {
   std::unique_lock lock(mutex_);
-  bool wrapped = false;
   while (!stopped_) {
     changed_.wait(lock, [this] { return stopped_ || (!at_end_ && !free_.empty()); });
     if (stopped_) break;
+    // Take the next event and its place in the hand-out order.
     const std::size_t slot = free_.front();
     free_.pop_front();
     const std::uint64_t index = read_position_;
-    const std::uint64_t generation = generation_;
-    lock.unlock();
-    // Read without the lock: acquire() and seek() go on meanwhile.
     Slot& s = slots_[slot];
     s.event = ReplayEvent{};
     s.event.index = index;
-    const auto [file, local] = locate(index);
-    const auto start = Clock::now();
-    try {
-      readers_[file]->read(local, s.data.data(), s.event.pulse_id, s.event.timestamp_ns);
-      s.event.data = s.data.data();
-      bytes_read_ += s.data.size();
-    } catch (const std::exception& e) {
-      // A damaged chunk costs this event only; the engine counts it as dropped.
-      s.event.error = e.what();
-    }
-    read_ns_ += since_ns(start);
-    lock.lock();
-    if (generation != generation_) {  // a seek came in: this read is stale
-      free_.push_back(slot);
-      wrapped = false;
-      continue;
-    }
-    if (wrapped) ++loops_;
-    wrapped = false;
-    filled_.push_back(slot);
+    s.ready = false;
+    s.stale = false;
+    s.wraps = wrapped_;
+    wrapped_ = false;
+    pending_.push_back(slot);
     if (++read_position_ >= total_) {
       if (options_.loop) {
         read_position_ = 0;
-        wrapped = true;  // counted when event 0 of the next pass is ready
+        wrapped_ = true;
       } else {
         at_end_ = true;
       }
+    }
+    if (reading_++ == 0) busy_since_ = Clock::now();
+    lock.unlock();
+    // Read without the lock: the other readers, acquire() and seek() go on meanwhile.
+    const auto [file, local] = locate(index);
+    ReplayEvent event;
+    event.index = index;
+    try {
+      file_readers_[file]->read(local, s.data, event.pulse_id, event.timestamp_ns);
+      event.data = s.data;
+      bytes_read_ += detector_.raw_event_bytes();
+    } catch (const std::exception& e) {
+      // A damaged chunk costs this event only; the engine counts it as dropped.
+      event.error = e.what();
+    }
+    lock.lock();
+    if (--reading_ == 0) read_ns_ += since_ns(busy_since_);
+    if (s.stale) {  // a seek dropped it while it was being read
+      free_.push_back(slot);
+    } else {
+      s.event = std::move(event);
+      s.ready = true;
     }
     changed_.notify_all();
   }
@@ -141,16 +193,22 @@ void ReplaySource::prefetch() {
 
 bool ReplaySource::acquire(ReplayEvent& event) {
   std::unique_lock lock(mutex_);
+  if (!started_) start_readers();
   if (acquired_ != SIZE_MAX) {  // a missing release(): give it back rather than leak the slot
     free_.push_back(acquired_);
     acquired_ = SIZE_MAX;
+    changed_.notify_all();
   }
   const auto start = Clock::now();
-  changed_.wait(lock, [this] { return stopped_ || !filled_.empty() || at_end_; });
+  changed_.wait(lock, [this] {
+    return stopped_ || (!pending_.empty() && slots_[pending_.front()].ready) ||
+           (at_end_ && pending_.empty());
+  });
   disk_wait_ns_ += since_ns(start);
-  if (stopped_ || filled_.empty()) return false;
-  acquired_ = filled_.front();
-  filled_.pop_front();
+  if (stopped_ || pending_.empty()) return false;
+  acquired_ = pending_.front();
+  pending_.pop_front();
+  if (slots_[acquired_].wraps) ++loops_;
   event = slots_[acquired_].event;
   return true;
 }
@@ -163,12 +221,36 @@ void ReplaySource::release() {
   changed_.notify_all();
 }
 
+void ReplaySource::set_buffer_allocator(std::function<void*(std::size_t)> allocate,
+                                        std::function<void(void*)> free) {
+  std::lock_guard lock(mutex_);
+  if (started_) throw RuntimeFault("replay: the buffer allocator is set before the first read");
+  if (!allocate || !free) throw RuntimeFault("replay: a buffer allocator needs both functions");
+  options_.allocate = std::move(allocate);
+  options_.free = std::move(free);
+}
+
+void* ReplaySource::exchange_acquired_buffer(void* replacement) {
+  std::lock_guard lock(mutex_);
+  if (acquired_ == SIZE_MAX) throw RuntimeFault("replay: no acquired event to exchange");
+  if (!replacement) throw RuntimeFault("replay: exchange with a null buffer");
+  std::byte* taken = slots_[acquired_].data;
+  slots_[acquired_].data = static_cast<std::byte*>(replacement);
+  return taken;
+}
+
 void ReplaySource::seek(std::uint64_t index) {
   std::lock_guard lock(mutex_);
-  ++generation_;
-  for (std::size_t slot : filled_) free_.push_back(slot);
-  filled_.clear();
+  // Read events go back to the free list; those still being read are freed by their reader.
+  for (std::size_t slot : pending_) {
+    if (slots_[slot].ready)
+      free_.push_back(slot);
+    else
+      slots_[slot].stale = true;
+  }
+  pending_.clear();
   read_position_ = std::min(index, total_ - 1);
+  wrapped_ = false;
   at_end_ = false;
   changed_.notify_all();
 }
@@ -183,7 +265,10 @@ double ReplaySource::disk_wait_s() const {
   return double(disk_wait_ns_.load()) * 1e-9;
 }
 double ReplaySource::read_s() const {
-  return double(read_ns_.load()) * 1e-9;
+  std::lock_guard lock(mutex_);
+  std::int64_t ns = read_ns_.load();
+  if (reading_ > 0) ns += since_ns(busy_since_);
+  return double(ns) * 1e-9;
 }
 
 }  // namespace livedrp::replay

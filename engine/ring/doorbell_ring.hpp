@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/event.hpp"
@@ -38,6 +39,12 @@ class DoorbellRing {
   void* slot_data(int slot) { return slots_[std::size_t(slot)].data; }
   const void* slot_data(int slot) const { return slots_[std::size_t(slot)].data; }
   EventHeader& slot_header(int slot) { return slots_[std::size_t(slot)].header; }
+  // Producer: puts `buffer` (slot_bytes, from the same allocator) in a claimed slot instead of
+  // copying into it, and returns the buffer it held (the caller owns it now). A source that read
+  // the event into its own pinned buffer (replay) hands it over without a host copy.
+  void* exchange_slot_data(int slot, void* buffer) {
+    return std::exchange(slots_[std::size_t(slot)].data, buffer);
+  }
   // Producer: publishes the claimed slot (header and data written) and moves on.
   void ring_doorbell(int slot);
 

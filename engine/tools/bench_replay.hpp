@@ -1,7 +1,8 @@
 #pragma once
-// livedrp-bench replay: flat-out replay from an HDF5 file in the page cache, through the prefetch
-// reader alone and through the engine (CPU backend; CUDA host-fed when a device is present,
-// against the pinned host-to-device bandwidth measured in the same run). See bench_replay.cpp.
+// livedrp-bench replay: flat-out replay from an HDF5 file in the page cache, through the readers
+// alone (1 and N, with and without deflate) and through the engine (CPU backend; CUDA host-fed when
+// a device is present, against the pinned host-to-device bandwidth measured in the same run). See
+// bench_replay.cpp.
 #include <cstdint>
 #include <string>
 
@@ -15,7 +16,10 @@ struct ReplayBenchOptions {
   std::string detector = "epix10ka2m";
   int events = 64;   // events in the file written for the run
   int distinct = 4;  // distinct simulated events, cycled
-  int deflate = 0;   // HDF5 gzip level of the written file (0: none)
+  // A second file, the same events written with HDF5 shuffle + gzip at this level, for the
+  // reader rows with deflate (0: no such file).
+  int deflate = 1;
+  int readers = 0;   // the N of the N-reader rows and of the engine rows; 0: min(8, cores)
   std::string file;  // replay this file instead of writing one
   std::string dataset = "/entry/data/data";
   std::string directory;  // where the file is written; empty: the system's temporary directory

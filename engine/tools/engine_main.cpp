@@ -73,7 +73,8 @@ nlohmann::json replay_json(const livedrp::ReplayStatus& r) {
           {"pipeline_wait_s", r.pipeline_wait_s},
           {"read_gbps", r.read_gbps},
           {"limited_by", r.limited_by},
-          {"read_errors", r.read_errors}};
+          {"read_errors", r.read_errors},
+          {"skipped_files", r.skipped_files}};
 }
 
 nlohmann::json summary_json(const livedrp::EngineConfig& config,
@@ -104,6 +105,13 @@ nlohmann::json summary_json(const livedrp::EngineConfig& config,
         {"ratio", s.compression->total_bytes_out > 0 ? double(s.compression->total_bytes_in) /
                                                            double(s.compression->total_bytes_out)
                                                      : 0.0}};
+  if (const auto& p = s.peak_finding)
+    result["peak_finding"] = {{"events", p->total_events},
+                              {"hits", p->total_hits},
+                              {"peaks", p->total_peaks},
+                              {"params_version", p->params_version},
+                              {"peaks_messages", p->peaks_messages},
+                              {"hits_not_sent", p->hits_not_sent}};
   return result;
 }
 
@@ -158,6 +166,11 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
     std::printf("compression %s: %llu -> %llu bytes, ratio %.3f\n", c->codec.c_str(),
                 (unsigned long long)c->total_bytes_in, (unsigned long long)c->total_bytes_out,
                 double(c->total_bytes_in) / double(c->total_bytes_out));
+  if (const auto& p = s.peak_finding; p && p->total_events > 0)
+    std::printf("peak finding: %llu events searched, %llu hits (%.1f%%), %.1f peaks/event\n",
+                (unsigned long long)p->total_events, (unsigned long long)p->total_hits,
+                100.0 * double(p->total_hits) / double(p->total_events),
+                double(p->total_peaks) / double(p->total_events));
   if (replay)
     std::printf(
         "replay: %llu events handed on of %llu, %llu loops, pace %s, disk wait %.3f s, "
@@ -166,9 +179,13 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
         (unsigned long long)replay->loops, replay->pace.c_str(), replay->disk_wait_s,
         replay->pipeline_wait_s, replay->read_gbps,
         replay->limited_by.empty() ? "-" : replay->limited_by.c_str());
+  if (replay)
+    for (const auto& skipped : replay->skipped_files)
+      std::printf("replay: left out (cannot be read): %s\n", skipped.c_str());
   if (record && record->active) {
-    std::printf("recorded: %llu events in %zu files\n", (unsigned long long)record->events,
-                record->files.size());
+    std::printf("recorded: %llu events in %zu files, %llu not recorded (writer queue full)\n",
+                (unsigned long long)record->events, record->files.size(),
+                (unsigned long long)record->dropped);
     for (const auto& file : record->files) std::printf("  %s\n", file.c_str());
   }
   if (!summary_file.empty()) {
@@ -176,7 +193,8 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
     nlohmann::json json = summary_json(config, summary);
     if (replay) json["replay"] = replay_json(*replay);
     if (record && record->active)
-      json["record"] = {{"events", record->events}, {"files", record->files}};
+      json["record"] = {
+          {"events", record->events}, {"dropped", record->dropped}, {"files", record->files}};
     out << json.dump(2) << "\n";
     if (!out) return bad_input("cannot write summary file '" + summary_file + "'");
   }
@@ -360,6 +378,8 @@ int main(int argc, char** argv) {
             << " (" << engine->device_name() << "), publishing on "
             << (engine->publish_endpoint().empty() ? "nothing" : engine->publish_endpoint()) << "\n"
             << "livedrp-engine: backend " << engine->backend_note() << "\n";
+  for (const auto& skipped : engine->replay_status().skipped_files)
+    std::cerr << "livedrp-engine: replay: left out (cannot be read): " << skipped << "\n";
   auto last_print = std::chrono::steady_clock::now();
   livedrp::Engine* e = engine.get();
   engine->set_progress_callback([&last_print, e](const livedrp::protocol::StatsPayload& s) {

@@ -3,7 +3,10 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,7 @@
 #include "io/hdf5_array.hpp"
 #include "peaks/peakfinder8.hpp"
 #include "tools/command_status.hpp"
+#include "tools/peaks_stream.hpp"
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/device.hpp"
 #include "cuda/peaks/device_peakfinder8.hpp"
@@ -149,19 +153,29 @@ void write_cxi(const std::string& path, const Result& result, int max_num_peaks)
 }
 
 // What the search needs from the detector: the slab and its ASICs, the radius of each pixel
-// and the pixels the detector description itself marks bad.
+// and the pixels the detector description itself marks bad; and how a stream names its panels.
 struct Layout {
   peaks::SlabLayout slab;
   InputFrames frames;
   std::vector<float> radius;
   std::vector<std::uint8_t> bad;  // empty: none
+  std::optional<StreamGeometry> stream;
 };
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) throw InputError("cannot read '" + path + "'");
+  return text.str();
+}
 
 Layout detector_layout(const PeaksOptions& o, const io::Array& input) {
   const DetectorDescription detector = find_detector(o.detector);
   Layout l;
   l.slab = peaks::slab_layout(detector);
   l.frames = input_frames(detector, input, o.input);
+  l.stream.emplace(detector);
   if (o.radius_map.empty()) {
     AssembledPoint beam = assembled_bounds(detector).centre();
     if (!o.beam.empty()) beam = {o.beam[0], o.beam[1]};
@@ -188,6 +202,7 @@ Layout geometry_layout(const PeaksOptions& o, const io::Array& input) {
     l.radius = o.beam.empty() ? crystfel::radius_map(geometry)
                               : crystfel::radius_map(geometry, o.beam[0], o.beam[1]);
   l.bad = crystfel::bad_mask(geometry);
+  l.stream.emplace(geometry, file_text(o.geometry));
   return l;
 }
 
@@ -203,13 +218,11 @@ int find_all(const PeaksOptions& o) {
   if (o.backend != "cpu" && o.backend != "cuda")
     throw InputError("--backend must be cpu or cuda, got '" + o.backend + "'");
   const bool cxi = ends_with(o.output, ".cxi") || ends_with(o.output, ".h5");
-  if (ends_with(o.output, ".stream"))
+  const bool stream = ends_with(o.output, ".stream");
+  if (!cxi && !stream && !ends_with(o.output, ".csv") && o.output != "-")
     throw InputError(
-        "--output: CrystFEL stream output is not written yet (it needs the "
-        "geometry for 1/d); write .csv or .cxi");
-  if (!cxi && !ends_with(o.output, ".csv") && o.output != "-")
-    throw InputError("--output must end in .csv or .cxi (or be - for CSV on stdout), got '" +
-                     o.output + "'");
+        "--output must end in .csv, .cxi or .stream (or be - for CSV on stdout), got '" + o.output +
+        "'");
   if (!o.geometry.empty() && !std::filesystem::exists(o.geometry))
     throw InputError("--geometry file '" + o.geometry + "' does not exist");
 
@@ -278,10 +291,20 @@ int find_all(const PeaksOptions& o) {
 #endif
   }
 
-  if (cxi)
+  if (cxi) {
     write_cxi(o.output, result, params.max_num_peaks);
-  else
+  } else if (stream) {
+    StreamSource source;
+    source.image_filename = io::parse_array_location(o.input).file.string();
+    source.stack = input.shape.size() > frames.frame_shape.size();
+    source.segmented = frames.segmented;
+    write_crystfel_stream(o.output, source, result.lists, *layout.stream);
+    if (!layout.stream->inverse_d_note().empty())
+      std::cerr << "livedrp-engine: note: the stream's (1/d)/nm^-1 column is nan: "
+                << layout.stream->inverse_d_note() << "\n";
+  } else {
     write_csv(o.output, result, frames.segmented);
+  }
   std::size_t total = 0, hits = 0;
   for (const auto& list : result.lists) total += list.peaks.size(), hits += list.hit ? 1 : 0;
   std::cerr << "livedrp-engine: " << frames.frames << (frames.frames == 1 ? " frame" : " frames")
@@ -294,8 +317,8 @@ int find_all(const PeaksOptions& o) {
 
 PeaksCommand::PeaksCommand(CLI::App& app) : options_(std::make_unique<PeaksOptions>()) {
   PeaksOptions& o = *options_;
-  command_ =
-      app.add_subcommand("peaks", "peakfinder8 over a slab or a stack of slabs (CSV or CXI)");
+  command_ = app.add_subcommand(
+      "peaks", "peakfinder8 over a slab or a stack of slabs (CSV, CXI or CrystFEL stream)");
   command_->add_option("--detector", o.detector, "Detector: a built-in name or a JSON file");
   command_->add_option("--geometry", o.geometry,
                        "CrystFEL .geom file: panels of one slab (instead of --detector)");
@@ -312,7 +335,13 @@ PeaksCommand::PeaksCommand(CLI::App& app) : options_(std::make_unique<PeaksOptio
   command_->add_option("--mask", o.mask, "Mask, non-zero = bad (FILE.npy or FILE.h5:/dataset)");
   command_->add_option("--params", o.params, "Peak-finder parameters (JSON)")->required();
   command_->add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
-  command_->add_option("--output", o.output, "OUT.csv, OUT.cxi, or - (CSV on stdout)")->required();
+  command_
+      ->add_option("--output", o.output,
+                   "OUT.csv, OUT.cxi, OUT.stream (CrystFEL stream: fs/ss with pixel corners at "
+                   "integers as CrystFEL writes them; panels named as in --geometry, else "
+                   "p<segment>a<asic> with a segment's ASICs counted row by row; 1/d from the "
+                   "geometry's clen and photon_energy, else nan), or - (CSV on stdout)")
+      ->required();
 }
 
 PeaksCommand::~PeaksCommand() = default;

@@ -1,6 +1,6 @@
 #pragma once
-// `livedrp-engine peaks`: offline peakfinder8 over a slab or a stack of slabs, to a CSV peak list
-// or a CXI file CrystFEL reads (engine/peaks).
+// `livedrp-engine peaks`: offline peakfinder8 over a slab or a stack of slabs, to a CSV peak list,
+// a CXI file CrystFEL reads, or a CrystFEL stream (tools/peaks_stream.hpp; engine/peaks).
 #include <memory>
 
 #include <CLI/CLI.hpp>
