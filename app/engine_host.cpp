@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "peaks/peak_params.hpp"
 #include "publish/publisher.hpp"
 
 namespace livedrp::app {
@@ -66,6 +67,20 @@ void EngineHost::seekReplay(quint64 index) {
   post(std::move(command));
 }
 
+void EngineHost::requestPeakParams() {
+  post({Command::Kind::PeakParams, {}});
+}
+void EngineHost::setPeakParams(const nlohmann::json& partial) {
+  Command command{Command::Kind::SetPeakParams, {}};
+  command.peak_params = partial;
+  post(std::move(command));
+}
+void EngineHost::rerunPeaks(std::optional<std::uint64_t> frames) {
+  Command command{Command::Kind::RerunPeaks, {}};
+  command.frames = frames;
+  post(std::move(command));
+}
+
 bool EngineHost::apply(const EngineConfig& config) {
   if (!active_) return false;
   post({Command::Kind::Apply, config});
@@ -115,6 +130,11 @@ void EngineHost::workerLoop() {
       case Command::Kind::Step:
       case Command::Kind::Seek:
         workerReplayControl(*command);
+        break;
+      case Command::Kind::PeakParams:
+      case Command::Kind::SetPeakParams:
+      case Command::Kind::RerunPeaks:
+        workerPeakRequest(*command);
         break;
       case Command::Kind::Quit:
         try {
@@ -290,6 +310,65 @@ void EngineHost::workerReplayControl(const Command& command) {
         this, [this, text] { emit replayControlFailed(text); }, Qt::QueuedConnection);
   }
   reportReplayStatus();
+}
+
+namespace {
+// The get_peak_params / set_peak_params result (EngineController::peak_params_json).
+nlohmann::json peakParamsJson(const PeakParamsState& state) {
+  return {{"params", peaks::to_json(state.params)},
+          {"params_version", state.version},
+          {"enabled", state.enabled}};
+}
+}  // namespace
+
+// The same steps as EngineController's peak requests, on the engine this host owns.
+void EngineHost::workerPeakRequest(const Command& command) {
+  const auto fail = [this](const QString& error) {
+    QMetaObject::invokeMethod(
+        this, [this, error] { emit peakRequestFailed(error); }, Qt::QueuedConnection);
+  };
+  if (!engine_ || !running_) {
+    fail(
+        QStringLiteral("no run: peak-finder parameters apply to a running engine (start a run "
+                       "with peak_finding.enabled)"));
+    return;
+  }
+  try {
+    if (command.kind == Command::Kind::RerunPeaks) {
+      const PeakRerun rerun = engine_->rerun_peaks(command.frames);
+      const nlohmann::json result = {{"frames", rerun.sequences.size()},
+                                     {"hits", rerun.hits},
+                                     {"peaks_per_frame", rerun.peaks_found},
+                                     {"sequences", rerun.sequences},
+                                     {"params_version", rerun.params_version}};
+      QMetaObject::invokeMethod(
+          this, [this, result] { emit peakRerunDone(result); }, Qt::QueuedConnection);
+      return;
+    }
+    if (command.kind == Command::Kind::SetPeakParams) {
+      const nlohmann::json& partial = command.peak_params;
+      const nlohmann::json given =
+          partial.is_object() && partial.contains("params") ? partial.at("params") : partial;
+      if (!given.is_object())
+        throw InputError("params must be a JSON object of peak-finder parameters, got " +
+                         given.dump());
+      const PeakParamsState state = engine_->peak_params();
+      if (!state.enabled) engine_->set_peak_params(state.params);  // throws the "off" reason
+      nlohmann::json merged = peaks::to_json(state.params);
+      merged.update(given);
+      const peaks::PeakFinderParams params = peaks::parse_peak_params(merged, "params");
+      engine_->set_peak_params(params);
+      config_.peak_finding.params = params;  // the next run (apply, restart) keeps them
+      QMetaObject::invokeMethod(
+          this, [this, params] { current_config_.peak_finding.params = params; },
+          Qt::QueuedConnection);
+    }
+    const nlohmann::json reply = peakParamsJson(engine_->peak_params());
+    QMetaObject::invokeMethod(
+        this, [this, reply] { emit peakParamsReceived(reply); }, Qt::QueuedConnection);
+  } catch (const std::exception& error) {
+    fail(QString::fromUtf8(error.what()));
+  }
 }
 
 void EngineHost::reportReplayStatus() {

@@ -59,6 +59,15 @@ class EngineHost : public QObject {
   void resumeReplay();
   void stepReplay(qint64 delta);
   void seekReplay(quint64 index);
+  // Peak finding on the running engine (Engine::peak_params, set_peak_params, rerun_peaks), on
+  // the worker like the replay controls; the replies are the control socket's JSON
+  // (docs/protocol.md): get_peak_params' and set_peak_params' come back as peakParamsReceived,
+  // rerun_peaks' as peakRerunDone, a refusal (no run, peak finding off, a bad value) as
+  // peakRequestFailed. A change is kept in the configuration the next run starts with. Never
+  // block.
+  void requestPeakParams();
+  void setPeakParams(const nlohmann::json& partial);  // {"params": {...}} or the names
+  void rerunPeaks(std::optional<std::uint64_t> frames);
 
   // When on, every stats interval of the engine is also sent as statsReported() (no subscriber
   // needed: the comparison runner records runs this way). Takes effect at the next start.
@@ -90,15 +99,34 @@ class EngineHost : public QObject {
   void replayStatusChanged(livedrp::ReplayStatus replay, livedrp::RecordStatus record);
   // A replay control was refused (the engine's error text).
   void replayControlFailed(QString error);
+  // {"params": {...}, "params_version": N, "enabled": b}
+  void peakParamsReceived(const nlohmann::json& reply);
+  // {"frames", "hits", "peaks_per_frame", "sequences", "params_version"}
+  void peakRerunDone(const nlohmann::json& result);
+  void peakRequestFailed(QString error);
   // A stats interval of the running engine (only with setStatsForwarding(true)).
   void statsReported(livedrp::protocol::StatsPayload stats, qint64 run);
 
  private:
   struct Command {
-    enum class Kind { Start, Stop, Apply, Pause, Resume, Step, Seek, Quit } kind;
+    enum class Kind {
+      Start,
+      Stop,
+      Apply,
+      Pause,
+      Resume,
+      Step,
+      Seek,
+      PeakParams,
+      SetPeakParams,
+      RerunPeaks,
+      Quit
+    } kind;
     EngineConfig config;
-    std::int64_t delta = 0;   // Step
-    std::uint64_t index = 0;  // Seek
+    std::int64_t delta = 0;               // Step
+    std::uint64_t index = 0;              // Seek
+    nlohmann::json peak_params;           // SetPeakParams
+    std::optional<std::uint64_t> frames;  // RerunPeaks
   };
   void post(Command command);
   void workerLoop();
@@ -111,6 +139,7 @@ class EngineHost : public QObject {
   void announceStarted(const EngineConfig& config);
   void workerFinish();
   void workerReplayControl(const Command& command);
+  void workerPeakRequest(const Command& command);
   void reportReplayStatus();
   void reportStatus(const QString& state, const QString& message);
   void reportError(const QString& error);

@@ -23,16 +23,24 @@
 
 #include "app/comparison_panel.hpp"
 #include "app/engine_host.hpp"
+#include "app/peak_tuning_panel.hpp"
 #include "app/remote_control.hpp"
 #include "app/replay_transport_bar.hpp"
 #include "app/run_control_widget.hpp"
 #include "app/saved_configurations.hpp"
 #include "app/stream_config_panel.hpp"
 #include "app/subscriber_thread.hpp"
+#include "peaks/peak_params.hpp"
 #include "widgets/compression_view.hpp"
 #include "widgets/counters_view.hpp"
+#include "widgets/detector_image_view.hpp"
 #include "widgets/engine_view.hpp"
+#include "widgets/gain_occupancy_view.hpp"
+#include "widgets/hit_rate_chart.hpp"
+#include "widgets/hit_rate_model.hpp"
 #include "widgets/number_format.hpp"
+#include "widgets/peak_finding_model.hpp"
+#include "widgets/peak_table_view.hpp"
 #include "widgets/profile_model.hpp"
 #include "widgets/radial_profile_view.hpp"
 #include "widgets/rate_strip_chart.hpp"
@@ -55,6 +63,8 @@ const char* kEngineConfigKey = "engine/config";
 const char* kChartWindowKey = "chart/window_s";
 const char* kProfileLogYKey = "profile/log_y";
 const char* kProfileLogColourKey = "profile/log_colour";
+const char* kImageScaleKey = "image/scale";      // the detector image's colour scale, by name
+const char* kImagePaletteKey = "image/palette";  // and its palette
 const char* kConfigurationsDirKey = "configurations/directory";
 const char* kComparisonEventsKey = "comparison/events";
 const char* kComparisonDetectorKey = "comparison/detector";
@@ -71,9 +81,10 @@ QDockWidget* makeDock(const QString& title, const QString& name, QWidget* conten
 }  // namespace
 
 const std::vector<std::string>& MainWindow::subscribedTopics() {
-  static const std::vector<std::string> topics{std::string(protocol::kTopicStats),
-                                               std::string(protocol::kTopicStatus),
-                                               std::string(protocol::kTopicProfile)};
+  static const std::vector<std::string> topics{
+      std::string(protocol::kTopicStats), std::string(protocol::kTopicStatus),
+      std::string(protocol::kTopicProfile), std::string(protocol::kTopicPeaks),
+      std::string(protocol::kTopicImage)};
   return topics;
 }
 
@@ -82,7 +93,9 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
       attached_(!options.connect.empty()),
       connect_endpoint_(QString::fromStdString(options.connect)),
       model_(new widgets::StatsModel(this)),
-      profile_model_(new widgets::ProfileModel(this)) {
+      profile_model_(new widgets::ProfileModel(this)),
+      peak_model_(new widgets::PeakFindingModel(this)),
+      hit_rate_model_(new widgets::HitRateModel(this)) {
   setObjectName(QStringLiteral("livedrpMainWindow"));
   widgets::registerProtocolMetaTypes();
   setDockNestingEnabled(true);
@@ -145,7 +158,98 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
     run_control_->setEndpoint(QString::fromStdString(base_config_.publish));
     if (options.autostart) startRun();
   }
+  connectPeakTuning();
+  connectRadialUnit();
   updateTitle();
+}
+
+void MainWindow::connectRadialUnit() {
+  // A radial range is given in the unit: it means nothing in another, so it goes back to pyFAI's
+  // default range with the change.
+  if (host_) {
+    radial_profile_view_->setUnitChangeAvailable(true);
+    connect(radial_profile_view_, &widgets::RadialProfileView::unitRequested, this,
+            [this](const QString& unit) {
+              EngineConfig next = run_control_->config(base_config_);
+              next.integration.unit = unit.toStdString();
+              next.integration.radial_range.reset();
+              applyRunConfig(next, tr("radial unit %1").arg(unit));
+            });
+  } else if (remote_) {
+    radial_profile_view_->setUnitChangeAvailable(true);
+    connect(radial_profile_view_, &widgets::RadialProfileView::unitRequested, this,
+            [this](const QString& unit) {
+              const nlohmann::json partial = {
+                  {"integration", {{"unit", unit.toStdString()}, {"radial_range", nullptr}}}};
+              if (!remote_->apply(partial))
+                appendLog(tr("radial unit %1 not sent: another change is applying").arg(unit));
+              else
+                appendLog(tr("asked the remote engine to integrate in %1").arg(unit));
+            });
+  }
+}
+
+void MainWindow::connectPeakTuning() {
+  if (host_) {
+    connect(peak_tuning_, &PeakTuningPanel::applyRequested, host_, &EngineHost::setPeakParams);
+    connect(peak_tuning_, &PeakTuningPanel::paramsRequested, host_, &EngineHost::requestPeakParams);
+    connect(peak_tuning_, &PeakTuningPanel::rerunRequested, this,
+            [this](const nlohmann::json& request) {
+              std::optional<std::uint64_t> frames;
+              if (request.contains("frames")) frames = request.at("frames").get<std::uint64_t>();
+              host_->rerunPeaks(frames);
+            });
+    connect(host_, &EngineHost::peakParamsReceived, peak_tuning_, &PeakTuningPanel::showParams);
+    connect(host_, &EngineHost::peakRerunDone, peak_tuning_, &PeakTuningPanel::showRerun);
+    connect(host_, &EngineHost::peakRequestFailed, peak_tuning_, &PeakTuningPanel::showRefusal);
+    connect(host_, &EngineHost::peakRequestFailed, this,
+            [this](const QString& error) { appendLog(tr("peak finder: %1").arg(error)); });
+    // The parameters the engine took are kept for the next start (and saved with the layout).
+    connect(host_, &EngineHost::peakParamsReceived, this, [this](const nlohmann::json& reply) {
+      try {
+        base_config_.peak_finding.params =
+            peaks::parse_peak_params(reply.at("params"), "the engine's peak-finder parameters");
+      } catch (const std::exception& error) {
+        appendLog(tr("peak finder: %1").arg(QString::fromUtf8(error.what())));
+      }
+    });
+    // Each new run (start, apply) shows what it has in force.
+    connect(host_, &EngineHost::started, host_, &EngineHost::requestPeakParams);
+    return;
+  }
+  if (remote_) {
+    connect(peak_tuning_, &PeakTuningPanel::applyRequested, this,
+            [this](const nlohmann::json& request) {
+              remote_->request(QStringLiteral("set_peak_params"), request);
+            });
+    connect(peak_tuning_, &PeakTuningPanel::rerunRequested, this,
+            [this](const nlohmann::json& request) {
+              remote_->request(QStringLiteral("rerun_peaks"), request);
+            });
+    connect(peak_tuning_, &PeakTuningPanel::paramsRequested, this,
+            [this] { remote_->request(QStringLiteral("get_peak_params")); });
+    connect(
+        remote_, &RemoteControl::requestDone, this,
+        [this](const QString& name, const nlohmann::json& result) {
+          if (name == QLatin1String("get_peak_params") || name == QLatin1String("set_peak_params"))
+            peak_tuning_->showParams(result);
+          else if (name == QLatin1String("rerun_peaks"))
+            peak_tuning_->showRerun(result);
+        });
+    connect(
+        remote_, &RemoteControl::requestFailed, this,
+        [this](const QString& name, const QString& error) {
+          if (!name.endsWith(QLatin1String("_peak_params")) && name != QLatin1String("rerun_peaks"))
+            return;
+          peak_tuning_->showRefusal(error);
+          appendLog(tr("peak finder on the remote engine: %1").arg(error));
+        });
+    remote_->request(QStringLiteral("get_peak_params"));
+    return;
+  }
+  peak_tuning_->setSendAvailable(
+      false, tr("not available: no control endpoint for %1 (give --control ENDPOINT)")
+                 .arg(connect_endpoint_));
 }
 
 MainWindow::~MainWindow() = default;
@@ -160,6 +264,11 @@ void MainWindow::buildDocks() {
   compression_view_ = new widgets::CompressionView(model_);
   radial_profile_view_ = new widgets::RadialProfileView(profile_model_);
   transport_ = new ReplayTransportBar;
+  detector_image_view_ = new widgets::DetectorImageView(peak_model_);
+  peak_table_view_ = new widgets::PeakTableView(peak_model_);
+  hit_rate_chart_ = new widgets::HitRateChart(hit_rate_model_);
+  gain_occupancy_view_ = new widgets::GainOccupancyView(peak_model_);
+  peak_tuning_ = new PeakTuningPanel;
   log_ = new QPlainTextEdit;
   log_->setObjectName(QStringLiteral("log"));
   log_->setReadOnly(true);
@@ -180,6 +289,15 @@ void MainWindow::buildDocks() {
   radial_profile_dock_ = makeDock(tr("Radial profile"), QStringLiteral("radialProfileDock"),
                                   radial_profile_view_, this);
 
+  detector_image_dock_ = makeDock(tr("Detector image"), QStringLiteral("detectorImageDock"),
+                                  detector_image_view_, this);
+  peak_table_dock_ = makeDock(tr("Peaks"), QStringLiteral("peakTableDock"), peak_table_view_, this);
+  hit_rate_dock_ = makeDock(tr("Hit rate"), QStringLiteral("hitRateDock"), hit_rate_chart_, this);
+  gain_occupancy_dock_ =
+      makeDock(tr("Gain modes"), QStringLiteral("gainOccupancyDock"), gain_occupancy_view_, this);
+  peak_tuning_dock_ =
+      makeDock(tr("Peak finder tuning"), QStringLiteral("peakTuningDock"), peak_tuning_, this);
+
   replay_dock_ = makeDock(tr("Replay"), QStringLiteral("replayDock"), transport_, this);
   addDockWidget(Qt::TopDockWidgetArea, replay_dock_);
   addDockWidget(Qt::LeftDockWidgetArea, run_dock_);
@@ -190,6 +308,11 @@ void MainWindow::buildDocks() {
   tabifyDockWidget(chart_dock_, comparison_dock_);
   tabifyDockWidget(comparison_dock_, compression_dock_);
   tabifyDockWidget(compression_dock_, radial_profile_dock_);
+  tabifyDockWidget(radial_profile_dock_, detector_image_dock_);
+  tabifyDockWidget(detector_image_dock_, hit_rate_dock_);
+  tabifyDockWidget(hit_rate_dock_, gain_occupancy_dock_);
+  tabifyDockWidget(stream_config_dock_, peak_tuning_dock_);
+  tabifyDockWidget(peak_tuning_dock_, peak_table_dock_);
   addDockWidget(Qt::RightDockWidgetArea, log_dock_);
   engine_dock_->raise();
   chart_dock_->raise();
@@ -223,6 +346,16 @@ void MainWindow::buildDocks() {
             profile_rejection_log_clock_.start();
             appendLog(tr("%1 profile message(s) refused; last: %2").arg(count).arg(error));
           });
+  connect(peak_model_, &widgets::PeakFindingModel::rejected, this,
+          [this](quint64 count, const QString& error) {
+            if (peak_rejection_log_clock_.isValid() &&
+                peak_rejection_log_clock_.elapsed() < kMalformedLogIntervalMs)
+              return;
+            peak_rejection_log_clock_.start();
+            appendLog(tr("%1 image/peaks message(s) refused; last: %2").arg(count).arg(error));
+          });
+  connect(peak_table_view_, &widgets::PeakTableView::peakSelected, detector_image_view_,
+          &widgets::DetectorImageView::selectPeak);
   connect(comparison_, &ComparisonPanel::aboutToRun, this, [this] {
     if (host_ && host_->isActive()) {
       appendLog(tr("stopping the live run: the comparison gets the machine to itself"));
@@ -246,7 +379,8 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock :
        {chart_dock_, run_dock_, counters_dock_, log_dock_, stream_config_dock_, engine_dock_,
-        comparison_dock_, compression_dock_, radial_profile_dock_, replay_dock_}) {
+        comparison_dock_, compression_dock_, radial_profile_dock_, detector_image_dock_,
+        peak_table_dock_, hit_rate_dock_, gain_occupancy_dock_, peak_tuning_dock_, replay_dock_}) {
     view->addAction(dock->toggleViewAction());
   }
   view->addAction(run_toolbar_->toggleViewAction());
@@ -430,6 +564,8 @@ void MainWindow::startRun() {
   base_config_ = run_control_->config(base_config_);
   model_->clear();          // a new run starts a new chart
   profile_model_->clear();  // and shows no profile until one of this run arrives
+  peak_model_->clear();     // nor an image or peaks of the last run
+  hit_rate_model_->clear();
   if (host_->start(base_config_)) {
     run_control_->setRunActive(true);
     appendLog(tr("starting the embedded engine: %1, backend %2, %3, publishing on %4")
@@ -501,6 +637,8 @@ void MainWindow::subscribeTo(const QString& endpoint) {
             if (thread != subscriber_) return;  // drop what a retired one sent
             model_->apply(batch);
             profile_model_->apply(batch);
+            peak_model_->apply(batch);
+            hit_rate_model_->apply(batch);
           });
   connect(
       thread, &SubscriberThread::malformedMessages, this,
@@ -578,6 +716,15 @@ void MainWindow::readSettings(QSettings& settings, const QString& origin) {
   radial_profile_view_->logYBox()->setChecked(settings.value(kProfileLogYKey, false).toBool());
   radial_profile_view_->logColourBox()->setChecked(
       settings.value(kProfileLogColourKey, false).toBool());
+  // By name, so a reordered list keeps the choice; an unknown name keeps the default.
+  if (const int scale = detector_image_view_->scaleSelector()->findText(
+          settings.value(kImageScaleKey).toString());
+      scale >= 0)
+    detector_image_view_->scaleSelector()->setCurrentIndex(scale);
+  if (const int palette = detector_image_view_->paletteSelector()->findText(
+          settings.value(kImagePaletteKey).toString());
+      palette >= 0)
+    detector_image_view_->paletteSelector()->setCurrentIndex(palette);
 
   const QString json = settings.value(kEngineConfigKey).toString();
   if (json.isEmpty()) return;
@@ -604,6 +751,8 @@ void MainWindow::writeSettings(QSettings& settings) const {
   settings.setValue(kChartWindowKey, chart_->windowSeconds());
   settings.setValue(kProfileLogYKey, radial_profile_view_->logYBox()->isChecked());
   settings.setValue(kProfileLogColourKey, radial_profile_view_->logColourBox()->isChecked());
+  settings.setValue(kImageScaleKey, detector_image_view_->scaleSelector()->currentText());
+  settings.setValue(kImagePaletteKey, detector_image_view_->paletteSelector()->currentText());
   settings.setValue(kConfigurationsDirKey, configurations_dir_);
   settings.setValue(kComparisonEventsKey, comparison_->eventsSpin()->value());
   settings.setValue(kComparisonDetectorKey, comparison_->detectorCombo()->currentText());

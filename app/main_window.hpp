@@ -1,8 +1,9 @@
 #pragma once
 // The livedrp main window: dock widgets over one main window (rates chart, run control, counters,
-// engine view, stream configuration, comparison, compression, radial profile, log), a run
-// toolbar and a status bar. It composes the widgets (which know only the protocol), the
-// subscriber thread and, unless attached to a remote engine, the embedded EngineHost.
+// engine view, stream configuration, comparison, compression, radial profile, detector image,
+// peaks, hit rate, gain modes, peak finder tuning, replay, log), a run toolbar and a status bar.
+// It composes the widgets (which know only the protocol), the subscriber thread and, unless
+// attached to a remote engine, the embedded EngineHost.
 // Layout, window geometry and the engine configuration persist together in QSettings, and can be
 // saved to / loaded from one .ini file.
 #include <memory>
@@ -25,7 +26,13 @@ class QToolBar;
 namespace livedrp::widgets {
 class CompressionView;
 class CountersView;
+class DetectorImageView;
 class EngineView;
+class GainOccupancyView;
+class HitRateChart;
+class HitRateModel;
+class PeakFindingModel;
+class PeakTableView;
 class ProfileModel;
 class RadialProfileView;
 class RateStripChart;
@@ -37,6 +44,7 @@ namespace livedrp::app {
 
 class ComparisonPanel;
 class EngineHost;
+class PeakTuningPanel;
 class RemoteControl;
 class ReplayTransportBar;
 class RunControlWidget;
@@ -51,7 +59,7 @@ class MainWindow : public QMainWindow {
   static constexpr int kLayoutVersion = 2;  // 2: stream configuration, engine, comparison docks
   // Lines kept in the log dock.
   static constexpr int kLogLines = 2000;
-  // Topics the window shows; `image` and `peaks` are not subscribed to.
+  // Topics the window shows: stats, status, profile, peaks, image.
   static const std::vector<std::string>& subscribedTopics();
 
   explicit MainWindow(const AppOptions& options, QWidget* parent = nullptr);
@@ -80,6 +88,17 @@ class MainWindow : public QMainWindow {
   // `profile` messages from the subscriber go to this model; the "Radial profile" dock shows it.
   widgets::ProfileModel* profileModel() const { return profile_model_; }
   widgets::RadialProfileView* radialProfileView() const { return radial_profile_view_; }
+  // `image` and `peaks` messages go to this model; the "Detector image", "Peaks" and "Gain
+  // modes" docks show it. The "Hit rate" dock follows the `stats` messages' peak_finding block.
+  widgets::PeakFindingModel* peakModel() const { return peak_model_; }
+  widgets::HitRateModel* hitRateModel() const { return hit_rate_model_; }
+  widgets::DetectorImageView* detectorImageView() const { return detector_image_view_; }
+  widgets::PeakTableView* peakTableView() const { return peak_table_view_; }
+  widgets::HitRateChart* hitRateChart() const { return hit_rate_chart_; }
+  widgets::GainOccupancyView* gainOccupancyView() const { return gain_occupancy_view_; }
+  // The "Peak finder tuning" dock: on the embedded engine through the EngineHost, on a remote
+  // one through its control socket (--control); without one its sending controls are disabled.
+  PeakTuningPanel* peakTuning() const { return peak_tuning_; }
   // The "Replay" dock: open a file or run, transport, seek, record; on the embedded engine, or
   // on a remote one through its control socket (--control).
   ReplayTransportBar* transportBar() const { return transport_; }
@@ -105,6 +124,9 @@ class MainWindow : public QMainWindow {
   void connectHost();
   void connectTransport();
   void connectRemoteTransport();  // attached, with a control endpoint
+  void connectPeakTuning();       // to the host, the remote engine, or disabled
+  // The radial-profile dock's unit selector drives the engine's integration.unit.
+  void connectRadialUnit();
   // Embedded: applies `next` to the running engine, or keeps it for the next start.
   void applyRunConfig(const EngineConfig& next, const QString& what);
   void subscribeTo(const QString& endpoint);
@@ -125,6 +147,8 @@ class MainWindow : public QMainWindow {
 
   widgets::StatsModel* model_;
   widgets::ProfileModel* profile_model_;
+  widgets::PeakFindingModel* peak_model_;
+  widgets::HitRateModel* hit_rate_model_;
   widgets::RateStripChart* chart_ = nullptr;
   widgets::CountersView* counters_ = nullptr;
   widgets::RunStatusWidget* run_status_ = nullptr;
@@ -139,6 +163,16 @@ class MainWindow : public QMainWindow {
   QDockWidget* comparison_dock_ = nullptr;
   QDockWidget* compression_dock_ = nullptr;
   QDockWidget* radial_profile_dock_ = nullptr;
+  widgets::DetectorImageView* detector_image_view_ = nullptr;
+  widgets::PeakTableView* peak_table_view_ = nullptr;
+  widgets::HitRateChart* hit_rate_chart_ = nullptr;
+  widgets::GainOccupancyView* gain_occupancy_view_ = nullptr;
+  PeakTuningPanel* peak_tuning_ = nullptr;
+  QDockWidget* detector_image_dock_ = nullptr;
+  QDockWidget* peak_table_dock_ = nullptr;
+  QDockWidget* hit_rate_dock_ = nullptr;
+  QDockWidget* gain_occupancy_dock_ = nullptr;
+  QDockWidget* peak_tuning_dock_ = nullptr;
   ReplayTransportBar* transport_ = nullptr;
   QDockWidget* replay_dock_ = nullptr;
   RemoteControl* remote_ = nullptr;
@@ -156,6 +190,7 @@ class MainWindow : public QMainWindow {
   QPointer<SubscriberThread> subscriber_;
   QElapsedTimer malformed_log_clock_;
   QElapsedTimer profile_rejection_log_clock_;
+  QElapsedTimer peak_rejection_log_clock_;
 };
 
 }  // namespace livedrp::app

@@ -4,6 +4,7 @@
 
 #include <QThread>
 
+#include "protocol/control.hpp"
 #include "protocol/control_client.hpp"
 
 namespace livedrp::app {
@@ -25,6 +26,7 @@ ReplayStatus replayFromJson(const nlohmann::json& j) {
   s.read_gbps = j.value("read_gbps", 0.0);
   s.limited_by = j.value("limited_by", std::string());
   s.read_errors = j.value("read_errors", std::uint64_t(0));
+  s.skipped_files = j.value("skipped_files", std::vector<std::string>());
   return s;
 }
 
@@ -32,6 +34,7 @@ RecordStatus recordFromJson(const nlohmann::json& j) {
   RecordStatus s;
   s.active = j.value("active", false);
   s.events = j.value("events", std::uint64_t(0));
+  s.dropped = j.value("dropped", std::uint64_t(0));
   s.files = j.value("files", std::vector<std::string>());
   return s;
 }
@@ -84,6 +87,38 @@ bool RemoteControl::replay(const QString& action, const nlohmann::json& fields) 
       },
       Qt::QueuedConnection);
   return true;
+}
+
+void RemoteControl::request(const QString& name, const nlohmann::json& fields) {
+  QMetaObject::invokeMethod(
+      worker_,
+      [this, name, fields] {
+        QString error;
+        nlohmann::json result;
+        try {
+          if (!client_)
+            client_ = std::make_unique<protocol::ControlClient>(endpoint_.toStdString());
+          const nlohmann::json reply =
+              client_->request(protocol::make_control_request(name.toStdString(), fields));
+          if (reply.at("ok").get<bool>())
+            result = reply.at("result");
+          else
+            error = QString::fromStdString(reply.at("error").get<std::string>());
+        } catch (const std::exception& e) {
+          error = QString::fromUtf8(e.what());
+          if (error.isEmpty()) error = QStringLiteral("unknown error");
+        }
+        QMetaObject::invokeMethod(
+            this,
+            [this, name, error, result] {
+              if (error.isEmpty())
+                emit requestDone(name, result);
+              else
+                emit requestFailed(name, error);
+            },
+            Qt::QueuedConnection);
+      },
+      Qt::QueuedConnection);
 }
 
 bool RemoteControl::apply(const nlohmann::json& partial) {

@@ -37,6 +37,11 @@ class RemoteControl : public QObject {
   // is in flight, so polls do not queue up behind a slow server; controls always go out, in
   // order. Never blocks.
   bool replay(const QString& action, const nlohmann::json& fields = nlohmann::json::object());
+  // Sends any other request by name (e.g. "get_peak_params", "set_peak_params" with
+  // {"params": {...}}, "rerun_peaks" with {"frames": N}); answered by requestDone with the
+  // server's result or requestFailed with its error (or why no answer came). Requests go out in
+  // order, one at a time. Never blocks.
+  void request(const QString& name, const nlohmann::json& fields = nlohmann::json::object());
 
  signals:
   // ok: the server's result object (as JSON text); not ok: the server's error or why no answer
@@ -46,6 +51,8 @@ class RemoteControl : public QObject {
   void replayStatusReceived(livedrp::ReplayStatus replay, livedrp::RecordStatus record);
   // A "replay" request was refused, or no answer came (the text says which).
   void replayFailed(QString action, QString error);
+  void requestDone(QString name, const nlohmann::json& result);
+  void requestFailed(QString name, QString error);
 
  private:
   const QString endpoint_;

@@ -245,13 +245,24 @@ void ReplayTransportBar::showStatus(const ReplayStatus& replay, const RecordStat
     if (replay.loops > 0) text += tr(", loop %1").arg(replay.loops + 1);
     if (!replay.limited_by.empty())
       text += tr(", limited by %1").arg(QString::fromStdString(replay.limited_by));
+    // Files of the run that could not be read are left out: say so, with each reason on hover.
+    QString tip = QString::fromStdString(replay.pace_note);
+    if (!replay.skipped_files.empty()) {
+      text += replay.skipped_files.size() == 1
+                  ? tr(", 1 file left out")
+                  : tr(", %1 files left out").arg(replay.skipped_files.size());
+      for (const auto& reason : replay.skipped_files)
+        tip += (tip.isEmpty() ? QString() : QStringLiteral("\n")) + QString::fromStdString(reason);
+    }
     position_->setText(text);
-    position_->setToolTip(QString::fromStdString(replay.pace_note));
+    position_->setToolTip(tip);
     pause_->setEnabled(run_active_ && !replay.paused);
     play_->setEnabled(run_active_ && replay.paused);
   }
   if (record.active) {
     QString text = tr("recorded %1 events").arg(record.events);
+    // Events the writer could not keep up with (record.when_full "drop"): counted, never hidden.
+    if (record.dropped > 0) text += tr(", %1 not recorded (writer queue full)").arg(record.dropped);
     if (!record.files.empty())
       text += tr(" in %1 file(s), last %2")
                   .arg(record.files.size())

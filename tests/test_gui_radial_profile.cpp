@@ -14,6 +14,7 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QMouseEvent>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -159,8 +160,8 @@ class RadialProfileTest : public QObject {
   void theUnitTheDataCarriesIsOnTheXAxisAndInTheSelector() {
     RadialProfileView view(nullptr);
     const QComboBox* selector = view.unitSelector();
-    QVERIFY(!selector->isEnabled());  // the engine decides; the GUI does not convert
-    QVERIFY(selector->toolTip().contains(QStringLiteral("needs engine support")));
+    QVERIFY(!selector->isEnabled());  // nothing to send a change to until the window says so
+    QVERIFY(selector->toolTip().contains(QStringLiteral("asks the engine")));
     QCOMPARE(selector->count(), 4);
     const std::pair<RadialUnit, QString> expected[] = {
         {RadialUnit::TwoThetaDeg, QStringLiteral("2θ (°)")},
@@ -178,6 +179,41 @@ class RadialProfileTest : public QObject {
       // The numbers are the message's whatever the unit: no conversion.
       QCOMPARE(view.plot()->latestCurve()->sample(0).x(), 0.05);
     }
+  }
+
+  // Choosing a unit asks the engine (the window applies integration.unit); the data's unit stays
+  // on the axis until profiles in the new unit arrive, and the choice is not undone meanwhile.
+  void choosingAUnitAsksTheEngineAndWaitsForItsData() {
+    RadialProfileView view(nullptr);
+    QSignalSpy requested(&view, &RadialProfileView::unitRequested);
+    QComboBox* selector = view.unitSelector();
+    view.applyProfile(peakProfile());  // q_A^-1 or whatever peakProfile carries
+    const QString shown = selector->currentData().toString();
+    view.setUnitChangeAvailable(true);
+    QVERIFY(selector->isEnabled());
+    const int two_theta = selector->findData(QStringLiteral("2th_deg"));
+    QVERIFY(two_theta >= 0);
+    QVERIFY(shown != QStringLiteral("2th_deg"));
+    selector->setCurrentIndex(two_theta);
+    emit selector->activated(two_theta);  // what a user's pick sends
+    QCOMPARE(requested.count(), 1);
+    QCOMPARE(requested.at(0).at(0).toString(), QStringLiteral("2th_deg"));
+    QCOMPARE(view.pendingUnit(), QStringLiteral("2th_deg"));
+    // Another profile in the old unit (the old run draining): the choice stays, the axis follows
+    // the data.
+    view.applyProfile(peakProfile());
+    QCOMPARE(selector->currentData().toString(), QStringLiteral("2th_deg"));
+    QCOMPARE(view.plot()->axisTitle(QwtAxis::XBottom).text(),
+             selector->itemText(selector->findData(shown)));
+    // The new run's profiles: nothing pending any more.
+    RadialProfile profile = peakProfile();
+    profile.unit = RadialUnit::TwoThetaDeg;
+    view.applyProfile(profile);
+    QVERIFY(view.pendingUnit().isEmpty());
+    QCOMPARE(view.plot()->axisTitle(QwtAxis::XBottom).text(), QStringLiteral("2θ (°)"));
+    // Picking the unit already shown asks nothing.
+    emit selector->activated(two_theta);
+    QCOMPARE(requested.count(), 1);
   }
 
   void logYSwitchesTheScaleEngine() {

@@ -26,9 +26,10 @@ QString RadialProfileView::noDataText() {
 
 QString RadialProfileView::unitSelectorToolTip() {
   return tr(
-      "The unit of the profiles received. The engine chooses it: changing it needs engine "
-      "support (an integration unit in the engine configuration), which the engine does "
-      "not have yet. The GUI does not convert profiles to another unit itself.");
+      "The unit of the profiles received (the engine's integration.unit). Choosing another asks "
+      "the engine to integrate in it: the run restarts (run number + 1) and the radial range, "
+      "given in the old unit, is reset to pyFAI's default. The GUI does not convert profiles to "
+      "another unit itself.");
 }
 
 RadialProfileView::RadialProfileView(ProfileModel* model, QWidget* parent)
@@ -46,8 +47,10 @@ RadialProfileView::RadialProfileView(ProfileModel* model, QWidget* parent)
     unit_selector_->addItem(radialAxisTitle(unit), radialUnitWireName(unit));
   unit_selector_->setEnabled(false);
   unit_selector_->setToolTip(unitSelectorToolTip());
-  auto* unit_note = new QLabel(tr("unit (set by the engine)"));
-  unit_note->setToolTip(unitSelectorToolTip());
+  unit_note_ = new QLabel(tr("unit (set by the engine)"));
+  unit_note_->setObjectName(QStringLiteral("radialUnitNote"));
+  unit_note_->setToolTip(unitSelectorToolTip());
+  auto* unit_note = unit_note_;
 
   log_y_ = new QCheckBox(tr("log y"));
   log_y_->setObjectName(QStringLiteral("radialProfileLogY"));
@@ -101,6 +104,17 @@ RadialProfileView::RadialProfileView(ProfileModel* model, QWidget* parent)
     coalescer_->request();
   });
   connect(plot_, &RadialProfilePlot::readoutChanged, readout_, &QLabel::setText);
+  // activated: the user's choice only, not the selector following the data.
+  connect(unit_selector_, &QComboBox::activated, this, [this](int index) {
+    const QString wire = unit_selector_->itemData(index).toString();
+    if (wire == shown_unit_ && pending_unit_.isEmpty()) return;
+    pending_unit_ = wire == shown_unit_ ? QString() : wire;
+    unit_note_->setText(pending_unit_.isEmpty()
+                            ? tr("unit")
+                            : tr("unit (asked the engine for %1; a new run starts)")
+                                  .arg(unit_selector_->itemText(index)));
+    emit unitRequested(wire);
+  });
   connect(coalescer_, &RefreshCoalescer::refresh, this, &RadialProfileView::replotIfVisible);
   if (model) {
     connect(model, &ProfileModel::profileReceived, this,
@@ -113,11 +127,23 @@ RadialProfileView::RadialProfileView(ProfileModel* model, QWidget* parent)
   stack_->setCurrentIndex(kPlaceholderPage);
 }
 
+void RadialProfileView::setUnitChangeAvailable(bool available) {
+  unit_selector_->setEnabled(available);
+  if (pending_unit_.isEmpty())
+    unit_note_->setText(available ? tr("unit") : tr("unit (set by the engine)"));
+}
+
 void RadialProfileView::applyProfile(const protocol::RadialProfile& profile, std::int64_t run) {
   plot_->setProfile(profile);
   waterfall_->appendProfile(profile);
-  const auto unit_index = unit_selector_->findData(radialUnitWireName(profile.unit));
-  unit_selector_->setCurrentIndex(unit_index);
+  shown_unit_ = radialUnitWireName(profile.unit);
+  if (shown_unit_ == pending_unit_) {
+    pending_unit_.clear();
+    unit_note_->setText(unit_selector_->isEnabled() ? tr("unit") : tr("unit (set by the engine)"));
+  }
+  // While a change is pending the selector keeps the choice; the plot's axis shows the data's.
+  if (pending_unit_.isEmpty())
+    unit_selector_->setCurrentIndex(unit_selector_->findData(shown_unit_));
   summary_->setText(tr("run %1 · event #%2 · pulse %3 · average of %4 of %5 events · %6 bins")
                         .arg(run)
                         .arg(profile.sequence)

@@ -4,9 +4,11 @@
 // crosshair read-out, and the toggles (log y, log colour). Until the first profile arrives it
 // says why there is nothing to show instead.
 //
-// The radial unit is the engine's choice: the selector shows the unit of the data received and
-// is disabled, because the engine has no setting for it yet. The GUI never converts a profile to
-// another unit itself: a converted 2θ profile is not the profile integrated in q.
+// The radial unit is the engine's (its integration.unit): the selector shows the unit of the data
+// received, and choosing another asks the engine to integrate in it (unitRequested; the window
+// applies it, which starts a new run). The GUI never converts a profile to another unit itself: a
+// converted 2θ profile is not the profile integrated in q. Without a way to reach the engine's
+// configuration (setUnitChangeAvailable(false)) the selector only shows.
 #include <cstdint>
 
 #include <QPointer>
@@ -39,7 +41,17 @@ class RadialProfileView : public QWidget {
 
   void applyProfile(const protocol::RadialProfile& profile, std::int64_t run = 0);
   void clear();
+  // Whether choosing a unit can reach the engine (an embedded engine, or a remote one with a
+  // control socket). Off by default.
+  void setUnitChangeAvailable(bool available);
+  // The unit last asked for and not yet seen in the data ("" when none is pending).
+  QString pendingUnit() const { return pending_unit_; }
 
+ signals:
+  // The user chose `wire_name` ("q_A^-1", ...), other than the unit of the data shown.
+  void unitRequested(const QString& wire_name);
+
+ public:
   bool showingPlaceholder() const;
   QString placeholderText() const;
   QString summaryText() const;
@@ -67,6 +79,9 @@ class RadialProfileView : public QWidget {
   QLabel* summary_ = nullptr;
   QLabel* readout_ = nullptr;
   QComboBox* unit_selector_ = nullptr;
+  QLabel* unit_note_ = nullptr;
+  QString shown_unit_;    // wire name of the unit of the data on the plot
+  QString pending_unit_;  // asked of the engine, not yet in the data
   QCheckBox* log_y_ = nullptr;
   QCheckBox* log_colour_ = nullptr;
   RadialProfilePlot* plot_ = nullptr;
