@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "exec/peak_requests.hpp"
 #include "peaks/peak_params.hpp"
 #include "publish/publisher.hpp"
 
@@ -312,16 +313,7 @@ void EngineHost::workerReplayControl(const Command& command) {
   reportReplayStatus();
 }
 
-namespace {
-// The get_peak_params / set_peak_params result (EngineController::peak_params_json).
-nlohmann::json peakParamsJson(const PeakParamsState& state) {
-  return {{"params", peaks::to_json(state.params)},
-          {"params_version", state.version},
-          {"enabled", state.enabled}};
-}
-}  // namespace
-
-// The same steps as EngineController's peak requests, on the engine this host owns.
+// The control socket's peak requests (exec/peak_requests.hpp) on the engine this host owns.
 void EngineHost::workerPeakRequest(const Command& command) {
   const auto fail = [this](const QString& error) {
     QMetaObject::invokeMethod(
@@ -335,35 +327,20 @@ void EngineHost::workerPeakRequest(const Command& command) {
   }
   try {
     if (command.kind == Command::Kind::RerunPeaks) {
-      const PeakRerun rerun = engine_->rerun_peaks(command.frames);
-      const nlohmann::json result = {{"frames", rerun.sequences.size()},
-                                     {"hits", rerun.hits},
-                                     {"peaks_per_frame", rerun.peaks_found},
-                                     {"sequences", rerun.sequences},
-                                     {"params_version", rerun.params_version}};
+      const nlohmann::json result = rerun_peaks_reply(engine_->rerun_peaks(command.frames));
       QMetaObject::invokeMethod(
           this, [this, result] { emit peakRerunDone(result); }, Qt::QueuedConnection);
       return;
     }
     if (command.kind == Command::Kind::SetPeakParams) {
-      const nlohmann::json& partial = command.peak_params;
-      const nlohmann::json given =
-          partial.is_object() && partial.contains("params") ? partial.at("params") : partial;
-      if (!given.is_object())
-        throw InputError("params must be a JSON object of peak-finder parameters, got " +
-                         given.dump());
-      const PeakParamsState state = engine_->peak_params();
-      if (!state.enabled) engine_->set_peak_params(state.params);  // throws the "off" reason
-      nlohmann::json merged = peaks::to_json(state.params);
-      merged.update(given);
-      const peaks::PeakFinderParams params = peaks::parse_peak_params(merged, "params");
-      engine_->set_peak_params(params);
+      const peaks::PeakFinderParams params =
+          apply_peak_params_request(*engine_, command.peak_params);
       config_.peak_finding.params = params;  // the next run (apply, restart) keeps them
       QMetaObject::invokeMethod(
           this, [this, params] { current_config_.peak_finding.params = params; },
           Qt::QueuedConnection);
     }
-    const nlohmann::json reply = peakParamsJson(engine_->peak_params());
+    const nlohmann::json reply = peak_params_reply(engine_->peak_params());
     QMetaObject::invokeMethod(
         this, [this, reply] { emit peakParamsReceived(reply); }, Qt::QueuedConnection);
   } catch (const std::exception& error) {

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
+#include "exec/peak_requests.hpp"
 #include "peaks/peak_params.hpp"
 #include "publish/publisher.hpp"
 
@@ -204,27 +205,12 @@ RecordStatus EngineController::record_status() const {
 }
 
 nlohmann::json EngineController::peak_params_json() const {
-  const PeakParamsState state = current().engine->peak_params();
-  return {{"params", peaks::to_json(state.params)},
-          {"params_version", state.version},
-          {"enabled", state.enabled}};
+  return peak_params_reply(current().engine->peak_params());
 }
 
 nlohmann::json EngineController::set_peak_params(const nlohmann::json& partial) {
-  const nlohmann::json* given = &partial;
-  if (partial.is_object() && partial.contains("params")) given = &partial["params"];
-  if (!given->is_object())
-    throw InputError("params must be a JSON object of peak-finder parameters, got " +
-                     given->dump());
   const std::lock_guard operation(operation_mutex_);
-  const std::shared_ptr<Engine> engine = current().engine;
-  const PeakParamsState state = engine->peak_params();
-  if (!state.enabled)
-    engine->set_peak_params(state.params);  // throws the engine's "peak finding is off" text
-  nlohmann::json merged = peaks::to_json(state.params);
-  merged.update(*given);
-  const peaks::PeakFinderParams params = peaks::parse_peak_params(merged, "params");
-  engine->set_peak_params(params);
+  const peaks::PeakFinderParams params = apply_peak_params_request(*current().engine, partial);
   {
     const std::lock_guard lock(state_mutex_);
     config_.peak_finding.params = params;
@@ -233,12 +219,7 @@ nlohmann::json EngineController::set_peak_params(const nlohmann::json& partial) 
 }
 
 nlohmann::json EngineController::rerun_peaks(std::optional<std::uint64_t> frames) {
-  const PeakRerun rerun = current().engine->rerun_peaks(frames);
-  return {{"frames", rerun.sequences.size()},
-          {"hits", rerun.hits},
-          {"peaks_per_frame", rerun.peaks_found},
-          {"sequences", rerun.sequences},
-          {"params_version", rerun.params_version}};
+  return rerun_peaks_reply(current().engine->rerun_peaks(frames));
 }
 
 void EngineController::set_progress_callback(
