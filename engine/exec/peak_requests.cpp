@@ -12,17 +12,22 @@ nlohmann::json peak_params_reply(const PeakParamsState& state) {
           {"enabled", state.enabled}};
 }
 
-peaks::PeakFinderParams apply_peak_params_request(Engine& engine, const nlohmann::json& request) {
+peaks::PeakFinderParams merge_peak_params_request(const peaks::PeakFinderParams& in_force,
+                                                  const nlohmann::json& request) {
   const nlohmann::json& given =
       request.is_object() && request.contains("params") ? request.at("params") : request;
   if (!given.is_object())
     throw InputError("params must be a JSON object of peak-finder parameters, got " + given.dump());
-  const PeakParamsState state = engine.peak_params();
-  if (!state.enabled)
-    engine.set_peak_params(state.params);  // throws the "peak finding is off" text
-  nlohmann::json merged = peaks::to_json(state.params);
+  nlohmann::json merged = peaks::to_json(in_force);
   merged.update(given);
-  const peaks::PeakFinderParams params = peaks::parse_peak_params(merged, "params");
+  return peaks::parse_peak_params(merged, "params");
+}
+
+peaks::PeakFinderParams apply_peak_params_request(Engine& engine, const nlohmann::json& request) {
+  const PeakParamsState state = engine.peak_params();
+  // Peak finding off: the engine's refusal says how to turn it on.
+  if (!state.enabled) engine.set_peak_params(state.params);
+  const peaks::PeakFinderParams params = merge_peak_params_request(state.params, request);
   engine.set_peak_params(params);
   return params;
 }

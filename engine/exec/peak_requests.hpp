@@ -12,10 +12,14 @@ namespace livedrp {
 // {"params": {...every parameter...}, "params_version": N, "enabled": bool}
 nlohmann::json peak_params_reply(const PeakParamsState& state);
 
-// `request` holds the parameters to change, bare or as {"params": {...}}; they are merged onto the
-// parameters in force (names not given keep their values), validated and applied to the running
-// engine. Returns the parameters now in force. Throws InputError naming what is wrong, or the
-// engine's reason (peak finding off, no run).
+// `request` holds the parameters to change, bare or as {"params": {...}}: merged onto `in_force`
+// (names not given keep their values) and validated. Throws InputError naming what is wrong.
+peaks::PeakFinderParams merge_peak_params_request(const peaks::PeakFinderParams& in_force,
+                                                  const nlohmann::json& request);
+
+// The same, merged onto the engine's parameters in force and applied to the running engine. Returns
+// the parameters now in force. Throws InputError naming what is wrong, or the engine's reason (peak
+// finding off, no run).
 peaks::PeakFinderParams apply_peak_params_request(Engine& engine, const nlohmann::json& request);
 
 // {"frames", "hits", "peaks_per_frame", "sequences", "params_version"}
