@@ -157,66 +157,110 @@ inline RingSums combine_ring_lanes(RingSums (&lanes)[kRingLanes]) {
   return lanes[0];
 }
 
-// With the ring measured: the local background, re-integration with it and the reference's
-// tests; the peak's pixels become in_peak 2 and `peak` is filled when it passes.
-LIVEDRP_HD bool finish_peak(const SearchView& v, const Asic& asic, const GrownPeak& g,
-                            const RingSums& ring, Peak& peak) {
+// The local background from the ring's sums: mean and sigma of the ring's pixels, or, for an
+// empty ring, the reference's values (mean of the centroid pixel's radius bin, sigma 0.01).
+struct LocalBackground {
+  double mean = 0, sigma = 0.01;
+};
+LIVEDRP_HD LocalBackground local_background(const SearchView& v, const Asic& asic,
+                                            const GrownPeak& g, const RingSums& ring) {
   const std::size_t width = std::size_t(v.width);
   const int ss_end = asic.first_ss + asic.height, fs_end = asic.first_fs + asic.width;
-  double local_mean = 0, local_sigma = 0.01;  // the reference's values for an empty ring
+  LocalBackground bg;
   if (ring.count > 0) {
-    local_mean = ring.sum / double(ring.count);
-    const double variance = ring.squares / double(ring.count) - local_mean * local_mean;
-    if (variance >= 0) local_sigma = sqrt(variance);
+    bg.mean = ring.sum / double(ring.count);
+    const double variance = ring.squares / double(ring.count) - bg.mean * bg.mean;
+    if (variance >= 0) bg.sigma = sqrt(variance);
   } else {
     // The radius bin of the centroid pixel, as the reference (held inside the ASIC).
     const int ss = g.centre_ss < asic.first_ss ? asic.first_ss
                                                : (g.centre_ss >= ss_end ? ss_end - 1 : g.centre_ss);
     const int fs = g.centre_fs < asic.first_fs ? asic.first_fs
                                                : (g.centre_fs >= fs_end ? fs_end - 1 : g.centre_fs);
-    local_mean = v.stats[v.bin[std::size_t(ss) * width + std::size_t(fs)]].mean;
+    bg.mean = v.stats[v.bin[std::size_t(ss) * width + std::size_t(fs)]].mean;
   }
+  return bg;
+}
 
-  // Re-integrate and re-centroid with the local background.
+// Re-integration and re-centroiding of the peak's pixels with the local background, shared out
+// like the ring: lane `lane` takes members lane, lane + kRingLanes, ... in order.
+struct MemberSums {
   double intensity = 0, raw_sum = 0, raw_fs = 0, raw_ss = 0, peak_max = 0;
-  for (int k = 0; k < g.count; ++k) {
+};
+LIVEDRP_HD MemberSums member_lane(const SearchView& v, const GrownPeak& g, double local_mean,
+                                  int lane) {
+  const std::size_t width = std::size_t(v.width);
+  MemberSums m;
+  for (int k = lane; k < g.count; k += kRingLanes) {
     const std::size_t p = std::size_t(v.members[k]);
     const double value = v.data[p];
-    intensity += value - local_mean;
-    raw_sum += value;
-    raw_fs += value * double(p % width);
-    raw_ss += value * double(p / width);
-    peak_max = value - local_mean > peak_max ? value - local_mean : peak_max;
+    m.intensity += value - local_mean;
+    m.raw_sum += value;
+    m.raw_fs += value * double(p % width);
+    m.raw_ss += value * double(p / width);
+    m.peak_max = value - local_mean > m.peak_max ? value - local_mean : m.peak_max;
   }
-  if (fabs(raw_sum) < 1e-10) return false;
-  const double fs = raw_fs / fabs(raw_sum), ss = raw_ss / fabs(raw_sum);
-  const double snr = fabs(local_sigma) > 1e-10 ? intensity / local_sigma : 0.0;
-  if (snr < v.minimum_snr) return false;
-  if (peak_max < ring.max - local_mean) return false;
-  if (fs < asic.first_fs || fs > fs_end - 1 || ss < asic.first_ss || ss > ss_end - 1) return false;
+  return m;
+}
+// Symmetric bit for bit, as combine_ring.
+LIVEDRP_HD MemberSums combine_members(const MemberSums& a, const MemberSums& b) {
+  MemberSums r;
+  r.intensity = a.intensity + b.intensity;
+  r.raw_sum = a.raw_sum + b.raw_sum;
+  r.raw_fs = a.raw_fs + b.raw_fs;
+  r.raw_ss = a.raw_ss + b.raw_ss;
+  r.peak_max = a.peak_max > b.peak_max ? a.peak_max : b.peak_max;
+  return r;
+}
+inline MemberSums combine_member_lanes(MemberSums (&lanes)[kRingLanes]) {
+  for (int d = kRingLanes / 2; d > 0; d /= 2) {
+    MemberSums next[kRingLanes];
+    for (int l = 0; l < kRingLanes; ++l) next[l] = combine_members(lanes[l], lanes[l ^ d]);
+    for (int l = 0; l < kRingLanes; ++l) lanes[l] = next[l];
+  }
+  return lanes[0];
+}
 
-  for (int k = 0; k < g.count; ++k) v.in_peak[v.members[k]] = 2;
+// The reference's tests on the re-integrated peak; `peak` is filled when it passes. The caller
+// then marks the peak's pixels in_peak 2 (mark_peak).
+LIVEDRP_HD bool finish_peak(const SearchView& v, const Asic& asic, const GrownPeak& g,
+                            const RingSums& ring, const LocalBackground& bg, const MemberSums& m,
+                            Peak& peak) {
+  const int ss_end = asic.first_ss + asic.height, fs_end = asic.first_fs + asic.width;
+  if (fabs(m.raw_sum) < 1e-10) return false;
+  const double fs = m.raw_fs / fabs(m.raw_sum), ss = m.raw_ss / fabs(m.raw_sum);
+  const double snr = fabs(bg.sigma) > 1e-10 ? m.intensity / bg.sigma : 0.0;
+  if (snr < v.minimum_snr) return false;
+  if (m.peak_max < ring.max - bg.mean) return false;
+  if (fs < asic.first_fs || fs > fs_end - 1 || ss < asic.first_ss || ss > ss_end - 1) return false;
   peak.fs = float(fs);
   peak.ss = float(ss);
   peak.segment = asic.segment;
   peak.ss_in_segment =
       float(v.segment_rows > 0 ? ss - double(asic.segment) * double(v.segment_rows) : ss);
-  peak.intensity = float(intensity);
+  peak.intensity = float(m.intensity);
   peak.num_pixels = g.count;
-  peak.max_value = float(peak_max);
-  peak.local_sigma = float(local_sigma);
+  peak.max_value = float(m.peak_max);
+  peak.local_sigma = float(bg.sigma);
   peak.snr = float(snr);
   return true;
 }
 
-// The whole search of one seed on the host: grow, the ring in kRingLanes shares added as the
-// GPU's warp adds them, finish. Returns whether the peak passes every test.
+// The whole search of one seed on the host: grow, the ring and the re-integration in kRingLanes
+// shares added as the GPU's warp adds them, the tests, the peak's pixels marked. Returns whether
+// the peak passes every test.
 inline bool search_from_seed(const SearchView& v, const Asic& asic, std::size_t seed, Peak& peak) {
   const GrownPeak g = grow_peak(v, asic, seed);
   if (!g.usable) return false;
-  RingSums lanes[kRingLanes];
-  for (int l = 0; l < kRingLanes; ++l) lanes[l] = ring_lane(v, asic, g, l);
-  return finish_peak(v, asic, g, combine_ring_lanes(lanes), peak);
+  RingSums ring_lanes[kRingLanes];
+  for (int l = 0; l < kRingLanes; ++l) ring_lanes[l] = ring_lane(v, asic, g, l);
+  const RingSums ring = combine_ring_lanes(ring_lanes);
+  const LocalBackground bg = local_background(v, asic, g, ring);
+  MemberSums member_lanes[kRingLanes];
+  for (int l = 0; l < kRingLanes; ++l) member_lanes[l] = member_lane(v, g, bg.mean, l);
+  if (!finish_peak(v, asic, g, ring, bg, combine_member_lanes(member_lanes), peak)) return false;
+  for (int k = 0; k < g.count; ++k) v.in_peak[v.members[k]] = 2;
+  return true;
 }
 
 }  // namespace livedrp::peaks

@@ -146,8 +146,8 @@ __device__ peaks::GrownPeak grow_peak_warp(const SearchView& v, const Asic& asic
 // staged in shared memory by the whole warp at once, so their loads overlap; then a ballot marks
 // the words holding candidates, and the warp takes their bits in raster order and runs the shared
 // search from each one no earlier peak has claimed (the CPU's order exactly): the warp grows the
-// peak (grow_peak_warp), the 32 lanes measure its background ring, a share each, added in the
-// butterfly order the CPU reproduces (peaks/peak_search.hpp), and lane 0 finishes it.
+// peak (grow_peak_warp), and the 32 lanes measure its background ring and re-integrate it, a
+// share each, added in the butterfly order the CPU reproduces (peaks/peak_search.hpp).
 constexpr int kStagedWords = 4096;
 __global__ void search_kernel(SearchView view, const Asic* __restrict__ asics, int largest_asic,
                               const std::uint32_t* __restrict__ bitmap, Peak* per_asic_peaks,
@@ -214,14 +214,26 @@ __global__ void search_kernel(SearchView view, const Asic* __restrict__ asics, i
               other.count = __shfl_xor_sync(0xffffffffu, ring.count, d);
               ring = peaks::combine_ring(ring, other);
             }
-            int passed = 0;
-            if (lane == 0) {
-              Peak peak;
-              passed = peaks::finish_peak(view, asic, grown, ring, peak) ? 1 : 0;
-              if (passed && found < capacity)
-                per_asic_peaks[std::size_t(a) * std::size_t(capacity) + found] = peak;
+            const peaks::LocalBackground bg = peaks::local_background(view, asic, grown, ring);
+            peaks::MemberSums sums = peaks::member_lane(view, grown, bg.mean, lane);
+            for (int d = peaks::kRingLanes / 2; d > 0; d /= 2) {
+              peaks::MemberSums other;
+              other.intensity = __shfl_xor_sync(0xffffffffu, sums.intensity, d);
+              other.raw_sum = __shfl_xor_sync(0xffffffffu, sums.raw_sum, d);
+              other.raw_fs = __shfl_xor_sync(0xffffffffu, sums.raw_fs, d);
+              other.raw_ss = __shfl_xor_sync(0xffffffffu, sums.raw_ss, d);
+              other.peak_max = __shfl_xor_sync(0xffffffffu, sums.peak_max, d);
+              sums = peaks::combine_members(sums, other);
             }
-            found += __shfl_sync(0xffffffffu, passed, 0);
+            // Every lane holds the same sums, so every lane takes the same decision.
+            Peak peak;
+            const int passed = peaks::finish_peak(view, asic, grown, ring, bg, sums, peak) ? 1 : 0;
+            if (passed) {
+              if (lane == 0 && found < capacity)
+                per_asic_peaks[std::size_t(a) * std::size_t(capacity) + found] = peak;
+              for (int k = lane; k < grown.count; k += 32) view.in_peak[view.members[k]] = 2;
+            }
+            found += passed;
           }
         }
       }
