@@ -83,7 +83,10 @@ class TestEngine : public QObject {
     c.rate_hz = 200;
     Engine engine(c);
     engine.start();
-    QTest::qWait(500);
+    // Until events flow (the simulator builds its constants first, slowly on a loaded machine),
+    // then a little longer so that some are in flight when the stop comes.
+    QTRY_VERIFY_WITH_TIMEOUT(engine.summary().stats.events_processed > 0, 30000);
+    QTest::qWait(100);
     engine.request_stop();
     engine.wait();
     const auto s = engine.summary().stats;
