@@ -12,8 +12,8 @@ namespace livedrp::gpu::codec_kernels {
 
 using namespace livedrp::codec;
 
-inline constexpr int kChunkThreads = 256;    // decoding: one block per chunk
-inline constexpr int kStreamThreads = 1024;  // decoding: one block for header, table and checksums
+// Decoding: blocks claim chunks one after another; one thread per 32-value shuffle block.
+inline constexpr int kDecodeThreads = 128;
 // Encoding: one block per chunk, one thread per 32-value shuffle block (a 16 KiB float32 chunk has
 // 128), so a chunk's shuffle is a single pass of the block.
 inline constexpr int kEncodeThreads = 128;
@@ -21,32 +21,49 @@ inline constexpr int kEncodeThreads = 128;
 // blocks per SM); larger ones use a global slot per chunk.
 inline constexpr std::uint32_t kMaxSharedWorkspace = 96 * 1024;
 
-// Decoder scratch of one chunk lives at its chunk index times a stride, so chunks never share
-// it. The strides are those of a full chunk (the last, short one uses less), rounded to 8 bytes.
-struct Strides {
-  std::uint64_t values, shuffled, level0, level1;
-};
-
-LIVEDRP_HD Strides strides_for(DType dtype, std::uint32_t chunk_bytes) {
-  const ChunkLayout l = chunk_layout(dtype, chunk_elements(dtype, chunk_bytes));
-  // level1 is expanded by the decoder in whole groups of 8 flags of level 2.
-  return {l.elements, l.shuffled_bytes, l.level0_bytes, 8 * std::uint64_t(l.level2_bytes)};
-}
-
-// The encoder's workspace for one chunk: both pipelines' shuffled words and bitmap levels (slot 0
-// Delta, slot 1 Plain) and the lossy outlier flags, one 32-bit word per shuffle block. Every
-// region starts at a multiple of 16 bytes. The pipeline that loses becomes the chunk's output
-// staging: its shuffled size is at least the chunk's raw size, which a kept chunk is below.
-struct EncodeLayout {
-  std::uint32_t shuffled_stride, level0_stride, level1_stride, level2_stride;
-  std::uint32_t level0_at, level1_at, level2_at, masks_at, bytes;
-};
-
 LIVEDRP_HD std::uint32_t round_up16(std::uint32_t n) {
   return (n + 15) & ~15u;
 }
 
-LIVEDRP_HD EncodeLayout encode_layout(DType dtype, std::uint32_t chunk_bytes) {
+// The decoder's workspace for one chunk: the expanded shuffled words and the two expanded bitmap
+// levels, the rank table of level 0 (an exclusive prefix of set flags per 32-bit word), per
+// shuffle block the Delta carry and the lossy outlier flags, and a copy of the chunk's stored
+// bytes (its expansion reads them in no particular order). Every region starts at a multiple of
+// 16 bytes. Chunks up to 16 KiB decode in shared memory; larger ones in a global slot per thread
+// block.
+struct DecodeLayout {
+  std::uint32_t level0_at, level1_at, ranks_at, carries_at, masks_at, stored_at, bytes;
+};
+
+LIVEDRP_HD DecodeLayout decode_layout(DType dtype, std::uint32_t chunk_bytes) {
+  const ChunkLayout l = chunk_layout(dtype, chunk_elements(dtype, chunk_bytes));
+  DecodeLayout d{};
+  d.level0_at = l.shuffled_bytes;  // a multiple of 64
+  d.level1_at = d.level0_at + round_up16(l.level0_bytes);
+  // Level 1 is expanded in whole groups of 8 flags of level 2.
+  d.ranks_at = d.level1_at + round_up16(8 * l.level2_bytes);
+  d.carries_at = d.ranks_at + round_up16(4 * ((l.level0_bytes + 3) / 4));
+  d.masks_at = d.carries_at + round_up16(4 * l.blocks);
+  d.stored_at = d.masks_at + round_up16(4 * l.blocks);
+  d.bytes = d.stored_at + round_up16(l.raw_bytes);  // a stored chunk is never above its raw size
+  return d;
+}
+// Shared memory the decoder asks for: the workspace of a 16 KiB chunk of either dtype.
+inline constexpr std::uint32_t kDecodeSharedBytes = 40 * 1024;
+
+// The encoder's workspace for one chunk: both pipelines' shuffled words and bitmap levels (slot 0
+// Delta, slot 1 Plain), the lossy outlier flags (one 32-bit word per shuffle block) and, for the
+// lossy codec, every element's bin: in a region of its own when the chunk has more shuffle blocks
+// than the thread block has threads, else in the Plain pipeline's shuffled words (each thread
+// reads its block's bins before any is overwritten). Every region starts at a multiple of 16
+// bytes. The pipeline that loses becomes the chunk's output staging: its shuffled size is at
+// least the chunk's raw size, which a kept chunk is below.
+struct EncodeLayout {
+  std::uint32_t shuffled_stride, level0_stride, level1_stride, level2_stride;
+  std::uint32_t level0_at, level1_at, level2_at, masks_at, bins_at, bytes;
+};
+
+LIVEDRP_HD EncodeLayout encode_layout(DType dtype, std::uint32_t chunk_bytes, Codec codec) {
   const ChunkLayout l = chunk_layout(dtype, chunk_elements(dtype, chunk_bytes));
   EncodeLayout e{};
   e.shuffled_stride = l.shuffled_bytes;  // a multiple of 64
@@ -57,7 +74,10 @@ LIVEDRP_HD EncodeLayout encode_layout(DType dtype, std::uint32_t chunk_bytes) {
   e.level1_at = e.level0_at + 2 * e.level0_stride;
   e.level2_at = e.level1_at + 2 * e.level1_stride;
   e.masks_at = e.level2_at + 2 * e.level2_stride;
-  e.bytes = e.masks_at + round_up16(4 * l.blocks);
+  e.bins_at = e.masks_at + round_up16(4 * l.blocks);
+  const bool own_bins = codec == Codec::Lossy && l.blocks > std::uint32_t(kEncodeThreads);
+  if (codec == Codec::Lossy && !own_bins) e.bins_at = e.shuffled_stride;  // slot 1's words
+  e.bytes = e.masks_at + round_up16(4 * l.blocks) + (own_bins ? 128 * l.blocks : 0);
   return e;
 }
 
@@ -70,17 +90,26 @@ struct EncodeCounters {
   unsigned long long table_terms;    // sum of the header checksum terms of every table entry
 };
 
+// Device words of one DeviceCodec's decompression, zero between launches like EncodeCounters.
+struct DecodeCounters {
+  unsigned long long ticket;         // chunks claimed
+  unsigned long long done;           // blocks finished
+  unsigned long long payload_terms;  // payload checksum terms of the chunks decoded
+  unsigned long long table_terms;    // header checksum terms of the table entries
+  unsigned long long bad_entry;      // nonzero when a table entry is impossible for its chunk
+  unsigned long long failure;        // ~((chunk << 8) | ChunkError) of the first damaged chunk
+};
+
 struct Scratch {
-  // Decoding, per chunk at the strides above.
-  std::uint32_t* values;  // residuals, then values
-  std::uint8_t* shuffled;
-  std::uint8_t* level0;
-  std::uint8_t* level1;
-  std::uint64_t* offsets;  // chunk payload offsets, chunk_count + 1
-  // Encoding.
-  std::uint8_t* workspace;       // per chunk, when the workspace does not fit in shared memory
-  unsigned long long* lookback;  // per chunk: its published size (see compress.cu), else 0
+  // Encoding: per chunk; decoding: per thread block; when the workspace does not fit in shared
+  // memory.
+  std::uint8_t* workspace;
+  std::uint64_t workspace_bytes;
+  // Per chunk: its published size or prefix (see compress.cu and decompress.cu), else 0. Shared
+  // by both directions: one DeviceCodec runs one launch at a time.
+  unsigned long long* lookback;
   EncodeCounters* counters;
+  DecodeCounters* decode_counters;
   std::uint64_t* size_word;  // the byte size of the last stream compressed
 };
 
@@ -146,6 +175,7 @@ struct DecompressArgs {
   std::uint8_t* out;
   std::uint64_t capacity;
   std::uint64_t max_elements;
+  bool output_aligned16;  // every chunk's output may be written in 16-byte words
   DecodePlan* plan;
   Scratch scratch;
 };
@@ -153,6 +183,10 @@ struct DecompressArgs {
 void launch_compress(const CompressArgs& args, void* stream);
 // Sets the compression kernels' shared-memory limits; once per device, before the first launch.
 void prepare_compress_kernels();
+// Sets the decompression kernel's shared-memory carveout; once per device.
+void prepare_decompress_kernels();
+// Thread blocks one decompression launch runs (as many as the device holds at once).
+unsigned decompress_grid();
 void launch_decompress(const DecompressArgs& args, unsigned grid, void* stream);
 
 #ifdef __CUDACC__

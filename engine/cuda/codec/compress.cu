@@ -57,6 +57,8 @@ struct ChunkSpace {
   std::uint8_t* level1[2];
   std::uint8_t* level2[2];
   std::uint32_t* outlier_masks;  // lossy: bit i of word b set iff value 32 b + i is an outlier
+  std::uint32_t* bins;           // lossy: every element's bin, at bin_index
+  bool bins_in_plain;            // the bins are the Plain pipeline's shuffled words
 };
 
 __device__ ChunkSpace chunk_space(std::uint8_t* base, const EncodeLayout& e,
@@ -70,6 +72,8 @@ __device__ ChunkSpace chunk_space(std::uint8_t* base, const EncodeLayout& e,
     s.level2[slot] = base + e.level2_at + slot * e.level2_stride;
   }
   s.outlier_masks = reinterpret_cast<std::uint32_t*>(base + e.masks_at);
+  s.bins = reinterpret_cast<std::uint32_t*>(base + e.bins_at);
+  s.bins_in_plain = e.bins_at == e.shuffled_stride;
   return s;
 }
 
@@ -189,79 +193,133 @@ __device__ void load_block(const std::uint8_t* in, std::uint32_t first, std::uin
   for (unsigned i = 0; i < 32; ++i) w[i] = i < valid ? load_element<Bits>(in, first + i) : 0u;
 }
 
-// The 32-bit value of the codec (format step "every element first becomes a 32-bit value") for
-// raw word `raw`; *outlier set when the lossy codec stores it exactly.
-__device__ std::uint32_t element_value(const CompressArgs& a, double width, std::uint32_t raw,
-                                       bool* outlier) {
-  *outlier = false;
-  if (a.codec == Codec::Lossy) {
-    std::int32_t q = 0;
-    if (lossy_quantize(bits_float(raw), a.error_bound, width, &q)) return std::uint32_t(q);
-    *outlier = true;
-    return 0;
-  }
-  return a.dtype == DType::Float32 ? order_float_bits(raw) : raw;
+// Word of value i of shuffle block b in the lossy bins: rotated by b within the block's 32 words,
+// so that a warp writing one block (lane i) and a warp reading 32 blocks (lane b, value i) both
+// touch 32 distinct shared-memory banks.
+__device__ std::uint32_t bin_index(std::uint32_t b, std::uint32_t i) {
+  return 32 * b + ((i + b) & 31u);
 }
 
-// Bit-shuffles residuals r (values past the chunk's end already 0) into plane words (p, b).
+// Lossy: the bin of every element of the chunk (0 for an outlier, and past the chunk's end), one
+// warp per shuffle block and one element per lane, so the quantiser's code appears once; a ballot
+// gives the block's outlier flags. Returns this thread's outlier count.
+__device__ std::uint32_t quantize_chunk(const CompressArgs& a, const std::uint8_t* in,
+                                        const ChunkSpace& s) {
+  const ChunkLayout& l = s.layout;
+  const double width = lossy_bin_width(a.error_bound);
+  const unsigned lane = threadIdx.x % 32;
+  const auto* in32 = reinterpret_cast<const std::uint32_t*>(in);
+  std::uint32_t outliers = 0;
+  // Unrolled so that several blocks' loads and quantisations are in flight at once.
+#pragma unroll 4
+  for (std::uint32_t b = threadIdx.x / 32; b < l.blocks; b += kWarps) {
+    const std::uint32_t e = 32 * b + lane;
+    std::int32_t q = 0;
+    const bool outlier =
+        e < l.elements && !lossy_quantize(bits_float(__ldg(in32 + e)), a.error_bound, width, &q);
+    s.bins[bin_index(b, lane)] = outlier ? 0u : std::uint32_t(q);
+    const std::uint32_t mask = __ballot_sync(~0u, outlier);
+    if (lane == 0) s.outlier_masks[b] = mask;
+    outliers += outlier;
+  }
+  return outliers;
+}
+
+// The 32 values of block b (`valid` of them, all but in the chunk's last block; the rest 0) and
+// the value before the block, the Delta prediction of its first (0 for the chunk's first): the
+// lossy bins when `lossy`, else the input's words (float bits in their order-preserving form).
 template <unsigned Bits>
-__device__ void shuffle_store(std::uint32_t r[32], std::uint8_t* shuffled, std::uint32_t b,
-                              std::uint32_t blocks) {
-  transpose32(r);
+__device__ void block_values(const CompressArgs& a, const std::uint8_t* in, const ChunkSpace& s,
+                             bool lossy, std::uint32_t b, std::uint32_t valid, std::uint32_t v[32],
+                             std::uint32_t* previous) {
+  *previous = 0;
+  if (Bits == 32 && lossy) {
+#pragma unroll
+    for (unsigned i = 0; i < 32; ++i) v[i] = s.bins[bin_index(b, i)];
+    if (b > 0) *previous = s.bins[bin_index(b - 1, 31)];
+    return;
+  }
+  const std::uint32_t first = 32 * b;
+  load_block<Bits>(in, first, valid, a.input_aligned16, v);
+  if (b > 0) *previous = load_element<Bits>(in, first - 1);
+  if constexpr (Bits == 32) {
+#pragma unroll
+    for (unsigned i = 0; i < 32; ++i) v[i] = order_float_bits(v[i]);
+    *previous = order_float_bits(*previous);
+  }
+}
+
+// Residuals in place: Delta against the previous value (`previous` before the first), from the
+// last value down so each reads its predecessor before it is replaced; Plain against 0. Values
+// past `valid` become 0.
+template <unsigned Bits>
+__device__ void delta_residuals(std::uint32_t v[32], std::uint32_t previous, std::uint32_t valid) {
+#pragma unroll
+  for (unsigned i = 31; i > 0; --i) v[i] = i < valid ? residual_word(v[i], v[i - 1], Bits) : 0u;
+  v[0] = residual_word(v[0], previous, Bits);  // a block holds at least one value
+}
+template <unsigned Bits>
+__device__ void plain_residuals(std::uint32_t v[32], std::uint32_t valid) {
+#pragma unroll
+  for (unsigned i = 0; i < 32; ++i) v[i] = i < valid ? residual_word(v[i], 0, Bits) : 0u;
+}
+
+// Stores plane words already transposed (r[p] = plane p of block b).
+template <unsigned Bits>
+__device__ void store_planes(const std::uint32_t r[32], std::uint8_t* shuffled, std::uint32_t b,
+                             std::uint32_t blocks) {
   auto* words = reinterpret_cast<std::uint32_t*>(shuffled);
   // Consecutive threads hold consecutive blocks, so each plane's stores hit consecutive words.
 #pragma unroll
   for (unsigned p = 0; p < Bits; ++p) words[plane_word_index(p, b, blocks)] = r[p];
 }
 
-// Block b of the chunk, holding `valid` values (all 32 but in the chunk's last block): both
-// pipelines' residuals, bit-shuffled into their plane words; returns its outliers. Full blocks
-// get their own instance, free of the per-value checks against `valid`.
-template <unsigned Bits, bool Full>
-__device__ std::uint32_t shuffle_block(const CompressArgs& a, const std::uint8_t* in,
-                                       const ChunkSpace& s, double width, std::uint32_t b,
-                                       std::uint32_t valid) {
-  if constexpr (Full) valid = 32;
-  const std::uint32_t first = 32 * b;
-  std::uint32_t v[32];
-  load_block<Bits>(in, first, valid, a.input_aligned16, v);
-  std::uint32_t mask = 0;
-#pragma unroll
-  for (unsigned i = 0; i < 32; ++i) {
-    bool outlier = false;
-    if (i < valid) v[i] = element_value(a, width, v[i], &outlier);
-    mask |= std::uint32_t(outlier) << i;
-  }
-  // The Delta prediction of the block's first value is the value before it (0 for the chunk's
-  // first), recomputed here rather than shared between threads.
-  std::uint32_t previous = 0;
-  if (b > 0) {
-    bool outlier = false;
-    previous = element_value(a, width, load_element<Bits>(in, first - 1), &outlier);
-  }
-  if (a.codec == Codec::Lossy) s.outlier_masks[b] = mask;
-  std::uint32_t r[32];
-  r[0] = residual_word(v[0], previous, Bits);  // a block holds at least one value
-#pragma unroll
-  for (unsigned i = 1; i < 32; ++i) r[i] = i < valid ? residual_word(v[i], v[i - 1], Bits) : 0u;
-  shuffle_store<Bits>(r, s.shuffled[0], b, s.layout.blocks);
-#pragma unroll
-  for (unsigned i = 0; i < 32; ++i) r[i] = i < valid ? residual_word(v[i], 0, Bits) : 0u;
-  shuffle_store<Bits>(r, s.shuffled[1], b, s.layout.blocks);
-  return __popc(mask);
-}
-
-// Every block of the chunk, one thread per block; returns this thread's outlier count.
+// Every block of the chunk, one thread per block (after the lossy bins, a pass of its own), both
+// pipelines' residuals bit-shuffled into their plane words; returns this thread's outlier count.
 template <unsigned Bits>
 __device__ std::uint32_t shuffle_chunk(const CompressArgs& a, const std::uint8_t* in,
                                        const ChunkSpace& s) {
   const ChunkLayout& l = s.layout;
-  const double width = lossy_bin_width(a.error_bound);
+  const bool lossy = a.codec == Codec::Lossy;  // float32 only
   std::uint32_t outliers = 0;
+  if constexpr (Bits == 32) {
+    if (lossy) {
+      outliers = quantize_chunk(a, in, s);
+      __syncthreads();
+      if (s.bins_in_plain) {
+        // The bins are the Plain pipeline's words and the chunk has at most one block per
+        // thread: Delta first, then the bins read again for Plain, whose words are stored only
+        // once every thread has read its bins.
+        const std::uint32_t b = threadIdx.x;
+        const std::uint32_t valid = b < l.blocks ? min(32u, l.elements - 32 * b) : 0u;
+        std::uint32_t v[32], previous = 0;
+        if (valid) {
+          block_values<Bits>(a, in, s, true, b, valid, v, &previous);
+          delta_residuals<Bits>(v, previous, valid);
+          transpose32(v);
+          store_planes<Bits>(v, s.shuffled[0], b, l.blocks);
+          block_values<Bits>(a, in, s, true, b, valid, v, &previous);
+          plain_residuals<Bits>(v, valid);
+          transpose32(v);
+        }
+        __syncthreads();
+        if (valid) store_planes<Bits>(v, s.shuffled[1], b, l.blocks);
+        return outliers;
+      }
+    }
+  }
   for (std::uint32_t b = threadIdx.x; b < l.blocks; b += T) {
+    std::uint32_t v[32], r[32], previous = 0;
     const std::uint32_t valid = min(32u, l.elements - 32 * b);
-    outliers += valid == 32 ? shuffle_block<Bits, true>(a, in, s, width, b, valid)
-                            : shuffle_block<Bits, false>(a, in, s, width, b, valid);
+    block_values<Bits>(a, in, s, lossy, b, valid, v, &previous);
+#pragma unroll
+    for (unsigned i = 0; i < 32; ++i) r[i] = v[i];
+    delta_residuals<Bits>(r, previous, valid);
+    transpose32(r);
+    store_planes<Bits>(r, s.shuffled[0], b, l.blocks);
+    plain_residuals<Bits>(v, valid);
+    transpose32(v);
+    store_planes<Bits>(v, s.shuffled[1], b, l.blocks);
   }
   return outliers;
 }
@@ -450,7 +508,7 @@ template <unsigned Bits>
 __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, std::uint8_t* base,
                                       std::uint64_t* table_term) {
   __shared__ std::uint64_t chunk_offset;
-  const EncodeLayout e = encode_layout(a.dtype, a.chunk_bytes);
+  const EncodeLayout e = encode_layout(a.dtype, a.chunk_bytes, a.codec);
   const std::uint32_t per_chunk = chunk_elements(a.dtype, a.chunk_bytes);
   const ChunkSpace s =
       chunk_space(base, e, chunk_layout(a.dtype, elements_in_chunk(a.count, per_chunk, c)));
@@ -563,8 +621,9 @@ __global__ void __launch_bounds__(T, 5) compress_stream(CompressArgs a) {
   std::uint64_t payload_terms = 0, table_term = 0;
   if (c < a.chunks) {
     std::uint8_t* base =
-        SharedWorkspace ? reinterpret_cast<std::uint8_t*>(shared_workspace)
-                        : a.scratch.workspace + c * encode_layout(a.dtype, a.chunk_bytes).bytes;
+        SharedWorkspace
+            ? reinterpret_cast<std::uint8_t*>(shared_workspace)
+            : a.scratch.workspace + c * encode_layout(a.dtype, a.chunk_bytes, a.codec).bytes;
     payload_terms = a.dtype == DType::UInt16 ? encode_chunk<16>(a, c, base, &table_term)
                                              : encode_chunk<32>(a, c, base, &table_term);
   }
@@ -604,7 +663,7 @@ void launch_compress(const CompressArgs& args, void* stream) {
   auto* s = static_cast<cudaStream_t>(stream);
   // One block per chunk; an empty array still needs one to write the header.
   const auto grid = unsigned(args.chunks ? args.chunks : 1);
-  const std::uint32_t workspace = encode_layout(args.dtype, args.chunk_bytes).bytes;
+  const std::uint32_t workspace = encode_layout(args.dtype, args.chunk_bytes, args.codec).bytes;
   if (workspace <= kMaxSharedWorkspace) {
     compress_stream<true><<<grid, T, workspace, s>>>(args);
   } else {

@@ -1,26 +1,46 @@
-// Decompression on the GPU in three launches on one stream:
-//   parse_stream   one block: every header field, the chunk table and the header checksum
-//                  checked against the buffer (container.cpp's parse_stream, on the device), and
-//                  the chunk offsets by an exclusive prefix over the table
-//   decode_chunks  blocks striding over chunks: payload checksum terms, then the chunk decoded
-//                  with every read checked against the chunk's bytes
-//   close_decode   one thread: the payload checksum and the first damaged chunk into the status
-// A damaged stream stops nothing on the host: the status word says what is wrong.
+// Decompression on the GPU in one launch. Thread blocks claim chunks from a ticket counter, as
+// the encoder does, and each one:
+//   1. checks the header's fields itself (scalar loads; every block reaches the same verdict) and
+//      adds its table entry's header checksum term to a device sum;
+//   2. finds its chunk's payload offset: the table holds every chunk's size from the start, so a
+//      block adds its predecessors' sizes back to the nearest chunk that has published its
+//      inclusive prefix, never waiting for anyone, and publishes its own;
+//   3. reads the chunk's words once for the payload checksum, copying them into its workspace (a
+//      Raw chunk straight to the output), then
+//      expands zero-byte elimination's levels (each set flag's byte found by a rank table: a
+//      prefix count of set flags per 32-bit word), and unshuffles: one thread per 32-value block
+//      transposes the plane words back in registers (codec_math.hpp's transpose32, its own
+//      inverse). For Delta chunks a block's running sum starts from the sum of the residuals
+//      before it, which a first pass gets from popcounts of the plane words alone;
+//   4. the last block to finish compares both checksums and the payload size, writes the plan
+//      (status, first damaged chunk, decoded size) and puts the counters back to zero.
+// Every read is checked against the buffer and every write against the output capacity before
+// it happens; a damaged stream only changes the status the host reads.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cuda/atomic>
+#include <string>
+
 #include "codec/chunk_cpu.hpp"
+#include "core/error.hpp"
 #include "cuda/codec/codec_kernels.cuh"
 #include "cuda/device.hpp"
 
 namespace livedrp::gpu::codec_kernels {
 namespace {
 
-constexpr int T = kChunkThreads;
+constexpr int T = kDecodeThreads;
 constexpr std::size_t kVersionAt = 8, kCodecAt = 10, kDTypeAt = 11, kNdimAt = 12, kReserved1At = 13,
                       kChunkBytesAt = 16, kReserved2At = 20, kCountAt = 24, kErrorBoundAt = 32,
                       kChunkCountAt = 40, kPayloadBytesAt = 48;
 constexpr unsigned long long kNoFailure = ~0ull;
 __constant__ std::uint8_t kExpectedMagic[8] = {0x89, 'L', 'D', 'R', 'P', 'Z', '\r', '\n'};
+
+using DeviceWord = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
+// A look-back word: bit 63 set once the chunk's inclusive prefix (bits 62..0, in 4-byte units)
+// is known. Zero means not yet.
+constexpr unsigned long long kInclusive = 1ull << 63;
 
 // The scalar checks of the fixed header and shape, in container.cpp's order; fills the plan.
 __device__ DecodeStatus check_header(const DecompressArgs& a, DecodePlan& p, unsigned& ndim) {
@@ -100,263 +120,530 @@ __device__ bool entry_valid(const DecodePlan& p, std::uint32_t entry, std::uint6
   return false;
 }
 
-__global__ void __launch_bounds__(kStreamThreads) parse_stream(DecompressArgs a) {
-  __shared__ DecodePlan plan;
-  __shared__ DecodeStatus status;
-  __shared__ unsigned ndim;
-  __shared__ bool bad_entry;
-  if (threadIdx.x == 0) {
-    plan = DecodePlan{};
-    plan.first_failure = kNoFailure;
-    unsigned n = 0;
-    status = check_header(a, plan, n);
-    ndim = n;
-    bad_entry = false;
-  }
-  __syncthreads();
-  // The header checksum next: fields are judged only once the header is known to be intact.
-  if (status == DecodeStatus::Ok) {
-    const std::uint64_t at = payload_offset(ndim, plan.chunks) - kChecksumBytes;
-    const std::uint64_t words = (at + 8) / 4;
-    std::uint64_t sum = 0;
-    for (std::uint64_t w = threadIdx.x; w < words; w += kStreamThreads)
-      sum += checksum_word_term(load_le32(a.in + 4 * w), w);
-    const std::uint64_t total = block_sum<kStreamThreads, std::uint64_t>(sum);
-    if (threadIdx.x == 0) {
-      if (checksum_count_term(words) + total != load_le64(a.in + at + 8)) {
-        status = DecodeStatus::HeaderChecksum;
-      } else {
-        plan.stored_payload_checksum = load_le64(a.in + at);
-        status = check_fields(a, plan, ndim);
-      }
-    }
-  }
-  __syncthreads();
-  if (status == DecodeStatus::Ok) {
-    const std::uint8_t* table = a.in + header_bytes(ndim);
-    const std::uint64_t payload = block_prefix_for<kStreamThreads, std::uint64_t>(
-        plan.chunks,
-        [&](std::uint64_t c) {
-          const std::uint32_t e = load_le32(table + 4 * c);
-          if (!entry_valid(plan, e, c)) bad_entry = true;
-          return padded_size(entry_size(e));
-        },
-        [&](std::uint64_t c, std::uint64_t at, std::uint64_t) { a.scratch.offsets[c] = at; });
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      a.scratch.offsets[plan.chunks] = payload;
-      plan.payload_at = payload_offset(ndim, plan.chunks);
-      plan.payload_bytes = load_le64(a.in + kPayloadBytesAt);
-      if (bad_entry) {
-        status = DecodeStatus::TableEntry;
-      } else if (plan.payload_bytes != payload) {
-        status = DecodeStatus::PayloadBytes;
-      } else if (a.size - plan.payload_at != payload) {
-        status = DecodeStatus::PayloadSize;
-      }
-      plan.checksum = checksum_count_term(payload / 4);
-    }
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    plan.status = std::uint32_t(status);
-    *a.plan = plan;
-  }
+// Lowers the block's chunk error to `e` (the lowest code wins, so the report is deterministic).
+__device__ void note_error(unsigned* error, ChunkError e) {
+  atomicMin(error, unsigned(e));
 }
 
-// Expands one bitmap level: out[8 g + j] is the next stored byte when bit j of flags[g] is set,
-// else 0, for g < groups. Reads only in[*pos, available); returns the error found, if any.
-__device__ ChunkError expand_level(const std::uint8_t* flags, std::uint32_t groups,
-                                   const std::uint8_t* in, std::uint32_t available,
-                                   std::uint32_t* pos, std::uint8_t* out) {
-  __shared__ ChunkError error;
-  if (threadIdx.x == 0) error = ChunkError::None;
-  __syncthreads();
-  const std::uint32_t start = *pos;
-  const std::uint32_t used = block_prefix_for<T, std::uint32_t>(
-      groups, [&](std::uint64_t g) { return popcount32(flags[g]); },
-      [&](std::uint64_t g, std::uint32_t at, std::uint32_t) {
-        const unsigned m = flags[g];
-        std::uint32_t next = start + at;
-        for (unsigned j = 0; j < 8; ++j) {
-          std::uint8_t v = 0;
-          if ((m >> j) & 1u) {
-            if (next >= available) {
-              error = ChunkError::Truncated;
-            } else {
-              v = in[next];
-              if (v == 0) error = ChunkError::FlaggedByteIsZero;
-            }
-            ++next;
-          }
-          out[8 * g + j] = v;
-        }
-      });
-  __syncthreads();
-  const ChunkError result = start + used > available ? ChunkError::Truncated : error;
-  __syncthreads();
-  *pos = start + used;
-  return result;
-}
-
-__device__ ChunkError decode_chunk(const DecodePlan& p, const Scratch& s, std::uint64_t c,
-                                   ChunkMode mode, const std::uint8_t* in, std::uint32_t size,
-                                   std::uint8_t* out) {
-  const DType dtype = DType(p.dtype);
-  const std::uint32_t per_chunk = chunk_elements(dtype, p.chunk_bytes);
-  const ChunkLayout l = chunk_layout(dtype, elements_in_chunk(p.count, per_chunk, c));
-  const Strides st = strides_for(dtype, p.chunk_bytes);
-  if (mode == ChunkMode::Raw) {
-    for (std::uint32_t i = threadIdx.x; i < l.raw_bytes; i += T) out[i] = in[i];
-    return ChunkError::None;
-  }
-  __shared__ ChunkError error;
-  if (threadIdx.x == 0) error = ChunkError::None;
-  std::uint32_t pos = 0, outliers = 0;
-  const bool lossy = p.codec == unsigned(Codec::Lossy);
-  if (lossy) {
-    if (size < 4) return ChunkError::Truncated;
-    outliers = load_le32(in);
-    if (outliers > l.elements) return ChunkError::OutlierCount;
-    if ((size - 4) / 8 < outliers) return ChunkError::Truncated;
-    pos = 4 + 8 * outliers;
-  }
-  __syncthreads();
-  for (std::uint32_t k = threadIdx.x; k < outliers; k += T) {
-    const std::uint32_t index = load_le32(in + 4 + 4 * std::size_t(k));
-    if (index >= l.elements || (k > 0 && index <= load_le32(in + 4 * std::size_t(k))))
-      error = ChunkError::OutlierOrder;
-  }
-  std::uint8_t* shuffled = s.shuffled + c * st.shuffled;
-  std::uint8_t* level0 = s.level0 + c * st.level0;
-  std::uint8_t* level1 = s.level1 + c * st.level1;
-  const std::uint32_t n1 = l.level1_bytes, n2 = l.level2_bytes;
-  const std::uint8_t* z = in + pos;
-  const std::uint32_t available = size - pos;
-  __syncthreads();
-  if (error != ChunkError::None) return error;
-  if (available < n2) return ChunkError::Truncated;
-  if (n1 % 8 != 0 && (z[n2 - 1] >> (n1 % 8)) != 0) return ChunkError::BitmapPadding;
-  std::uint32_t at = n2;
-  ChunkError e = expand_level(z, n2, z, available, &at, level1);
-  if (e == ChunkError::None)
-    e = expand_level(level1, l.level0_bytes / 8, z, available, &at, level0);
-  if (e == ChunkError::None) e = expand_level(level0, l.level0_bytes, z, available, &at, shuffled);
-  if (e != ChunkError::None) return e;
-  if (at != available) return ChunkError::TrailingBytes;
-
-  // Unshuffle: lane p holds plane p of a block; lane i gathers bit i of every plane.
-  std::uint32_t* values = s.values + c * st.values;
-  const auto* words = reinterpret_cast<const std::uint32_t*>(shuffled);
+__device__ std::uint32_t warp_inclusive_sum(std::uint32_t x) {
   const unsigned lane = threadIdx.x % 32;
-  for (std::uint32_t b = threadIdx.x / 32; b < l.blocks; b += T / 32) {
-    const std::uint32_t plane_word = lane < l.bits ? words[plane_word_index(lane, b, l.blocks)] : 0;
-    std::uint32_t v = 0;
-    for (std::uint32_t q = 0; q < l.bits; ++q)
-      v |= ((__shfl_sync(~0u, plane_word, int(q)) >> lane) & 1u) << q;
-    const std::uint32_t i = 32 * b + lane;
-    if (i < l.elements) {
-      values[i] = l.bits == 16 ? std::uint32_t(unzigzag16(std::uint16_t(v))) : unzigzag32(v);
-    } else if (v != 0) {
-      error = ChunkError::PaddingNotZero;
+  for (unsigned d = 1; d < 32; d *= 2) {
+    const std::uint32_t y = __shfl_up_sync(~0u, x, d);
+    if (lane >= d) x += y;
+  }
+  return x;
+}
+
+// Expands one level of zero-byte elimination, run by one warp: out[8 g + j] (g < flag_bytes) is
+// the next stored byte of src[start, available) when bit j of flags[g] is set, else 0; 32 flag
+// bytes a step, their positions from a warp scan. Returns the bytes used; on a shortfall notes
+// Truncated and writes nothing.
+__device__ std::uint32_t expand_level_warp(const std::uint8_t* flags, std::uint32_t flag_bytes,
+                                           const std::uint8_t* src, std::uint32_t start,
+                                           std::uint32_t available, std::uint8_t* out,
+                                           unsigned* error) {
+  const unsigned lane = threadIdx.x % 32;
+  std::uint32_t used = 0;
+  for (std::uint32_t g = lane; g < flag_bytes; g += 32) used += __popc(flags[g]);
+  for (int d = 16; d > 0; d /= 2) used += __shfl_xor_sync(~0u, used, d);
+  if (used > available - start) {
+    if (lane == 0) note_error(error, ChunkError::Truncated);
+    return used;
+  }
+  std::uint32_t base = start;
+  for (std::uint32_t g0 = 0; g0 < flag_bytes; g0 += 32) {
+    const std::uint32_t g = g0 + lane;
+    unsigned m = g < flag_bytes ? flags[g] : 0u;
+    const std::uint32_t inclusive = warp_inclusive_sum(__popc(m));
+    std::uint32_t next = base + inclusive - __popc(m);
+    std::uint64_t bytes = 0;
+    for (; m != 0; m &= m - 1) {
+      const std::uint8_t v = src[next++];
+      if (v == 0) note_error(error, ChunkError::FlaggedByteIsZero);
+      bytes |= std::uint64_t(v) << (8 * (__ffs(int(m)) - 1));
+    }
+    if (g < flag_bytes) *reinterpret_cast<std::uint64_t*>(out + 8 * std::size_t(g)) = bytes;
+    base += __shfl_sync(~0u, inclusive, 31);
+  }
+  return used;
+}
+
+// Rank table of a bitmap, by one warp: ranks[w] = set flags in 32-bit words [0, w) of the
+// `flag_bytes`-byte bitmap (a multiple of 4). Returns the total.
+__device__ std::uint32_t build_ranks_warp(const std::uint8_t* flags, std::uint32_t flag_bytes,
+                                          std::uint32_t* ranks) {
+  const unsigned lane = threadIdx.x % 32;
+  const auto* words = reinterpret_cast<const std::uint32_t*>(flags);
+  const std::uint32_t n = flag_bytes / 4;
+  std::uint32_t base = 0;
+  for (std::uint32_t w0 = 0; w0 < n; w0 += 32) {
+    const std::uint32_t w = w0 + lane;
+    const std::uint32_t c = w < n ? __popc(words[w]) : 0u;
+    const std::uint32_t inclusive = warp_inclusive_sum(c);
+    if (w < n) ranks[w] = base + inclusive - c;
+    base += __shfl_sync(~0u, inclusive, 31);
+  }
+  return base;
+}
+
+// The data level, by the whole block with the ranks of its flags (level 0) built: out[8 g + j]
+// for g < flag_bytes, each thread taking 4 flag bytes (one rank) at a time.
+__device__ void expand_with_ranks(const std::uint8_t* flags, std::uint32_t flag_bytes,
+                                  const std::uint8_t* src, std::uint32_t start,
+                                  const std::uint32_t* ranks, std::uint8_t* out, unsigned* error) {
+  const std::uint32_t words = flag_bytes / 4;
+  for (std::uint32_t w = threadIdx.x; w < words; w += T) {
+    std::uint32_t next = start + ranks[w];
+    const std::uint32_t word = reinterpret_cast<const std::uint32_t*>(flags)[w];
+#pragma unroll
+    for (std::uint32_t k = 0; k < 4; ++k) {
+      std::uint64_t bytes = 0;
+      for (unsigned m = (word >> (8 * k)) & 0xFFu; m != 0; m &= m - 1) {
+        const std::uint8_t v = src[next++];
+        if (v == 0) note_error(error, ChunkError::FlaggedByteIsZero);
+        bytes |= std::uint64_t(v) << (8 * (__ffs(int(m)) - 1));
+      }
+      *reinterpret_cast<std::uint64_t*>(out + 8 * std::size_t(4 * w + k)) = bytes;
     }
   }
-  __syncthreads();
-  if (error != ChunkError::None) return error;
-  // Delta: each value is the running sum of the unzigzagged residuals, modulo 2^bits (truncated
-  // at the store for 16 bits), which a block scan computes in any order.
-  if (mode == ChunkMode::Delta) {
-    block_prefix_for<T, std::uint32_t>(
-        l.elements, [&](std::uint64_t i) { return values[i]; },
-        [&](std::uint64_t i, std::uint32_t before, std::uint32_t mine) {
-          values[i] = before + mine;
-        });
+}
+
+// The sum, modulo 2^32, of the unzigzagged residuals of one shuffle block, from its plane words
+// alone: with P_p plane p, sum_i (z_i >> 1) = sum_{p>=1} 2^(p-1) popc(P_p), and an odd z_i
+// (set in P_0) decodes to -(z_i >> 1) - 1 instead of +(z_i >> 1). For 16-bit words the sum is
+// right modulo 2^16, which is all the store keeps.
+template <unsigned Bits>
+__device__ std::uint32_t residual_sum(const std::uint32_t* words, std::uint32_t b,
+                                      std::uint32_t blocks) {
+  const std::uint32_t p0 = words[plane_word_index(0, b, blocks)];
+  std::uint32_t sum = 0u - std::uint32_t(__popc(p0));
+#pragma unroll
+  for (unsigned p = 1; p < Bits; ++p) {
+    const std::uint32_t pp = words[plane_word_index(p, b, blocks)];
+    sum += (std::uint32_t(__popc(pp)) - 2u * std::uint32_t(__popc(pp & p0))) << (p - 1);
   }
-  __syncthreads();
-  if (!lossy) {
-    if (dtype == DType::UInt16) {
-      auto* o = reinterpret_cast<std::uint16_t*>(out);
-      for (std::uint32_t i = threadIdx.x; i < l.elements; i += T) o[i] = std::uint16_t(values[i]);
+  return sum;
+}
+
+struct ChunkContext {
+  const DecodePlan* plan;
+  ChunkLayout layout;
+  ChunkMode mode;
+  const std::uint8_t* in;      // the chunk's stored bytes (global memory)
+  const std::uint8_t* stored;  // their copy in the workspace
+  std::uint32_t size;
+  std::uint8_t* out;  // the chunk's decoded bytes
+  bool out_aligned16;
+  std::uint8_t* work;  // DecodeLayout workspace
+  DecodeLayout d;
+};
+
+// The 32 values of shuffle block b into the output, Delta running sums starting from `carry`.
+template <unsigned Bits>
+__device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_t carry,
+                            double width, unsigned* error) {
+  const ChunkLayout& l = x.layout;
+  const auto* words = reinterpret_cast<const std::uint32_t*>(x.work);
+  std::uint32_t v[32];
+#pragma unroll
+  for (unsigned p = 0; p < 32; ++p) v[p] = p < Bits ? words[plane_word_index(p, b, l.blocks)] : 0u;
+  transpose32(v);
+  const std::uint32_t valid = min(32u, l.elements - 32 * b);
+  const bool delta = x.mode == ChunkMode::Delta;
+  std::uint32_t running = carry;
+#pragma unroll
+  for (unsigned i = 0; i < 32; ++i) {
+    if (i >= valid && v[i] != 0) note_error(error, ChunkError::PaddingNotZero);
+    const std::uint32_t d =
+        Bits == 16 ? std::uint32_t(unzigzag16(std::uint16_t(v[i]))) : unzigzag32(v[i]);
+    running = delta ? running + d : d;
+    v[i] = running;
+  }
+  const DecodePlan& p = *x.plan;
+  if constexpr (Bits == 16) {
+    auto* o = reinterpret_cast<std::uint16_t*>(x.out) + 32 * b;
+    if (valid == 32 && x.out_aligned16) {
+      auto* q = reinterpret_cast<uint4*>(o);
+#pragma unroll
+      for (unsigned k = 0; k < 4; ++k)
+        q[k] = make_uint4((v[8 * k] & 0xFFFFu) | (v[8 * k + 1] << 16),
+                          (v[8 * k + 2] & 0xFFFFu) | (v[8 * k + 3] << 16),
+                          (v[8 * k + 4] & 0xFFFFu) | (v[8 * k + 5] << 16),
+                          (v[8 * k + 6] & 0xFFFFu) | (v[8 * k + 7] << 16));
     } else {
-      auto* o = reinterpret_cast<std::uint32_t*>(out);
-      for (std::uint32_t i = threadIdx.x; i < l.elements; i += T)
-        o[i] = order_float_bits(values[i]);
+      for (unsigned i = 0; i < valid; ++i) o[i] = std::uint16_t(v[i]);
     }
-    return ChunkError::None;
+    return;
+  } else {
+    if (p.codec == unsigned(Codec::Lossy)) {
+      const auto* masks = reinterpret_cast<const std::uint32_t*>(x.work + x.d.masks_at);
+      const std::uint32_t outliers = masks[b];
+#pragma unroll
+      for (unsigned i = 0; i < 32; ++i) {
+        const auto q = std::int32_t(v[i]);
+        float r = 0;
+        if ((outliers >> i) & 1u) {
+          if (q != 0) note_error(error, ChunkError::OutlierBinNotZero);
+        } else if (i < valid &&
+                   (q > std::int32_t(kLossyMaxBin) || q < -std::int32_t(kLossyMaxBin) ||
+                    !lossy_reconstruct(q, width, &r))) {
+          note_error(error, ChunkError::BinOutOfRange);
+        }
+        v[i] = float_bits(r);  // an outlier's bits are written after the block's values
+      }
+    } else {
+#pragma unroll
+      for (unsigned i = 0; i < 32; ++i) v[i] = order_float_bits(v[i]);
+    }
+    auto* o = reinterpret_cast<std::uint32_t*>(x.out) + 32 * b;
+    if (valid == 32 && x.out_aligned16) {
+      auto* q = reinterpret_cast<uint4*>(o);
+#pragma unroll
+      for (unsigned k = 0; k < 8; ++k)
+        q[k] = make_uint4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+    } else {
+      for (unsigned i = 0; i < valid; ++i) o[i] = v[i];
+    }
+  }
+}
+
+// Decodes a Delta or Plain chunk whose stored bytes passed the checksum pass. Every thread calls
+// it; the chunk's error (or None) is in *error afterwards.
+template <unsigned Bits>
+__device__ void decode_chunk(const ChunkContext& x, unsigned* error) {
+  const ChunkLayout& l = x.layout;
+  const DecodePlan& p = *x.plan;
+  const bool lossy = p.codec == unsigned(Codec::Lossy);
+  auto* masks = reinterpret_cast<std::uint32_t*>(x.work + x.d.masks_at);
+  auto* carries = reinterpret_cast<std::uint32_t*>(x.work + x.d.carries_at);
+  auto* ranks = reinterpret_cast<std::uint32_t*>(x.work + x.d.ranks_at);
+  std::uint8_t* level0 = x.work + x.d.level0_at;
+  std::uint8_t* level1 = x.work + x.d.level1_at;
+  std::uint8_t* shuffled = x.work;
+
+  // Lossy prefix: outlier count, indices (strictly increasing, inside the chunk), their bits.
+  std::uint32_t pos = 0, outliers = 0;
+  if (lossy) {
+    if (x.size < 4) return note_error(error, ChunkError::Truncated);
+    outliers = load_le32(x.in);
+    if (outliers > l.elements) return note_error(error, ChunkError::OutlierCount);
+    if ((x.size - 4) / 8 < outliers) return note_error(error, ChunkError::Truncated);
+    pos = 4 + 8 * outliers;
+    for (std::uint32_t b = threadIdx.x; b < l.blocks; b += T) masks[b] = 0;
+    __syncthreads();
+    for (std::uint32_t k = threadIdx.x; k < outliers; k += T) {
+      const std::uint32_t index = load_le32(x.in + 4 + 4 * std::size_t(k));
+      if (index >= l.elements || (k > 0 && index <= load_le32(x.in + 4 * std::size_t(k)))) {
+        note_error(error, ChunkError::OutlierOrder);
+      } else {
+        atomicOr(masks + index / 32, 1u << (index % 32));
+      }
+    }
+    __syncthreads();
+    if (*error != unsigned(ChunkError::None)) return;
+  }
+
+  const std::uint8_t* z = x.stored + pos;
+  const std::uint32_t available = x.size - pos;
+  const std::uint32_t n0 = l.level0_bytes, n1 = l.level1_bytes, n2 = l.level2_bytes;
+  if (available < n2) return note_error(error, ChunkError::Truncated);
+  if (n1 % 8 != 0 && (z[n2 - 1] >> (n1 % 8)) != 0)
+    return note_error(error, ChunkError::BitmapPadding);
+  // Levels 1 and 0 and the ranks of level 0 are small (1/512, 1/64 and 1/32 of the shuffled
+  // bytes): one warp does them without block barriers while the others wait at one.
+  __shared__ std::uint32_t data_at, data_bytes;
+  if (threadIdx.x < 32) {
+    std::uint32_t at = n2;
+    at += expand_level_warp(z, n2, z, at, available, level1, error);
+    __syncwarp();
+    if (*error == unsigned(ChunkError::None))
+      at += expand_level_warp(level1, n1, z, at, available, level0, error);
+    __syncwarp();
+    std::uint32_t used = 0;
+    if (*error == unsigned(ChunkError::None)) used = build_ranks_warp(level0, n0, ranks);
+    if (threadIdx.x == 0) {
+      data_at = at;
+      data_bytes = used;
+    }
+  }
+  __syncthreads();
+  if (*error != unsigned(ChunkError::None)) return;
+  if (data_bytes > available - data_at) return note_error(error, ChunkError::Truncated);
+  expand_with_ranks(level0, n0, z, data_at, ranks, shuffled, error);
+  __syncthreads();
+  if (*error != unsigned(ChunkError::None)) return;
+  if (data_at + data_bytes != available) return note_error(error, ChunkError::TrailingBytes);
+
+  const auto* words = reinterpret_cast<const std::uint32_t*>(shuffled);
+  if (x.mode == ChunkMode::Delta) {
+    for (std::uint32_t b = threadIdx.x; b < l.blocks; b += T)
+      carries[b] = residual_sum<Bits>(words, b, l.blocks);
+    __syncthreads();
+    block_prefix_for<T, std::uint32_t>(
+        l.blocks, [&](std::uint64_t b) { return carries[b]; },
+        [&](std::uint64_t b, std::uint32_t before, std::uint32_t) { carries[b] = before; });
+    __syncthreads();
   }
   const double width = lossy_bin_width(p.error_bound);
-  auto* o = reinterpret_cast<std::uint32_t*>(out);
-  for (std::uint32_t i = threadIdx.x; i < l.elements; i += T) {
-    const std::int32_t q = std::int32_t(values[i]);
-    float r = 0;
-    if (q > std::int32_t(kLossyMaxBin) || q < -std::int32_t(kLossyMaxBin) ||
-        !lossy_reconstruct(q, width, &r))
-      error = ChunkError::BinOutOfRange;
-    o[i] = float_bits(r);
+  for (std::uint32_t b = threadIdx.x; b < l.blocks; b += T)
+    write_block<Bits>(x, b, x.mode == ChunkMode::Delta ? carries[b] : 0u, width, error);
+  if (lossy) {
+    __syncthreads();  // the block's values are written; the outliers' bits replace theirs
+    auto* o = reinterpret_cast<std::uint32_t*>(x.out);
+    for (std::uint32_t k = threadIdx.x; k < outliers; k += T)
+      o[load_le32(x.in + 4 + 4 * std::size_t(k))] =
+          load_le32(x.in + 4 + 4 * std::size_t(outliers + k));
   }
-  __syncthreads();
-  for (std::uint32_t k = threadIdx.x; k < outliers; k += T) {
-    const std::uint32_t index = load_le32(in + 4 + 4 * std::size_t(k));
-    if (values[index] != 0) error = ChunkError::OutlierBinNotZero;
-    o[index] = load_le32(in + 4 + 4 * std::size_t(outliers + k));
-  }
-  __syncthreads();
-  return error;
 }
 
-__global__ void __launch_bounds__(T) decode_chunks(DecompressArgs a) {
-  const DecodePlan& p = *a.plan;
-  if (p.status != 0) return;
-  const std::uint32_t per_chunk = chunk_elements(DType(p.dtype), p.chunk_bytes);
-  const std::uint32_t esize = element_bytes(DType(p.dtype));
-  const std::uint8_t* payload = a.in + p.payload_at;
-  const std::uint8_t* table = a.in + header_bytes(a.in[kNdimAt]);
-  for (std::uint64_t c = blockIdx.x; c < p.chunks; c += gridDim.x) {
-    const std::uint64_t offset = a.scratch.offsets[c];
-    const std::uint64_t padded = a.scratch.offsets[c + 1] - offset;
-    const std::uint32_t entry = load_le32(table + 4 * c);
-    const std::uint32_t size = entry_size(entry);
-    const std::uint8_t* in = payload + offset;
-    std::uint64_t sum = 0;
-    bool pad_ok = true;
-    for (std::uint64_t w = threadIdx.x; w < padded / 4; w += T) {
-      const std::uint32_t word = load_le32(in + 4 * w);
-      sum += checksum_word_term(word, offset / 4 + w);
-      for (std::uint32_t k = 0; k < 4; ++k)
-        if (4 * w + k >= size && ((word >> (8 * k)) & 0xFFu) != 0) pad_ok = false;
+// Payload offset of chunk c in 4-byte units: the padded sizes of its predecessors, read from the
+// table back to the nearest chunk whose inclusive prefix is published (the whole block reads T
+// chunks at a time). Every thread calls it; the result goes to every thread.
+__device__ std::uint64_t find_offset(const std::uint8_t* table, unsigned long long* lookback,
+                                     std::uint64_t c) {
+  __shared__ unsigned nearest;
+  std::uint64_t exclusive = 0;
+  for (std::int64_t top = std::int64_t(c) - 1; top >= 0; top -= T) {
+    const std::int64_t j = top - std::int64_t(threadIdx.x);
+    unsigned long long word = 0;
+    std::uint64_t units = 0;
+    if (j >= 0) {
+      word = DeviceWord(lookback[j]).load(cuda::memory_order_relaxed);
+      units = padded_size(entry_size(load_le32(table + 4 * j))) / 4;
     }
-    const std::uint64_t total = block_sum<T, std::uint64_t>(sum);
-    const bool pads_clean = __syncthreads_and(pad_ok);
-    if (threadIdx.x == 0) atomicAdd(&a.plan->checksum, static_cast<unsigned long long>(total));
-    ChunkError e = ChunkError::TrailingBytes;
-    if (pads_clean)
-      e = decode_chunk(p, a.scratch, c, ChunkMode(entry_mode_bits(entry)), in, size,
-                       a.out + c * std::uint64_t(per_chunk) * esize);
-    if (e != ChunkError::None && threadIdx.x == 0)
-      atomicMin(&a.plan->first_failure, (static_cast<unsigned long long>(c) << 8) | unsigned(e));
+    if (threadIdx.x == 0) nearest = T;
     __syncthreads();
+    if (word & kInclusive) atomicMin(&nearest, threadIdx.x);
+    __syncthreads();
+    const unsigned n = nearest;
+    const std::uint64_t mine = threadIdx.x < n    ? units
+                               : threadIdx.x == n ? (word & ~kInclusive)
+                                                  : 0;
+    exclusive += block_sum<T, std::uint64_t>(mine);
+    if (n < T) break;
   }
+  return exclusive;
 }
 
-__global__ void close_decode(DecodePlan* plan) {
-  if (plan->status != 0) return;
-  if (plan->checksum != plan->stored_payload_checksum) {
-    plan->status = std::uint32_t(DecodeStatus::PayloadChecksum);
-  } else if (plan->first_failure != kNoFailure) {
-    plan->status = std::uint32_t(DecodeStatus::ChunkDamaged);
+// Header checks of one block, as the status they give (Ok when the chunks may be decoded).
+struct HeaderVerdict {
+  DecodeStatus header, fields;
+  unsigned ndim;
+};
+
+__device__ void finish(const DecompressArgs& a, const DecodePlan& plan, const HeaderVerdict& v) {
+  DecodeCounters& k = *a.scratch.decode_counters;
+  DecodePlan out = plan;
+  out.first_failure = kNoFailure;
+  DecodeStatus status = v.header;
+  if (status == DecodeStatus::Ok) {
+    // Header words and the stored payload checksum: the table's terms were summed by the chunks.
+    const std::uint64_t at = payload_offset(v.ndim, plan.chunks) - kChecksumBytes;
+    std::uint64_t sum = DeviceWord(k.table_terms).load(cuda::memory_order_relaxed);
+    for (std::uint64_t w = 0; w < header_bytes(v.ndim) / 4; ++w)
+      sum += checksum_word_term(load_le32(a.in + 4 * w), w);
+    sum += checksum_word_term(load_le32(a.in + at), at / 4) +
+           checksum_word_term(load_le32(a.in + at + 4), at / 4 + 1);
+    if (checksum_count_term(at / 4 + 2) + sum != load_le64(a.in + at + 8))
+      status = DecodeStatus::HeaderChecksum;
+    else
+      status = v.fields;
+  }
+  if (status == DecodeStatus::Ok) {
+    const std::uint64_t units =
+        plan.chunks
+            ? DeviceWord(a.scratch.lookback[plan.chunks - 1]).load(cuda::memory_order_relaxed) &
+                  ~kInclusive
+            : 0;
+    const std::uint64_t payload = 4 * units;
+    const std::uint64_t stored_checksum =
+        load_le64(a.in + payload_offset(v.ndim, plan.chunks) - kChecksumBytes);
+    const unsigned long long failure = DeviceWord(k.failure).load(cuda::memory_order_relaxed);
+    if (DeviceWord(k.bad_entry).load(cuda::memory_order_relaxed)) {
+      status = DecodeStatus::TableEntry;
+    } else if (load_le64(a.in + kPayloadBytesAt) != payload) {
+      status = DecodeStatus::PayloadBytes;
+    } else if (a.size - plan.payload_at != payload) {
+      status = DecodeStatus::PayloadSize;
+    } else if (checksum_count_term(units) +
+                   DeviceWord(k.payload_terms).load(cuda::memory_order_relaxed) !=
+               stored_checksum) {
+      status = DecodeStatus::PayloadChecksum;
+    } else if (failure != 0) {
+      status = DecodeStatus::ChunkDamaged;
+      out.first_failure = ~failure;
+    }
+    out.payload_bytes = payload;
+    out.stored_payload_checksum = stored_checksum;
+  }
+  out.status = std::uint32_t(status);
+  *a.plan = out;
+}
+
+// Decodes chunk c (its table entry `entry`, payload offset `offset` units): the checksum pass,
+// then the chunk. Returns this thread's payload checksum terms.
+__device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p, std::uint64_t c,
+                                    std::uint32_t entry, std::uint64_t offset, std::uint8_t* work,
+                                    unsigned* error) {
+  const DType dtype = DType(p.dtype);
+  const std::uint32_t per_chunk = chunk_elements(dtype, p.chunk_bytes);
+  ChunkContext x;
+  x.plan = &p;
+  x.layout = chunk_layout(dtype, elements_in_chunk(p.count, per_chunk, c));
+  x.mode = ChunkMode(entry_mode_bits(entry));
+  x.in = a.in + p.payload_at + 4 * offset;
+  x.size = entry_size(entry);
+  x.out = a.out + c * std::uint64_t(per_chunk) * element_bytes(dtype);
+  x.out_aligned16 = a.output_aligned16;
+  x.work = work;
+  x.d = decode_layout(dtype, p.chunk_bytes);
+  x.stored = work + x.d.stored_at;
+
+  // Checksum pass: every stored word with its index in the payload; pad bytes must be zero; a
+  // Raw chunk goes straight to the output (a uint16 chunk of odd count ends in half a word).
+  const std::uint32_t units = std::uint32_t(padded_size(x.size) / 4);
+  const auto* in32 = reinterpret_cast<const std::uint32_t*>(x.in);
+  const bool raw = x.mode == ChunkMode::Raw;
+  auto* out32 = reinterpret_cast<std::uint32_t*>(x.out);
+  auto* stored32 = reinterpret_cast<std::uint32_t*>(work + x.d.stored_at);
+  std::uint64_t terms = 0;
+  bool pads_clean = true;
+#pragma unroll 4
+  for (std::uint32_t w = threadIdx.x; w < units; w += T) {
+    const std::uint32_t word = __ldg(in32 + w);
+    terms += checksum_word_term(word, offset + w);
+    if (4 * w + 4 > x.size) {
+      const std::uint32_t kept = x.size - 4 * w;  // 1..3 bytes
+      if ((word >> (8 * kept)) != 0) pads_clean = false;
+      if (raw) reinterpret_cast<std::uint16_t*>(out32 + w)[0] = std::uint16_t(word);
+    } else if (raw) {
+      out32[w] = word;
+    }
+    if (!raw) stored32[w] = word;
+  }
+  if (!__syncthreads_and(pads_clean)) {
+    if (threadIdx.x == 0) note_error(error, ChunkError::TrailingBytes);
+  } else if (!raw) {
+    if (dtype == DType::UInt16)
+      decode_chunk<16>(x, error);
+    else
+      decode_chunk<32>(x, error);
+  }
+  return terms;
+}
+
+__global__ void __launch_bounds__(T) decompress_stream(DecompressArgs a) {
+  extern __shared__ uint4 shared_workspace[];
+  __shared__ DecodePlan plan;
+  __shared__ HeaderVerdict verdict;
+  __shared__ std::uint64_t ticket;
+  __shared__ unsigned error;
+  __shared__ bool last;
+  DecodeCounters& k = *a.scratch.decode_counters;
+  if (threadIdx.x == 0) {
+    plan = DecodePlan{};
+    unsigned ndim = 0;
+    verdict.header = check_header(a, plan, ndim);
+    verdict.ndim = ndim;
+    verdict.fields =
+        verdict.header == DecodeStatus::Ok ? check_fields(a, plan, ndim) : verdict.header;
+    plan.payload_at = payload_offset(ndim, plan.chunks);
+  }
+  __syncthreads();
+  const bool table_readable = verdict.header == DecodeStatus::Ok;
+  const bool decodable = verdict.fields == DecodeStatus::Ok;
+  std::uint8_t* work = reinterpret_cast<std::uint8_t*>(shared_workspace);
+  bool claims = true;
+  if (decodable) {
+    const std::uint32_t bytes = decode_layout(DType(plan.dtype), plan.chunk_bytes).bytes;
+    if (bytes > kDecodeSharedBytes) {
+      // Chunks above 16 KiB decode in global slots, one per block, as many blocks as fit.
+      const std::uint64_t slots = a.scratch.workspace_bytes / bytes;
+      claims = blockIdx.x < slots;
+      work = a.scratch.workspace + blockIdx.x * std::uint64_t(bytes);
+    }
+  }
+  const std::uint8_t* table = a.in + header_bytes(verdict.ndim);
+  const std::uint64_t chunks = table_readable ? plan.chunks : 0;
+  std::uint64_t table_terms = 0, payload_terms = 0;
+  while (claims) {
+    if (threadIdx.x == 0) {
+      ticket = DeviceWord(k.ticket).fetch_add(1, cuda::memory_order_relaxed);
+      error = unsigned(ChunkError::None);
+    }
+    __syncthreads();
+    const std::uint64_t c = ticket;
+    __syncthreads();  // ticket read by all before thread 0 claims again
+    if (c >= chunks) break;
+    const std::uint32_t entry = load_le32(table + 4 * c);
+    if (threadIdx.x == 0)
+      table_terms += checksum_word_term(entry, header_bytes(verdict.ndim) / 4 + c);
+    if (!decodable) continue;
+    const std::uint64_t units = padded_size(entry_size(entry)) / 4;
+    const std::uint64_t offset = find_offset(table, a.scratch.lookback, c);
+    if (threadIdx.x == 0)
+      DeviceWord(a.scratch.lookback[c])
+          .store(kInclusive | (offset + units), cuda::memory_order_relaxed);
+    if (!entry_valid(plan, entry, c)) {
+      if (threadIdx.x == 0) DeviceWord(k.bad_entry).store(1, cuda::memory_order_relaxed);
+      continue;
+    }
+    // Past the buffer's end the final size check reports it; nothing is read there.
+    if (4 * (offset + units) > a.size - plan.payload_at) continue;
+    payload_terms += decode_one(a, plan, c, entry, offset, work, &error);
+    __syncthreads();
+    if (threadIdx.x == 0 && error != unsigned(ChunkError::None))
+      DeviceWord(k.failure).fetch_max(~((static_cast<unsigned long long>(c) << 8) | error),
+                                      cuda::memory_order_relaxed);
+  }
+  payload_terms = block_sum<T, std::uint64_t>(payload_terms);
+  if (threadIdx.x == 0) {
+    DeviceWord(k.payload_terms).fetch_add(payload_terms, cuda::memory_order_relaxed);
+    DeviceWord(k.table_terms).fetch_add(table_terms, cuda::memory_order_relaxed);
+    last = DeviceWord(k.done).fetch_add(1, cuda::memory_order_acq_rel) + 1 == gridDim.x;
+  }
+  __syncthreads();
+  if (!last) return;
+  if (threadIdx.x == 0) finish(a, plan, verdict);
+  __syncthreads();
+  // Every block is done: the look-back words and counters go back to zero for the next launch.
+  if (decodable)
+    for (std::uint64_t c = threadIdx.x; c < chunks; c += T)
+      DeviceWord(a.scratch.lookback[c]).store(0, cuda::memory_order_relaxed);
+  if (threadIdx.x == 0) {
+    DeviceWord(k.ticket).store(0, cuda::memory_order_relaxed);
+    DeviceWord(k.done).store(0, cuda::memory_order_relaxed);
+    DeviceWord(k.payload_terms).store(0, cuda::memory_order_relaxed);
+    DeviceWord(k.table_terms).store(0, cuda::memory_order_relaxed);
+    DeviceWord(k.bad_entry).store(0, cuda::memory_order_relaxed);
+    DeviceWord(k.failure).store(0, cuda::memory_order_relaxed);
   }
 }
 
 }  // namespace
 
+void prepare_decompress_kernels() {
+  const cudaError_t carveout =
+      cudaFuncSetAttribute(decompress_stream, cudaFuncAttributePreferredSharedMemoryCarveout,
+                           int(cudaSharedmemCarveoutMaxShared));
+  if (carveout != cudaSuccess)
+    throw RuntimeFault(std::string("cudaFuncSetAttribute(decompress_stream): ") +
+                       cudaGetErrorString(carveout));
+}
+
+unsigned decompress_grid() {
+  int per_sm = 0;
+  const cudaError_t status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &per_sm, decompress_stream, T, kDecodeSharedBytes);
+  if (status != cudaSuccess)
+    throw RuntimeFault(std::string("cudaOccupancyMaxActiveBlocksPerMultiprocessor: ") +
+                       cudaGetErrorString(status));
+  return unsigned(std::max(1, per_sm) * std::max(1, device_properties().multiprocessors));
+}
+
 void launch_decompress(const DecompressArgs& args, unsigned grid, void* stream) {
-  auto* s = static_cast<cudaStream_t>(stream);
-  parse_stream<<<1, kStreamThreads, 0, s>>>(args);
-  check_launch("parse_stream");
-  decode_chunks<<<grid, T, 0, s>>>(args);
-  check_launch("decode_chunks");
-  close_decode<<<1, 1, 0, s>>>(args.plan);
-  check_launch("close_decode");
+  decompress_stream<<<grid, T, kDecodeSharedBytes, static_cast<cudaStream_t>(stream)>>>(args);
+  check_launch("decompress_stream");
 }
 
 }  // namespace livedrp::gpu::codec_kernels

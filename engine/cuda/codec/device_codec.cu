@@ -16,27 +16,18 @@ using namespace codec_kernels;
 
 namespace {
 
-// Chunks hold at least 256 elements (1 KiB of float32) and at most 512 Ki (1 MiB of uint16), so
-// for any chunk size `slots` elements of decoder scratch cover every chunk of max_elements, the
-// last one whole; the few per-chunk roundings are bounded by 8 bytes times the chunk count.
-//
 // The encoder needs a global workspace only for chunks whose workspace exceeds
-// kMaxSharedWorkspace (chunks of more than about 40 KiB). A workspace is at most 2.37 times its
-// chunk's bytes there (two shuffled copies, the bitmaps and outlier flags, each rounded to 16
-// bytes), and the chunks cover at most the raw bytes plus one chunk, so 3 (4 max_elements + the
-// largest chunk) bytes hold any of them; check_fits verifies it for every call.
+// kMaxSharedWorkspace (chunks of more than about 40 KiB), the decoder one slot per thread block
+// for chunks above 16 KiB. An encoder workspace is at most 3.37 times its chunk's bytes (two
+// shuffled copies, the bitmaps and outlier flags, each rounded to 16 bytes, and the lossy bins),
+// and the chunks cover at most the raw bytes plus one chunk, so 4 (4 max_elements + the largest
+// chunk) bytes hold any of them (check_fits verifies it for every call); a decoder slot is under
+// 1.4 times its chunk, so that space holds at least two.
 struct ScratchSizes {
-  std::uint64_t slots, max_chunks;
-  std::uint64_t words, shuffled, level0, level1, workspace;
+  std::uint64_t max_chunks, workspace;
 
   explicit ScratchSizes(std::uint64_t max_elements)
-      : slots(max_elements + kMaxChunkBytes / 2),
-        max_chunks(max_elements / 256 + 2),
-        words(4 * slots),
-        shuffled(4 * slots),
-        level0(slots / 2 + 8 * max_chunks),
-        level1(slots / 16 + 8 * max_chunks),
-        workspace(3 * (4 * max_elements + kMaxChunkBytes)) {}
+      : max_chunks(max_elements / 256 + 2), workspace(4 * (4 * max_elements + kMaxChunkBytes)) {}
 };
 
 bool aligned4(const void* p) {
@@ -48,23 +39,18 @@ bool aligned4(const void* p) {
 struct DeviceCodec::Buffers {
   std::uint64_t max_elements;
   ScratchSizes sizes;
-  int grid_limit;
-  DeviceBuffer values, shuffled, level0, level1, offsets, workspace, lookback, words, plan;
+  unsigned decode_grid;
+  DeviceBuffer workspace, lookback, words, plan;
   PinnedBuffer host_size, host_plan;
   Scratch scratch{};
 
   explicit Buffers(std::uint64_t max)
       : max_elements(max),
         sizes(max),
-        grid_limit(8 * std::max(1, device_properties().multiprocessors)),
-        values(sizes.words),
-        shuffled(sizes.shuffled),
-        level0(sizes.level0),
-        level1(sizes.level1),
-        offsets(8 * (sizes.max_chunks + 1)),
+        decode_grid(0),
         workspace(sizes.workspace),
         lookback(8 * sizes.max_chunks),
-        words(sizeof(EncodeCounters) + 8),
+        words(sizeof(EncodeCounters) + sizeof(DecodeCounters) + 8),
         plan(sizeof(DecodePlan)),
         host_size(8),
         host_plan(sizeof(DecodePlan)) {
@@ -72,33 +58,30 @@ struct DeviceCodec::Buffers {
     if (max_elements > (std::uint64_t(1) << 40) / 4)
       throw InputError("GPU codec: " + std::to_string(max_elements) +
                        " elements exceed the 2^38 one codec can hold");
-    scratch.values = values.as<std::uint32_t>();
-    scratch.shuffled = shuffled.as<std::uint8_t>();
-    scratch.level0 = level0.as<std::uint8_t>();
-    scratch.level1 = level1.as<std::uint8_t>();
-    scratch.offsets = offsets.as<std::uint64_t>();
     scratch.workspace = workspace.as<std::uint8_t>();
+    scratch.workspace_bytes = workspace.bytes();
     scratch.lookback = lookback.as<unsigned long long>();
     scratch.counters = words.as<EncodeCounters>();
-    scratch.size_word = reinterpret_cast<std::uint64_t*>(scratch.counters + 1);
-    // The encoder's counters and look-back words start at zero; each launch leaves them so.
+    scratch.decode_counters = reinterpret_cast<DecodeCounters*>(scratch.counters + 1);
+    scratch.size_word = reinterpret_cast<std::uint64_t*>(scratch.decode_counters + 1);
+    // The counters and look-back words start at zero; each launch leaves them so.
     const Stream stream;
     fill_async(lookback.get(), 0, lookback.bytes(), stream);
     fill_async(words.get(), 0, words.bytes(), stream);
     stream.synchronize();
     prepare_compress_kernels();
+    prepare_decompress_kernels();
+    decode_grid = decompress_grid();
   }
 
   // A guard on the bounds above: a chunk geometry that needs more scratch than was allocated is
   // refused rather than written past the end.
-  void check_fits(codec::DType dtype, std::uint32_t chunk_bytes, std::uint64_t chunks) const {
-    const Strides st = strides_for(dtype, chunk_bytes);
-    const std::uint32_t workspace_bytes = encode_layout(dtype, chunk_bytes).bytes;
-    const bool fits =
-        chunks <= sizes.max_chunks && chunks * st.values * 4 <= sizes.words &&
-        chunks * st.shuffled <= sizes.shuffled && chunks * st.level0 <= sizes.level0 &&
-        chunks * st.level1 <= sizes.level1 &&
-        (workspace_bytes <= kMaxSharedWorkspace || chunks * workspace_bytes <= sizes.workspace);
+  void check_fits(codec::DType dtype, const codec::CodecParams& params,
+                  std::uint64_t chunks) const {
+    const std::uint32_t chunk_bytes = params.chunk_bytes;
+    const std::uint32_t workspace_bytes = encode_layout(dtype, chunk_bytes, params.codec).bytes;
+    const bool fits = chunks <= sizes.max_chunks && (workspace_bytes <= kMaxSharedWorkspace ||
+                                                     chunks * workspace_bytes <= sizes.workspace);
     if (!fits)
       throw InputError("GPU codec: " + std::to_string(chunks) + " chunks of " +
                        std::to_string(chunk_bytes) + " bytes exceed the scratch sized for " +
@@ -151,7 +134,7 @@ void DeviceCodec::compress(const void* device_in, codec::DType dtype, std::uint6
   std::copy(shape.begin(), shape.end(), args.shape.dims);
   args.input_aligned16 = reinterpret_cast<std::uintptr_t>(device_in) % 16 == 0;
   args.scratch = buffers_->scratch;
-  buffers_->check_fits(dtype, params.chunk_bytes, args.chunks);
+  buffers_->check_fits(dtype, params, args.chunks);
   launch_compress(args, stream.get());
 }
 
@@ -178,10 +161,9 @@ void DeviceCodec::decompress(const void* device_in, std::size_t size, void* devi
   args.capacity = capacity;
   args.max_elements = buffers_->max_elements;
   args.plan = buffers_->plan.as<DecodePlan>();
+  args.output_aligned16 = reinterpret_cast<std::uintptr_t>(device_out) % 16 == 0;
   args.scratch = buffers_->scratch;
-  const auto grid = unsigned(
-      std::min<std::uint64_t>(buffers_->sizes.max_chunks, std::uint64_t(buffers_->grid_limit)));
-  launch_decompress(args, grid, stream.get());
+  launch_decompress(args, buffers_->decode_grid, stream.get());
 }
 
 namespace {
