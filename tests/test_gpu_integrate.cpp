@@ -261,6 +261,20 @@ class TestGpuIntegrate : public QObject {
           worst_pyfai, pyfai_difference(g, s.reference.as<double>() + std::size_t(f) * bins * 7,
                                         bins, split, clipped));
     }
+    // The pixel-major kernel, where the case allows it, on every frame and on the whole stack.
+    if (!clipped && !split && c.value("error_model", "poisson") != "azimuthal") {
+      gpu::DeviceIntegrator pixel_major(gpu::plan_from(*s.integrator), frames, true);
+      pixel_major.enqueue_batch(on_device.as<const float>(), frames, stream);
+      for (int f = 0; f < frames; ++f) {
+        std::string where;
+        const double e =
+            profile_difference(pixel_major.collect(stream, f), cpu_profiles[std::size_t(f)], where);
+        QVERIFY2(e <= 1e-5, qPrintable(QString("pixel-major frame %1: %2 relative, %3")
+                                           .arg(f)
+                                           .arg(e)
+                                           .arg(QString::fromStdString(where))));
+      }
+    }
     // The whole stack in one launch gives each frame's profile again.
     if (frames > 1 && !clipped) {
       device.enqueue_batch(on_device.as<const float>(), frames, stream);
@@ -362,6 +376,25 @@ class TestGpuIntegrate : public QObject {
     QVERIFY2(clip_e <= 1e-5,
              qPrintable(QString("sigma clip: %1 relative, %2").arg(clip_e).arg(where.c_str())));
     qInfo("%zu entries: GPU vs CPU %.3g, sigma clipped %.3g relative", device.entries(), e, clip_e);
+
+    // Without splitting and with Poisson errors the pixel-major kernel (the benchmark's
+    // comparison) must give the same profile within the bound, the same bits on a second run,
+    // and the same again after a sigma clip of its own reused the result buffer.
+    if (Splitting(splitting) == Splitting::None && ErrorModel(model) == ErrorModel::Poisson) {
+      gpu::DeviceIntegrator pixel_major(gpu::plan_from(*c.integrator), 1, true);
+      QVERIFY(pixel_major.bytes_read_per_frame() < device.bytes_read_per_frame());
+      pixel_major.enqueue(on_device.as<const float>(), stream);
+      const Profile p1 = pixel_major.collect(stream);
+      const double b = profile_difference(p1, cpu, where);
+      QVERIFY2(b <= 1e-5,
+               qPrintable(QString("pixel-major: %1 relative, %2").arg(b).arg(where.c_str())));
+      pixel_major.enqueue_sigma_clip(on_device.as<const float>(), clip, stream);
+      pixel_major.collect(stream);
+      pixel_major.enqueue(on_device.as<const float>(), stream);
+      const Profile p2 = pixel_major.collect(stream);
+      QVERIFY(p2.intensity == p1.intensity && p2.sigma == p1.sigma && p2.count == p1.count);
+      qInfo("pixel-major vs CPU: %.3g relative", b);
+    }
 
     // The benchmark's baseline: atomics in another order, still within the bound.
     if (Splitting(splitting) == Splitting::None && ErrorModel(model) == ErrorModel::Poisson &&

@@ -9,7 +9,9 @@
 // GPU rows, each timed with CUDA events over --events frames after a warm-up, frames rotated over
 // --distinct inputs, one integrator per stream:
 //   csr          DeviceIntegrator, no splitting, one frame per launch, over 1 and 4 streams
-//   csr batched  the same kernel, --batch frames per launch
+//                (a block per bin, the image gathered)
+//   csr pixel-major  the same with the pixel-major kernel (the image read once, a tile per block)
+//   csr batched  the default kernel, --batch frames per launch
 //   histogram    the plain way: per-pixel bin + normalisation, shared-memory atomics
 //                (DeviceHistogramIntegrator)
 //   csr bbox     bounding-box splitting (about 2 entries a pixel)
@@ -273,9 +275,9 @@ int run_integrate(const IntegrateBenchOptions& o) {
     };
 
     std::vector<std::unique_ptr<gpu::DeviceIntegrator>> keep;
-    const auto csr_path = [&](const gpu::IntegrationPlan& p, int batch) {
-      return [&, batch, source = &p](int) {
-        keep.push_back(std::make_unique<gpu::DeviceIntegrator>(*source, batch));
+    const auto csr_path = [&](const gpu::IntegrationPlan& p, int batch, bool pixel_major = false) {
+      return [&, batch, pixel_major, source = &p](int) {
+        keep.push_back(std::make_unique<gpu::DeviceIntegrator>(*source, batch, pixel_major));
         gpu::DeviceIntegrator* d = keep.back().get();
         Path path;
         if (batch == 1) {
@@ -296,8 +298,12 @@ int run_integrate(const IntegrateBenchOptions& o) {
     };
     const double csr_bytes = double(gpu::DeviceIntegrator(plan).bytes_read_per_frame());
     const double bbox_bytes = double(gpu::DeviceIntegrator(bbox_plan).bytes_read_per_frame());
+    const double pixel_major_bytes =
+        double(gpu::DeviceIntegrator(plan, 1, true).bytes_read_per_frame());
     for (const int streams : o.streams)
       row("csr", streams, 1, csr_bytes, cpu_frame0, csr_path(plan, 1));
+    for (const int streams : o.streams)
+      row("csr pixel-major", streams, 1, pixel_major_bytes, cpu_frame0, csr_path(plan, 1, true));
     if (o.batch > 1)
       for (const int streams : o.streams)
         row("csr batched", streams, o.batch, csr_bytes, cpu_frame0, csr_path(plan, o.batch));

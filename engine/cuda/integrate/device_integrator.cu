@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "cuda/integrate/pixel_major.hpp"
 #include "integrate/accumulate.hpp"
 #include "integrate/corrections.hpp"
 
@@ -304,12 +305,21 @@ struct DeviceIntegrator::State {
   PinnedBuffer host_out;
   Tables tables{};
   StaticBinSums sums{};
+  // The pixel-major path (pixel_major.hpp), when the plan allows it.
+  bool pixel_major_path = false;
+  std::size_t pixel_major_entries = 0;
+  DeviceBuffer pm_tile_origin, pm_tile_shape, pm_tile_segment_start, pm_segment_begin,
+      pm_segment_bin, pm_local_pixel, pm_normalization, pm_dark, pm_bin_segment_start,
+      pm_bin_segments, pm_partials, pm_lost_partials, pm_segments_done;
+  pixel_major::DeviceTables pm{};
   bool sums_path() const { return plan.error_model != ErrorModel::Azimuthal; }
 
   // One launch over `frames` consecutive frames into `out`.
   void launch(const float* device_frames, int frames, const Stream& stream) {
     const dim3 grid(unsigned(plan.bins), unsigned(frames));
-    if (sums_path()) {
+    if (pixel_major_path) {
+      pixel_major::launch(pm, device_frames, frames, out.as<double>(), stream.get());
+    } else if (sums_path()) {
       integrate_sums_kernel<<<grid, kSumThreads, 0, stream.get()>>>(tables, sums, device_frames,
                                                                     out.as<double>());
       check_launch("integrate_sums_kernel");
@@ -321,7 +331,7 @@ struct DeviceIntegrator::State {
   }
 };
 
-DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch)
+DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch, bool pixel_major)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   if (plan.bins < 1 || plan.row_start.size() != std::size_t(plan.bins) + 1)
@@ -396,6 +406,64 @@ DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch)
     s.sums =
         StaticBinSums{s.static_normalization.as<const double>(), s.static_count.as<const double>(),
                       s.static_norm_sq.as<const double>(), s.bin_entries.as<const std::int32_t>()};
+    pixel_major::Tables pm;
+    if (pixel_major && pixel_major::build_tables(plan, pm)) {
+      const auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
+      upload(s.pm_tile_origin, pm.tile_origin.data(), bytes_of(pm.tile_origin),
+             "cudaMemcpy(tile origins)");
+      upload(s.pm_tile_shape, pm.tile_shape.data(), bytes_of(pm.tile_shape),
+             "cudaMemcpy(tile shapes)");
+      upload(s.pm_tile_segment_start, pm.tile_segment_start.data(), bytes_of(pm.tile_segment_start),
+             "cudaMemcpy(tile segments)");
+      upload(s.pm_segment_begin, pm.segment_begin.data(), bytes_of(pm.segment_begin),
+             "cudaMemcpy(segment starts)");
+      upload(s.pm_segment_bin, pm.segment_bin.data(), bytes_of(pm.segment_bin),
+             "cudaMemcpy(segment bins)");
+      upload(s.pm_local_pixel, pm.local_pixel.data(), bytes_of(pm.local_pixel),
+             "cudaMemcpy(tile pixel indices)");
+      upload(s.pm_normalization, pm.normalization.data(), bytes_of(pm.normalization),
+             "cudaMemcpy(tile normalisation)");
+      if (!pm.dark.empty())
+        upload(s.pm_dark, pm.dark.data(), bytes_of(pm.dark), "cudaMemcpy(tile dark)");
+      upload(s.pm_bin_segment_start, pm.bin_segment_start.data(), bytes_of(pm.bin_segment_start),
+             "cudaMemcpy(bin segment starts)");
+      upload(s.pm_bin_segments, pm.bin_segments.data(), bytes_of(pm.bin_segments),
+             "cudaMemcpy(bin segments)");
+      const std::size_t segments = pm.segment_bin.size();
+      s.pm_partials = DeviceBuffer(std::size_t(max_batch) * segments * 3 * sizeof(double));
+      s.pm_lost_partials = DeviceBuffer(std::size_t(max_batch) * segments * 3 * sizeof(double));
+      s.pm_segments_done = DeviceBuffer(std::size_t(max_batch) * bins * sizeof(unsigned));
+      check(cudaMemset(s.pm_segments_done.get(), 0, s.pm_segments_done.bytes()),
+            "cudaMemset(segment counters)");
+      s.pm = pixel_major::DeviceTables{plan.bins,
+                                       plan.pixels,
+                                       pm.tiles,
+                                       segments,
+                                       pm.row_pitch,
+                                       s.pm_tile_origin.as<const std::int32_t>(),
+                                       s.pm_tile_shape.as<const std::int32_t>(),
+                                       s.pm_tile_segment_start.as<const std::int32_t>(),
+                                       s.pm_segment_begin.as<const std::int32_t>(),
+                                       s.pm_segment_bin.as<const std::int32_t>(),
+                                       s.pm_local_pixel.as<const std::uint16_t>(),
+                                       s.pm_normalization.as<const float>(),
+                                       pm.dark.empty() ? nullptr : s.pm_dark.as<const float>(),
+                                       s.pm_bin_segment_start.as<const std::int32_t>(),
+                                       s.pm_bin_segments.as<const std::int32_t>(),
+                                       s.sums.normalization,
+                                       s.sums.count,
+                                       s.sums.norm_sq,
+                                       s.sums.entries,
+                                       s.pm_partials.as<double>(),
+                                       s.pm_lost_partials.as<double>(),
+                                       s.pm_segments_done.as<unsigned>(),
+                                       plan.error_model,
+                                       plan.dummy,
+                                       plan.empty};
+      pixel_major::prepare();
+      s.pixel_major_path = true;
+      s.pixel_major_entries = pm.local_pixel.size();
+    }
   }
 }
 
@@ -415,6 +483,9 @@ std::size_t DeviceIntegrator::entries() const {
 
 std::size_t DeviceIntegrator::bytes_read_per_frame() const {
   const State& s = *state_;
+  // The pixel-major path: the image once and a 2-byte in-tile index per entry (and the dark).
+  if (s.pixel_major_path)
+    return s.plan.pixels * sizeof(float) + s.pixel_major_entries * (2 + (s.has_dark ? 4 : 0));
   // The sums path reads an entry's normalisation only when the event invalidates the entry.
   const std::size_t per_entry =
       4 + (s.sums_path() ? 0 : 4) + (s.plan.split ? 4 : 0) + (s.has_dark ? 4 : 0);

@@ -12,7 +12,10 @@
 // image (gathered) and these tables (streamed), nothing else.
 //
 // Per event: one kernel, a block per bin (per bin and frame for a batch), sums in double, merged
-// in a fixed order, so results are deterministic run to run; thread 0 finalises the bin. With the
+// in a fixed order, so results are deterministic run to run; thread 0 finalises the bin. On
+// request, without pixel splitting and with the Poisson (or no) error model, the pixel-major
+// kernel of pixel_major.hpp instead (the image read once, a tile per block, per-segment partial
+// sums merged per bin in an order fixed at upload; deterministic too). With the
 // Poisson (or no) error model the normalisation, count and squared normalisation of a bin are
 // the same every event except for entries the event invalidates (a dummy or non-finite value):
 // they are summed once at upload, and per event the kernel reads the image and each entry's pixel
@@ -35,6 +38,9 @@ namespace livedrp::gpu {
 struct IntegrationPlan {
   int bins = 0;
   std::size_t pixels = 0;
+  // Rows and columns of one segment (pixels = segments x rows x cols), so that the pixel-major
+  // path can cut the image into 2-D tiles; 0 when unknown (the image is then one row).
+  int rows = 0, cols = 0;
   bool split = false;  // shares other than 1 (bbox splitting)
   integrate::ErrorModel error_model = integrate::ErrorModel::Poisson;
   integrate::DummyTest dummy;
@@ -56,6 +62,8 @@ inline IntegrationPlan plan_from(integrate::Integrator& reference) {
   IntegrationPlan plan;
   plan.bins = csr.bins;
   plan.pixels = reference.pixels();
+  plan.rows = reference.layout().rows;
+  plan.cols = reference.layout().cols;
   plan.split = config.splitting == integrate::Splitting::BBox;
   plan.error_model = config.error_model;
   plan.dummy = {config.dummy.has_value(), float(config.dummy.value_or(0.0)),
@@ -91,7 +99,11 @@ inline IntegrationPlan plan_from(integrate::Integrator& reference) {
 class DeviceIntegrator {
  public:
   // Uploads the plan once. `max_batch`: the most frames one enqueue_batch() takes.
-  explicit DeviceIntegrator(const IntegrationPlan& plan, int max_batch = 1);
+  // `pixel_major`: take the pixel-major path (pixel_major.hpp) when the plan allows it. Off by
+  // default: on the H200 it is still slower than the bin-major kernel (docs/benchmarks.md), which
+  // the benchmark compares it with.
+  explicit DeviceIntegrator(const IntegrationPlan& plan, int max_batch = 1,
+                            bool pixel_major = false);
   explicit DeviceIntegrator(integrate::Integrator& reference, int max_batch = 1)
       : DeviceIntegrator(plan_from(reference), max_batch) {}
   ~DeviceIntegrator();
