@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -18,6 +19,16 @@ namespace {
 void check(cudaError_t status, const char* call) {
   if (status != cudaSuccess) fail(status, call);
 }
+
+// CUDA maps the streams of a process onto CUDA_DEVICE_MAX_CONNECTIONS hardware work queues, 8
+// unless the environment says otherwise; streams beyond that share a queue and wait for each
+// other's work. livedrp runs up to 16 streams of small kernels (peak finding, one segment's
+// codec): on the H200 peak finding over 16 streams went from 19,032 to 26,235 frames/s with 32
+// queues (docs/benchmarks.md). The runtime reads the variable when it creates the context, so it
+// is set at load time, before any CUDA call; a value the user set is kept.
+[[maybe_unused]] const bool kConnectionsSet = [] {
+  return setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0) == 0;
+}();
 
 // The smallest kernel there is: asking the runtime for its attributes tells whether this binary
 // holds code (machine code or PTX) that device 0 can run.
@@ -53,7 +64,9 @@ std::size_t device_memory_used() {
   return total_bytes - free_bytes;
 }
 
-void use_device() { check(cudaSetDevice(0), "cudaSetDevice(0)"); }
+void use_device() {
+  check(cudaSetDevice(0), "cudaSetDevice(0)");
+}
 
 DeviceProperties device_properties() {
   use_device();
@@ -122,7 +135,9 @@ Stream::Stream() {
 Stream::~Stream() {
   if (stream_) cudaStreamDestroy(stream_);
 }
-void Stream::synchronize() const { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+void Stream::synchronize() const {
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
 void Stream::wait(EventHandle event) const {
   check(cudaStreamWaitEvent(stream_, event, 0), "cudaStreamWaitEvent");
 }
@@ -143,7 +158,9 @@ bool Event::query() const {
   if (status == cudaErrorNotReady) return false;
   fail(status, "cudaEventQuery");
 }
-void Event::synchronize() const { check(cudaEventSynchronize(event_), "cudaEventSynchronize"); }
+void Event::synchronize() const {
+  check(cudaEventSynchronize(event_), "cudaEventSynchronize");
+}
 float Event::elapsed_ms_since(const Event& start) const {
   float ms = 0;
   check(cudaEventElapsedTime(&ms, start.event_, event_), "cudaEventElapsedTime");

@@ -50,7 +50,7 @@ void add_peaks_options(CLI::App& command, PeaksBenchOptions& o) {
       ->capture_default_str();
   command.add_option("--streams", o.streams, "CUDA streams of the GPU rows")
       ->delimiter(',')
-      ->check(CLI::Range(1, 16))
+      ->check(CLI::Range(1, 32))
       ->capture_default_str();
   command.add_option("--peaks-per-hit", o.peaks_per_hit, "simulated Bragg peaks per frame")
       ->check(CLI::Range(0, 10000))
