@@ -2,9 +2,10 @@
 // One peak search of peakfinder8, written once for both backends (LIVEDRP_HD): from a seed pixel,
 // grow the peak, measure its local background, re-integrate it and apply the reference's tests.
 // The CPU backend runs it for every candidate seed of an ASIC in raster order; the CUDA backend's
-// warp per ASIC finds the candidates with a ballot and takes them in the same order, one lane
-// growing and finishing each peak and all 32 measuring its background ring, so both claim the
-// same pixels and produce the same peaks, value for value.
+// warp per ASIC takes the candidates in the same order from bitmaps in shared memory, grows each
+// peak with the warp and shares out its background ring and re-integration over the 32 lanes. Both
+// add every term through the helpers here (add_to_centroid, add_to_ring, add_to_members) in the
+// same order, so both claim the same pixels and produce the same peaks, value for value.
 //
 // Both backends must evaluate every expression here the same way: the host compiles engine/peaks
 // with -ffp-contract=off and the device code with --fmad=false, so no multiply-add is fused on one
@@ -50,6 +51,12 @@ struct SearchView {
   float minimum_snr = 0;
 };
 
+// Below its bin's upper threshold: a good pixel that may count in a peak's background ring (when
+// no peak claimed it).
+LIVEDRP_HD bool below_threshold(float value, const RadialBinStats& bin) {
+  return value < bin.upper;
+}
+
 // Good and above its bin's upper threshold: may seed or join a peak (when not yet claimed).
 LIVEDRP_HD bool above_its_threshold(const SearchView& v, std::size_t p) {
   return v.good[p] != 0 && above_threshold(v.data[p], v.stats[v.bin[p]]);
@@ -67,24 +74,45 @@ struct GrownPeak {
   bool usable = false;  // pixel count within limits and a non-zero weight: measure the ring
 };
 
+// The first centroid's sums: each member weighed by its value above its radius bin's mean, added
+// in member order (the GPU adds them in the same order from the members' staged values).
+struct CentroidSums {
+  double intensity = 0, fs = 0, ss = 0;
+};
+LIVEDRP_HD void add_to_centroid(CentroidSums& c, float value, float bin_mean, int fs, int ss) {
+  const double above = double(value) - double(bin_mean);
+  c.intensity += above;
+  c.fs += above * double(fs);
+  c.ss += above * double(ss);
+}
+
+// The grown peak from its pixel count and centroid sums: usable when the count is within limits
+// and the weight is not zero.
+LIVEDRP_HD GrownPeak finish_growth(const SearchView& v, int count, const CentroidSums& c) {
+  GrownPeak g;
+  g.count = count;
+  if (count < v.min_pixel_count || count > v.max_pixel_count) return g;
+  if (fabs(c.intensity) < 1e-10) return g;
+  g.centre_ss = int(rint(c.ss / fabs(c.intensity)));
+  g.centre_fs = int(rint(c.fs / fabs(c.intensity)));
+  g.usable = true;
+  return g;
+}
+
 // Grows the peak seeded at pixel `seed` (a candidate not yet claimed) over the 8-neighbourhood
-// within the ASIC, breadth first, and claims its pixels. The first centroid weighs each pixel by
-// its value above its radius bin's mean.
-LIVEDRP_HD GrownPeak grow_peak(const SearchView& v, const Asic& asic, std::size_t seed) {
+// within the ASIC, breadth first (neighbours in row-major order of the 3 x 3 square), and claims
+// its pixels.
+inline GrownPeak grow_peak(const SearchView& v, const Asic& asic, std::size_t seed) {
   const std::size_t width = std::size_t(v.width);
   const int ss_end = asic.first_ss + asic.height, fs_end = asic.first_fs + asic.width;
-  GrownPeak g;
   int count = 0;
   v.members[count++] = std::int32_t(seed);
   v.in_peak[seed] = 1;
-  double sum_i = 0, sum_fs = 0, sum_ss = 0;
+  CentroidSums centroid;
   for (int next = 0; next < count; ++next) {
     const std::size_t p = std::size_t(v.members[next]);
     const int ss = int(p / width), fs = int(p % width);
-    const double above = double(v.data[p]) - double(v.stats[v.bin[p]].mean);
-    sum_i += above;
-    sum_fs += above * double(fs);
-    sum_ss += above * double(ss);
+    add_to_centroid(centroid, v.data[p], v.stats[v.bin[p]].mean, fs, ss);
     for (int dss = -1; dss <= 1; ++dss)
       for (int dfs = -1; dfs <= 1; ++dfs) {
         const int nss = ss + dss, nfs = fs + dfs;
@@ -95,13 +123,7 @@ LIVEDRP_HD GrownPeak grow_peak(const SearchView& v, const Asic& asic, std::size_
         v.members[count++] = std::int32_t(n);
       }
   }
-  g.count = count;
-  if (count < v.min_pixel_count || count > v.max_pixel_count) return g;
-  if (fabs(sum_i) < 1e-10) return g;
-  g.centre_ss = int(rint(sum_ss / fabs(sum_i)));
-  g.centre_fs = int(rint(sum_fs / fabs(sum_i)));
-  g.usable = true;
-  return g;
+  return finish_growth(v, count, centroid);
 }
 
 // The local background ring's sums: good pixels below their threshold and in no peak, within
@@ -112,9 +134,17 @@ struct RingSums {
   std::uint32_t count = 0;
 };
 
+// A background pixel's terms.
+LIVEDRP_HD void add_to_ring(RingSums& r, float value) {
+  r.sum += double(value);
+  r.squares += double(value) * double(value);
+  r.max = double(value) > r.max ? double(value) : r.max;
+  ++r.count;
+}
+
 // Lane `lane`'s share of the ring: the positions i = lane, lane + kRingLanes, ... of the square
 // (2 * reach)^2 around the centre, row by row, added in that order.
-LIVEDRP_HD RingSums ring_lane(const SearchView& v, const Asic& asic, const GrownPeak& g, int lane) {
+inline RingSums ring_lane(const SearchView& v, const Asic& asic, const GrownPeak& g, int lane) {
   const std::size_t width = std::size_t(v.width);
   const int ss_end = asic.first_ss + asic.height, fs_end = asic.first_fs + asic.width;
   const int reach = 2 * v.local_bg_radius, side = 2 * reach;
@@ -126,11 +156,8 @@ LIVEDRP_HD RingSums ring_lane(const SearchView& v, const Asic& asic, const Grown
     if (!in_background_ring(dfs, dss, v.local_bg_radius)) continue;
     const std::size_t p = std::size_t(ss) * width + std::size_t(fs);
     const float value = v.data[p];
-    if (v.good[p] == 0 || v.in_peak[p] != 0 || !(value < v.stats[v.bin[p]].upper)) continue;
-    r.sum += double(value);
-    r.squares += double(value) * double(value);
-    r.max = double(value) > r.max ? double(value) : r.max;
-    ++r.count;
+    if (v.good[p] == 0 || v.in_peak[p] != 0 || !below_threshold(value, v.stats[v.bin[p]])) continue;
+    add_to_ring(r, value);
   }
   return r;
 }
@@ -187,18 +214,23 @@ LIVEDRP_HD LocalBackground local_background(const SearchView& v, const Asic& asi
 struct MemberSums {
   double intensity = 0, raw_sum = 0, raw_fs = 0, raw_ss = 0, peak_max = 0;
 };
-LIVEDRP_HD MemberSums member_lane(const SearchView& v, const GrownPeak& g, double local_mean,
-                                  int lane) {
+// A member's terms, at slab position (fs, ss).
+LIVEDRP_HD void add_to_members(MemberSums& m, float member_value, int fs, int ss,
+                               double local_mean) {
+  const double value = member_value;
+  m.intensity += value - local_mean;
+  m.raw_sum += value;
+  m.raw_fs += value * double(fs);
+  m.raw_ss += value * double(ss);
+  m.peak_max = value - local_mean > m.peak_max ? value - local_mean : m.peak_max;
+}
+inline MemberSums member_lane(const SearchView& v, const GrownPeak& g, double local_mean,
+                              int lane) {
   const std::size_t width = std::size_t(v.width);
   MemberSums m;
   for (int k = lane; k < g.count; k += kRingLanes) {
     const std::size_t p = std::size_t(v.members[k]);
-    const double value = v.data[p];
-    m.intensity += value - local_mean;
-    m.raw_sum += value;
-    m.raw_fs += value * double(p % width);
-    m.raw_ss += value * double(p / width);
-    m.peak_max = value - local_mean > m.peak_max ? value - local_mean : m.peak_max;
+    add_to_members(m, v.data[p], int(p % width), int(p / width), local_mean);
   }
   return m;
 }

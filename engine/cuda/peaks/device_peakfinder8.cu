@@ -27,47 +27,60 @@ void check(cudaError_t status, const char* what) {
                        cudaGetErrorName(status) + ")");
 }
 
-// The radial statistics, every iteration, and the candidate bitmap, in one launch: a bin's
-// statistics depend on its own pixels only, so one warp per bin (kRadialLanes = 32 lanes) runs all
-// the iterations with no block barrier: lane l sums the bin's entries l, l + 32, ... (loaded
-// kStatisticsBatch at a time, so their loads overlap; the bin's pixels stay in L1 between
-// iterations), then the shuffle tree lane l += lane l + s of radial_threshold.hpp, as the CPU
-// does. Last, every pixel of the bin above the final upper threshold sets its bit in the
-// candidate bitmap (zeroed before): the seed test that does not depend on earlier peaks, so the
-// search reads one bit per pixel.
-static_assert(peaks::kRadialLanes == 32, "the statistics kernel runs a bin's lanes as one warp");
-constexpr int kBinsPerBlock = 8;
-constexpr int kStatisticsBatch = 8;
+// Per pixel, on the GPU: its radius bin, or kUnusedPixel where the pixel is not good (masked or
+// outside the resolution limits), so that one 2-byte read answers both.
+constexpr std::uint16_t kUnusedPixel = 0xFFFF;
 
-__global__ void __launch_bounds__(32 * kBinsPerBlock)
+// The radial statistics, every iteration, in one launch, a thread block per radius bin: a bin's
+// statistics depend on its own pixels only. The block's four warps gather the bin's values (in
+// the order of its pixel list) into shared memory with many loads in flight, then one warp runs
+// the iterations from there: lane l sums entries l, l + 32, ... in order and the shuffle tree adds
+// lane l + s into lane l, the order of radial_threshold.hpp that the CPU follows. A bin too large
+// for shared memory gathers into `spill` instead (its own range of it, bin_offsets).
+static_assert(peaks::kRadialLanes == 32, "the statistics kernel runs a bin's lanes as one warp");
+constexpr int kStatisticsThreads = 128;
+constexpr int kGatherBatch = 8;
+constexpr std::size_t kStatisticsSharedLimit = 64 * 1024;
+
+__global__ void __launch_bounds__(kStatisticsThreads)
     radial_statistics_kernel(const float* __restrict__ data,
                              const std::uint32_t* __restrict__ bin_offsets,
                              const std::uint32_t* __restrict__ bin_pixels, RadialBinStats* stats,
-                             int bins, int iterations, float minimum_snr, float adc_threshold,
-                             std::uint32_t* bitmap) {
-  const int lane = int(threadIdx.x % 32);
-  const int b = int(blockIdx.x) * kBinsPerBlock + int(threadIdx.x / 32);
-  if (b >= bins) return;  // the whole warp: nothing below synchronises across warps
+                             int iterations, float minimum_snr, float adc_threshold, float* spill) {
+  extern __shared__ float staged_values[];
+  const int b = int(blockIdx.x);
   const std::uint32_t first = bin_offsets[b], n = bin_offsets[b + 1] - first;
+  float* values = spill != nullptr ? spill + first : staged_values;
+  for (std::uint32_t base = threadIdx.x; base < n; base += kStatisticsThreads * kGatherBatch) {
+    std::uint32_t pixel[kGatherBatch];
+#pragma unroll
+    for (int j = 0; j < kGatherBatch; ++j) {
+      const std::uint32_t k = base + std::uint32_t(j * kStatisticsThreads);
+      pixel[j] = k < n ? __ldg(bin_pixels + first + k) : 0u;
+    }
+    float value[kGatherBatch];
+#pragma unroll
+    for (int j = 0; j < kGatherBatch; ++j) value[j] = __ldg(data + pixel[j]);
+#pragma unroll
+    for (int j = 0; j < kGatherBatch; ++j) {
+      const std::uint32_t k = base + std::uint32_t(j * kStatisticsThreads);
+      if (k < n) values[k] = value[j];
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x >= 32) return;  // one warp iterates; nothing below synchronises the block
+  const int lane = int(threadIdx.x);
   RadialBinStats bin{};
   for (int iteration = 0; iteration < iterations; ++iteration) {
     double sum = 0, squares = 0;
     unsigned count = 0;
-    for (std::uint32_t base = std::uint32_t(lane); base < n; base += 32 * kStatisticsBatch) {
-      float value[kStatisticsBatch];
-#pragma unroll
-      for (int j = 0; j < kStatisticsBatch; ++j) {
-        const std::uint32_t k = base + std::uint32_t(j) * 32;
-        value[j] = k < n ? __ldg(data + __ldg(bin_pixels + first + k)) : 0.0f;
-      }
-#pragma unroll
-      for (int j = 0; j < kStatisticsBatch; ++j) {
-        const std::uint32_t k = base + std::uint32_t(j) * 32;
-        if (k >= n || !peaks::enters_radial_statistics(value[j], bin)) continue;
-        sum += double(value[j]);
-        squares += double(value[j]) * double(value[j]);
-        ++count;
-      }
+#pragma unroll 8
+    for (std::uint32_t k = std::uint32_t(lane); k < n; k += 32) {
+      const float value = values[k];
+      if (!peaks::enters_radial_statistics(value, bin)) continue;
+      sum += double(value);
+      squares += double(value) * double(value);
+      ++count;
     }
     for (int stride = 16; stride > 0; stride /= 2) {
       sum += __shfl_down_sync(0xffffffffu, sum, stride);
@@ -82,162 +95,265 @@ __global__ void __launch_bounds__(32 * kBinsPerBlock)
     bin.lower = __shfl_sync(0xffffffffu, next.lower, 0);
   }
   if (lane == 0) stats[b] = bin;
-  for (std::uint32_t k = std::uint32_t(lane); k < n; k += 32) {
-    const std::uint32_t p = bin_pixels[first + k];
-    if (peaks::above_threshold(__ldg(data + p), bin)) atomicOr(bitmap + p / 32, 1u << (p % 32));
-  }
 }
 
-// peaks::grow_peak with the warp: members are taken one at a time in the CPU's order, and lanes
-// 0..8 test the member's 3 x 3 neighbourhood at once (lane 3 * (dss + 1) + dfs + 1, the CPU's
-// loop order); the ballot appends the new members in lane order, so the member list, the claims
-// and the centroid sums (lane 0 adds them in member order) are the CPU's.
-__device__ peaks::GrownPeak grow_peak_warp(const SearchView& v, const Asic& asic, std::size_t seed,
-                                           int lane) {
-  const std::size_t width = std::size_t(v.width);
-  const int ss_end = asic.first_ss + asic.height, fs_end = asic.first_fs + asic.width;
-  peaks::GrownPeak g;
+// Two bitmaps per ASIC, in the ASIC's own rows (row r's bits start at word r * words_per_row):
+// candidate (good and above its bin's upper threshold: may seed or join a peak) and background
+// (good and below it: may count in a ring). A warp per word, the pixels read coalesced; per ASIC
+// the candidate words, then the background words, `asic_words` apart.
+constexpr int kBitmapWarps = 8;
+__global__ void __launch_bounds__(32 * kBitmapWarps)
+    threshold_bitmap_kernel(const float* __restrict__ data,
+                            const std::uint16_t* __restrict__ bin_of_pixel,
+                            const RadialBinStats* __restrict__ stats,
+                            const Asic* __restrict__ asics, int width, int asic_words,
+                            std::uint32_t* bitmaps) {
+  const Asic asic = asics[blockIdx.y];
+  const int words_per_row = (asic.width + 31) / 32;
+  const int word = int(blockIdx.x) * kBitmapWarps + int(threadIdx.x / 32);
+  if (word >= asic.height * words_per_row) return;  // the whole warp
+  const int lane = int(threadIdx.x % 32);
+  const int row = word / words_per_row, column = (word % words_per_row) * 32 + lane;
+  bool above = false, below = false;
+  if (column < asic.width) {
+    const std::size_t p =
+        std::size_t(asic.first_ss + row) * std::size_t(width) + std::size_t(asic.first_fs + column);
+    const std::uint16_t b = bin_of_pixel[p];
+    if (b != kUnusedPixel) {
+      const float value = data[p];
+      const RadialBinStats bin = stats[b];
+      above = peaks::above_threshold(value, bin);
+      below = peaks::below_threshold(value, bin);
+    }
+  }
+  const unsigned above_bits = __ballot_sync(0xffffffffu, above);
+  const unsigned below_bits = __ballot_sync(0xffffffffu, below);
   if (lane == 0) {
-    v.members[0] = std::int32_t(seed);
-    v.in_peak[seed] = 1;
+    std::uint32_t* own = bitmaps + std::size_t(blockIdx.y) * 2 * std::size_t(asic_words);
+    own[word] = above_bits;
+    own[asic_words + word] = below_bits;
   }
-  int count = 1;
-  double sum_i = 0, sum_fs = 0, sum_ss = 0;
-  for (int next = 0; next < count; ++next) {
-    __syncwarp();  // the last member appended and its claims are visible
-    const std::size_t p = std::size_t(v.members[next]);
-    const int ss = int(p / width), fs = int(p % width);
-    if (lane == 0) {
-      const double above = double(v.data[p]) - double(v.stats[v.bin[p]].mean);
-      sum_i += above;
-      sum_fs += above * double(fs);
-      sum_ss += above * double(ss);
-    }
-    bool joins = false;
-    std::size_t n = 0;
-    if (lane < 9) {
-      const int nss = ss + lane / 3 - 1, nfs = fs + lane % 3 - 1;
-      if (nss >= asic.first_ss && nss < ss_end && nfs >= asic.first_fs && nfs < fs_end) {
-        n = std::size_t(nss) * width + std::size_t(nfs);
-        joins = v.in_peak[n] == 0 && peaks::above_its_threshold(v, n);
-      }
-    }
-    const unsigned joining = __ballot_sync(0xffffffffu, joins);
-    if (joins) {
-      v.in_peak[n] = 1;
-      v.members[count + __popc(joining & ((1u << lane) - 1u))] = std::int32_t(n);
-    }
-    count += __popc(joining);
-  }
-  __syncwarp();
-  g.count = count;
-  if (count < v.min_pixel_count || count > v.max_pixel_count) return g;
-  sum_i = __shfl_sync(0xffffffffu, sum_i, 0);
-  sum_fs = __shfl_sync(0xffffffffu, sum_fs, 0);
-  sum_ss = __shfl_sync(0xffffffffu, sum_ss, 0);
-  if (fabs(sum_i) < 1e-10) return g;
-  g.centre_ss = int(rint(sum_ss / fabs(sum_i)));
-  g.centre_fs = int(rint(sum_fs / fabs(sum_i)));
-  g.usable = true;
-  return g;
 }
 
-// A warp per ASIC. The candidate words of a run of rows' seed ranges (off the ASIC's border) are
-// staged in shared memory by the whole warp at once, so their loads overlap; then a ballot marks
-// the words holding candidates, and the warp takes their bits in raster order and runs the shared
-// search from each one no earlier peak has claimed (the CPU's order exactly): the warp grows the
-// peak (grow_peak_warp), and the 32 lanes measure its background ring and re-integrate it, a
-// share each, added in the butterfly order the CPU reproduces (peaks/peak_search.hpp).
-constexpr int kStagedWords = 4096;
-__global__ void search_kernel(SearchView view, const Asic* __restrict__ asics, int largest_asic,
-                              const std::uint32_t* __restrict__ bitmap, Peak* per_asic_peaks,
-                              int* per_asic_found, int capacity) {
-  __shared__ std::uint32_t staged[kStagedWords];
-  const int a = blockIdx.x, lane = threadIdx.x;
-  const Asic asic = asics[a];
-  view.members += std::size_t(a) * std::size_t(largest_asic);
+// What the search kernel reads besides the view.
+struct SearchTables {
+  const Asic* asics = nullptr;
+  const std::uint32_t* bitmaps = nullptr;  // threshold_bitmap_kernel's
+  const std::uint16_t* bin_of_pixel = nullptr;
+  std::uint32_t* claimed_spill = nullptr;  // per ASIC asic_words; nullptr: shared memory
+  std::int32_t* members_spill = nullptr;   // per ASIC largest_asic entries
+  int asic_words = 0, largest_asic = 0;
+};
+
+// The columns of word `q` of a row where a seed may lie: 1 .. width - 2, as the reference.
+__device__ std::uint32_t seed_columns(int q, int width) {
+  const int first = q * 32, last = width - 2 - first;  // last usable bit
+  if (last < 0) return 0u;
+  std::uint32_t mask = last < 31 ? (2u << last) - 1u : ~0u;
+  if (first == 0) mask &= ~1u;
+  return mask;
+}
+
+// A warp per ASIC. The ASIC's candidate and background bitmaps and a bitmap of claimed pixels
+// sit in shared memory (or, for an ASIC too large for it, global memory), so that the serial
+// part of the search - seeds one after another in raster order, each grown one member at a time -
+// waits on shared memory only. Per seed not yet claimed (the CPU's order exactly): the warp grows
+// the peak, lanes 0..8 testing a member's 3 x 3 neighbourhood at once and a ballot appending the
+// joiners in the CPU's order (members as row << 16 | column in the ASIC); the members' values
+// and bin means are staged by all lanes and lane 0 adds the first centroid in member order; the
+// 32 lanes measure the background ring and re-integrate the peak, a share each, added in the
+// butterfly order the CPU reproduces (peaks/peak_search.hpp).
+constexpr int kSharedMembers = 512;
+constexpr int kRingBatch = 4;
+constexpr std::size_t kSearchSharedLimit = 96 * 1024;
+
+__device__ __forceinline__ bool test_bit(const std::uint32_t* bits, int words_per_row, int row,
+                                         int column) {
+  return (bits[row * words_per_row + (column >> 5)] >> (column & 31)) & 1u;
+}
+
+__global__ void __launch_bounds__(32)
+    search_kernel(SearchView view, SearchTables tables, Peak* per_asic_peaks, int* per_asic_found,
+                  int capacity) {
+  extern __shared__ std::uint32_t shared_words[];
+  std::int32_t* members = reinterpret_cast<std::int32_t*>(shared_words);
+  float* member_values = reinterpret_cast<float*>(shared_words + kSharedMembers);
+  float* member_means = member_values + kSharedMembers;
+  const int a = int(blockIdx.x), lane = int(threadIdx.x);
+  const Asic asic = tables.asics[a];
+  const int words_per_row = (asic.width + 31) / 32, words = asic.height * words_per_row;
+  const std::uint32_t* own_bits =
+      tables.bitmaps + std::size_t(a) * 2 * std::size_t(tables.asic_words);
+  const std::uint32_t *candidate, *background;
+  std::uint32_t* claimed;
+  if (tables.claimed_spill == nullptr) {
+    std::uint32_t* staged = shared_words + 3 * kSharedMembers;
+#pragma unroll 8
+    for (int i = lane; i < words; i += 32) {
+      staged[i] = own_bits[i];
+      staged[words + i] = own_bits[tables.asic_words + i];
+      staged[2 * words + i] = 0u;
+    }
+    candidate = staged;
+    background = staged + words;
+    claimed = staged + 2 * words;
+  } else {
+    candidate = own_bits;
+    background = own_bits + tables.asic_words;
+    claimed = tables.claimed_spill + std::size_t(a) * std::size_t(tables.asic_words);
+    for (int i = lane; i < words; i += 32) claimed[i] = 0u;
+  }
+  std::int32_t* members_spill =
+      tables.members_spill + std::size_t(a) * std::size_t(tables.largest_asic);
+  auto member_at = [&](int k) { return k < kSharedMembers ? members[k] : members_spill[k]; };
+  auto set_member = [&](int k, std::int32_t packed) {
+    if (k < kSharedMembers)
+      members[k] = packed;
+    else
+      members_spill[k] = packed;
+  };
+  auto claim = [&](int row, int column) {
+    atomicOr(claimed + row * words_per_row + (column >> 5), 1u << (column & 31));
+  };
   const std::size_t width = std::size_t(view.width);
-  const int first_row = asic.first_ss + 1, seed_rows = asic.height - 2;
-  // Words a row's seed range can touch, whatever its alignment.
-  const int row_words = asic.width > 2 ? (asic.width - 2 + 31) / 32 + 1 : 0;
+  auto pixel_of = [&](std::int32_t packed) {
+    return std::size_t(asic.first_ss + (packed >> 16)) * width +
+           std::size_t(asic.first_fs + (packed & 0xFFFF));
+  };
+  const int ring_reach = 2 * view.local_bg_radius, ring_side = 2 * ring_reach;
+  const int ring_positions = ring_side * ring_side;
   int found = 0;
-  if (seed_rows > 0 && row_words > 0) {
-    const int chunk_rows = kStagedWords / row_words > 0 ? kStagedWords / row_words : 1;
-    auto range_of = [&](int row, std::size_t& begin, std::size_t& end) {
-      begin = std::size_t(first_row + row) * width + std::size_t(asic.first_fs + 1);
-      end = std::size_t(first_row + row) * width + std::size_t(asic.first_fs + asic.width - 1);
-    };
-    for (int chunk = 0; chunk < seed_rows; chunk += chunk_rows) {
-      const int rows = seed_rows - chunk < chunk_rows ? seed_rows - chunk : chunk_rows;
-      const int words = rows * row_words;
-      for (int i = lane; i < words; i += 32) {
-        std::size_t begin, end;
-        range_of(chunk + i / row_words, begin, end);
-        const std::size_t word = begin / 32 + std::size_t(i % row_words);
-        std::uint32_t bits = 0;
-        if (word * 32 < end) {
-          bits = bitmap[word];
-          if (word * 32 < begin) bits &= ~0u << (begin - word * 32);
-          if (end - word * 32 < 32) bits &= (1u << (end - word * 32)) - 1u;
+  const int seed_words_end = asic.height > 2 ? (asic.height - 1) * words_per_row : 0;
+  for (int chunk = words_per_row; chunk < seed_words_end; chunk += 32) {
+    __syncwarp();  // the staged bitmaps (first chunk) and the last chunk's claims are visible
+    const int j = chunk + lane;
+    const std::uint32_t bits =
+        j < seed_words_end ? candidate[j] & seed_columns(j % words_per_row, asic.width) : 0u;
+    unsigned flagged = __ballot_sync(0xffffffffu, bits != 0);
+    while (flagged != 0) {
+      const int source = __ffs(flagged) - 1;
+      flagged &= flagged - 1;
+      std::uint32_t word_bits = __shfl_sync(0xffffffffu, bits, source);
+      const int word = chunk + source;
+      const int row = word / words_per_row, first_column = (word % words_per_row) * 32;
+      // Every lane walks the same seeds and takes the same branches below.
+      while (word_bits != 0) {
+        const int column = first_column + __ffs(word_bits) - 1;
+        word_bits &= word_bits - 1;
+        __syncwarp();  // the last search's claims are visible to every lane
+        if (test_bit(claimed, words_per_row, row, column)) continue;
+        __syncwarp();  // every lane read the flag before lane 0 claims the seed
+        // Grow, breadth first, as peaks::grow_peak.
+        if (lane == 0) {
+          set_member(0, std::int32_t(row << 16 | column));
+          claim(row, column);
         }
-        staged[i] = bits;
-      }
-      __syncwarp();
-      for (int i0 = 0; i0 < words; i0 += 32) {
-        const std::uint32_t bits = i0 + lane < words ? staged[i0 + lane] : 0u;
-        unsigned flagged = __ballot_sync(0xffffffffu, bits != 0);
-        while (flagged != 0) {
-          const int source = __ffs(flagged) - 1;
-          flagged &= flagged - 1;
-          std::uint32_t word_bits = __shfl_sync(0xffffffffu, bits, source);
-          const int i = i0 + source;
-          std::size_t begin, end;
-          range_of(chunk + i / row_words, begin, end);
-          const std::size_t word = begin / 32 + std::size_t(i % row_words);
-          // Every lane walks the same seeds (word_bits is the same in all).
-          while (word_bits != 0) {
-            const int bit = __ffs(word_bits) - 1;
-            word_bits &= word_bits - 1;
-            const std::size_t seed = word * 32 + std::size_t(bit);
-            __syncwarp();  // lane 0's claims of the last search are visible to every lane
-            if (view.in_peak[seed] != 0) continue;
-            __syncwarp();  // all lanes read the seed's flag before lane 0 claims pixels
-            // Every lane returns the same result; the claims are visible to all lanes after it.
-            const peaks::GrownPeak grown = grow_peak_warp(view, asic, seed, lane);
-            if (!grown.usable) continue;
-            peaks::RingSums ring = peaks::ring_lane(view, asic, grown, lane);
-            for (int d = peaks::kRingLanes / 2; d > 0; d /= 2) {
-              peaks::RingSums other;
-              other.sum = __shfl_xor_sync(0xffffffffu, ring.sum, d);
-              other.squares = __shfl_xor_sync(0xffffffffu, ring.squares, d);
-              other.max = __shfl_xor_sync(0xffffffffu, ring.max, d);
-              other.count = __shfl_xor_sync(0xffffffffu, ring.count, d);
-              ring = peaks::combine_ring(ring, other);
-            }
-            const peaks::LocalBackground bg = peaks::local_background(view, asic, grown, ring);
-            peaks::MemberSums sums = peaks::member_lane(view, grown, bg.mean, lane);
-            for (int d = peaks::kRingLanes / 2; d > 0; d /= 2) {
-              peaks::MemberSums other;
-              other.intensity = __shfl_xor_sync(0xffffffffu, sums.intensity, d);
-              other.raw_sum = __shfl_xor_sync(0xffffffffu, sums.raw_sum, d);
-              other.raw_fs = __shfl_xor_sync(0xffffffffu, sums.raw_fs, d);
-              other.raw_ss = __shfl_xor_sync(0xffffffffu, sums.raw_ss, d);
-              other.peak_max = __shfl_xor_sync(0xffffffffu, sums.peak_max, d);
-              sums = peaks::combine_members(sums, other);
-            }
-            // Every lane holds the same sums, so every lane takes the same decision.
-            Peak peak;
-            const int passed = peaks::finish_peak(view, asic, grown, ring, bg, sums, peak) ? 1 : 0;
-            if (passed) {
-              if (lane == 0 && found < capacity)
-                per_asic_peaks[std::size_t(a) * std::size_t(capacity) + found] = peak;
-              for (int k = lane; k < grown.count; k += 32) view.in_peak[view.members[k]] = 2;
-            }
-            found += passed;
+        int count = 1;
+        for (int next = 0; next < count; ++next) {
+          __syncwarp();  // the last members appended and their claims are visible
+          const std::int32_t member = member_at(next);
+          const int member_row = member >> 16, member_column = member & 0xFFFF;
+          const int n_row = member_row + lane / 3 - 1, n_column = member_column + lane % 3 - 1;
+          const bool joins = lane < 9 && n_row >= 0 && n_row < asic.height && n_column >= 0 &&
+                             n_column < asic.width &&
+                             test_bit(candidate, words_per_row, n_row, n_column) &&
+                             !test_bit(claimed, words_per_row, n_row, n_column);
+          const unsigned joining = __ballot_sync(0xffffffffu, joins);
+          if (joins) {
+            claim(n_row, n_column);
+            set_member(count + __popc(joining & ((1u << lane) - 1u)),
+                       std::int32_t(n_row << 16 | n_column));
           }
+          count += __popc(joining);
         }
+        __syncwarp();
+        if (count < view.min_pixel_count || count > view.max_pixel_count) continue;
+        // The first centroid: the members' values and bin means staged by the warp, added in
+        // member order by lane 0.
+        for (int k = lane; k < count && k < kSharedMembers; k += 32) {
+          const std::size_t p = pixel_of(members[k]);
+          member_values[k] = view.data[p];
+          member_means[k] = view.stats[tables.bin_of_pixel[p]].mean;
+        }
+        __syncwarp();
+        peaks::CentroidSums centroid;
+        if (lane == 0)
+          for (int k = 0; k < count; ++k) {
+            const std::int32_t member = member_at(k);
+            float value, mean;
+            if (k < kSharedMembers) {
+              value = member_values[k];
+              mean = member_means[k];
+            } else {
+              const std::size_t p = pixel_of(member);
+              value = view.data[p];
+              mean = view.stats[tables.bin_of_pixel[p]].mean;
+            }
+            peaks::add_to_centroid(centroid, value, mean, asic.first_fs + (member & 0xFFFF),
+                                   asic.first_ss + (member >> 16));
+          }
+        centroid.intensity = __shfl_sync(0xffffffffu, centroid.intensity, 0);
+        centroid.fs = __shfl_sync(0xffffffffu, centroid.fs, 0);
+        centroid.ss = __shfl_sync(0xffffffffu, centroid.ss, 0);
+        const peaks::GrownPeak grown = peaks::finish_growth(view, count, centroid);
+        if (!grown.usable) continue;
+        // The background ring, as peaks::ring_lane: positions lane, lane + 32, ... in order,
+        // their values loaded kRingBatch at a time.
+        peaks::RingSums ring;
+        for (int base = lane; base < ring_positions; base += 32 * kRingBatch) {
+          float value[kRingBatch];
+          bool used[kRingBatch];
+#pragma unroll
+          for (int q = 0; q < kRingBatch; ++q) {
+            const int i = base + 32 * q;
+            const int dss = i / ring_side - ring_reach, dfs = i % ring_side - ring_reach;
+            const int r = grown.centre_ss - asic.first_ss + dss;
+            const int c = grown.centre_fs - asic.first_fs + dfs;
+            used[q] = i < ring_positions && r >= 0 && r < asic.height && c >= 0 && c < asic.width &&
+                      peaks::in_background_ring(dfs, dss, view.local_bg_radius) &&
+                      test_bit(background, words_per_row, r, c) &&
+                      !test_bit(claimed, words_per_row, r, c);
+            value[q] = used[q] ? view.data[std::size_t(asic.first_ss + r) * width +
+                                           std::size_t(asic.first_fs + c)]
+                               : 0.0f;
+          }
+#pragma unroll
+          for (int q = 0; q < kRingBatch; ++q)
+            if (used[q]) peaks::add_to_ring(ring, value[q]);
+        }
+        for (int d = peaks::kRingLanes / 2; d > 0; d /= 2) {
+          peaks::RingSums other;
+          other.sum = __shfl_xor_sync(0xffffffffu, ring.sum, d);
+          other.squares = __shfl_xor_sync(0xffffffffu, ring.squares, d);
+          other.max = __shfl_xor_sync(0xffffffffu, ring.max, d);
+          other.count = __shfl_xor_sync(0xffffffffu, ring.count, d);
+          ring = peaks::combine_ring(ring, other);
+        }
+        const peaks::LocalBackground bg = peaks::local_background(view, asic, grown, ring);
+        // The re-integration, as peaks::member_lane.
+        peaks::MemberSums sums;
+        for (int k = lane; k < count; k += 32) {
+          const std::int32_t member = member_at(k);
+          const float value = k < kSharedMembers ? member_values[k] : view.data[pixel_of(member)];
+          peaks::add_to_members(sums, value, asic.first_fs + (member & 0xFFFF),
+                                asic.first_ss + (member >> 16), bg.mean);
+        }
+        for (int d = peaks::kRingLanes / 2; d > 0; d /= 2) {
+          peaks::MemberSums other;
+          other.intensity = __shfl_xor_sync(0xffffffffu, sums.intensity, d);
+          other.raw_sum = __shfl_xor_sync(0xffffffffu, sums.raw_sum, d);
+          other.raw_fs = __shfl_xor_sync(0xffffffffu, sums.raw_fs, d);
+          other.raw_ss = __shfl_xor_sync(0xffffffffu, sums.raw_ss, d);
+          other.peak_max = __shfl_xor_sync(0xffffffffu, sums.peak_max, d);
+          sums = peaks::combine_members(sums, other);
+        }
+        // Every lane holds the same sums, so every lane takes the same decision.
+        Peak peak;
+        if (!peaks::finish_peak(view, asic, grown, ring, bg, sums, peak)) continue;
+        if (lane == 0 && found < capacity)
+          per_asic_peaks[std::size_t(a) * std::size_t(capacity) + found] = peak;
+        ++found;
       }
-      __syncwarp();
     }
   }
   if (lane == 0) per_asic_found[a] = found;
@@ -283,10 +399,12 @@ __global__ void gather_kernel(const Peak* per_asic_peaks, const int* per_asic_fo
 struct DevicePeakFinder8::State {
   peaks::PeakFinderParams params;
   SearchView settings;
+  SearchTables tables;
   int bins = 0, asics = 0, largest_asic = 0, capacity = 0;
-  std::size_t pixels = 0;
-  DeviceBuffer bin, good, bin_offsets, bin_pixels, asic_table, stats, in_peak, members;
-  DeviceBuffer per_asic_peaks, per_asic_found, out, bitmap;
+  int asic_words = 0;
+  std::size_t pixels = 0, statistics_shared = 0, search_shared = 0;
+  DeviceBuffer bin, bin_of_pixel, bin_offsets, bin_pixels, asic_table, stats, members_spill;
+  DeviceBuffer values_spill, claimed_spill, bitmaps, per_asic_peaks, per_asic_found, out;
   PinnedBuffer host_out;  // Summary, then max_num_peaks peaks
 };
 
@@ -299,18 +417,34 @@ DevicePeakFinder8::DevicePeakFinder8(const peaks::PeakFinder8& reference)
   s.pixels = reference.layout().pixels();
   s.bins = int(reference.radial_stats().size());
   s.asics = int(reference.layout().asics.size());
-  for (const Asic& a : reference.layout().asics)
-    s.largest_asic = std::max(s.largest_asic, a.height * a.width);
-  s.capacity = s.params.max_num_peaks;
   if (s.asics == 0) throw InputError("device peak finder: the slab has no ASICs");
+  if (s.bins >= int(kUnusedPixel))
+    throw InputError("device peak finder: " + std::to_string(s.bins) +
+                     " radius bins; the GPU finder keeps a bin in 16 bits (at most " +
+                     std::to_string(int(kUnusedPixel) - 1) + ")");
+  for (const Asic& a : reference.layout().asics) {
+    if (a.height > 0xFFFF || a.width > 0xFFFF)
+      throw InputError("device peak finder: an ASIC of " + std::to_string(a.height) + " x " +
+                       std::to_string(a.width) +
+                       " pixels; the GPU finder takes at most 65535 "
+                       "rows and columns");
+    s.largest_asic = std::max(s.largest_asic, a.height * a.width);
+    s.asic_words = std::max(s.asic_words, a.height * ((a.width + 31) / 32));
+  }
+  s.capacity = s.params.max_num_peaks;
 
   auto upload = [](DeviceBuffer& target, const void* source, std::size_t bytes, const char* what) {
     target = DeviceBuffer(std::max<std::size_t>(bytes, 4));
     if (bytes > 0) check(cudaMemcpy(target.get(), source, bytes, cudaMemcpyHostToDevice), what);
   };
-  upload(s.bin, reference.pixel_bins().data(), s.pixels * sizeof(std::int32_t),
-         "cudaMemcpy(radius bins)");
-  upload(s.good, reference.good_pixels().data(), s.pixels, "cudaMemcpy(good pixels)");
+  const std::vector<std::int32_t>& bins = reference.pixel_bins();
+  const std::vector<std::uint8_t>& good = reference.good_pixels();
+  std::vector<std::uint16_t> bin_of_pixel(s.pixels);
+  for (std::size_t p = 0; p < s.pixels; ++p)
+    bin_of_pixel[p] = good[p] != 0 ? std::uint16_t(bins[p]) : kUnusedPixel;
+  upload(s.bin, bins.data(), s.pixels * sizeof(std::int32_t), "cudaMemcpy(radius bins)");
+  upload(s.bin_of_pixel, bin_of_pixel.data(), s.pixels * sizeof(std::uint16_t),
+         "cudaMemcpy(radius bins, 16-bit)");
   upload(s.bin_offsets, reference.bin_offsets().data(),
          reference.bin_offsets().size() * sizeof(std::uint32_t), "cudaMemcpy(bin offsets)");
   upload(s.bin_pixels, reference.bin_pixels().data(),
@@ -318,18 +452,49 @@ DevicePeakFinder8::DevicePeakFinder8(const peaks::PeakFinder8& reference)
   upload(s.asic_table, reference.layout().asics.data(), std::size_t(s.asics) * sizeof(Asic),
          "cudaMemcpy(ASIC table)");
   s.stats = DeviceBuffer(std::size_t(s.bins) * sizeof(RadialBinStats));
-  s.in_peak = DeviceBuffer(s.pixels);
-  s.members = DeviceBuffer(std::size_t(s.asics) * std::size_t(s.largest_asic) * sizeof(int));
+  s.bitmaps = DeviceBuffer(std::size_t(s.asics) * 2 * std::size_t(s.asic_words) * 4);
+  s.members_spill = DeviceBuffer(std::size_t(s.asics) * std::size_t(s.largest_asic) * 4);
   s.per_asic_peaks = DeviceBuffer(std::size_t(s.asics) * std::size_t(s.capacity) * sizeof(Peak));
   s.per_asic_found = DeviceBuffer(std::size_t(s.asics) * sizeof(int));
   s.out = DeviceBuffer(sizeof(Summary) + std::size_t(s.capacity) * sizeof(Peak));
   s.host_out = PinnedBuffer(s.out.bytes());
-  s.bitmap = DeviceBuffer((s.pixels + 31) / 32 * sizeof(std::uint32_t));
+
+  // Shared memory: a bin's values (statistics) and an ASIC's bitmaps (search) where they fit,
+  // else global scratch of the same layout.
+  std::uint32_t largest_bin = 0;
+  const std::vector<std::uint32_t>& offsets = reference.bin_offsets();
+  for (std::size_t b = 0; b + 1 < offsets.size(); ++b)
+    largest_bin = std::max(largest_bin, offsets[b + 1] - offsets[b]);
+  s.statistics_shared = std::size_t(largest_bin) * sizeof(float);
+  if (s.statistics_shared > kStatisticsSharedLimit) {
+    s.values_spill = DeviceBuffer(reference.bin_pixels().size() * sizeof(float));
+    s.statistics_shared = 0;
+  }
+  s.search_shared = 3 * kSharedMembers * 4 + 3 * std::size_t(s.asic_words) * 4;
+  if (s.search_shared > kSearchSharedLimit) {
+    s.claimed_spill = DeviceBuffer(std::size_t(s.asics) * std::size_t(s.asic_words) * 4);
+    s.search_shared = 3 * kSharedMembers * 4;
+  }
+  check(cudaFuncSetAttribute(radial_statistics_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int(kStatisticsSharedLimit)),
+        "cudaFuncSetAttribute(radial_statistics_kernel)");
+  check(cudaFuncSetAttribute(search_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int(kSearchSharedLimit)),
+        "cudaFuncSetAttribute(search_kernel)");
+
   s.settings.bin = s.bin.as<const std::int32_t>();
-  s.settings.good = s.good.as<const std::uint8_t>();
   s.settings.stats = s.stats.as<const RadialBinStats>();
-  s.settings.in_peak = s.in_peak.as<std::uint8_t>();
-  s.settings.members = s.members.as<std::int32_t>();
+  s.settings.good = nullptr;  // the GPU search tests bitmaps instead
+  s.settings.in_peak = nullptr;
+  s.settings.members = nullptr;
+  s.tables.asics = s.asic_table.as<const Asic>();
+  s.tables.bitmaps = s.bitmaps.as<const std::uint32_t>();
+  s.tables.bin_of_pixel = s.bin_of_pixel.as<const std::uint16_t>();
+  s.tables.claimed_spill =
+      s.claimed_spill.bytes() > 0 ? s.claimed_spill.as<std::uint32_t>() : nullptr;
+  s.tables.members_spill = s.members_spill.as<std::int32_t>();
+  s.tables.asic_words = s.asic_words;
+  s.tables.largest_asic = s.largest_asic;
 }
 
 DevicePeakFinder8::~DevicePeakFinder8() = default;
@@ -337,19 +502,21 @@ DevicePeakFinder8::~DevicePeakFinder8() = default;
 void DevicePeakFinder8::enqueue(const float* device_data, const Stream& stream) {
   State& s = *state_;
   const cudaStream_t st = stream.get();
-  check(cudaMemsetAsync(s.bitmap.get(), 0, s.bitmap.bytes(), st), "cudaMemsetAsync(seed bitmap)");
-  radial_statistics_kernel<<<(s.bins + kBinsPerBlock - 1) / kBinsPerBlock, 32 * kBinsPerBlock, 0,
-                             st>>>(
+  radial_statistics_kernel<<<s.bins, kStatisticsThreads, s.statistics_shared, st>>>(
       device_data, s.bin_offsets.as<const std::uint32_t>(), s.bin_pixels.as<const std::uint32_t>(),
-      s.stats.as<RadialBinStats>(), s.bins, s.params.iterations, s.params.minimum_snr,
-      s.params.adc_threshold, s.bitmap.as<std::uint32_t>());
+      s.stats.as<RadialBinStats>(), s.params.iterations, s.params.minimum_snr,
+      s.params.adc_threshold, s.values_spill.bytes() > 0 ? s.values_spill.as<float>() : nullptr);
   check_launch("radial_statistics_kernel");
-  check(cudaMemsetAsync(s.in_peak.get(), 0, s.pixels, st), "cudaMemsetAsync(peak map)");
+  const dim3 bitmap_grid(unsigned((s.asic_words + kBitmapWarps - 1) / kBitmapWarps),
+                         unsigned(s.asics));
+  threshold_bitmap_kernel<<<bitmap_grid, 32 * kBitmapWarps, 0, st>>>(
+      device_data, s.bin_of_pixel.as<const std::uint16_t>(), s.stats.as<const RadialBinStats>(),
+      s.asic_table.as<const Asic>(), s.settings.width, s.asic_words, s.bitmaps.as<std::uint32_t>());
+  check_launch("threshold_bitmap_kernel");
   SearchView view = s.settings;
   view.data = device_data;
-  search_kernel<<<s.asics, 32, 0, st>>>(
-      view, s.asic_table.as<const Asic>(), s.largest_asic, s.bitmap.as<const std::uint32_t>(),
-      s.per_asic_peaks.as<Peak>(), s.per_asic_found.as<int>(), s.capacity);
+  search_kernel<<<s.asics, 32, s.search_shared, st>>>(view, s.tables, s.per_asic_peaks.as<Peak>(),
+                                                      s.per_asic_found.as<int>(), s.capacity);
   check_launch("search_kernel");
   Summary* summary = s.out.as<Summary>();
   Peak* out = reinterpret_cast<Peak*>(s.out.as<char>() + sizeof(Summary));
