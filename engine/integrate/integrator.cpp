@@ -81,6 +81,13 @@ Integrator::Integrator(const PoniGeometry& poni, PixelLayout layout, Integration
   if (!layout_.placement.empty() && layout_.placement.size() != std::size_t(layout_.segments))
     throw InputError("detector layout places " + std::to_string(layout_.placement.size()) +
                      " segments, it has " + std::to_string(layout_.segments));
+  if (!layout_.bad.empty() && layout_.bad.size() != pixels())
+    throw InputError("detector layout marks " + std::to_string(layout_.bad.size()) +
+                     " pixels bad or good, it has " + std::to_string(pixels()));
+  if (layout_.geometry && (layout_.segments != 1 || !layout_.placement.empty() ||
+                           layout_.geometry->panel_of_pixel.size() != pixels()))
+    throw InputError("CrystFEL geometry '" + layout_.geometry->source +
+                     "': its layout must be one slab with a panel index per pixel");
   set_config(config);
 }
 
@@ -147,6 +154,27 @@ PixelCentre Integrator::centre_of(std::size_t k) const {
                       int(in_segment % std::size_t(layout_.cols)));
 }
 
+bool Integrator::placed(std::size_t k) const {
+  return !layout_.geometry || layout_.geometry->panel_of_pixel[k] >= 0;
+}
+
+PixelOffset Integrator::offset_of(std::size_t k) const {
+  if (layout_.geometry) {
+    // pyFAI subtracts the PONI from a corner-given detector's float32 centres in float32 too
+    // (numpy keeps the array's type), as pyfai_pixel_offset does for a regular detector.
+    const PlanePoint c = corners_centre(*geometry_pixel_corners(layout_, k));
+    return {static_cast<double>(c.p1 - static_cast<float>(geometry_.poni1)),
+            static_cast<double>(c.p2 - static_cast<float>(geometry_.poni2))};
+  }
+  const PixelCentre centre = centre_of(k);
+  return pyfai_pixel_offset(geometry_, centre.c1, centre.c2);
+}
+
+bool Integrator::masked(std::size_t k) const {
+  return (!mask_.empty() && mask_[k] != 0) || (!layout_.bad.empty() && layout_.bad[k] != 0) ||
+         !placed(k);
+}
+
 void Integrator::build_positions() {
   const std::size_t n = pixels();
   chi_.resize(n);
@@ -156,8 +184,12 @@ void Integrator::build_positions() {
   const double wavelength = geometry_.wavelength;
   parallel(n, [&](std::size_t begin, std::size_t end) {
     for (std::size_t k = begin; k < end; ++k) {
-      const PixelCentre centre = centre_of(k);
-      const PixelOffset off = pyfai_pixel_offset(geometry_, centre.c1, centre.c2);
+      if (!placed(k)) {
+        // No position: never binned (bin_index refuses NaN) nor in the default range.
+        chi_[k] = two_theta_[k] = radial_[k] = std::numeric_limits<double>::quiet_NaN();
+        continue;
+      }
+      const PixelOffset off = offset_of(k);
       const LabPosition t = lab_position(geometry_, off.p1, off.p2);
       chi_[k] = chi(t);
       two_theta_[k] = two_theta(t);
@@ -165,7 +197,8 @@ void Integrator::build_positions() {
     }
   });
   // pyFAI's default range comes from every pixel of the image it is given, masked or not: for a
-  // segmented detector that is the assembled image, gaps included.
+  // segmented detector that is the assembled image, gaps included; for a CrystFEL geometry every
+  // pixel a panel places (a pixel of no panel has no position to take).
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   const auto take = [&](double v) {
     if (v < lo) lo = v;
@@ -197,16 +230,25 @@ void Integrator::build_deltas() {
   const RadialUnit unit = config_.unit;
   parallel(n, [&](std::size_t begin, std::size_t end) {
     for (std::size_t k = begin; k < end; ++k) {
-      const PixelCentre centre = centre_of(k);
       double dr = 0.0, dc = 0.0;
-      for (const double e1 : {centre.c1 - 0.5, centre.c1 + 0.5})
-        for (const double e2 : {centre.c2 - 0.5, centre.c2 + 0.5}) {
-          const LabPosition t = lab_position(geometry_, e1 * geometry_.pixel1 - geometry_.poni1,
-                                             e2 * geometry_.pixel2 - geometry_.poni2);
-          const double corner = float(internal_radial(unit, t, geometry_.wavelength));
-          dr = std::max(dr, std::fabs(corner - radial_[k]));
-          dc = std::max(dc, chi_delta(chi_[k], float(chi(t))));
-        }
+      const auto take_corner = [&](double p1, double p2) {
+        const LabPosition t = lab_position(geometry_, p1, p2);
+        const double corner = float(internal_radial(unit, t, geometry_.wavelength));
+        dr = std::max(dr, std::fabs(corner - radial_[k]));
+        dc = std::max(dc, chi_delta(chi_[k], float(chi(t))));
+      };
+      if (layout_.geometry) {
+        // The geometry's float32 corners, the PONI subtracted in double (pyFAI's calc_rad_azim).
+        if (const auto corners = geometry_pixel_corners(layout_, k))
+          for (const PlanePoint& c : *corners)
+            take_corner(double(c.p1) - geometry_.poni1, double(c.p2) - geometry_.poni2);
+      } else {
+        const PixelCentre centre = centre_of(k);
+        for (const double e1 : {centre.c1 - 0.5, centre.c1 + 0.5})
+          for (const double e2 : {centre.c2 - 0.5, centre.c2 + 0.5})
+            take_corner(e1 * geometry_.pixel1 - geometry_.poni1,
+                        e2 * geometry_.pixel2 - geometry_.poni2);
+      }
       delta_radial_[k] = dr;
       delta_chi_[k] = dc;
     }
@@ -216,7 +258,6 @@ void Integrator::build_deltas() {
 
 CsrMatrix Integrator::build_bbox_csr() {
   const std::size_t n = pixels();
-  const auto masked = [&](std::size_t k) { return !mask_.empty() && mask_[k] != 0; };
   double lo = 0.0, hi = 0.0;
   if (config_.radial_range) {
     const double scale = unit_scale(config_.unit);
@@ -265,16 +306,15 @@ void Integrator::build_normalization() {
   parallel(n, [&](std::size_t begin, std::size_t end) {
     for (std::size_t k = begin; k < end; ++k) {
       const float flat = flat_.empty() ? 1.0f : flat_[k];
-      const bool masked = (!mask_.empty() && mask_[k] != 0) || is_dummy(dummy, flat);
+      if (masked(k) || is_dummy(dummy, flat)) {
+        normalization_[k] = 0.0f;
+        continue;
+      }
       float pol = 1.0f, sa = 1.0f;
       if (config_.polarization)
         pol = polarization_correction(two_theta_[k], chi_[k], *config_.polarization);
-      if (config_.solid_angle) {
-        const PixelCentre centre = centre_of(k);
-        const PixelOffset off = pyfai_pixel_offset(geometry_, centre.c1, centre.c2);
-        sa = float(solid_angle(cos_incidence(geometry_, off)));
-      }
-      normalization_[k] = static_normalization(masked, flat, pol, sa);
+      if (config_.solid_angle) sa = float(solid_angle(cos_incidence(geometry_, offset_of(k))));
+      normalization_[k] = static_normalization(false, flat, pol, sa);
     }
   });
   normalization_valid_ = true;
@@ -335,6 +375,16 @@ std::span<const float> Integrator::normalization() {
 const BinGrid& Integrator::bin_grid() {
   ensure_built();
   return grid_;
+}
+
+std::span<const double> Integrator::pixel_two_theta() {
+  ensure_built();
+  return two_theta_;
+}
+
+std::span<const double> Integrator::pixel_chi() {
+  ensure_built();
+  return chi_;
 }
 
 void Integrator::check_frame(std::span<const float> frame) const {

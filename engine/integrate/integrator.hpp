@@ -38,7 +38,8 @@ struct IntegrationConfig {
   int bins = 100;
   // In `unit`; none: pyFAI's default, from the smallest to the largest pixel position, the top edge
   // one float32 epsilon above: without splitting over the whole (assembled) image, masked pixels
-  // included; with bbox over the boxes of the unmasked pixels, clipped at 0.
+  // included (for a CrystFEL geometry every pixel a panel places); with bbox over the boxes of
+  // the unmasked pixels, clipped at 0.
   std::optional<std::pair<double, double>> radial_range;
   // Degrees, pyFAI's chi (-180, 180]; a range whose end is below its start wraps through 180.
   std::optional<std::pair<double, double>> azimuth_range;
@@ -75,7 +76,8 @@ class Integrator {
   // Threads for the builds and the per-bin sums (not owned; nullptr: the calling thread only).
   // Results do not depend on it. One integrate() at a time per pool.
   void set_thread_pool(ThreadPool* pool);
-  // Non-zero masks a pixel; empty: no mask. Sizes must be pixels() (InputError otherwise).
+  // Non-zero masks a pixel; empty: no mask. Sizes must be pixels() (InputError otherwise). The
+  // layout's own bad pixels (PixelLayout::bad) stay masked whatever is given here.
   void set_mask(std::vector<std::uint8_t> mask);
   void set_dark(std::vector<float> dark);  // empty: none
   void set_flat(std::vector<float> flat);  // empty: none
@@ -100,6 +102,10 @@ class Integrator {
   std::span<const float> normalization();
   const BinGrid& bin_grid();
   const std::vector<float>& dark() const { return dark_; }  // empty: none
+  // Per pixel in layout order, of its centre: 2theta and chi (rad), NaN for a pixel the layout
+  // does not place (a geometry's pixel of no panel).
+  std::span<const double> pixel_two_theta();
+  std::span<const double> pixel_chi();
   // How many times each stage was built (tests check that only what changed is rebuilt).
   struct BuildCounts {
     int positions = 0, normalization = 0, csr = 0;
@@ -110,6 +116,9 @@ class Integrator {
   void ensure_built();
   void parallel(std::size_t count, const std::function<void(std::size_t, std::size_t)>& body) const;
   PixelCentre centre_of(std::size_t pixel) const;
+  bool placed(std::size_t pixel) const;
+  PixelOffset offset_of(std::size_t pixel) const;
+  bool masked(std::size_t pixel) const;
   void check_frame(std::span<const float> frame) const;
   PixelSample sample(std::span<const float> frame, std::size_t pixel) const;
   Profile empty_profile() const;

@@ -2,10 +2,27 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
+#include "core/crystfel_geometry.hpp"
 #include "core/error.hpp"
 
 namespace livedrp::integrate {
+namespace {
+
+std::string number_text(double v) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.17g", v);
+  return buffer;
+}
+
+// Lab point (pixels) to the detector plane (m) by layout_from_geometry's convention. Divided by
+// res rather than multiplied by 1 / res: one rounding, as a reference computed in numpy has.
+PlanePoint to_plane(double x, double y, double res) {
+  return {static_cast<float>(y / res), static_cast<float>(-x / res)};
+}
+
+}  // namespace
 
 PixelLayout plain_layout(int rows, int cols) {
   if (rows < 1 || cols < 1)
@@ -30,6 +47,59 @@ PixelLayout layout_from_detector(const DetectorDescription& detector) {
   l.cols = detector.cols;
   l.placement = detector.placement;
   return l;
+}
+
+PixelLayout layout_from_geometry(const crystfel::Geometry& geometry) {
+  const std::string who = "CrystFEL geometry '" + geometry.file + "'";
+  if (geometry.panels.empty() || geometry.slab_height < 1 || geometry.slab_width < 1)
+    throw InputError(who + " has no panels, so no pixels to integrate");
+  GeometryPlacement g;
+  g.source = geometry.file;
+  for (const crystfel::GeomPanel& p : geometry.panels) {
+    // The parser refuses these already; a geometry built in code gets the same check, as a
+    // pixel size of 1 / res would otherwise be infinite or negative.
+    if (!(p.res > 0.0) || !std::isfinite(p.res))
+      throw InputError(who + ": panel '" + p.name + "' has res " + number_text(p.res) +
+                       "; res (pixels per metre) must be a finite positive number");
+    for (const double v : {p.corner_x, p.corner_y, p.fs.x, p.fs.y, p.ss.x, p.ss.y})
+      if (!std::isfinite(v))
+        throw InputError(who + ": panel '" + p.name + "' has a corner or direction that is not " +
+                         "a finite number");
+    g.panels.push_back({p.name, p.min_fs, p.min_ss, p.corner_x, p.corner_y, p.fs.x, p.fs.y, p.ss.x,
+                        p.ss.y, p.res});
+  }
+  g.panel_of_pixel = crystfel::panel_map(geometry);
+  PixelLayout l;
+  l.rows = geometry.slab_height;
+  l.cols = geometry.slab_width;
+  l.bad = crystfel::bad_mask(geometry);
+  l.geometry = std::move(g);
+  return l;
+}
+
+std::optional<std::array<PlanePoint, 4>> geometry_pixel_corners(const PixelLayout& layout,
+                                                                std::size_t pixel) {
+  if (!layout.geometry || pixel >= layout.geometry->panel_of_pixel.size()) return std::nullopt;
+  const std::int32_t n = layout.geometry->panel_of_pixel[pixel];
+  if (n < 0) return std::nullopt;
+  const PanelPlacement& p = layout.geometry->panels[std::size_t(n)];
+  const double i = double(int(pixel % std::size_t(layout.cols)) - p.min_fs);
+  const double j = double(int(pixel / std::size_t(layout.cols)) - p.min_ss);
+  // Each corner straight from the panel's numbers (not stepped from a neighbour), so that every
+  // pixel's corners carry the same single rounding.
+  const auto at = [&p](double a, double b) {
+    return to_plane(p.corner_x + a * p.fs_x + b * p.ss_x, p.corner_y + a * p.fs_y + b * p.ss_y,
+                    p.res);
+  };
+  return std::array<PlanePoint, 4>{at(i, j), at(i, j + 1.0), at(i + 1.0, j + 1.0), at(i + 1.0, j)};
+}
+
+PlanePoint corners_centre(const std::array<PlanePoint, 4>& c) {
+  // pyFAI weights each corner by (1 - 0.5) * (1 - 0.5) = 0.25 in double and adds them in order.
+  const auto mean = [](double a, double b, double c_, double d) {
+    return static_cast<float>(0.25 * a + 0.25 * b + 0.25 * c_ + 0.25 * d);
+  };
+  return {mean(c[0].p1, c[1].p1, c[2].p1, c[3].p1), mean(c[0].p2, c[1].p2, c[2].p2, c[3].p2)};
 }
 
 PixelCentre pixel_centre(const PixelLayout& layout, int segment, int row, int col) {

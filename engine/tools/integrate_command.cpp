@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/crystfel_geometry.hpp"
 #include "core/detector.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
@@ -29,7 +30,7 @@
 namespace livedrp::tools {
 
 struct IntegrateOptions {
-  std::string poni, input, mask, dark, flat, output, detector;
+  std::string poni, input, mask, dark, flat, output, detector, geometry;
   int npt = 0;
   std::string unit = "q_nm^-1", method = "no", error_model = "poisson", backend = "cpu";
   std::vector<double> radial_range, azimuth_range;
@@ -87,7 +88,32 @@ struct FrameShape {
   std::vector<std::uint64_t> shape;  // trailing dimensions of one frame
 };
 
+// A CrystFEL geometry's slab, one frame or a stack (frames first); its panels place the pixels.
+FrameShape geometry_frame_shape(const IntegrateOptions& o, const io::Array& input) {
+  const crystfel::Geometry geometry = crystfel::read_geometry(o.geometry);
+  for (const std::string& warning : geometry.warnings)
+    std::cerr << "livedrp-engine: warning: " << warning << "\n";
+  FrameShape f;
+  f.layout = integrate::layout_from_geometry(geometry);
+  f.shape = {std::uint64_t(geometry.slab_height), std::uint64_t(geometry.slab_width)};
+  const auto& s = input.shape;
+  if ((s.size() != 2 && s.size() != 3) || !std::equal(f.shape.begin(), f.shape.end(), s.end() - 2))
+    throw InputError("input '" + o.input + "' has shape " + io::shape_text(s) + "; geometry '" +
+                     o.geometry + "' needs its slab " + io::shape_text(f.shape) +
+                     " (slab_height x slab_width) or a stack of them (frames first)");
+  // The flat-detector model places every panel in one plane at the PONI's distance; say so where
+  // the geometry moves a panel along the beam.
+  for (const crystfel::GeomPanel& p : geometry.panels)
+    if (p.coffset != 0.0 || p.fs.z != 0.0 || p.ss.z != 0.0)
+      std::cerr << "livedrp-engine: warning: " << o.geometry << ":" << p.line << ": panel '"
+                << p.name
+                << "' has coffset or z components, which integration ignores (the PONI places "
+                   "one flat detector)\n";
+  return f;
+}
+
 FrameShape frame_shape(const IntegrateOptions& o, const io::Array& input) {
+  if (!o.geometry.empty()) return geometry_frame_shape(o, input);
   FrameShape f;
   if (!o.detector.empty()) {
     f.layout = integrate::layout_from_detector(find_detector(o.detector));
@@ -124,6 +150,12 @@ io::Array read_frame_sized(const std::string& what, const std::string& location,
 }
 
 int integrate_all(const IntegrateOptions& o) {
+  if (!o.geometry.empty() && !o.detector.empty())
+    throw InputError(
+        "--detector and --geometry are mutually exclusive: give the detector as a built-in "
+        "name or JSON file, or as a CrystFEL .geom file");
+  if (!o.geometry.empty() && !std::filesystem::exists(o.geometry))
+    throw InputError("--geometry file '" + o.geometry + "' does not exist");
   if (o.backend != "cpu" && o.backend != "cuda")
     throw InputError("--backend must be cpu or cuda, got '" + o.backend + "'");
   const IntegrationConfig config = make_config(o);
@@ -265,6 +297,10 @@ IntegrateCommand::IntegrateCommand(CLI::App& app) : options_(std::make_unique<In
   command_->add_option("--detector", o.detector,
                        "Segmented input: a built-in detector name or description .json; the "
                        "input is then (frames x) segments x rows x columns");
+  command_->add_option("--geometry", o.geometry,
+                       "Slab input placed by a CrystFEL .geom file (instead of --detector): the "
+                       "input is then (frames x) slab_height x slab_width; pixels of no panel, "
+                       "bad regions and no_index panels are masked");
   command_->add_option("--backend", o.backend, "cpu | cuda")->capture_default_str();
 }
 
