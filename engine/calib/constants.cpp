@@ -69,6 +69,23 @@ void write_dataset(hid_t file, const std::string& path, const std::string& name,
 
 }  // namespace
 
+bool has_gain_configuration(const DetectorDescription& detector) {
+  return detector.encoding == RawEncoding::Epix10ka;
+}
+
+const std::vector<std::string>& epix10ka_config_names() {
+  // Ordered by value: calib::kConfigFH = 0 ... calib::kConfigAML = 4.
+  static const std::vector<std::string> names = {"FH", "FM", "FL", "AHL", "AML"};
+  return names;
+}
+
+std::optional<std::uint8_t> epix10ka_config_value(std::string_view name) {
+  const std::vector<std::string>& names = epix10ka_config_names();
+  for (std::size_t value = 0; value < names.size(); ++value)
+    if (names[value] == name) return std::uint8_t(value);
+  return std::nullopt;
+}
+
 CalibrationConstants identity_constants(const DetectorDescription& detector) {
   CalibrationConstants constants;
   constants.modes = detector.modes();

@@ -2,6 +2,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "calib/calibration_math.hpp"
@@ -26,6 +29,16 @@ struct CalibrationConstants {
     return pedestal_gain.size() * sizeof(calib::PedestalGain) + pixel_status.size();
   }
 };
+
+// Whether the detector's constants carry a per-pixel gain configuration (pixel_status &
+// calib::kStatusConfigBits): the ePix10ka's FH FM FL AHL AML. Other detectors (Jungfrau, whose
+// gain stage is in the raw word, and float32 ones) keep 0 there for every pixel.
+bool has_gain_configuration(const DetectorDescription& detector);
+// The ePix10ka gain configurations' names as the detector's users write them, indexed by their
+// value (calib::Epix10kaConfig): "FH", "FM", "FL", "AHL", "AML".
+const std::vector<std::string>& epix10ka_config_names();
+// The value of configuration `name` (exactly as above), or nullopt for any other text.
+std::optional<std::uint8_t> epix10ka_config_value(std::string_view name);
 
 // Pedestal 0 and gain 1 in every mode, nothing masked, ePix10ka configuration FH: calibration then
 // returns adc (or the float32 value) unchanged.

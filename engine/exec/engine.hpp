@@ -86,6 +86,14 @@ struct LivePeakFindingConfig {
   std::optional<std::pair<double, double>> beam;
   std::string radius_map;  // FILE.npy or FILE.h5:/dataset, one event's pixels; replaces the beam
   std::string mask;        // the same form; non-zero = bad (the constants' bad pixels are too)
+  // ePix10ka gain configurations searched ("FH", "FM", "FL", "AHL", "AML"; epix10ka_config_names):
+  // pixels configured otherwise join the mask. A run mixing configurations needs it: the noise of
+  // fixed medium and low gain, in keV, is far above high gain's, so one threshold per radius bin
+  // cannot fit both and the low-gain ASICs give false peaks by the thousand. Empty: every pixel
+  // is searched. Refused for detectors without a per-pixel configuration (Jungfrau, float32).
+  // Part of the mask, so fixed for a run: changing it restarts the run (apply), not
+  // set_peak_params.
+  std::vector<std::string> search_gain_configs;
   double peaks_hz = 10;    // `peaks` messages per second at most
   int recent_frames = 16;  // calibrated frames kept for re-runs, 0..256
 };

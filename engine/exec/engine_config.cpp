@@ -1,8 +1,11 @@
 // EngineConfig <-> JSON. Strict: unknown keys and ill-typed or out-of-range values are errors that
 // name the file, the field, the value and what is allowed, so a typo never passes silently.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
+#include "calib/constants.hpp"
 #include "core/error.hpp"
 #include "exec/engine.hpp"
 #include "peaks/peak_params.hpp"
@@ -131,8 +134,45 @@ json peak_finding_json(const LivePeakFindingConfig& p) {
           {"beam", p.beam ? json::array({p.beam->first, p.beam->second}) : json()},
           {"radius_map", p.radius_map},
           {"mask", p.mask},
+          {"search_gain_configs", p.search_gain_configs},
           {"peaks_hz", p.peaks_hz},
           {"recent_frames", p.recent_frames}};
+}
+
+// peak_finding.search_gain_configs: distinct ePix10ka gain-configuration names (null: none, every
+// pixel searched, so that a merge patch may clear it). Whether the detector has such a
+// configuration is the engine's to check (LivePeakGeometry): a replay names its detector in the
+// file.
+std::vector<std::string> read_gain_config_names(const FieldReader& reader, const json& value) {
+  const std::string field = reader.name("search_gain_configs");
+  if (value.is_null()) return {};
+  std::string allowed;
+  for (const std::string& name : epix10ka_config_names())
+    allowed += (allowed.empty() ? "\"" : ", \"") + name + "\"";
+  if (!value.is_array())
+    reader.fail(field, "must be a list of ePix10ka gain-configuration names (" + allowed +
+                           "), e.g. [\"FH\", \"AHL\"], or [] to search every pixel; got " +
+                           value.dump());
+  std::vector<std::string> names;
+  for (const json& item : value) {
+    if (!item.is_string())
+      reader.fail(field, "must hold gain-configuration names (strings: " + allowed + "), got " +
+                             item.dump() + " in " + value.dump());
+    const std::string name = item.get<std::string>();
+    if (!epix10ka_config_value(name)) {
+      std::string upper = name;
+      std::transform(upper.begin(), upper.end(), upper.begin(),
+                     [](unsigned char ch) { return char(std::toupper(ch)); });
+      const std::string hint =
+          upper != name && epix10ka_config_value(upper) ? " (did you mean \"" + upper + "\"?)" : "";
+      reader.fail(field, "has \"" + name + "\", which is not an ePix10ka gain configuration" +
+                             hint + "; the configurations are " + allowed);
+    }
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      reader.fail(field, "names \"" + name + "\" twice in " + value.dump());
+    names.push_back(name);
+  }
+  return names;
 }
 
 // The most frames a re-run may keep: 256 ePix10ka2M frames are 2.2 GB of device memory.
@@ -266,6 +306,8 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     }
     reader.read("radius_map", p.radius_map);
     reader.read("mask", p.mask);
+    if (const json* configs = reader.find("search_gain_configs"))
+      p.search_gain_configs = read_gain_config_names(reader, *configs);
     reader.read_number("peaks_hz", p.peaks_hz, 0.1, 100.0);
     reader.read_integer("recent_frames", p.recent_frames, 0, kMaxRecentFrames);
     reader.reject_unknown_keys();

@@ -1,8 +1,12 @@
 #include "exec/live_peaks.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <string>
+
+#include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
 #include "integrate/array_values.hpp"
@@ -27,6 +31,63 @@ io::Array read_event_array(const std::string& location, const DetectorDescriptio
                      " values); the detector " + detector.name + " has " +
                      std::to_string(detector.pixels()) + " pixels");
   return array;
+}
+
+// peak_finding.search_gain_configs: every pixel whose ePix10ka gain configuration (the constants'
+// pixel_status & calib::kStatusConfigBits) is not among `names` joins `bad`. Refused for a
+// detector without a per-pixel configuration (every pixel would read as FH) and when no pixel of
+// the detector has a listed configuration (nothing would be searched).
+void mask_unsearched_gain_configs(const std::vector<std::string>& names,
+                                  const DetectorDescription& detector,
+                                  const CalibrationConstants& constants,
+                                  std::vector<std::uint8_t>& bad) {
+  const std::string field = "peak_finding.search_gain_configs";
+  const std::vector<std::string>& known = epix10ka_config_names();
+  std::string listed, quoted;
+  for (const std::string& name : names) {
+    listed += (listed.empty() ? "" : ", ") + name;
+    quoted += (quoted.empty() ? "\"" : ", \"") + name + "\"";
+  }
+  if (!has_gain_configuration(detector))
+    throw InputError(field + " is [" + quoted + "], but detector " + detector.name +
+                     " (raw encoding " + std::string(to_string(detector.encoding)) +
+                     ") has no per-pixel gain configuration to choose by: only ePix10ka "
+                     "detectors configure FH, FM, FL, AHL or AML per pixel. Give [] to search "
+                     "every pixel, or leave pixels out with peak_finding.mask");
+  constexpr std::size_t kValues = std::size_t(calib::kStatusConfigBits) + 1;
+  std::array<bool, kValues> searched{};
+  for (const std::string& name : names) {
+    const std::optional<std::uint8_t> value = epix10ka_config_value(name);
+    if (!value)
+      throw InputError(field + ": \"" + name +
+                       "\" is not an ePix10ka gain configuration (FH, FM, FL, AHL, AML)");
+    searched[*value] = true;
+  }
+  std::array<std::size_t, kValues> configured{};
+  std::size_t kept = 0;
+  for (std::size_t p = 0; p < bad.size(); ++p) {
+    const std::size_t value = constants.pixel_status[p] & calib::kStatusConfigBits;
+    ++configured[value];
+    if (searched[value])
+      ++kept;
+    else
+      bad[p] = 1;
+  }
+  std::string present;
+  for (std::size_t value = 0; value < kValues; ++value)
+    if (configured[value] > 0)
+      present += (present.empty() ? "" : ", ") +
+                 (value < known.size() ? known[value] : "value " + std::to_string(value)) + " " +
+                 std::to_string(configured[value]);
+  if (kept == 0)
+    throw InputError(field + " is [" + quoted + "], but no pixel of detector " + detector.name +
+                     " is configured so: nothing would be searched (the calibration constants' "
+                     "pixels per configuration: " +
+                     present + ")");
+  spdlog::info(
+      "peak finding: gain configurations {} searched: {} of {} pixels are configured so "
+      "(constants: {})",
+      listed, kept, bad.size(), present);
 }
 
 }  // namespace
@@ -61,6 +122,8 @@ LivePeakGeometry::LivePeakGeometry(const LivePeakFindingConfig& config,
     bad_ = integrate::mask_values(read_event_array(config.mask, detector, "peak_finding.mask"));
   for (std::size_t p = 0; p < bad_.size(); ++p)
     if (constants.masked(p)) bad_[p] = 1;
+  if (!config.search_gain_configs.empty())
+    mask_unsearched_gain_configs(config.search_gain_configs, detector, constants, bad_);
 }
 
 peaks::PeakFinder8 LivePeakGeometry::finder(const peaks::PeakFinderParams& params) const {

@@ -25,8 +25,10 @@ class LivePeakGeometry {
  public:
   // The slab of the detector, the radius from config.beam (default: the centre of
   // assembled_bounds, where the simulator puts the beam) or config.radius_map, and the mask:
-  // config.mask (non-zero = bad) and the constants' bad pixels. Throws InputError naming the
-  // field ("peak_finding.radius_map", ...).
+  // config.mask (non-zero = bad), the constants' bad pixels, and, when
+  // config.search_gain_configs lists some, the pixels whose gain configuration it does not list.
+  // Throws InputError naming the field ("peak_finding.radius_map", ...; search_gain_configs on a
+  // detector without a per-pixel gain configuration, or matching no pixel).
   LivePeakGeometry(const LivePeakFindingConfig& config, const DetectorDescription& detector,
                    const CalibrationConstants& constants);
   // A finder with `params`; throws InputError naming the parameter when they are unusable.

@@ -18,6 +18,17 @@ peaks::PeakFinderParams merge_peak_params_request(const peaks::PeakFinderParams&
       request.is_object() && request.contains("params") ? request.at("params") : request;
   if (!given.is_object())
     throw InputError("params must be a JSON object of peak-finder parameters, got " + given.dump());
+  // The peak_finding section's other fields are read once when a run starts (search_gain_configs,
+  // mask, radius_map and beam make its mask and radii): they change through an apply request,
+  // which restarts the run, and a parameter request naming one says so.
+  const nlohmann::json section = EngineConfig().to_json().at("peak_finding");
+  for (const auto& item : given.items())
+    if (item.key() != "params" && section.contains(item.key()))
+      throw InputError("params: '" + item.key() +
+                       "' is not a peak-finder parameter but a field of the peak_finding "
+                       "configuration, read once when a run starts, so it cannot change while the "
+                       "run goes; change it with an apply request, {\"peak_finding\": {\"" +
+                       item.key() + "\": " + item.value().dump() + "}} (the run restarts with it)");
   nlohmann::json merged = peaks::to_json(in_force);
   merged.update(given);
   return peaks::parse_peak_params(merged, "params");
