@@ -667,9 +667,9 @@ class CudaBackend final : public Backend {
     auto generation = std::make_shared<PeakGeneration>();
     generation->version = version;
     const int count = config_.streams * config_.slots_per_stream * config_.batch;
-    for (int k = 0; k < count; ++k)
-      generation->finders.push_back(std::make_unique<gpu::DevicePeakFinder8>(finder));
+    // Siblings: one copy of the read-only tables for all of them.
     generation->rerun = std::make_unique<gpu::DevicePeakFinder8>(finder);
+    for (int k = 0; k < count; ++k) generation->finders.push_back(generation->rerun->sibling());
     return generation;
   }
 

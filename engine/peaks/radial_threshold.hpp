@@ -18,9 +18,10 @@ namespace livedrp::peaks {
 // The summation order of a bin: its good pixels, in ascending pixel index, are dealt to
 // kRadialLanes lanes (entry k to lane k % kRadialLanes, each lane adding its entries in turn), then
 // the lanes are added pairwise: lane l += lane l + s for s = kRadialLanes / 2, ..., 2, 1. The GPU
-// runs a warp per bin, one thread per lane (the pairwise steps are its shuffle tree); the CPU
-// follows the same order.
-constexpr int kRadialLanes = 32;
+// runs a thread block per bin, one thread per lane (the pairwise steps are its reduction tree);
+// the CPU follows the same order. 128 lanes: a bin's serial chains are short enough for the GPU
+// to run the five iterations of a ~5,000-pixel bin in a few microseconds.
+constexpr int kRadialLanes = 128;
 
 struct RadialBinStats {
   float mean = 0;

@@ -5,7 +5,8 @@
 // noise is several keV, so one radius bin cannot hold one threshold for both) and looks at the
 // FH and AHL ASICs, as tests/test_peakfinder8_simulated.cpp does.
 //
-// GPU rows: one DevicePeakFinder8 per stream, one frame per launch sequence, frames rotated over
+// GPU rows: one DevicePeakFinder8 per stream (siblings sharing the read-only tables, as the
+// engine's), one frame per launch sequence, frames rotated over
 // --distinct inputs, timed with CUDA events over --events frames after a warm-up. Floor: the
 // bytes peakfinder8 must read per frame at least once (the image and the per-pixel radius bin and
 // use flag: 4 + 4 + 1 bytes a pixel) over the device-to-device copy bandwidth measured here. The
@@ -138,7 +139,8 @@ int run_peaks(const PeaksBenchOptions& o) {
       std::vector<std::unique_ptr<gpu::DevicePeakFinder8>> finders;
       for (int s = 0; s < stream_count; ++s) {
         streams.push_back(std::make_unique<gpu::Stream>());
-        finders.push_back(std::make_unique<gpu::DevicePeakFinder8>(cpu));
+        finders.push_back(s == 0 ? std::make_unique<gpu::DevicePeakFinder8>(cpu)
+                                 : finders.front()->sibling());
       }
       // Warm-up, and a check that the GPU finds what the CPU finds on frame 0.
       finders[0]->enqueue(device_frames[0].as<const float>(), *streams[0]);

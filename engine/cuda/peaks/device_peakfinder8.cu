@@ -32,13 +32,15 @@ void check(cudaError_t status, const char* what) {
 constexpr std::uint16_t kUnusedPixel = 0xFFFF;
 
 // The radial statistics, every iteration, in one launch, a thread block per radius bin: a bin's
-// statistics depend on its own pixels only. The block's four warps gather the bin's values (in
-// the order of its pixel list) into shared memory with many loads in flight, then one warp runs
-// the iterations from there: lane l sums entries l, l + 32, ... in order and the shuffle tree adds
-// lane l + s into lane l, the order of radial_threshold.hpp that the CPU follows. A bin too large
+// statistics depend on its own pixels only. The block gathers the bin's values (in the order of
+// its pixel list) into shared memory with many loads in flight, then runs the iterations from
+// there in the order of radial_threshold.hpp that the CPU follows: thread l is lane l, summing
+// entries l, l + kRadialLanes, ... in turn; the lanes are added pairwise, lane l + s into lane l,
+// through shared memory while s spans warps and by shuffles within warp 0 after. A bin too large
 // for shared memory gathers into `spill` instead (its own range of it, bin_offsets).
-static_assert(peaks::kRadialLanes == 32, "the statistics kernel runs a bin's lanes as one warp");
-constexpr int kStatisticsThreads = 128;
+constexpr int kStatisticsThreads = peaks::kRadialLanes;
+static_assert(kStatisticsThreads % 32 == 0 && kStatisticsThreads <= 1024,
+              "the statistics kernel runs a bin's lanes as whole warps of one block");
 constexpr int kGatherBatch = 8;
 constexpr std::size_t kStatisticsSharedLimit = 64 * 1024;
 
@@ -48,7 +50,10 @@ __global__ void __launch_bounds__(kStatisticsThreads)
                              const std::uint32_t* __restrict__ bin_pixels, RadialBinStats* stats,
                              int iterations, float minimum_snr, float adc_threshold, float* spill) {
   extern __shared__ float staged_values[];
-  const int b = int(blockIdx.x);
+  __shared__ double lane_sum[kStatisticsThreads], lane_squares[kStatisticsThreads];
+  __shared__ unsigned lane_count[kStatisticsThreads];
+  __shared__ RadialBinStats next_bin;
+  const int b = int(blockIdx.x), lane = int(threadIdx.x);
   const std::uint32_t first = bin_offsets[b], n = bin_offsets[b + 1] - first;
   float* values = spill != nullptr ? spill + first : staged_values;
   for (std::uint32_t base = threadIdx.x; base < n; base += kStatisticsThreads * kGatherBatch) {
@@ -68,31 +73,44 @@ __global__ void __launch_bounds__(kStatisticsThreads)
     }
   }
   __syncthreads();
-  if (threadIdx.x >= 32) return;  // one warp iterates; nothing below synchronises the block
-  const int lane = int(threadIdx.x);
   RadialBinStats bin{};
   for (int iteration = 0; iteration < iterations; ++iteration) {
     double sum = 0, squares = 0;
     unsigned count = 0;
 #pragma unroll 8
-    for (std::uint32_t k = std::uint32_t(lane); k < n; k += 32) {
+    for (std::uint32_t k = std::uint32_t(lane); k < n; k += kStatisticsThreads) {
       const float value = values[k];
       if (!peaks::enters_radial_statistics(value, bin)) continue;
       sum += double(value);
       squares += double(value) * double(value);
       ++count;
     }
-    for (int stride = 16; stride > 0; stride /= 2) {
-      sum += __shfl_down_sync(0xffffffffu, sum, stride);
-      squares += __shfl_down_sync(0xffffffffu, squares, stride);
-      count += __shfl_down_sync(0xffffffffu, count, stride);
+    for (int stride = kStatisticsThreads / 2; stride >= 32; stride /= 2) {
+      if (lane >= stride && lane < 2 * stride) {
+        lane_sum[lane] = sum;
+        lane_squares[lane] = squares;
+        lane_count[lane] = count;
+      }
+      __syncthreads();
+      if (lane < stride) {
+        sum += lane_sum[lane + stride];
+        squares += lane_squares[lane + stride];
+        count += lane_count[lane + stride];
+      }
+      __syncthreads();
     }
-    RadialBinStats next{};
-    if (lane == 0) next = peaks::finish_radial_bin(sum, squares, count, minimum_snr, adc_threshold);
-    bin.mean = __shfl_sync(0xffffffffu, next.mean, 0);
-    bin.sigma = __shfl_sync(0xffffffffu, next.sigma, 0);
-    bin.upper = __shfl_sync(0xffffffffu, next.upper, 0);
-    bin.lower = __shfl_sync(0xffffffffu, next.lower, 0);
+    if (lane < 32) {
+      for (int stride = 16; stride > 0; stride /= 2) {
+        sum += __shfl_down_sync(0xffffffffu, sum, stride);
+        squares += __shfl_down_sync(0xffffffffu, squares, stride);
+        count += __shfl_down_sync(0xffffffffu, count, stride);
+      }
+      if (lane == 0)
+        next_bin = peaks::finish_radial_bin(sum, squares, count, minimum_snr, adc_threshold);
+    }
+    __syncthreads();
+    bin = next_bin;
+    __syncthreads();  // every thread read next_bin before the next iteration writes it
   }
   if (lane == 0) stats[b] = bin;
 }
@@ -396,68 +414,67 @@ __global__ void gather_kernel(const Peak* per_asic_peaks, const int* per_asic_fo
 
 }  // namespace
 
-struct DevicePeakFinder8::State {
+// What every finder of one geometry and parameter set reads and nobody writes: uploaded once and
+// shared by siblings, so that one copy serves every stream (and stays in the L2 cache).
+struct SharedTables {
   peaks::PeakFinderParams params;
+  SearchView settings;  // without the event's pointers
+  int bins = 0, asics = 0, largest_asic = 0, asic_words = 0;
+  std::size_t pixels = 0, bin_pixel_count = 0, statistics_shared = 0, search_shared = 0;
+  bool values_in_shared = true, claimed_in_shared = true;
+  DeviceBuffer bin, bin_of_pixel, bin_offsets, bin_pixels, asic_table;
+};
+
+struct DevicePeakFinder8::State {
+  std::shared_ptr<const SharedTables> shared;
   SearchView settings;
   SearchTables tables;
-  int bins = 0, asics = 0, largest_asic = 0, capacity = 0;
-  int asic_words = 0;
-  std::size_t pixels = 0, statistics_shared = 0, search_shared = 0;
-  DeviceBuffer bin, bin_of_pixel, bin_offsets, bin_pixels, asic_table, stats, members_spill;
-  DeviceBuffer values_spill, claimed_spill, bitmaps, per_asic_peaks, per_asic_found, out;
+  DeviceBuffer stats, members_spill, values_spill, claimed_spill, bitmaps, per_asic_peaks,
+      per_asic_found, out;
   PinnedBuffer host_out;  // Summary, then max_num_peaks peaks
 };
 
-DevicePeakFinder8::DevicePeakFinder8(const peaks::PeakFinder8& reference)
-    : state_(std::make_unique<State>()) {
-  State& s = *state_;
-  use_device();
-  s.params = reference.params();
-  s.settings = reference.search_settings();
-  s.pixels = reference.layout().pixels();
-  s.bins = int(reference.radial_stats().size());
-  s.asics = int(reference.layout().asics.size());
-  if (s.asics == 0) throw InputError("device peak finder: the slab has no ASICs");
-  if (s.bins >= int(kUnusedPixel))
-    throw InputError("device peak finder: " + std::to_string(s.bins) +
+namespace {
+
+std::shared_ptr<const SharedTables> upload_tables(const peaks::PeakFinder8& reference) {
+  auto t = std::make_shared<SharedTables>();
+  t->params = reference.params();
+  t->settings = reference.search_settings();
+  t->pixels = reference.layout().pixels();
+  t->bins = int(reference.radial_stats().size());
+  t->asics = int(reference.layout().asics.size());
+  if (t->asics == 0) throw InputError("device peak finder: the slab has no ASICs");
+  if (t->bins >= int(kUnusedPixel))
+    throw InputError("device peak finder: " + std::to_string(t->bins) +
                      " radius bins; the GPU finder keeps a bin in 16 bits (at most " +
                      std::to_string(int(kUnusedPixel) - 1) + ")");
   for (const Asic& a : reference.layout().asics) {
     if (a.height > 0xFFFF || a.width > 0xFFFF)
       throw InputError("device peak finder: an ASIC of " + std::to_string(a.height) + " x " +
                        std::to_string(a.width) +
-                       " pixels; the GPU finder takes at most 65535 "
-                       "rows and columns");
-    s.largest_asic = std::max(s.largest_asic, a.height * a.width);
-    s.asic_words = std::max(s.asic_words, a.height * ((a.width + 31) / 32));
+                       " pixels; the GPU finder takes at most 65535 rows and columns");
+    t->largest_asic = std::max(t->largest_asic, a.height * a.width);
+    t->asic_words = std::max(t->asic_words, a.height * ((a.width + 31) / 32));
   }
-  s.capacity = s.params.max_num_peaks;
-
   auto upload = [](DeviceBuffer& target, const void* source, std::size_t bytes, const char* what) {
     target = DeviceBuffer(std::max<std::size_t>(bytes, 4));
     if (bytes > 0) check(cudaMemcpy(target.get(), source, bytes, cudaMemcpyHostToDevice), what);
   };
   const std::vector<std::int32_t>& bins = reference.pixel_bins();
   const std::vector<std::uint8_t>& good = reference.good_pixels();
-  std::vector<std::uint16_t> bin_of_pixel(s.pixels);
-  for (std::size_t p = 0; p < s.pixels; ++p)
+  std::vector<std::uint16_t> bin_of_pixel(t->pixels);
+  for (std::size_t p = 0; p < t->pixels; ++p)
     bin_of_pixel[p] = good[p] != 0 ? std::uint16_t(bins[p]) : kUnusedPixel;
-  upload(s.bin, bins.data(), s.pixels * sizeof(std::int32_t), "cudaMemcpy(radius bins)");
-  upload(s.bin_of_pixel, bin_of_pixel.data(), s.pixels * sizeof(std::uint16_t),
+  upload(t->bin, bins.data(), t->pixels * sizeof(std::int32_t), "cudaMemcpy(radius bins)");
+  upload(t->bin_of_pixel, bin_of_pixel.data(), t->pixels * sizeof(std::uint16_t),
          "cudaMemcpy(radius bins, 16-bit)");
-  upload(s.bin_offsets, reference.bin_offsets().data(),
+  upload(t->bin_offsets, reference.bin_offsets().data(),
          reference.bin_offsets().size() * sizeof(std::uint32_t), "cudaMemcpy(bin offsets)");
-  upload(s.bin_pixels, reference.bin_pixels().data(),
-         reference.bin_pixels().size() * sizeof(std::uint32_t), "cudaMemcpy(bin pixel lists)");
-  upload(s.asic_table, reference.layout().asics.data(), std::size_t(s.asics) * sizeof(Asic),
+  t->bin_pixel_count = reference.bin_pixels().size();
+  upload(t->bin_pixels, reference.bin_pixels().data(), t->bin_pixel_count * sizeof(std::uint32_t),
+         "cudaMemcpy(bin pixel lists)");
+  upload(t->asic_table, reference.layout().asics.data(), std::size_t(t->asics) * sizeof(Asic),
          "cudaMemcpy(ASIC table)");
-  s.stats = DeviceBuffer(std::size_t(s.bins) * sizeof(RadialBinStats));
-  s.bitmaps = DeviceBuffer(std::size_t(s.asics) * 2 * std::size_t(s.asic_words) * 4);
-  s.members_spill = DeviceBuffer(std::size_t(s.asics) * std::size_t(s.largest_asic) * 4);
-  s.per_asic_peaks = DeviceBuffer(std::size_t(s.asics) * std::size_t(s.capacity) * sizeof(Peak));
-  s.per_asic_found = DeviceBuffer(std::size_t(s.asics) * sizeof(int));
-  s.out = DeviceBuffer(sizeof(Summary) + std::size_t(s.capacity) * sizeof(Peak));
-  s.host_out = PinnedBuffer(s.out.bytes());
 
   // Shared memory: a bin's values (statistics) and an ASIC's bitmaps (search) where they fit,
   // else global scratch of the same layout.
@@ -465,15 +482,15 @@ DevicePeakFinder8::DevicePeakFinder8(const peaks::PeakFinder8& reference)
   const std::vector<std::uint32_t>& offsets = reference.bin_offsets();
   for (std::size_t b = 0; b + 1 < offsets.size(); ++b)
     largest_bin = std::max(largest_bin, offsets[b + 1] - offsets[b]);
-  s.statistics_shared = std::size_t(largest_bin) * sizeof(float);
-  if (s.statistics_shared > kStatisticsSharedLimit) {
-    s.values_spill = DeviceBuffer(reference.bin_pixels().size() * sizeof(float));
-    s.statistics_shared = 0;
+  t->statistics_shared = std::size_t(largest_bin) * sizeof(float);
+  if (t->statistics_shared > kStatisticsSharedLimit) {
+    t->values_in_shared = false;
+    t->statistics_shared = 0;
   }
-  s.search_shared = 3 * kSharedMembers * 4 + 3 * std::size_t(s.asic_words) * 4;
-  if (s.search_shared > kSearchSharedLimit) {
-    s.claimed_spill = DeviceBuffer(std::size_t(s.asics) * std::size_t(s.asic_words) * 4);
-    s.search_shared = 3 * kSharedMembers * 4;
+  t->search_shared = 3 * kSharedMembers * 4 + 3 * std::size_t(t->asic_words) * 4;
+  if (t->search_shared > kSearchSharedLimit) {
+    t->claimed_in_shared = false;
+    t->search_shared = 3 * kSharedMembers * 4;
   }
   check(cudaFuncSetAttribute(radial_statistics_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              int(kStatisticsSharedLimit)),
@@ -481,48 +498,85 @@ DevicePeakFinder8::DevicePeakFinder8(const peaks::PeakFinder8& reference)
   check(cudaFuncSetAttribute(search_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              int(kSearchSharedLimit)),
         "cudaFuncSetAttribute(search_kernel)");
+  return t;
+}
 
-  s.settings.bin = s.bin.as<const std::int32_t>();
-  s.settings.stats = s.stats.as<const RadialBinStats>();
-  s.settings.good = nullptr;  // the GPU search tests bitmaps instead
-  s.settings.in_peak = nullptr;
-  s.settings.members = nullptr;
-  s.tables.asics = s.asic_table.as<const Asic>();
-  s.tables.bitmaps = s.bitmaps.as<const std::uint32_t>();
-  s.tables.bin_of_pixel = s.bin_of_pixel.as<const std::uint16_t>();
-  s.tables.claimed_spill =
-      s.claimed_spill.bytes() > 0 ? s.claimed_spill.as<std::uint32_t>() : nullptr;
-  s.tables.members_spill = s.members_spill.as<std::int32_t>();
-  s.tables.asic_words = s.asic_words;
-  s.tables.largest_asic = s.largest_asic;
+// A finder's own scratch and results around shared tables.
+std::unique_ptr<DevicePeakFinder8::State> finder_state(std::shared_ptr<const SharedTables> shared) {
+  auto s = std::make_unique<DevicePeakFinder8::State>();
+  const SharedTables& t = *shared;
+  const int capacity = t.params.max_num_peaks;
+  s->stats = DeviceBuffer(std::size_t(t.bins) * sizeof(RadialBinStats));
+  s->bitmaps = DeviceBuffer(std::size_t(t.asics) * 2 * std::size_t(t.asic_words) * 4);
+  s->members_spill = DeviceBuffer(std::size_t(t.asics) * std::size_t(t.largest_asic) * 4);
+  if (!t.values_in_shared)
+    s->values_spill = DeviceBuffer(std::max<std::size_t>(t.bin_pixel_count, 1) * sizeof(float));
+  if (!t.claimed_in_shared)
+    s->claimed_spill = DeviceBuffer(std::size_t(t.asics) * std::size_t(t.asic_words) * 4);
+  s->per_asic_peaks = DeviceBuffer(std::size_t(t.asics) * std::size_t(capacity) * sizeof(Peak));
+  s->per_asic_found = DeviceBuffer(std::size_t(t.asics) * sizeof(int));
+  s->out = DeviceBuffer(sizeof(Summary) + std::size_t(capacity) * sizeof(Peak));
+  s->host_out = PinnedBuffer(s->out.bytes());
+
+  s->settings = t.settings;
+  s->settings.bin = t.bin.as<const std::int32_t>();
+  s->settings.stats = s->stats.as<const RadialBinStats>();
+  s->settings.good = nullptr;  // the GPU search tests bitmaps instead
+  s->settings.in_peak = nullptr;
+  s->settings.members = nullptr;
+  s->tables.asics = t.asic_table.as<const Asic>();
+  s->tables.bitmaps = s->bitmaps.as<const std::uint32_t>();
+  s->tables.bin_of_pixel = t.bin_of_pixel.as<const std::uint16_t>();
+  s->tables.claimed_spill = t.claimed_in_shared ? nullptr : s->claimed_spill.as<std::uint32_t>();
+  s->tables.members_spill = s->members_spill.as<std::int32_t>();
+  s->tables.asic_words = t.asic_words;
+  s->tables.largest_asic = t.largest_asic;
+  s->shared = std::move(shared);
+  return s;
+}
+
+}  // namespace
+
+DevicePeakFinder8::DevicePeakFinder8(const peaks::PeakFinder8& reference) {
+  use_device();
+  state_ = finder_state(upload_tables(reference));
+}
+
+DevicePeakFinder8::DevicePeakFinder8(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+std::unique_ptr<DevicePeakFinder8> DevicePeakFinder8::sibling() const {
+  use_device();
+  return std::unique_ptr<DevicePeakFinder8>(new DevicePeakFinder8(finder_state(state_->shared)));
 }
 
 DevicePeakFinder8::~DevicePeakFinder8() = default;
 
 void DevicePeakFinder8::enqueue(const float* device_data, const Stream& stream) {
   State& s = *state_;
+  const SharedTables& t = *s.shared;
   const cudaStream_t st = stream.get();
-  radial_statistics_kernel<<<s.bins, kStatisticsThreads, s.statistics_shared, st>>>(
-      device_data, s.bin_offsets.as<const std::uint32_t>(), s.bin_pixels.as<const std::uint32_t>(),
-      s.stats.as<RadialBinStats>(), s.params.iterations, s.params.minimum_snr,
-      s.params.adc_threshold, s.values_spill.bytes() > 0 ? s.values_spill.as<float>() : nullptr);
+  radial_statistics_kernel<<<t.bins, kStatisticsThreads, t.statistics_shared, st>>>(
+      device_data, t.bin_offsets.as<const std::uint32_t>(), t.bin_pixels.as<const std::uint32_t>(),
+      s.stats.as<RadialBinStats>(), t.params.iterations, t.params.minimum_snr,
+      t.params.adc_threshold, t.values_in_shared ? nullptr : s.values_spill.as<float>());
   check_launch("radial_statistics_kernel");
-  const dim3 bitmap_grid(unsigned((s.asic_words + kBitmapWarps - 1) / kBitmapWarps),
-                         unsigned(s.asics));
+  const dim3 bitmap_grid(unsigned((t.asic_words + kBitmapWarps - 1) / kBitmapWarps),
+                         unsigned(t.asics));
   threshold_bitmap_kernel<<<bitmap_grid, 32 * kBitmapWarps, 0, st>>>(
-      device_data, s.bin_of_pixel.as<const std::uint16_t>(), s.stats.as<const RadialBinStats>(),
-      s.asic_table.as<const Asic>(), s.settings.width, s.asic_words, s.bitmaps.as<std::uint32_t>());
+      device_data, t.bin_of_pixel.as<const std::uint16_t>(), s.stats.as<const RadialBinStats>(),
+      t.asic_table.as<const Asic>(), t.settings.width, t.asic_words, s.bitmaps.as<std::uint32_t>());
   check_launch("threshold_bitmap_kernel");
   SearchView view = s.settings;
   view.data = device_data;
-  search_kernel<<<s.asics, 32, s.search_shared, st>>>(view, s.tables, s.per_asic_peaks.as<Peak>(),
-                                                      s.per_asic_found.as<int>(), s.capacity);
+  search_kernel<<<t.asics, 32, t.search_shared, st>>>(view, s.tables, s.per_asic_peaks.as<Peak>(),
+                                                      s.per_asic_found.as<int>(),
+                                                      t.params.max_num_peaks);
   check_launch("search_kernel");
   Summary* summary = s.out.as<Summary>();
   Peak* out = reinterpret_cast<Peak*>(s.out.as<char>() + sizeof(Summary));
   gather_kernel<<<1, 32, 0, st>>>(s.per_asic_peaks.as<const Peak>(),
-                                  s.per_asic_found.as<const int>(), s.asics, s.capacity,
-                                  s.params.max_num_peaks, out, summary);
+                                  s.per_asic_found.as<const int>(), t.asics, t.params.max_num_peaks,
+                                  t.params.max_num_peaks, out, summary);
   check_launch("gather_kernel");
   copy_async(s.host_out.get(), s.out.get(), s.out.bytes(), stream, "peak list to the host");
 }
@@ -535,12 +589,12 @@ peaks::PeakList DevicePeakFinder8::collect(const Stream& stream) {
   peaks::PeakList list;
   list.found = summary->found;
   list.peaks.assign(first, first + summary->stored);
-  list.hit = list.found >= s.params.min_peaks_for_hit;
+  list.hit = list.found >= s.shared->params.min_peaks_for_hit;
   return list;
 }
 
 std::vector<RadialBinStats> DevicePeakFinder8::radial_stats(const Stream& stream) const {
-  std::vector<RadialBinStats> stats(std::size_t(state_->bins));
+  std::vector<RadialBinStats> stats(std::size_t(state_->shared->bins));
   copy_async(stats.data(), state_->stats.get(), stats.size() * sizeof(RadialBinStats), stream,
              "radial statistics to the host");
   stream.synchronize();

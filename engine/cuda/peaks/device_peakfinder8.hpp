@@ -4,11 +4,13 @@
 // the same per-seed search (peaks/peak_search.hpp), so the peak lists equal the CPU's. Plain C++
 // header (no CUDA types), like cuda/device.hpp.
 //
-// Per event: one statistics kernel (a block per radius bin runs every iteration and then sets the
-// candidate bitmap: a bit per pixel good and above threshold), one search kernel (a warp per ASIC:
-// candidate words staged in shared memory and found by ballot, their seeds taken in raster order,
-// each peak grown by one lane and its background ring measured by the warp), one kernel that concatenates the ASICs' lists in ASIC order and cuts at
-// max_num_peaks, one copy back.
+// Per event: a statistics kernel (a block per radius bin gathers the bin's values into shared
+// memory once and runs every iteration from there), a bitmap kernel (per ASIC, a bit per pixel
+// for "candidate": good and above its bin's threshold, and for "background": good and below it),
+// the search kernel (a warp per ASIC, its bitmaps and a bitmap of claimed pixels in shared
+// memory: seeds taken in raster order, each peak grown by the warp, its background ring and
+// re-integration shared out over the lanes), a kernel that concatenates the ASICs' lists in ASIC
+// order and cuts at max_num_peaks, one copy back. No memsets.
 #include <memory>
 #include <vector>
 
@@ -21,6 +23,10 @@ class DevicePeakFinder8 {
  public:
   explicit DevicePeakFinder8(const peaks::PeakFinder8& reference);
   ~DevicePeakFinder8();
+  // Another finder of the same geometry and parameters that shares this one's read-only device
+  // tables (radius bins, per-bin pixel lists, ASICs): one copy in device memory and in the L2
+  // cache serves every stream's finder. Each finder keeps its own scratch and results.
+  std::unique_ptr<DevicePeakFinder8> sibling() const;
   DevicePeakFinder8(const DevicePeakFinder8&) = delete;
   DevicePeakFinder8& operator=(const DevicePeakFinder8&) = delete;
 
@@ -32,8 +38,11 @@ class DevicePeakFinder8 {
   // The radial statistics of the last event (waits for `stream`; tests and tools).
   std::vector<peaks::RadialBinStats> radial_stats(const Stream& stream) const;
 
+ public:
+  struct State;  // defined in the .cu only
+
  private:
-  struct State;
+  explicit DevicePeakFinder8(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
 
