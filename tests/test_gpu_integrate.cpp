@@ -261,18 +261,37 @@ class TestGpuIntegrate : public QObject {
           worst_pyfai, pyfai_difference(g, s.reference.as<double>() + std::size_t(f) * bins * 7,
                                         bins, split, clipped));
     }
-    // The pixel-major kernel, where the case allows it, on every frame and on the whole stack.
+    // The pixel-major and histogram kernels, where the case allows them, on the whole stack in
+    // one launch and then frame by frame (the histogram's sums must be clear between launches).
     if (!clipped && !split && c.value("error_model", "poisson") != "azimuthal") {
-      gpu::DeviceIntegrator pixel_major(gpu::plan_from(*s.integrator), frames, true);
-      pixel_major.enqueue_batch(on_device.as<const float>(), frames, stream);
-      for (int f = 0; f < frames; ++f) {
-        std::string where;
-        const double e =
-            profile_difference(pixel_major.collect(stream, f), cpu_profiles[std::size_t(f)], where);
-        QVERIFY2(e <= 1e-5, qPrintable(QString("pixel-major frame %1: %2 relative, %3")
-                                           .arg(f)
-                                           .arg(e)
-                                           .arg(QString::fromStdString(where))));
+      for (const gpu::IntegrationKernel kernel :
+           {gpu::IntegrationKernel::PixelMajor, gpu::IntegrationKernel::Histogram}) {
+        const QString kernel_name =
+            kernel == gpu::IntegrationKernel::PixelMajor ? "pixel-major" : "histogram";
+        gpu::DeviceIntegrator other(gpu::plan_from(*s.integrator), frames, kernel);
+        QCOMPARE(int(other.kernel()), int(kernel));
+        other.enqueue_batch(on_device.as<const float>(), frames, stream);
+        for (int f = 0; f < frames; ++f) {
+          std::string where;
+          const double e =
+              profile_difference(other.collect(stream, f), cpu_profiles[std::size_t(f)], where);
+          QVERIFY2(e <= 1e-5, qPrintable(QString("%1 frame %2: %3 relative, %4")
+                                             .arg(kernel_name)
+                                             .arg(f)
+                                             .arg(e)
+                                             .arg(QString::fromStdString(where))));
+        }
+        for (int f = 0; f < frames; ++f) {
+          other.enqueue(on_device.as<const float>() + std::size_t(f) * pixels, stream);
+          std::string where;
+          const double e =
+              profile_difference(other.collect(stream), cpu_profiles[std::size_t(f)], where);
+          QVERIFY2(e <= 1e-5, qPrintable(QString("%1 frame %2 alone: %3 relative, %4")
+                                             .arg(kernel_name)
+                                             .arg(f)
+                                             .arg(e)
+                                             .arg(QString::fromStdString(where))));
+        }
       }
     }
     // The whole stack in one launch gives each frame's profile again.
@@ -381,7 +400,9 @@ class TestGpuIntegrate : public QObject {
     // comparison) must give the same profile within the bound, the same bits on a second run,
     // and the same again after a sigma clip of its own reused the result buffer.
     if (Splitting(splitting) == Splitting::None && ErrorModel(model) == ErrorModel::Poisson) {
-      gpu::DeviceIntegrator pixel_major(gpu::plan_from(*c.integrator), 1, true);
+      gpu::DeviceIntegrator pixel_major(gpu::plan_from(*c.integrator), 1,
+                                        gpu::IntegrationKernel::PixelMajor);
+      QCOMPARE(int(pixel_major.kernel()), int(gpu::IntegrationKernel::PixelMajor));
       QVERIFY(pixel_major.bytes_read_per_frame() < device.bytes_read_per_frame());
       pixel_major.enqueue(on_device.as<const float>(), stream);
       const Profile p1 = pixel_major.collect(stream);
@@ -394,6 +415,31 @@ class TestGpuIntegrate : public QObject {
       const Profile p2 = pixel_major.collect(stream);
       QVERIFY(p2.intensity == p1.intensity && p2.sigma == p1.sigma && p2.count == p1.count);
       qInfo("pixel-major vs CPU: %.3g relative", b);
+
+      // The histogram kernel: within the bound twice (its sums cleared between launches), after
+      // a sigma clip of its own, and the emptied bins empty.
+      gpu::DeviceIntegrator histogram_path(gpu::plan_from(*c.integrator), 1,
+                                           gpu::IntegrationKernel::Histogram);
+      QCOMPARE(int(histogram_path.kernel()), int(gpu::IntegrationKernel::Histogram));
+      for (int run = 0; run < 3; ++run) {
+        if (run == 2) {
+          histogram_path.enqueue_sigma_clip(on_device.as<const float>(), clip, stream);
+          histogram_path.collect(stream);
+        }
+        histogram_path.enqueue(on_device.as<const float>(), stream);
+        const Profile h = histogram_path.collect(stream);
+        const double e = profile_difference(h, cpu, where);
+        QVERIFY2(
+            e <= 1e-5,
+            qPrintable(
+                QString("histogram run %1: %2 relative, %3").arg(run).arg(e).arg(where.c_str())));
+        for (int b = 300; b < 310 && invalid_bins; ++b)
+          if (cpu.count[std::size_t(b)] == 0.0) {
+            QCOMPARE(h.count[std::size_t(b)], 0.0);
+            QCOMPARE(h.normalization[std::size_t(b)], 0.0);
+          }
+        if (run == 0) qInfo("histogram kernel vs CPU: %.3g relative", e);
+      }
     }
 
     // The benchmark's baseline: atomics in another order, still within the bound.

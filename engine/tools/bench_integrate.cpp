@@ -275,9 +275,12 @@ int run_integrate(const IntegrateBenchOptions& o) {
     };
 
     std::vector<std::unique_ptr<gpu::DeviceIntegrator>> keep;
-    const auto csr_path = [&](const gpu::IntegrationPlan& p, int batch, bool pixel_major = false) {
-      return [&, batch, pixel_major, source = &p](int) {
-        keep.push_back(std::make_unique<gpu::DeviceIntegrator>(*source, batch, pixel_major));
+    const auto csr_path = [&](const gpu::IntegrationPlan& p, int batch,
+                              gpu::IntegrationKernel kernel = gpu::IntegrationKernel::BinMajor) {
+      return [&, batch, kernel, source = &p](int) {
+        keep.push_back(std::make_unique<gpu::DeviceIntegrator>(*source, batch, kernel));
+        if (keep.back()->kernel() != kernel)
+          throw RuntimeFault("integrate bench: the plan does not allow the kernel asked for");
         gpu::DeviceIntegrator* d = keep.back().get();
         Path path;
         if (batch == 1) {
@@ -298,12 +301,33 @@ int run_integrate(const IntegrateBenchOptions& o) {
     };
     const double csr_bytes = double(gpu::DeviceIntegrator(plan).bytes_read_per_frame());
     const double bbox_bytes = double(gpu::DeviceIntegrator(bbox_plan).bytes_read_per_frame());
-    const double pixel_major_bytes =
-        double(gpu::DeviceIntegrator(plan, 1, true).bytes_read_per_frame());
+    const double pixel_major_bytes = double(
+        gpu::DeviceIntegrator(plan, 1, gpu::IntegrationKernel::PixelMajor).bytes_read_per_frame());
+    const double histogram_bytes = double(
+        gpu::DeviceIntegrator(plan, 1, gpu::IntegrationKernel::Histogram).bytes_read_per_frame());
+    {
+      const double floor_rate = copy_gbps * 1e9 / histogram_bytes;
+      table << "| floor (pixel histogram bytes at copy bandwidth) | - | - | "
+            << std::setprecision(1) << floor_rate << " | " << std::setprecision(1)
+            << floor_rate * image_bytes * 1e-9 << " | " << std::setprecision(0) << histogram_bytes
+            << " | 1.000 | - |\n";
+      rows.push_back({{"path", "floor, pixel histogram"},
+                      {"frames_per_s", floor_rate},
+                      {"image_gbps", floor_rate * image_bytes * 1e-9},
+                      {"bytes_read_per_frame", histogram_bytes}});
+    }
+    for (const int streams : o.streams)
+      row("pixel histogram", streams, 1, histogram_bytes, cpu_frame0,
+          csr_path(plan, 1, gpu::IntegrationKernel::Histogram));
+    if (o.batch > 1)
+      for (const int streams : o.streams)
+        row("pixel histogram batched", streams, o.batch, histogram_bytes, cpu_frame0,
+            csr_path(plan, o.batch, gpu::IntegrationKernel::Histogram));
     for (const int streams : o.streams)
       row("csr", streams, 1, csr_bytes, cpu_frame0, csr_path(plan, 1));
     for (const int streams : o.streams)
-      row("csr pixel-major", streams, 1, pixel_major_bytes, cpu_frame0, csr_path(plan, 1, true));
+      row("csr pixel-major", streams, 1, pixel_major_bytes, cpu_frame0,
+          csr_path(plan, 1, gpu::IntegrationKernel::PixelMajor));
     if (o.batch > 1)
       for (const int streams : o.streams)
         row("csr batched", streams, o.batch, csr_bytes, cpu_frame0, csr_path(plan, o.batch));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "cuda/integrate/pixel_histogram.hpp"
 #include "cuda/integrate/pixel_major.hpp"
 #include "integrate/accumulate.hpp"
 #include "integrate/corrections.hpp"
@@ -312,12 +313,19 @@ struct DeviceIntegrator::State {
       pm_segment_bin, pm_local_pixel, pm_normalization, pm_dark, pm_bin_segment_start,
       pm_bin_segments, pm_partials, pm_lost_partials, pm_segments_done;
   pixel_major::DeviceTables pm{};
+  // The histogram path (pixel_histogram.hpp), when asked for and the plan allows it.
+  bool histogram_path = false;
+  bool histogram_dark = false;
+  DeviceBuffer hg_bin_of_pixel, hg_normalization, hg_dark, hg_sums, hg_tiles_done;
+  pixel_histogram::DeviceTables hg{};
   bool sums_path() const { return plan.error_model != ErrorModel::Azimuthal; }
 
   // One launch over `frames` consecutive frames into `out`.
   void launch(const float* device_frames, int frames, const Stream& stream) {
     const dim3 grid(unsigned(plan.bins), unsigned(frames));
-    if (pixel_major_path) {
+    if (histogram_path) {
+      pixel_histogram::launch(hg, device_frames, frames, out.as<double>(), stream.get());
+    } else if (pixel_major_path) {
       pixel_major::launch(pm, device_frames, frames, out.as<double>(), stream.get());
     } else if (sums_path()) {
       integrate_sums_kernel<<<grid, kSumThreads, 0, stream.get()>>>(tables, sums, device_frames,
@@ -331,8 +339,10 @@ struct DeviceIntegrator::State {
   }
 };
 
-DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch, bool pixel_major)
+DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch,
+                                   IntegrationKernel kernel)
     : state_(std::make_unique<State>()) {
+  const bool pixel_major = kernel == IntegrationKernel::PixelMajor;
   State& s = *state_;
   if (plan.bins < 1 || plan.row_start.size() != std::size_t(plan.bins) + 1)
     throw InputError("device integrator: the plan has " + std::to_string(plan.row_start.size()) +
@@ -464,6 +474,48 @@ DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch, b
       s.pixel_major_path = true;
       s.pixel_major_entries = pm.local_pixel.size();
     }
+    pixel_histogram::Tables hg;
+    if (kernel == IntegrationKernel::Histogram && pixel_histogram::build_tables(plan, hg)) {
+      const auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
+      upload(s.hg_bin_of_pixel, hg.bin_of_pixel.data(), bytes_of(hg.bin_of_pixel),
+             "cudaMemcpy(bin of each pixel)");
+      upload(s.hg_normalization, hg.normalization.data(), bytes_of(hg.normalization),
+             "cudaMemcpy(pixel normalisation)");
+      if (!hg.dark.empty())
+        upload(s.hg_dark, hg.dark.data(), bytes_of(hg.dark), "cudaMemcpy(pixel dark)");
+      s.hg_sums = DeviceBuffer(std::size_t(max_batch) * bins * pixel_histogram::kSumsPerBin *
+                               sizeof(double));
+      s.hg_tiles_done = DeviceBuffer(std::size_t(max_batch) * sizeof(unsigned));
+      check(cudaMemset(s.hg_sums.get(), 0, s.hg_sums.bytes()), "cudaMemset(histogram sums)");
+      check(cudaMemset(s.hg_tiles_done.get(), 0, s.hg_tiles_done.bytes()),
+            "cudaMemset(tile counters)");
+      const int tiles_per_row =
+          (hg.cols + pixel_histogram::kTileCols - 1) / pixel_histogram::kTileCols;
+      const int tiles_per_column =
+          (hg.rows + pixel_histogram::kTileRows - 1) / pixel_histogram::kTileRows;
+      s.hg = pixel_histogram::DeviceTables{plan.bins,
+                                           plan.pixels,
+                                           hg.segments,
+                                           hg.rows,
+                                           hg.cols,
+                                           tiles_per_row,
+                                           tiles_per_row * tiles_per_column,
+                                           s.hg_bin_of_pixel.as<const std::uint16_t>(),
+                                           s.hg_normalization.as<const float>(),
+                                           hg.dark.empty() ? nullptr : s.hg_dark.as<const float>(),
+                                           s.sums.normalization,
+                                           s.sums.count,
+                                           s.sums.norm_sq,
+                                           s.sums.entries,
+                                           s.hg_sums.as<double>(),
+                                           s.hg_tiles_done.as<unsigned>(),
+                                           plan.error_model,
+                                           plan.dummy,
+                                           plan.empty};
+      pixel_histogram::prepare();
+      s.histogram_path = true;
+      s.histogram_dark = !hg.dark.empty();
+    }
   }
 }
 
@@ -481,8 +533,17 @@ std::size_t DeviceIntegrator::entries() const {
   return state_->entries;
 }
 
+IntegrationKernel DeviceIntegrator::kernel() const {
+  const State& s = *state_;
+  return s.histogram_path     ? IntegrationKernel::Histogram
+         : s.pixel_major_path ? IntegrationKernel::PixelMajor
+                              : IntegrationKernel::BinMajor;
+}
+
 std::size_t DeviceIntegrator::bytes_read_per_frame() const {
   const State& s = *state_;
+  // The histogram path: the image once and a 2-byte bin per pixel (and the dark).
+  if (s.histogram_path) return s.plan.pixels * (4 + 2 + (s.histogram_dark ? 4 : 0));
   // The pixel-major path: the image once and a 2-byte in-tile index per entry (and the dark).
   if (s.pixel_major_path)
     return s.plan.pixels * sizeof(float) + s.pixel_major_entries * (2 + (s.has_dark ? 4 : 0));

@@ -15,7 +15,9 @@
 // in a fixed order, so results are deterministic run to run; thread 0 finalises the bin. On
 // request, without pixel splitting and with the Poisson (or no) error model, the pixel-major
 // kernel of pixel_major.hpp instead (the image read once, a tile per block, per-segment partial
-// sums merged per bin in an order fixed at upload; deterministic too). With the
+// sums merged per bin in an order fixed at upload; deterministic too), or the histogram kernel of
+// pixel_histogram.hpp (the image and a 2-byte bin per pixel read once, shared-memory histograms
+// and atomics; the fewest bytes, not bit-reproducible). With the
 // Poisson (or no) error model the normalisation, count and squared normalisation of a bin are
 // the same every event except for entries the event invalidates (a dummy or non-finite value):
 // they are summed once at upload, and per event the kernel reads the image and each entry's pixel
@@ -96,14 +98,22 @@ inline IntegrationPlan plan_from(integrate::Integrator& reference) {
   return plan;
 }
 
+// The kernel that integrates an event (enqueue, enqueue_batch, enqueue_into). PixelMajor and
+// Histogram need a plan without pixel splitting and with the Poisson (or no) error model; for
+// another plan the integrator takes BinMajor (kernel() says which one it took). Sigma clipping
+// always runs its own bin-major kernel.
+enum class IntegrationKernel {
+  BinMajor,    // a block per bin, entries gathered; deterministic. The default.
+  PixelMajor,  // pixel_major.hpp: tiles read once, partials merged in a fixed order; deterministic
+  Histogram,   // pixel_histogram.hpp: tiles read once into shared-memory histograms, 2 bytes a
+               // pixel; atomics, so the last bits vary from run to run
+};
+
 class DeviceIntegrator {
  public:
   // Uploads the plan once. `max_batch`: the most frames one enqueue_batch() takes.
-  // `pixel_major`: take the pixel-major path (pixel_major.hpp) when the plan allows it. Off by
-  // default: on the H200 it is still slower than the bin-major kernel (docs/benchmarks.md), which
-  // the benchmark compares it with.
   explicit DeviceIntegrator(const IntegrationPlan& plan, int max_batch = 1,
-                            bool pixel_major = false);
+                            IntegrationKernel kernel = IntegrationKernel::BinMajor);
   explicit DeviceIntegrator(integrate::Integrator& reference, int max_batch = 1)
       : DeviceIntegrator(plan_from(reference), max_batch) {}
   ~DeviceIntegrator();
@@ -112,7 +122,8 @@ class DeviceIntegrator {
 
   int bins() const;
   std::size_t pixels() const;
-  std::size_t entries() const;  // contributing (pixel, bin) entries of the device matrix
+  IntegrationKernel kernel() const;  // the one this plan allowed
+  std::size_t entries() const;       // contributing (pixel, bin) entries of the device matrix
   // Bytes the integration must read per frame: the image and the per-entry tables.
   std::size_t bytes_read_per_frame() const;
 

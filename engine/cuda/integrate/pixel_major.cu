@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "cuda/device.hpp"
 #include "cuda/integrate/device_integrator.hpp"
+#include "cuda/integrate/sums_bin.cuh"
 #include "integrate/accumulate.hpp"
 
 namespace livedrp::gpu::pixel_major {
@@ -104,7 +105,6 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kFields = 7;  // as device_integrator.cu stores a bin
 
 using DeviceCounter = cuda::atomic_ref<unsigned, cuda::thread_scope_device>;
 
@@ -133,23 +133,10 @@ __device__ void merge_bin(const DeviceTables& t, int bin, std::size_t frame, dou
       lost_norm_sq += __ldcg(lost_partials + 3 * s + 2);
     }
   }
-  total.normalization = t.static_normalization[bin];
-  total.count = t.static_count[bin];
-  total.norm_sq = t.static_norm_sq[bin];
-  if (lost != 0.0) {
-    if (lost >= double(t.bin_entries[bin])) {  // nothing valid left: exactly the CPU's zeros
-      total.normalization = total.count = total.norm_sq = 0.0;
-    } else {
-      total.normalization -= lost_norm;
-      total.count -= lost_count;
-      total.norm_sq -= lost_norm_sq;
-    }
-  }
-  const integrate::BinResult r = integrate::finalize_bin(total, t.empty, t.model);
-  const double values[kFields] = {
-      r.intensity, r.sigma, r.std, total.signal, total.variance, total.normalization, total.count};
-  double* o = out + frame * kFields * std::size_t(t.bins);
-  for (int k = 0; k < kFields; ++k) o[std::size_t(k) * std::size_t(t.bins) + bin] = values[k];
+  store_sums_bin(out + frame * kStoredFields * std::size_t(t.bins), t.bins, bin, total.signal,
+                 total.variance, t.static_normalization[bin], t.static_count[bin],
+                 t.static_norm_sq[bin], t.bin_entries[bin],
+                 LostSums{lost, lost_norm, lost_count, lost_norm_sq}, t.model, t.empty);
   // Every segment of the bin has been counted: ready for the next launch (stream order).
   DeviceCounter(t.segments_done[frame * std::size_t(t.bins) + bin])
       .store(0, cuda::memory_order_relaxed);
