@@ -57,13 +57,13 @@ static_assert(kTileRows % kWarps == 0 && kTileCols % 32 == 0, "tile shape vs blo
 // A block per (tile, frame of the batch).
 __global__ void __launch_bounds__(kThreads)
     histogram_kernel(DeviceTables t, const float* __restrict__ frames, double* __restrict__ out) {
-  extern __shared__ float histogram[];  // signal[bins], then variance[bins]
-  float* signal = histogram;
-  float* variance = histogram + t.bins;
+  extern __shared__ double histogram[];  // signal[bins], then variance[bins]
+  double* signal = histogram;
+  double* variance = histogram + t.bins;
   __shared__ bool last_block;
   const std::size_t frame = blockIdx.y;
   const float* image = frames + frame * t.pixels;
-  for (int b = int(threadIdx.x); b < 2 * t.bins; b += kThreads) histogram[b] = 0.0f;
+  for (int b = int(threadIdx.x); b < 2 * t.bins; b += kThreads) histogram[b] = 0.0;
 
   const int segment = int(blockIdx.x) / t.tiles_per_segment;
   const int in_segment = int(blockIdx.x) % t.tiles_per_segment;
@@ -99,8 +99,8 @@ __global__ void __launch_bounds__(kThreads)
     const integrate::PixelSample s =
         integrate::preprocess_pixel(raw[k], dark, 1.0f, t.model, t.dummy);
     if (s.count != 0.0f) {
-      atomicAdd(signal + bin[k], s.signal);
-      if (poisson) atomicAdd(variance + bin[k], s.variance);
+      atomicAdd(signal + bin[k], double(s.signal));
+      if (poisson) atomicAdd(variance + bin[k], double(s.variance));
     } else {  // invalidated by the event (rare): its static share leaves the bin
       const float norm = __ldg(t.normalization + pixel[k]);
       double* lost = frame_sums + std::size_t(bin[k]) * kSumsPerBin;
@@ -112,9 +112,9 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   for (int b = int(threadIdx.x); b < t.bins; b += kThreads) {
-    const float s = signal[b], v = variance[b];
-    if (s != 0.0f) atomicAdd(frame_sums + std::size_t(b) * kSumsPerBin, double(s));
-    if (v != 0.0f) atomicAdd(frame_sums + std::size_t(b) * kSumsPerBin + 1, double(v));
+    const double s = signal[b], v = variance[b];
+    if (s != 0.0) atomicAdd(frame_sums + std::size_t(b) * kSumsPerBin, s);
+    if (v != 0.0) atomicAdd(frame_sums + std::size_t(b) * kSumsPerBin + 1, v);
   }
   // The last block of the frame to finish finalises every bin.
   __threadfence();
@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(kThreads)
 void prepare() {
   const cudaError_t status =
       cudaFuncSetAttribute(histogram_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           int(2 * kMaxBins * sizeof(float)));
+                           int(2 * kMaxBins * sizeof(double)));
   if (status != cudaSuccess)
     throw RuntimeFault(std::string("cudaFuncSetAttribute(pixel_histogram::histogram_kernel): ") +
                        cudaGetErrorString(status));
@@ -149,7 +149,7 @@ void prepare() {
 void launch(const DeviceTables& t, const float* frames, int frames_count, double* out,
             void* stream) {
   const dim3 grid(unsigned(tiles(t)), unsigned(frames_count));
-  histogram_kernel<<<grid, kThreads, 2 * std::size_t(t.bins) * sizeof(float),
+  histogram_kernel<<<grid, kThreads, 2 * std::size_t(t.bins) * sizeof(double),
                      static_cast<cudaStream_t>(stream)>>>(t, frames, out);
   check_launch("pixel_histogram::histogram_kernel");
 }

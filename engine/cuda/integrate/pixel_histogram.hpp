@@ -3,8 +3,8 @@
 // one bin) and the Poisson (or no) error model, each event's image is read once, coalesced, in
 // 2-D tiles of a segment, with a 2-byte bin index per pixel (the only per-pixel table an event
 // needs: the corrections that do not change between events are in the bins' static sums). A
-// thread block adds its tile's signal and variance into a histogram in shared memory (float
-// atomics; a tile holds a few pixels of each bin it touches), adds the histogram into the frame's
+// thread block adds its tile's signal and variance into a histogram in shared memory (double
+// atomics, as the CPU sums in double), adds the histogram into the frame's
 // per-bin sums in global memory (double atomics), and the last block of the frame finishes every
 // bin and clears the sums for the next launch. Per event this reads the image and 2 bytes a
 // pixel (the dark too when there is one), nothing else: the fewest bytes of the GPU paths. The
@@ -25,7 +25,7 @@ struct IntegrationPlan;
 namespace pixel_histogram {
 
 inline constexpr int kTileRows = 32, kTileCols = 128;
-inline constexpr int kMaxBins = 8192;  // two float histograms in a block's shared memory
+inline constexpr int kMaxBins = 8192;  // two double histograms in a block's shared memory
 inline constexpr std::uint16_t kNoBin = 0xFFFF;
 inline constexpr int kSumsPerBin = 6;  // signal, variance, lost entries, norm, count, norm_sq
 
