@@ -14,6 +14,7 @@
 
 #include "cli_process.hpp"
 #include "exec/backend.hpp"
+#include "integrate_csv_support.hpp"
 #include "io/array.hpp"
 #include "io/hdf5_array.hpp"
 #include "io/npy.hpp"
@@ -22,41 +23,17 @@ using namespace livedrp;
 
 namespace {
 
-std::filesystem::path reference_dir() {
-  return std::filesystem::path(__FILE__).parent_path() / "reference" / "pyfai";
-}
+using integrate_cli_testing::CsvRow;
+using integrate_cli_testing::read_csv;
+using integrate_cli_testing::reference_dir;
+using integrate_cli_testing::relative;
 
 QString ref(const char* name) {
   return QString::fromStdString((reference_dir() / name).string());
 }
 
 nlohmann::json find_case(const std::string& name) {
-  std::ifstream in(reference_dir() / "integrate_cases.json");
-  for (const auto& c : nlohmann::json::parse(in))
-    if (c["name"] == name) return c;
-  return {};
-}
-
-struct CsvRow {
-  int frame;
-  double radial, intensity, sigma;
-};
-
-std::vector<CsvRow> read_csv(const QString& path, QString* header) {
-  std::vector<CsvRow> rows;
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) return rows;
-  *header = QString::fromUtf8(file.readLine()).trimmed();
-  while (!file.atEnd()) {
-    const QStringList f = QString::fromUtf8(file.readLine()).trimmed().split(',');
-    if (f.size() != 4) return {};
-    rows.push_back({f[0].toInt(), f[1].toDouble(), f[2].toDouble(), f[3].toDouble()});
-  }
-  return rows;
-}
-
-double relative(double ours, double reference) {
-  return reference == 0.0 ? std::fabs(ours) : std::fabs(ours - reference) / std::fabs(reference);
+  return integrate_cli_testing::find_case("integrate_cases.json", name);
 }
 
 }  // namespace

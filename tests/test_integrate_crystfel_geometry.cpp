@@ -27,6 +27,7 @@
 #include "core/error.hpp"
 #include "integrate/integrator.hpp"
 #include "integrate/layout.hpp"
+#include "integrate_csv_support.hpp"
 #include "io/array.hpp"
 #include "io/npy.hpp"
 
@@ -34,41 +35,24 @@ using namespace livedrp;
 
 namespace {
 
-std::filesystem::path reference_dir() {
-  return std::filesystem::path(__FILE__).parent_path() / "reference" / "pyfai";
-}
+using integrate_cli_testing::CsvRow;
+using integrate_cli_testing::reference_dir;
+using integrate_cli_testing::relative;
 
 QString reference_file(const std::string& name) {
   return QString::fromStdString((reference_dir() / name).string());
 }
 
 nlohmann::json find_case(const std::string& name) {
-  std::ifstream in(reference_dir() / "geom_cases.json");
-  for (const auto& c : nlohmann::json::parse(in))
-    if (c["name"] == name) return c;
-  return {};
+  return integrate_cli_testing::find_case("geom_cases.json", name);
 }
 
-struct CsvRow {
-  int frame;
-  double radial, intensity, sigma;
-};
-
+// The CSV's rows, none unless the header is the command's.
 std::vector<CsvRow> read_csv(const QString& path) {
-  std::vector<CsvRow> rows;
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) return rows;
-  if (QString::fromUtf8(file.readLine()).trimmed() != "frame,radial,intensity,sigma") return rows;
-  while (!file.atEnd()) {
-    const QStringList f = QString::fromUtf8(file.readLine()).trimmed().split(',');
-    if (f.size() != 4) return {};
-    rows.push_back({f[0].toInt(), f[1].toDouble(), f[2].toDouble(), f[3].toDouble()});
-  }
+  QString header;
+  std::vector<CsvRow> rows = integrate_cli_testing::read_csv(path, &header);
+  if (header != "frame,radial,intensity,sigma") return {};
   return rows;
-}
-
-double relative(double ours, double reference) {
-  return reference == 0.0 ? std::fabs(ours) : std::fabs(ours - reference) / std::fabs(reference);
 }
 
 std::string error_of(const std::function<void()>& action) {
