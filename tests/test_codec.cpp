@@ -695,7 +695,7 @@ class TestCodec : public QObject {
     const double eb = 0.25, w = lossy_bin_width(eb);
     auto bin = [&](float x) {
       std::int32_t q = 12345;
-      return lossy_quantize(x, eb, w, &q) ? q : std::numeric_limits<std::int32_t>::min();
+      return lossy_quantize(x, lossy_scale(eb), &q) ? q : std::numeric_limits<std::int32_t>::min();
     };
     constexpr std::int32_t kOutlier = std::numeric_limits<std::int32_t>::min();
     QCOMPARE(bin(0.0f), 0);
@@ -719,9 +719,9 @@ class TestCodec : public QObject {
     QVERIFY(!lossy_reconstruct(1, 1e39, &r));  // not a finite float
     // An error bound so large that 0 and the largest floats are within it except beyond it.
     std::int32_t q;
-    QVERIFY(lossy_quantize(1e38f, 3e38, 6e38, &q));
+    QVERIFY(lossy_quantize(1e38f, lossy_scale(3e38), &q));
     QCOMPARE(q, 0);
-    QVERIFY(!lossy_quantize(FLT_MAX, 3e38, 6e38, &q));  // bin 1 is 6e38: no float
+    QVERIFY(!lossy_quantize(FLT_MAX, lossy_scale(3e38), &q));  // bin 1 is 6e38: no float
     // The exact check: 1 + 2^-24 is no float; 1 (as r) against x = 1 + 2^-23 with eb = 2^-24.
     QVERIFY(within_bound(1.0f, std::nextafter(1.0f, 2.0f), std::ldexp(1.0, -23)));
     QVERIFY(!within_bound(1.0f, std::nextafter(1.0f, 2.0f), std::ldexp(1.0, -24)));
@@ -732,6 +732,71 @@ class TestCodec : public QObject {
     QVERIFY(!within_bound(FLT_MAX, float_of(0x80000001u), double(FLT_MAX)));
     QVERIFY(within_bound(float_of(1), FLT_MAX, double(FLT_MAX)));
     QVERIFY(!within_bound(float_of(0x80000001u), FLT_MAX, double(FLT_MAX)));
+  }
+
+  // The quantiser forms t with the reciprocal of the bin width and divides only near a tie; its
+  // bins must be the definition's (a division) everywhere, above all next to half-integers.
+  void quantiser_equals_the_division_near_ties_and_at_random() {
+    std::mt19937_64 rng(20261203);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    long compared = 0;
+    for (const double eb : {0.05, 1.0 / 3.0, 0.35, 0.375, 4.75, 1.5, 1e-3, 0.25, 7e-20, 3e30}) {
+      const LossyScale scale = lossy_scale(eb);
+      const auto check = [&](float x) {
+        std::int32_t q = 0, expected = 0;
+        const bool binned = lossy_quantize(x, scale, &q);
+        const bool expected_binned = ref::quantize(x, eb, &expected);
+        ++compared;
+        if (binned != expected_binned || (binned && q != expected)) {
+          QFAIL(qPrintable(QString("eb %1, x %2 (bits %3): bin %4 (%5), the division %6 (%7)")
+                               .arg(eb, 0, 'g', 17)
+                               .arg(double(x), 0, 'g', 9)
+                               .arg(std::bit_cast<std::uint32_t>(x), 8, 16, QChar('0'))
+                               .arg(q)
+                               .arg(binned)
+                               .arg(expected)
+                               .arg(expected_binned)));
+        }
+      };
+      // Floats next to (k + 1/2) bins, for bin numbers from 0 to past 2^30, of both signs.
+      for (int i = 0; i < 20000; ++i) {
+        const double k = std::floor(std::ldexp(unit(rng), int(unit(rng) * 31)));
+        const float centre = float((k + 0.5) * 2.0 * eb);
+        float x = centre;
+        for (int step = 0; step < 4; ++step) x = std::nextafter(x, -FLT_MAX);
+        for (int step = 0; step < 9; ++step) {
+          check(x);
+          check(-x);
+          if (QTest::currentTestFailed()) return;
+          x = std::nextafter(x, FLT_MAX);
+        }
+      }
+      // Any bit pattern: NaNs, infinities, denormals, every exponent.
+      for (int i = 0; i < 200000; ++i) {
+        check(std::bit_cast<float>(std::uint32_t(rng())));
+        if (QTest::currentTestFailed()) return;
+      }
+    }
+    // Exact ties: widths m / 64 (m odd) and x = (k + 1/2) width, a float; for some of these
+    // (m = 49, k = 1 among them) x times the rounded reciprocal falls just below the tie.
+    for (int m = 3; m < 400; m += 2) {
+      const double eb = m / 128.0;
+      const LossyScale scale = lossy_scale(eb);
+      for (int k = 0; k < 300; ++k) {
+        const float x = float((k + 0.5) * (m / 64.0));
+        for (const float v : {x, -x}) {
+          std::int32_t q = 0, expected = 0;
+          QVERIFY(lossy_quantize(v, scale, &q) && ref::quantize(v, eb, &expected));
+          ++compared;
+          QVERIFY2(q == expected, qPrintable(QString("eb %1, x %2: bin %3, the division %4")
+                                                 .arg(eb)
+                                                 .arg(double(v))
+                                                 .arg(q)
+                                                 .arg(expected)));
+        }
+      }
+    }
+    qInfo("%ld values: every bin equal to the division's", compared);
   }
 
   // --- Round trips -----------------------------------------------------------------------------

@@ -133,11 +133,7 @@ const char* describe(ChunkError error) {
 }
 
 ChunkEncoder::ChunkEncoder(Codec codec, DType dtype, double error_bound, std::uint32_t max_elements)
-    : codec_(codec),
-      dtype_(dtype),
-      error_bound_(error_bound),
-      width_(lossy_bin_width(error_bound)),
-      values_(max_elements) {
+    : codec_(codec), dtype_(dtype), scale_(lossy_scale(error_bound)), values_(max_elements) {
   const ChunkLayout layout = chunk_layout(dtype, max_elements);
   residuals_.resize(32 * std::size_t(layout.blocks));
   for (int slot = 0; slot < 2; ++slot) {
@@ -188,7 +184,7 @@ EncodedChunk ChunkEncoder::encode(const std::uint8_t* in, std::uint32_t elements
     for (std::uint32_t i = 0; i < elements; ++i) {
       const std::uint32_t bits = load_le32(in + 4 * std::size_t(i));
       std::int32_t q = 0;
-      if (lossy_quantize(bits_float(bits), error_bound_, width_, &q)) {
+      if (lossy_quantize(bits_float(bits), scale_, &q)) {
         values_[i] = std::uint32_t(q);
       } else {
         values_[i] = 0;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codec/codec_format.hpp"
+#include "codec/codec_math.hpp"
 
 namespace livedrp::codec {
 
@@ -49,8 +50,7 @@ class ChunkEncoder {
 
   Codec codec_;
   DType dtype_;
-  double error_bound_;
-  double width_;
+  LossyScale scale_;
   std::vector<std::uint32_t> values_;     // per element, before prediction
   std::vector<std::uint32_t> residuals_;  // per element of whole blocks, after zigzag
   std::vector<std::uint32_t> outlier_index_, outlier_bits_;

@@ -238,14 +238,45 @@ LIVEDRP_HD bool within_bound(float r, float x, double eb) {
   return s > 0 ? e <= 0 : e >= 0;
 }
 
-// Bin number of x, or false when x must be stored exactly (an outlier).
-LIVEDRP_HD bool lossy_quantize(float x, double eb, double width, std::int32_t* q_out) {
-  const double t = double(x) / width;
+// The quantiser's constants for one error bound, formed once per stream.
+struct LossyScale {
+  double error_bound, width, inverse_width;  // eb, 2 eb, and 1 / (2 eb) rounded
+};
+LIVEDRP_HD LossyScale lossy_scale(double error_bound) {
+  const double width = lossy_bin_width(error_bound);
+  return {error_bound, width, 1.0 / width};
+}
+
+// Within this distance of a half-integer, t from the reciprocal may round to another bin than t
+// from the division (see lossy_quantize): 2^-20, more than twice the largest gap between the two.
+inline constexpr double kTieMargin = 9.5367431640625e-7;
+
+LIVEDRP_HD double absolute(double v) {
+  return v < 0 ? -v : v;
+}
+
+// Bin number of x, or false when x must be stored exactly (an outlier). The definition is
+// t = double(x) / width (see the block above), but a division costs several times a product, so t
+// is first formed as x * (1 / width): both are within 2^-53 |t| of x / width after their
+// roundings (the product's two), so for |t| < 2^30 they differ by less than 2^-21. The bin of t
+// changes only at half-integers; where the product lands farther than kTieMargin from one (and
+// from the 2^30 limit) both give the same bin, and elsewhere the division is taken. The result is
+// the definition's, bit for bit, at the price of a product almost always.
+LIVEDRP_HD bool lossy_quantize(float x, const LossyScale& scale, std::int32_t* q_out) {
+  const double value = double(x);
+  double t = multiply_rn(value, scale.inverse_width);
+  if (!(t > 1.0 - kLossyMaxBin && t < kLossyMaxBin - 1.0)) t = value / scale.width;
   if (!(t > -kLossyMaxBin && t < kLossyMaxBin)) return false;  // also NaN and infinities
   // Truncation and the fraction are exact (|t| < 2^30), so the rounding does not depend on any
   // rounding mode or library routine.
-  const double whole = double(std::int64_t(t));
-  const double fraction = t - whole;
+  double whole = double(std::int32_t(t));
+  double fraction = t - whole;
+  if (absolute(absolute(fraction) - 0.5) < kTieMargin) {  // near a tie: the division decides
+    t = value / scale.width;
+    if (!(t > -kLossyMaxBin && t < kLossyMaxBin)) return false;
+    whole = double(std::int32_t(t));
+    fraction = t - whole;
+  }
   std::int32_t q = std::int32_t(whole);
   if (fraction >= 0.5) {
     ++q;
@@ -253,8 +284,8 @@ LIVEDRP_HD bool lossy_quantize(float x, double eb, double width, std::int32_t* q
     --q;
   }
   float r;
-  if (!lossy_reconstruct(q, width, &r)) return false;
-  if (!within_bound(r, x, eb)) return false;
+  if (!lossy_reconstruct(q, scale.width, &r)) return false;
+  if (!within_bound(r, x, scale.error_bound)) return false;
   *q_out = q;
   return true;
 }

@@ -206,7 +206,7 @@ __device__ std::uint32_t bin_index(std::uint32_t b, std::uint32_t i) {
 __device__ std::uint32_t quantize_chunk(const CompressArgs& a, const std::uint8_t* in,
                                         const ChunkSpace& s) {
   const ChunkLayout& l = s.layout;
-  const double width = lossy_bin_width(a.error_bound);
+  const LossyScale scale = lossy_scale(a.error_bound);
   const unsigned lane = threadIdx.x % 32;
   const auto* in32 = reinterpret_cast<const std::uint32_t*>(in);
   std::uint32_t outliers = 0;
@@ -215,8 +215,7 @@ __device__ std::uint32_t quantize_chunk(const CompressArgs& a, const std::uint8_
   for (std::uint32_t b = threadIdx.x / 32; b < l.blocks; b += kWarps) {
     const std::uint32_t e = 32 * b + lane;
     std::int32_t q = 0;
-    const bool outlier =
-        e < l.elements && !lossy_quantize(bits_float(__ldg(in32 + e)), a.error_bound, width, &q);
+    const bool outlier = e < l.elements && !lossy_quantize(bits_float(__ldg(in32 + e)), scale, &q);
     s.bins[bin_index(b, lane)] = outlier ? 0u : std::uint32_t(q);
     const std::uint32_t mask = __ballot_sync(~0u, outlier);
     if (lane == 0) s.outlier_masks[b] = mask;
