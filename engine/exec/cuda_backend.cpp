@@ -16,7 +16,8 @@
 // overwritten by the lane's next event.
 //
 // Live integration (set_integration): each lane owns a DeviceIntegrator (the CPU integrator's
-// contributing CSR entries, uploaded once per lane) and each launch slot pinned host memory for
+// contributing CSR entries, uploaded once per lane; the pixel-major kernels where the plan
+// allows them) and each launch slot pinned host memory for
 // its events' bin values. Right after a launch's calibration, the lane's stream integrates each
 // calibrated event between two timing events and copies its bins to the slot's memory; they are
 // read, like the codec's sizes, when the launch's end event has completed: no host wait.
@@ -315,7 +316,10 @@ class CudaBackend final : public Backend {
     // Nothing may still run on buffers about to be replaced (set-up only, never per event).
     for (auto& lane : lanes_) lane->stream.synchronize();
     for (auto& lane : lanes_) {
-      lane->integrator = std::make_unique<gpu::DeviceIntegrator>(plan);
+      // The pixel-major kernels where the plan allows them (no splitting, Poisson or no error
+      // model): the image read once; the bin-major kernel otherwise. Both are deterministic.
+      lane->integrator =
+          std::make_unique<gpu::DeviceIntegrator>(plan, 1, gpu::IntegrationKernel::PixelMajor);
       const std::size_t doubles = lane->integrator->result_doubles();
       for (auto& slot : lane->slots) {
         slot->profiles = gpu::PinnedBuffer(std::size_t(config_.batch) * doubles * sizeof(double));

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "cuda/integrate/pixel_histogram.hpp"
 #include "cuda/integrate/pixel_major.hpp"
 #include "integrate/accumulate.hpp"
 #include "integrate/corrections.hpp"
@@ -309,23 +308,16 @@ struct DeviceIntegrator::State {
   // The pixel-major path (pixel_major.hpp), when the plan allows it.
   bool pixel_major_path = false;
   std::size_t pixel_major_entries = 0;
-  DeviceBuffer pm_tile_origin, pm_tile_shape, pm_tile_segment_start, pm_segment_begin,
-      pm_segment_bin, pm_local_pixel, pm_normalization, pm_dark, pm_bin_segment_start,
-      pm_bin_segments, pm_partials, pm_lost_partials, pm_segments_done;
+  DeviceBuffer pm_tile_origin, pm_tile_shape, pm_tile_entry_start, pm_tile_segment_start,
+      pm_segment_bin, pm_entry, pm_normalization, pm_dark, pm_bin_segment_start, pm_bin_segments,
+      pm_partials, pm_lost_partials;
   pixel_major::DeviceTables pm{};
-  // The histogram path (pixel_histogram.hpp), when asked for and the plan allows it.
-  bool histogram_path = false;
-  bool histogram_dark = false;
-  DeviceBuffer hg_bin_of_pixel, hg_normalization, hg_dark, hg_sums, hg_tiles_done;
-  pixel_histogram::DeviceTables hg{};
   bool sums_path() const { return plan.error_model != ErrorModel::Azimuthal; }
 
   // One launch over `frames` consecutive frames into `out`.
   void launch(const float* device_frames, int frames, const Stream& stream) {
     const dim3 grid(unsigned(plan.bins), unsigned(frames));
-    if (histogram_path) {
-      pixel_histogram::launch(hg, device_frames, frames, out.as<double>(), stream.get());
-    } else if (pixel_major_path) {
+    if (pixel_major_path) {
       pixel_major::launch(pm, device_frames, frames, out.as<double>(), stream.get());
     } else if (sums_path()) {
       integrate_sums_kernel<<<grid, kSumThreads, 0, stream.get()>>>(tables, sums, device_frames,
@@ -425,12 +417,11 @@ DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch,
              "cudaMemcpy(tile shapes)");
       upload(s.pm_tile_segment_start, pm.tile_segment_start.data(), bytes_of(pm.tile_segment_start),
              "cudaMemcpy(tile segments)");
-      upload(s.pm_segment_begin, pm.segment_begin.data(), bytes_of(pm.segment_begin),
-             "cudaMemcpy(segment starts)");
+      upload(s.pm_tile_entry_start, pm.tile_entry_start.data(), bytes_of(pm.tile_entry_start),
+             "cudaMemcpy(tile entry starts)");
       upload(s.pm_segment_bin, pm.segment_bin.data(), bytes_of(pm.segment_bin),
              "cudaMemcpy(segment bins)");
-      upload(s.pm_local_pixel, pm.local_pixel.data(), bytes_of(pm.local_pixel),
-             "cudaMemcpy(tile pixel indices)");
+      upload(s.pm_entry, pm.entry.data(), bytes_of(pm.entry), "cudaMemcpy(tile entries)");
       upload(s.pm_normalization, pm.normalization.data(), bytes_of(pm.normalization),
              "cudaMemcpy(tile normalisation)");
       if (!pm.dark.empty())
@@ -442,9 +433,6 @@ DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch,
       const std::size_t segments = pm.segment_bin.size();
       s.pm_partials = DeviceBuffer(std::size_t(max_batch) * segments * 3 * sizeof(double));
       s.pm_lost_partials = DeviceBuffer(std::size_t(max_batch) * segments * 3 * sizeof(double));
-      s.pm_segments_done = DeviceBuffer(std::size_t(max_batch) * bins * sizeof(unsigned));
-      check(cudaMemset(s.pm_segments_done.get(), 0, s.pm_segments_done.bytes()),
-            "cudaMemset(segment counters)");
       s.pm = pixel_major::DeviceTables{plan.bins,
                                        plan.pixels,
                                        pm.tiles,
@@ -452,10 +440,11 @@ DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch,
                                        pm.row_pitch,
                                        s.pm_tile_origin.as<const std::int32_t>(),
                                        s.pm_tile_shape.as<const std::int32_t>(),
+                                       s.pm_tile_entry_start.as<const std::int32_t>(),
                                        s.pm_tile_segment_start.as<const std::int32_t>(),
-                                       s.pm_segment_begin.as<const std::int32_t>(),
+                                       pm.max_tile_segments,
                                        s.pm_segment_bin.as<const std::int32_t>(),
-                                       s.pm_local_pixel.as<const std::uint16_t>(),
+                                       s.pm_entry.as<const std::uint16_t>(),
                                        s.pm_normalization.as<const float>(),
                                        pm.dark.empty() ? nullptr : s.pm_dark.as<const float>(),
                                        s.pm_bin_segment_start.as<const std::int32_t>(),
@@ -466,55 +455,12 @@ DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch,
                                        s.sums.entries,
                                        s.pm_partials.as<double>(),
                                        s.pm_lost_partials.as<double>(),
-                                       s.pm_segments_done.as<unsigned>(),
                                        plan.error_model,
                                        plan.dummy,
                                        plan.empty};
-      pixel_major::prepare();
+      pixel_major::prepare(s.pm);
       s.pixel_major_path = true;
-      s.pixel_major_entries = pm.local_pixel.size();
-    }
-    pixel_histogram::Tables hg;
-    if (kernel == IntegrationKernel::Histogram && pixel_histogram::build_tables(plan, hg)) {
-      const auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
-      upload(s.hg_bin_of_pixel, hg.bin_of_pixel.data(), bytes_of(hg.bin_of_pixel),
-             "cudaMemcpy(bin of each pixel)");
-      upload(s.hg_normalization, hg.normalization.data(), bytes_of(hg.normalization),
-             "cudaMemcpy(pixel normalisation)");
-      if (!hg.dark.empty())
-        upload(s.hg_dark, hg.dark.data(), bytes_of(hg.dark), "cudaMemcpy(pixel dark)");
-      s.hg_sums = DeviceBuffer(std::size_t(max_batch) * bins * pixel_histogram::kSumsPerBin *
-                               sizeof(double));
-      s.hg_tiles_done = DeviceBuffer(std::size_t(max_batch) * sizeof(unsigned));
-      check(cudaMemset(s.hg_sums.get(), 0, s.hg_sums.bytes()), "cudaMemset(histogram sums)");
-      check(cudaMemset(s.hg_tiles_done.get(), 0, s.hg_tiles_done.bytes()),
-            "cudaMemset(tile counters)");
-      const int tiles_per_row =
-          (hg.cols + pixel_histogram::kTileCols - 1) / pixel_histogram::kTileCols;
-      const int tiles_per_column =
-          (hg.rows + pixel_histogram::kTileRows - 1) / pixel_histogram::kTileRows;
-      s.hg = pixel_histogram::DeviceTables{plan.bins,
-                                           plan.pixels,
-                                           hg.segments,
-                                           hg.rows,
-                                           hg.cols,
-                                           tiles_per_row,
-                                           tiles_per_row * tiles_per_column,
-                                           s.hg_bin_of_pixel.as<const std::uint16_t>(),
-                                           s.hg_normalization.as<const float>(),
-                                           hg.dark.empty() ? nullptr : s.hg_dark.as<const float>(),
-                                           s.sums.normalization,
-                                           s.sums.count,
-                                           s.sums.norm_sq,
-                                           s.sums.entries,
-                                           s.hg_sums.as<double>(),
-                                           s.hg_tiles_done.as<unsigned>(),
-                                           plan.error_model,
-                                           plan.dummy,
-                                           plan.empty};
-      pixel_histogram::prepare();
-      s.histogram_path = true;
-      s.histogram_dark = !hg.dark.empty();
+      s.pixel_major_entries = pm.entry.size();
     }
   }
 }
@@ -535,15 +481,11 @@ std::size_t DeviceIntegrator::entries() const {
 
 IntegrationKernel DeviceIntegrator::kernel() const {
   const State& s = *state_;
-  return s.histogram_path     ? IntegrationKernel::Histogram
-         : s.pixel_major_path ? IntegrationKernel::PixelMajor
-                              : IntegrationKernel::BinMajor;
+  return s.pixel_major_path ? IntegrationKernel::PixelMajor : IntegrationKernel::BinMajor;
 }
 
 std::size_t DeviceIntegrator::bytes_read_per_frame() const {
   const State& s = *state_;
-  // The histogram path: the image once and a 2-byte bin per pixel (and the dark).
-  if (s.histogram_path) return s.plan.pixels * (4 + 2 + (s.histogram_dark ? 4 : 0));
   // The pixel-major path: the image once and a 2-byte in-tile index per entry (and the dark).
   if (s.pixel_major_path)
     return s.plan.pixels * sizeof(float) + s.pixel_major_entries * (2 + (s.has_dark ? 4 : 0));

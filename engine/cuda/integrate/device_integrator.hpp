@@ -14,10 +14,8 @@
 // Per event: one kernel, a block per bin (per bin and frame for a batch), sums in double, merged
 // in a fixed order, so results are deterministic run to run; thread 0 finalises the bin. On
 // request, without pixel splitting and with the Poisson (or no) error model, the pixel-major
-// kernel of pixel_major.hpp instead (the image read once, a tile per block, per-segment partial
-// sums merged per bin in an order fixed at upload; deterministic too), or the histogram kernel of
-// pixel_histogram.hpp (the image and a 2-byte bin per pixel read once, shared-memory histograms
-// and atomics; the fewest bytes, not bit-reproducible). With the
+// kernels of pixel_major.hpp instead (the image read once, a tile per block, per-segment partial
+// sums merged per bin in a fixed order; deterministic too). With the
 // Poisson (or no) error model the normalisation, count and squared normalisation of a bin are
 // the same every event except for entries the event invalidates (a dummy or non-finite value):
 // they are summed once at upload, and per event the kernel reads the image and each entry's pixel
@@ -98,15 +96,13 @@ inline IntegrationPlan plan_from(integrate::Integrator& reference) {
   return plan;
 }
 
-// The kernel that integrates an event (enqueue, enqueue_batch, enqueue_into). PixelMajor and
-// Histogram need a plan without pixel splitting and with the Poisson (or no) error model; for
+// The kernel that integrates an event (enqueue, enqueue_batch, enqueue_into). PixelMajor needs
+// a plan without pixel splitting and with the Poisson (or no) error model; for
 // another plan the integrator takes BinMajor (kernel() says which one it took). Sigma clipping
 // always runs its own bin-major kernel.
 enum class IntegrationKernel {
   BinMajor,    // a block per bin, entries gathered; deterministic. The default.
   PixelMajor,  // pixel_major.hpp: tiles read once, partials merged in a fixed order; deterministic
-  Histogram,   // pixel_histogram.hpp: tiles read once into shared-memory histograms, 2 bytes a
-               // pixel; atomics, so the last bits vary from run to run
 };
 
 class DeviceIntegrator {

@@ -6,24 +6,23 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cuda/atomic>
-
 #include <string>
 
 #include "core/error.hpp"
 #include "cuda/device.hpp"
 #include "cuda/integrate/device_integrator.hpp"
 #include "cuda/integrate/sums_bin.cuh"
-#include "integrate/accumulate.hpp"
 
 namespace livedrp::gpu::pixel_major {
 
 bool build_tables(const IntegrationPlan& plan, Tables& t) {
   if (plan.split || plan.error_model == integrate::ErrorModel::Azimuthal || plan.bins < 1)
     return false;
-  const std::size_t entries = plan.pixel.size();
   std::vector<std::int32_t> entry_of_pixel(plan.pixels, -1), bin_of_pixel(plan.pixels, -1);
+  std::vector<int> empty_bins;
   for (int b = 0; b < plan.bins; ++b) {
+    if (plan.row_start[std::size_t(b)] == plan.row_start[std::size_t(b) + 1])
+      empty_bins.push_back(b);
     for (std::int32_t e = plan.row_start[std::size_t(b)]; e < plan.row_start[std::size_t(b) + 1];
          ++e) {
       const std::int32_t p = plan.pixel[std::size_t(e)];
@@ -51,12 +50,18 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
         t.tile_shape.push_back(std::int32_t((tile_rows << 16) | tile_cols));
       }
   t.tiles = t.tile_origin.size();
-  t.local_pixel.reserve(entries);
-  t.normalization.reserve(entries);
+  if (t.tiles == 0) return false;
+  t.entry.reserve(plan.pixel.size() + t.tiles * kEntriesPerThread);
+  t.normalization.reserve(t.entry.capacity());
   std::vector<std::vector<std::int32_t>> segments_of_bin(std::size_t(plan.bins));
   std::vector<std::pair<std::int32_t, std::uint32_t>> tile_entries;  // (bin, pixel in tile)
   std::vector<std::int32_t> pixel_of_local(kTilePixels);
+  auto add_segment = [&](int bin) {
+    segments_of_bin[std::size_t(bin)].push_back(std::int32_t(t.segment_bin.size()));
+    t.segment_bin.push_back(bin);
+  };
   t.tile_segment_start.push_back(0);
+  t.tile_entry_start.push_back(0);
   for (std::size_t tile = 0; tile < t.tiles; ++tile) {
     const std::size_t origin = std::size_t(t.tile_origin[tile]);
     const std::size_t tile_rows = std::size_t(t.tile_shape[tile]) >> 16;
@@ -72,28 +77,26 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
     std::sort(tile_entries.begin(), tile_entries.end());
     for (std::size_t k = 0; k < tile_entries.size(); ++k) {
       const auto [bin, local] = tile_entries[k];
-      if (k == 0 || bin != tile_entries[k - 1].first) {
-        segments_of_bin[std::size_t(bin)].push_back(std::int32_t(t.segment_bin.size()));
-        t.segment_bin.push_back(bin);
-        t.segment_begin.push_back(std::int32_t(t.local_pixel.size()));
-      }
+      const bool head = k == 0 || bin != tile_entries[k - 1].first;
+      if (head) add_segment(bin);
       const std::size_t e = std::size_t(entry_of_pixel[std::size_t(pixel_of_local[local])]);
-      t.local_pixel.push_back(std::uint16_t(local));
+      t.entry.push_back(std::uint16_t(local | (head ? kSegmentHead : 0)));
       t.normalization.push_back(plan.normalization[e]);
       if (!plan.dark.empty()) t.dark.push_back(plan.dark[e]);
     }
-    // Bins without entries get an empty segment at the end of the last tile.
-    if (tile + 1 == t.tiles) {
-      for (int b = 0; b < plan.bins; ++b) {
-        if (!segments_of_bin[std::size_t(b)].empty()) continue;
-        segments_of_bin[std::size_t(b)].push_back(std::int32_t(t.segment_bin.size()));
-        t.segment_bin.push_back(b);
-        t.segment_begin.push_back(std::int32_t(t.local_pixel.size()));
-      }
+    while (t.entry.size() % kEntriesPerThread != 0) {  // whole runs: aligned 16-byte loads
+      t.entry.push_back(kPadding);
+      t.normalization.push_back(0.0f);
+      if (!plan.dark.empty()) t.dark.push_back(0.0f);
     }
+    // Bins without entries: an empty segment each, spread over the tiles after their own.
+    for (std::size_t k = tile; k < empty_bins.size(); k += t.tiles) add_segment(empty_bins[k]);
     t.tile_segment_start.push_back(std::int32_t(t.segment_bin.size()));
+    t.tile_entry_start.push_back(std::int32_t(t.entry.size()));
+    t.max_tile_segments =
+        std::max(t.max_tile_segments, t.tile_segment_start[tile + 1] - t.tile_segment_start[tile]);
   }
-  t.segment_begin.push_back(std::int32_t(t.local_pixel.size()));
+  if (t.entry.size() > std::size_t(INT32_MAX)) return false;
   t.bin_segment_start.push_back(0);
   for (const auto& list : segments_of_bin) {
     t.bin_segments.insert(t.bin_segments.end(), list.begin(), list.end());
@@ -104,146 +107,267 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
 
-using DeviceCounter = cuda::atomic_ref<unsigned, cuda::thread_scope_device>;
-
-// Run by the one thread whose count completed bin `bin` of frame `frame`: the bin's partials
-// added in segment order (fixed at upload, so the sum does not depend on who merges), the static
-// sums and the invalidated entries' sums applied, and the bin stored. The partials were written
-// by other blocks: they are read from L2, past this SM's L1, after a fence.
-__device__ void merge_bin(const DeviceTables& t, int bin, std::size_t frame, double* out) {
-  __threadfence();
-  const std::int32_t first = t.bin_segment_start[bin], end = t.bin_segment_start[bin + 1];
-  const double* partials = t.partials + frame * t.segments * 3;
-  const double* lost_partials = t.lost_partials + frame * t.segments * 3;
-  integrate::BinAccumulator total;
-  double lost = 0, lost_norm = 0, lost_count = 0, lost_norm_sq = 0;
-  // Unrolled so that several segments' loads are in flight; the additions keep their order.
-#pragma unroll 4
-  for (std::int32_t k = first; k < end; ++k) {
-    const std::size_t s = std::size_t(__ldg(t.bin_segments + k));
-    total.signal += __ldcg(partials + 3 * s);
-    total.variance += __ldcg(partials + 3 * s + 1);
-    const double l = __ldcg(partials + 3 * s + 2);
-    if (l != 0.0) {
-      lost += l;
-      lost_norm += __ldcg(lost_partials + 3 * s);
-      lost_count += __ldcg(lost_partials + 3 * s + 1);
-      lost_norm_sq += __ldcg(lost_partials + 3 * s + 2);
-    }
+// Sums over consecutive entries of one segment: the event's signal and variance, and the
+// static shares of the entries the event invalidated (count = entries without splitting).
+struct Piece {
+  double signal = 0, variance = 0, lost = 0, lost_norm = 0, lost_norm_sq = 0;
+  __device__ void add(const Piece& o) {
+    signal += o.signal;
+    variance += o.variance;
+    lost += o.lost;
+    lost_norm += o.lost_norm;
+    lost_norm_sq += o.lost_norm_sq;
   }
-  store_sums_bin(out + frame * kStoredFields * std::size_t(t.bins), t.bins, bin, total.signal,
-                 total.variance, t.static_normalization[bin], t.static_count[bin],
-                 t.static_norm_sq[bin], t.bin_entries[bin],
-                 LostSums{lost, lost_norm, lost_count, lost_norm_sq}, t.model, t.empty);
-  // Every segment of the bin has been counted: ready for the next launch (stream order).
-  DeviceCounter(t.segments_done[frame * std::size_t(t.bins) + bin])
-      .store(0, cuda::memory_order_relaxed);
+};
+constexpr int kPieceFields = 5;
+
+// Pieces in shared memory, one array per field (consecutive threads, consecutive doubles).
+struct SharedPieces {
+  double* field;
+  int stride;
+  __device__ void store(int i, const Piece& p) const {
+    field[i] = p.signal;
+    field[stride + i] = p.variance;
+    field[2 * stride + i] = p.lost;
+    field[3 * stride + i] = p.lost_norm;
+    field[4 * stride + i] = p.lost_norm_sq;
+  }
+  __device__ Piece load(int i) const {
+    return Piece{field[i], field[stride + i], field[2 * stride + i], field[3 * stride + i],
+                 field[4 * stride + i]};
+  }
+};
+
+// Segment slots in shared memory: an even number, so that the tile's image after the doubles is
+// 16-byte aligned for float4 stores.
+__host__ __device__ int segment_slots(int max_tile_segments) {
+  return max_tile_segments < 1 ? 2 : (max_tile_segments + 1) / 2 * 2;
 }
 
-// Shared memory of a block: the tile's image values, then per entry of the tile (in tile order)
-// its signal and variance (a negative variance marks an entry the event invalidates).
-constexpr std::size_t kSharedBytes = 3 * kTilePixels * sizeof(float);
+// Shared memory of a block: each thread's leading piece, each segment's sums, the tile's image,
+// per thread the segments that begin before its run, and per warp its runs' segment count.
+std::size_t shared_bytes(int max_tile_segments) {
+  const std::size_t segments = std::size_t(segment_slots(max_tile_segments));
+  return kPieceFields * sizeof(double) * (kThreads + segments) + kTilePixels * sizeof(float) +
+         (kThreads + 1 + kWarps) * sizeof(int);
+}
+
+__device__ Piece shuffle_sum(Piece p) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    // Lanes i and i ^ offset add the same two values (a + b == b + a), so every lane ends with
+    // the same, run-independent sum.
+    p.signal += __shfl_xor_sync(0xFFFFFFFFu, p.signal, offset);
+    p.variance += __shfl_xor_sync(0xFFFFFFFFu, p.variance, offset);
+    p.lost += __shfl_xor_sync(0xFFFFFFFFu, p.lost, offset);
+    p.lost_norm += __shfl_xor_sync(0xFFFFFFFFu, p.lost_norm, offset);
+    p.lost_norm_sq += __shfl_xor_sync(0xFFFFFFFFu, p.lost_norm_sq, offset);
+  }
+  return p;
+}
+
+// The second kernel of a launch: a warp per (bin, frame) adds the bin's segment partials (lane
+// l takes segments l, l + 32, ... in order, the lanes' sums are combined in a fixed pattern) and
+// stores the bin. It runs after tile_kernel in stream order, so every partial is written.
+constexpr int kMergeThreads = 256;
+__global__ void __launch_bounds__(kMergeThreads)
+    merge_kernel(DeviceTables t, double* __restrict__ out) {
+  const int lane = int(threadIdx.x) % 32;
+  const int bin = int(blockIdx.x) * (kMergeThreads / 32) + int(threadIdx.x) / 32;
+  const std::size_t frame = blockIdx.y;
+  if (bin >= t.bins) return;
+  const std::int32_t first = __ldg(t.bin_segment_start + bin);
+  const std::int32_t end = __ldg(t.bin_segment_start + bin + 1);
+  const double* partials = t.partials + frame * t.segments * 3;
+  const double* lost_partials = t.lost_partials + frame * t.segments * 3;
+  Piece sum;
+  for (std::int32_t k = first + lane; k < end; k += 32) {
+    const std::size_t s = std::size_t(__ldg(t.bin_segments + k));
+    sum.signal += partials[3 * s];
+    sum.variance += partials[3 * s + 1];
+    const double lost = partials[3 * s + 2];
+    if (lost != 0.0) {
+      sum.lost += lost;
+      sum.lost_norm += lost_partials[3 * s];
+      sum.lost_norm_sq += lost_partials[3 * s + 2];
+    }
+  }
+  sum = shuffle_sum(sum);
+  if (lane != 0) return;
+  store_sums_bin(out + frame * kStoredFields * std::size_t(t.bins), t.bins, bin, sum.signal,
+                 sum.variance, t.static_normalization[bin], t.static_count[bin],
+                 t.static_norm_sq[bin], t.bin_entries[bin],
+                 LostSums{sum.lost, sum.lost_norm, sum.lost, sum.lost_norm_sq}, t.model, t.empty);
+}
 
 // A block per (tile, frame of the batch).
 __global__ void __launch_bounds__(kThreads)
-    tile_kernel(DeviceTables t, const float* __restrict__ frames, double* __restrict__ out) {
-  extern __shared__ float shared[];
-  float* tile_values = shared;
-  float* entry_signal = shared + kTilePixels;
-  float* entry_variance = shared + 2 * kTilePixels;
+    tile_kernel(DeviceTables t, const float* __restrict__ frames) {
+  extern __shared__ double shared[];
+  const int max_segments = segment_slots(t.max_tile_segments);
+  const SharedPieces leading{shared, kThreads};
+  const SharedPieces segment_sums{shared + kPieceFields * kThreads, max_segments};
+  float* tile_values = reinterpret_cast<float*>(shared + kPieceFields * (kThreads + max_segments));
+  int* segments_before = reinterpret_cast<int*>(tile_values + kTilePixels);  // kThreads + 1
+  int* warp_heads = segments_before + kThreads + 1;                          // kWarps
+
+  const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const std::size_t tile = blockIdx.x, frame = blockIdx.y;
+  const std::int32_t entries_first = t.tile_entry_start[tile];
+  const std::int32_t entries_end = t.tile_entry_start[tile + 1];
+  const std::int32_t run_first = entries_first + tid * kEntriesPerThread;
+  const bool has_run = run_first < entries_end;
+
+  // This thread's run of entries, requested before the tile so that both loads are in flight.
+  std::uint16_t entry[kEntriesPerThread];
+  {
+    uint4 words[2] = {make_uint4(kPadding * 0x10001u, kPadding * 0x10001u, kPadding * 0x10001u,
+                                 kPadding * 0x10001u),
+                      make_uint4(kPadding * 0x10001u, kPadding * 0x10001u, kPadding * 0x10001u,
+                                 kPadding * 0x10001u)};
+    if (has_run) {
+      const uint4* source = reinterpret_cast<const uint4*>(t.entry + run_first);
+      words[0] = __ldg(source);
+      words[1] = __ldg(source + 1);
+    }
+    const unsigned* w = reinterpret_cast<const unsigned*>(words);
+#pragma unroll
+    for (int k = 0; k < kEntriesPerThread; ++k)
+      entry[k] = std::uint16_t(k % 2 == 0 ? w[k / 2] & 0xFFFFu : w[k / 2] >> 16);
+  }
+
+  // The tile's rows, coalesced: 16-byte loads when every row starts 16-byte aligned; a whole
+  // tile (the usual case) as four loads a thread, all in flight at once.
   const float* image = frames + frame * t.pixels + t.tile_origin[tile];
   const std::uint32_t shape = std::uint32_t(t.tile_shape[tile]);
   const std::uint32_t rows = shape >> 16, cols = shape & 0xFFFFu;
-  // The tile's rows, coalesced: 16-byte loads when every row starts 16-byte aligned.
-  if ((reinterpret_cast<std::uintptr_t>(image) | std::uintptr_t(t.row_pitch) * 4 | cols * 4) % 16 ==
-      0) {
+  const bool aligned =
+      (reinterpret_cast<std::uintptr_t>(image) | std::uintptr_t(t.row_pitch) * 4 | cols * 4) % 16 ==
+      0;
+  constexpr std::uint32_t kQuadsPerRow = kTileCols / 4;
+  constexpr int kQuadsPerThread = int(kTilePixels / 4) / kThreads;
+  if (aligned && rows == kTileRows && cols == kTileCols) {
+    float4 v[kQuadsPerThread];
+#pragma unroll
+    for (int k = 0; k < kQuadsPerThread; ++k) {
+      const std::uint32_t i = std::uint32_t(tid + k * kThreads);
+      v[k] = __ldcs(
+          reinterpret_cast<const float4*>(image + std::size_t(i / kQuadsPerRow) * t.row_pitch) +
+          i % kQuadsPerRow);
+    }
+#pragma unroll
+    for (int k = 0; k < kQuadsPerThread; ++k)
+      reinterpret_cast<float4*>(tile_values)[tid + k * kThreads] = v[k];
+  } else if (aligned) {
     const std::uint32_t quads = cols / 4;
-    for (std::uint32_t i = threadIdx.x; i < rows * quads; i += kThreads) {
+    for (std::uint32_t i = tid; i < rows * quads; i += kThreads) {
       const std::uint32_t r = i / quads, q = i % quads;
       const float4 v =
           __ldcs(reinterpret_cast<const float4*>(image + std::size_t(r) * t.row_pitch) + q);
       reinterpret_cast<float4*>(tile_values + r * kTileCols)[q] = v;
     }
   } else {
-    for (std::uint32_t i = threadIdx.x; i < rows * cols; i += kThreads) {
+    for (std::uint32_t i = tid; i < rows * cols; i += kThreads) {
       const std::uint32_t r = i / cols, c = i % cols;
       tile_values[r * kTileCols + c] = __ldcs(image + std::size_t(r) * t.row_pitch + c);
     }
   }
-  __syncthreads();
 
-  // Every entry of the tile, coalesced: its sample into shared memory, in tile order.
-  const std::int32_t segments_first = t.tile_segment_start[tile];
-  const std::int32_t segments_end = t.tile_segment_start[tile + 1];
-  const std::int32_t entries_first = t.segment_begin[segments_first];
-  const std::int32_t entries = t.segment_begin[segments_end] - entries_first;
-#pragma unroll 4
-  for (std::int32_t k = std::int32_t(threadIdx.x); k < entries; k += kThreads) {
-    const std::int32_t e = entries_first + k;
-    const float raw = tile_values[__ldg(t.local_pixel + e)];
-    const float dark = t.dark ? __ldg(t.dark + e) : 0.0f;
+  // Segments (heads) in this run, and the block's prefix of them: the local number of the first
+  // segment that begins in this run.
+  int heads = 0;
+#pragma unroll
+  for (int k = 0; k < kEntriesPerThread; ++k) heads += (entry[k] & kSegmentHead) ? 1 : 0;
+  int inclusive = heads;
+#pragma unroll
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const int other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+    if (lane >= offset) inclusive += other;
+  }
+  if (lane == 31) warp_heads[warp] = inclusive;
+  const std::int32_t tile_segments = t.tile_segment_start[tile + 1] - t.tile_segment_start[tile];
+  // Segments without entries (empty bins) are never written below: zero sums.
+  for (int s = tid; s < tile_segments; s += kThreads) segment_sums.store(s, Piece{});
+  __syncthreads();  // the tile, the warps' head counts, the zeroed sums
+  int next_segment = inclusive - heads;
+  for (int w = 0; w < warp; ++w) next_segment += warp_heads[w];
+  segments_before[tid] = next_segment;
+  if (tid == kThreads - 1) segments_before[kThreads] = next_segment + heads;
+
+  // Walk the run: a flag closes the piece summed so far (the leading piece, which belongs to a
+  // segment begun in an earlier run, or a segment begun in this run) and opens a segment. (Reading
+  // the run's values into registers first measured slower: 64 registers, 4 blocks an SM, against
+  // 40 and 6.)
+  Piece current;
+  int open_segment = -1;  // -1: summing the leading piece
+#pragma unroll
+  for (int k = 0; k < kEntriesPerThread; ++k) {
+    const std::uint16_t e = entry[k];
+    if (e & kPadding) continue;
+    if (e & kSegmentHead) {
+      if (open_segment < 0)
+        leading.store(tid, current);
+      else
+        segment_sums.store(open_segment, current);
+      current = Piece{};
+      open_segment = next_segment++;
+    }
+    const float dark = t.dark ? __ldg(t.dark + run_first + k) : 0.0f;
     // Statically valid entries only (plan_from left the others out): a normalisation of 1
     // changes nothing in the sample's signal and variance and spares reading the real one.
     const integrate::PixelSample sample =
-        integrate::preprocess_pixel(raw, dark, 1.0f, t.model, t.dummy);
-    entry_signal[k] = sample.signal;
-    entry_variance[k] = sample.count != 0.0f ? sample.variance : -1.0f;
+        integrate::preprocess_pixel(tile_values[e & kLocalPixelMask], dark, 1.0f, t.model, t.dummy);
+    if (sample.count != 0.0f) {
+      current.signal += sample.signal;
+      current.variance += sample.variance;
+    } else {  // invalidated by the event (rare): its static share leaves the bin
+      const float norm = __ldg(t.normalization + run_first + k);
+      current.lost += 1.0;
+      current.lost_norm += norm;
+      current.lost_norm_sq += static_cast<double>(norm) * norm;
+    }
   }
-  __syncthreads();
+  if (open_segment < 0) leading.store(tid, current);
+  __syncthreads();  // the leading pieces and the segments closed inside runs
 
-  // A thread per segment (a tile holds about a hundred, of tens of entries each): its sums in
-  // double over its entries in order, its partial written, then, after one fence, its bin's
-  // count; the thread whose count completes a bin merges it.
+  // The segment still open at the end of this run continues into the next runs: their leading
+  // pieces, in order, up to and including the first run where another segment begins.
+  if (open_segment >= 0) {
+    for (int next = tid + 1;
+         next < kThreads && entries_first + next * kEntriesPerThread < entries_end; ++next) {
+      current.add(leading.load(next));
+      if (segments_before[next + 1] != segments_before[next]) break;
+    }
+    segment_sums.store(open_segment, current);
+  }
+  __syncthreads();  // every segment's sums
+
+  // Publish each segment's partial; merge_kernel adds them per bin.
   double* partials = t.partials + frame * t.segments * 3;
   double* lost_partials = t.lost_partials + frame * t.segments * 3;
-  for (std::int32_t s0 = segments_first; s0 < segments_end; s0 += kThreads) {
-    const std::int32_t s = s0 + std::int32_t(threadIdx.x);
-    if (s < segments_end) {
-      const std::int32_t begin = t.segment_begin[s] - entries_first;
-      const std::int32_t end = t.segment_begin[s + 1] - entries_first;
-      double signal = 0, variance = 0;
-      double lost = 0, lost_norm = 0, lost_count = 0, lost_norm_sq = 0;
-      for (std::int32_t k = begin; k < end; ++k) {
-        const float v = entry_variance[k];
-        if (v >= 0.0f) {
-          signal += entry_signal[k];
-          variance += v;
-        } else {
-          const float norm = __ldg(t.normalization + entries_first + k);
-          lost += 1.0;
-          lost_norm += norm;
-          lost_count += 1.0;
-          lost_norm_sq += static_cast<double>(norm) * norm;
-        }
-      }
-      partials[3 * std::size_t(s)] = signal;
-      partials[3 * std::size_t(s) + 1] = variance;
-      partials[3 * std::size_t(s) + 2] = lost;
-      if (lost != 0.0) {
-        lost_partials[3 * std::size_t(s)] = lost_norm;
-        lost_partials[3 * std::size_t(s) + 1] = lost_count;
-        lost_partials[3 * std::size_t(s) + 2] = lost_norm_sq;
-      }
-      __threadfence();  // release: the partial before the count
-      const int bin = t.segment_bin[s];
-      const unsigned done = DeviceCounter(t.segments_done[frame * std::size_t(t.bins) + bin])
-                                .fetch_add(1, cuda::memory_order_relaxed) +
-                            1;
-      if (done == unsigned(t.bin_segment_start[bin + 1] - t.bin_segment_start[bin]))
-        merge_bin(t, bin, frame, out);
+  const std::int32_t first_segment = t.tile_segment_start[tile];
+  for (int local = tid; local < tile_segments; local += kThreads) {
+    const Piece p = segment_sums.load(local);
+    const std::size_t s = std::size_t(first_segment + local);
+    partials[3 * s] = p.signal;
+    partials[3 * s + 1] = p.variance;
+    partials[3 * s + 2] = p.lost;
+    if (p.lost != 0.0) {
+      lost_partials[3 * s] = p.lost_norm;
+      lost_partials[3 * s + 1] = p.lost;
+      lost_partials[3 * s + 2] = p.lost_norm_sq;
     }
   }
 }
 
 }  // namespace
 
-void prepare() {
-  // 48 KiB of dynamic shared memory needs the opt-in.
-  const cudaError_t status = cudaFuncSetAttribute(
-      tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSharedBytes));
+void prepare(const DeviceTables& t) {
+  const cudaError_t status =
+      cudaFuncSetAttribute(tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           int(shared_bytes(t.max_tile_segments)));
   if (status != cudaSuccess)
     throw RuntimeFault(std::string("cudaFuncSetAttribute(pixel_major::tile_kernel): ") +
                        cudaGetErrorString(status));
@@ -252,8 +376,13 @@ void prepare() {
 void launch(const DeviceTables& t, const float* frames, int frames_count, double* out,
             void* stream) {
   const dim3 grid(unsigned(t.tiles), unsigned(frames_count));
-  tile_kernel<<<grid, kThreads, kSharedBytes, static_cast<cudaStream_t>(stream)>>>(t, frames, out);
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  tile_kernel<<<grid, kThreads, shared_bytes(t.max_tile_segments), s>>>(t, frames);
   check_launch("pixel_major::tile_kernel");
+  const dim3 merge_grid(unsigned((t.bins + kMergeThreads / 32 - 1) / (kMergeThreads / 32)),
+                        unsigned(frames_count));
+  merge_kernel<<<merge_grid, kMergeThreads, 0, s>>>(t, out);
+  check_launch("pixel_major::merge_kernel");
 }
 
 }  // namespace livedrp::gpu::pixel_major

@@ -5,17 +5,19 @@
 //
 // The image is cut into tiles of kTileRows x kTileCols pixels of a segment (fewer at a segment's
 // edges; a plan without a segment shape is one long row), so that a tile covers a compact patch
-// of the detector and few radial bins. At upload, each tile's entries
-// are put in (bin, pixel) order, and each run of one bin inside a tile is a "segment". Per event
-// a thread block loads its tile into shared memory, preprocesses its entries into shared memory
-// in tile order, and each thread sums one segment (signal and variance, and the sums of entries
-// the event invalidates) into one partial; the thread that counts the last partial of a bin (a
-// per-bin counter) adds that bin's partials in segment order, which is fixed at upload, so the
-// result does not depend on which thread merges or when:
-// results are deterministic run to run, as on the bin-major path. Per event the kernel reads the
-// image once and a 2-byte in-tile pixel index per entry (and the dark, when there is one).
+// of the detector and few radial bins. At upload, each tile's entries are put in (bin, pixel)
+// order, and each run of one bin inside a tile is a "segment"; an entry is its 12-bit pixel index
+// in the tile with a flag on the first entry of each segment, and a tile's entries are padded to
+// whole threads' runs (kEntriesPerThread). Per event a thread block loads its tile into shared
+// memory; each thread walks its run of consecutive entries, summing in double and closing a
+// segment at each flag; a segment that crosses into the next threads' runs is completed by the
+// thread where it began, adding their leading pieces in order. Each segment's sums go to global
+// memory as one partial; a second kernel then adds each bin's partials with a warp, in a fixed
+// order. Nothing depends on which block finishes first, so results are deterministic run to run,
+// as on the bin-major path.
+// Per event the kernel reads the image once and 2 bytes per entry (and the dark, when there is
+// one).
 //
-// Plain C++ (no CUDA types); the kernel is in pixel_major.cu.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -30,6 +32,13 @@ namespace pixel_major {
 
 inline constexpr std::uint32_t kTileRows = 32, kTileCols = 128;
 inline constexpr std::uint32_t kTilePixels = kTileRows * kTileCols;  // 16 KiB of float32 image
+inline constexpr int kThreads = 256;                                 // a block per tile
+inline constexpr int kEntriesPerThread = int(kTilePixels) / kThreads;
+// An entry: the pixel's index in its tile (row * kTileCols + col) and two flags.
+inline constexpr std::uint16_t kLocalPixelMask = 0x0FFF;
+inline constexpr std::uint16_t kSegmentHead = 0x8000;  // the first entry of a segment
+inline constexpr std::uint16_t kPadding = 0x4000;      // fills a tile's last run; adds nothing
+static_assert(kTilePixels - 1 <= kLocalPixelMask, "a tile's pixel index fits the entry");
 
 // The static tables, built once per plan.
 struct Tables {
@@ -37,19 +46,21 @@ struct Tables {
   std::vector<std::int32_t> tile_origin;         // per tile: index of its first pixel
   std::vector<std::int32_t> tile_shape;          // per tile: rows << 16 | cols
   int row_pitch = 0;                             // pixels from one row of a segment to the next
+  std::vector<std::int32_t> tile_entry_start;    // tiles + 1, multiples of kEntriesPerThread
   std::vector<std::int32_t> tile_segment_start;  // tiles + 1: the tile's segments
-  std::vector<std::int32_t> segment_begin;       // segments + 1: the segment's entries
+  int max_tile_segments = 0;                     // the most segments of any tile
   std::vector<std::int32_t> segment_bin;         // per segment
-  std::vector<std::uint16_t> local_pixel;        // per entry (tile order): row * kTileCols + col
-  std::vector<float> normalization;              // per entry (tile order)
-  std::vector<float> dark;                       // per entry (tile order), empty without a dark
+  std::vector<std::uint16_t> entry;              // per entry (tile order, padded): see above
+  std::vector<float> normalization;              // per entry, 0 for padding
+  std::vector<float> dark;                       // per entry, empty without a dark
   std::vector<std::int32_t> bin_segment_start;   // bins + 1: the bin's segments in bin_segments
   std::vector<std::int32_t> bin_segments;        // segment ids of each bin, in tile order
 };
 
 // True when the plan can take this path: no splitting, an error model whose per-event sums are
 // plain sums, and no pixel in two entries. Fills `tables` then. A bin without entries gets one
-// empty segment, so that every bin is finalised by the same merge.
+// empty segment (spread over the tiles, after their own), so that every bin is finalised by the
+// same merge.
 bool build_tables(const IntegrationPlan& plan, Tables& tables);
 
 // Device views of the tables, the per-event scratch and the settings the kernel needs.
@@ -59,10 +70,11 @@ struct DeviceTables {
   int row_pitch;
   const std::int32_t* tile_origin;
   const std::int32_t* tile_shape;
+  const std::int32_t* tile_entry_start;
   const std::int32_t* tile_segment_start;
-  const std::int32_t* segment_begin;
+  int max_tile_segments;
   const std::int32_t* segment_bin;
-  const std::uint16_t* local_pixel;
+  const std::uint16_t* entry;
   const float* normalization;
   const float* dark;  // null without a dark
   const std::int32_t* bin_segment_start;
@@ -73,14 +85,13 @@ struct DeviceTables {
   const std::int32_t* bin_entries;
   double* partials;             // per frame and segment: signal, variance, lost entries
   double* lost_partials;        // per frame and segment: lost norm, count, norm_sq (when any)
-  unsigned* segments_done;      // per frame and bin, zero between launches
   integrate::ErrorModel model;  // Poisson or none
   integrate::DummyTest dummy;
   double empty;
 };
 
-// Sets the kernel's shared-memory limit; once per device, before the first launch.
-void prepare();
+// Sets the kernel's shared-memory limit for these tables; once, before the first launch.
+void prepare(const DeviceTables& t);
 // One launch over `frames` consecutive frames; results as the bin-major kernels store them
 // (7 fields per bin and frame). `stream` is a cudaStream_t.
 void launch(const DeviceTables& t, const float* frames, int frames_count, double* out,
