@@ -76,31 +76,27 @@ struct Case {
 
 // Lossy bounds are given in photons, as the issue states them, and applied in the calibrated
 // image's unit (keV): k photons = k x the simulator's photon energy.
-std::vector<Case> cases() {
+std::vector<Case> cases(std::uint32_t chunk_bytes) {
   using codec::Codec;
   using codec::DType;
   const double photon_kev = SimulatorConfig{}.photon_energy_kev;
-  std::vector<Case> list = {{"raw uint16 lossless",
-                             Source::Raw,
-                             DType::UInt16,
-                             {Codec::Lossless, 0, codec::kDefaultChunkBytes}},
-                            {"calibrated float32 lossless",
-                             Source::Calibrated,
-                             DType::Float32,
-                             {Codec::Lossless, 0, codec::kDefaultChunkBytes}}};
+  std::vector<Case> list = {
+      {"raw uint16 lossless", Source::Raw, DType::UInt16, {Codec::Lossless, 0, chunk_bytes}},
+      {"calibrated float32 lossless",
+       Source::Calibrated,
+       DType::Float32,
+       {Codec::Lossless, 0, chunk_bytes}}};
   const auto lossy = [&](const char* data, Source source, double photons) {
     std::ostringstream name;
     name << data << " float32 lossy " << photons << " photon (" << photons * photon_kev << " keV)";
-    list.push_back({name.str(),
-                    source,
-                    DType::Float32,
-                    {Codec::Lossy, photons * photon_kev, codec::kDefaultChunkBytes}});
+    list.push_back(
+        {name.str(), source, DType::Float32, {Codec::Lossy, photons * photon_kev, chunk_bytes}});
   };
   for (const double photons : {0.25, 0.5, 1.0}) lossy("calibrated", Source::Calibrated, photons);
   list.push_back({"photon-sparse float32 lossless",
                   Source::PhotonSparse,
                   DType::Float32,
-                  {Codec::Lossless, 0, codec::kDefaultChunkBytes}});
+                  {Codec::Lossless, 0, chunk_bytes}});
   lossy("photon-sparse", Source::PhotonSparse, 0.5);
   return list;
 }
@@ -233,9 +229,9 @@ CpuRow cpu_row(const std::string& name, const std::string& data_name, const Arra
   return row;
 }
 
-std::vector<CpuRow> cpu_rows(const Data& data, int events) {
+std::vector<CpuRow> cpu_rows(const Data& data, int events, std::uint32_t chunk_bytes) {
   std::vector<CpuRow> rows;
-  for (const Case& c : cases()) {
+  for (const Case& c : cases(chunk_bytes)) {
     const Arrays a = arrays_of(data, c, false);
     const bool lossy = c.params.codec == codec::Codec::Lossy;
     rows.push_back(cpu_row(
@@ -378,7 +374,7 @@ void write_results(const CodecBenchOptions& o, const std::vector<GpuRow>& gpu_ro
   j["events_per_row"] = o.events;
   j["distinct_events"] = o.distinct;
   j["cpu_events"] = o.cpu_events;
-  j["chunk_bytes"] = codec::kDefaultChunkBytes;
+  j["chunk_bytes"] = o.chunk_bytes;
   j["photon_sparse_fraction_under_half_photon"] = sparse_under_half_photon;
   j["gpu"] = nlohmann::json::array();
   j["cpu"] = nlohmann::json::array();
@@ -388,7 +384,7 @@ void write_results(const CodecBenchOptions& o, const std::vector<GpuRow>& gpu_ro
   if (!gpu_rows.empty())
     m << "; " << o.events << " timed launches per row over " << o.distinct
       << " distinct simulated events";
-  m << "; chunks of " << codec::kDefaultChunkBytes << " bytes\n";
+  m << "; chunks of " << o.chunk_bytes << " bytes\n";
   m << "- GB/s = raw (input) bytes / time; copy = device-to-device copy of the same array, as "
        "input bytes/s; floor = (raw + compressed) bytes at the copy's read + write bandwidth\n";
   m << "- CPU: one thread, the first " << o.cpu_events << " events\n";
@@ -448,6 +444,16 @@ void add_codec_options(CLI::App& command, CodecBenchOptions& o) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   command.add_flag("--cpu-only", o.cpu_only, "CPU rows only (no device needed)");
+  command
+      .add_option("--chunk-bytes", o.chunk_bytes,
+                  "input bytes per chunk: a multiple of 128 in [1024, 1048576]")
+      ->check(CLI::Range(codec::kMinChunkBytes, codec::kMaxChunkBytes))
+      ->check([](const std::string& text) {
+        return std::stoul(text) % codec::kChunkBytesMultiple == 0
+                   ? std::string()
+                   : std::string("--chunk-bytes must be a multiple of 128, got ") + text;
+      })
+      ->capture_default_str();
   add_common_options(command, o.seed, o.json_path, o.markdown_path);
 }
 
@@ -464,7 +470,7 @@ int run_codec(const CodecBenchOptions& o) {
     gpu_data.calibrated.resize(std::size_t(o.distinct));
     gpu_data.sparse.resize(std::size_t(o.distinct));
     for (bool segment : {false, true}) {
-      for (const Case& c : cases()) {
+      for (const Case& c : cases(o.chunk_bytes)) {
         const Arrays a = arrays_of(gpu_data, c, segment);
         const double copy_rw = device_copy_gbps(a.bytes, 20);
         // A segment is 17-33 chunks, too few to fill the device alone: it gets more streams.
@@ -483,7 +489,8 @@ int run_codec(const CodecBenchOptions& o) {
     return 1;
 #endif
   }
-  write_results(o, gpu_rows, cpu_rows(data, o.cpu_events), device, data.sparse_under_half_photon);
+  write_results(o, gpu_rows, cpu_rows(data, o.cpu_events, o.chunk_bytes), device,
+                data.sparse_under_half_photon);
   return 0;
 }
 

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "codec/codec_format.hpp"
+
 namespace CLI {
 class App;
 }
@@ -15,6 +17,7 @@ struct CodecBenchOptions {
   int distinct = 8;       // distinct simulated events, rotated so no event stays in L2
   int cpu_events = 4;     // events per CPU baseline row
   bool cpu_only = false;  // skip the GPU rows (no device needed)
+  std::uint32_t chunk_bytes = codec::kDefaultChunkBytes;  // input bytes per chunk
   std::uint64_t seed = 20260101;
   std::string json_path, markdown_path;
 };
