@@ -123,7 +123,7 @@ struct Piece {
 };
 constexpr int kPieceFields = 5;
 
-// Pieces in shared memory, one array per field (consecutive threads, consecutive doubles).
+// Pieces in shared memory, one array per field (consecutive slots, consecutive doubles).
 struct SharedPieces {
   double* field;
   int stride;
@@ -140,17 +140,17 @@ struct SharedPieces {
   }
 };
 
-// Segment slots in shared memory: an even number, so that the tile's image after the doubles is
-// 16-byte aligned for float4 stores.
+// Piece slots in shared memory: the tile's segments (an even number of slots, so that the tile's
+// image after the doubles is 16-byte aligned for float4 stores), then one leading piece a thread.
 __host__ __device__ int segment_slots(int max_tile_segments) {
   return max_tile_segments < 1 ? 2 : (max_tile_segments + 1) / 2 * 2;
 }
 
-// Shared memory of a block: each thread's leading piece, each segment's sums, the tile's image,
-// per thread the segments that begin before its run, and per warp its runs' segment count.
+// Shared memory of a block: the piece slots, the tile's image, per thread the segments that
+// begin before its run, and per warp its runs' segment count.
 std::size_t shared_bytes(int max_tile_segments) {
-  const std::size_t segments = std::size_t(segment_slots(max_tile_segments));
-  return kPieceFields * sizeof(double) * (kThreads + segments) + kTilePixels * sizeof(float) +
+  const std::size_t slots = std::size_t(segment_slots(max_tile_segments)) + kThreads;
+  return kPieceFields * sizeof(double) * slots + kTilePixels * sizeof(float) +
          (kThreads + 1 + kWarps) * sizeof(int);
 }
 
@@ -202,14 +202,17 @@ __global__ void __launch_bounds__(kMergeThreads)
                  LostSums{sum.lost, sum.lost_norm, sum.lost, sum.lost_norm_sq}, t.model, t.empty);
 }
 
-// A block per (tile, frame of the batch).
+// A block per (tile, frame of the batch). Variants without the dark and without the dummy test
+// (the usual plan has neither) leave that work out of the per-entry loop.
+template <bool HasDark, bool TestDummy>
 __global__ void __launch_bounds__(kThreads)
     tile_kernel(DeviceTables t, const float* __restrict__ frames) {
   extern __shared__ double shared[];
-  const int max_segments = segment_slots(t.max_tile_segments);
-  const SharedPieces leading{shared, kThreads};
-  const SharedPieces segment_sums{shared + kPieceFields * kThreads, max_segments};
-  float* tile_values = reinterpret_cast<float*>(shared + kPieceFields * (kThreads + max_segments));
+  const int segment_slot_count = segment_slots(t.max_tile_segments);
+  // Slots [0, segment_slot_count): the tile's segments; then thread i's leading piece.
+  const SharedPieces pieces{shared, segment_slot_count + kThreads};
+  float* tile_values =
+      reinterpret_cast<float*>(shared + kPieceFields * (segment_slot_count + kThreads));
   int* segments_before = reinterpret_cast<int*>(tile_values + kTilePixels);  // kThreads + 1
   int* warp_heads = segments_before + kThreads + 1;                          // kWarps
 
@@ -220,26 +223,26 @@ __global__ void __launch_bounds__(kThreads)
   const std::int32_t run_first = entries_first + tid * kEntriesPerThread;
   const bool has_run = run_first < entries_end;
 
-  // This thread's run of entries, requested before the tile so that both loads are in flight.
-  std::uint16_t entry[kEntriesPerThread];
+  // This thread's run of entries (two per 32-bit word), requested before the tile so that both
+  // loads are in flight; a thread past the tile's entries gets padding.
+  constexpr int kWords = kEntriesPerThread / 2;
+  std::uint32_t word[kWords];
   {
-    uint4 words[2] = {make_uint4(kPadding * 0x10001u, kPadding * 0x10001u, kPadding * 0x10001u,
-                                 kPadding * 0x10001u),
-                      make_uint4(kPadding * 0x10001u, kPadding * 0x10001u, kPadding * 0x10001u,
-                                 kPadding * 0x10001u)};
-    if (has_run) {
-      const uint4* source = reinterpret_cast<const uint4*>(t.entry + run_first);
-      words[0] = __ldg(source);
-      words[1] = __ldg(source + 1);
-    }
-    const unsigned* w = reinterpret_cast<const unsigned*>(words);
+    constexpr std::uint32_t kPaddingPair = std::uint32_t(kPadding) * 0x10001u;
+    const uint4* source = reinterpret_cast<const uint4*>(t.entry + run_first);
 #pragma unroll
-    for (int k = 0; k < kEntriesPerThread; ++k)
-      entry[k] = std::uint16_t(k % 2 == 0 ? w[k / 2] & 0xFFFFu : w[k / 2] >> 16);
+    for (int q = 0; q < kWords / 4; ++q) {
+      const uint4 v = has_run ? __ldg(source + q)
+                              : make_uint4(kPaddingPair, kPaddingPair, kPaddingPair, kPaddingPair);
+      word[4 * q] = v.x;
+      word[4 * q + 1] = v.y;
+      word[4 * q + 2] = v.z;
+      word[4 * q + 3] = v.w;
+    }
   }
 
   // The tile's rows, coalesced: 16-byte loads when every row starts 16-byte aligned; a whole
-  // tile (the usual case) as four loads a thread, all in flight at once.
+  // tile (the usual case) as a fixed number of loads a thread, all in flight at once.
   const float* image = frames + frame * t.pixels + t.tile_origin[tile];
   const std::uint32_t shape = std::uint32_t(t.tile_shape[tile]);
   const std::uint32_t rows = shape >> 16, cols = shape & 0xFFFFu;
@@ -277,9 +280,10 @@ __global__ void __launch_bounds__(kThreads)
 
   // Segments (heads) in this run, and the block's prefix of them: the local number of the first
   // segment that begins in this run.
+  constexpr std::uint32_t kHeadPair = std::uint32_t(kSegmentHead) * 0x10001u;
   int heads = 0;
 #pragma unroll
-  for (int k = 0; k < kEntriesPerThread; ++k) heads += (entry[k] & kSegmentHead) ? 1 : 0;
+  for (int w = 0; w < kWords; ++w) heads += __popc(word[w] & kHeadPair);
   int inclusive = heads;
 #pragma unroll
   for (int offset = 1; offset < 32; offset *= 2) {
@@ -289,36 +293,35 @@ __global__ void __launch_bounds__(kThreads)
   if (lane == 31) warp_heads[warp] = inclusive;
   const std::int32_t tile_segments = t.tile_segment_start[tile + 1] - t.tile_segment_start[tile];
   // Segments without entries (empty bins) are never written below: zero sums.
-  for (int s = tid; s < tile_segments; s += kThreads) segment_sums.store(s, Piece{});
+  for (int s = tid; s < tile_segments; s += kThreads) pieces.store(s, Piece{});
   __syncthreads();  // the tile, the warps' head counts, the zeroed sums
   int next_segment = inclusive - heads;
-  for (int w = 0; w < warp; ++w) next_segment += warp_heads[w];
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) next_segment += w < warp ? warp_heads[w] : 0;
   segments_before[tid] = next_segment;
   if (tid == kThreads - 1) segments_before[kThreads] = next_segment + heads;
 
-  // Walk the run: a flag closes the piece summed so far (the leading piece, which belongs to a
-  // segment begun in an earlier run, or a segment begun in this run) and opens a segment. (Reading
-  // the run's values into registers first measured slower: 64 registers, 4 blocks an SM, against
-  // 40 and 6.)
+  // Walk the run: a flag closes the piece summed so far into its slot (this thread's leading
+  // piece, which belongs to a segment begun in an earlier run, or a segment begun in this run)
+  // and opens the next segment's slot.
+  const integrate::DummyTest dummy = TestDummy ? t.dummy : integrate::DummyTest{};
+  const std::int32_t leading_slot = segment_slot_count + tid;
+  std::int32_t slot = leading_slot;
   Piece current;
-  int open_segment = -1;  // -1: summing the leading piece
 #pragma unroll
   for (int k = 0; k < kEntriesPerThread; ++k) {
-    const std::uint16_t e = entry[k];
+    const std::uint32_t e = (k % 2 == 0 ? word[k / 2] : word[k / 2] >> 16) & 0xFFFFu;
     if (e & kPadding) continue;
     if (e & kSegmentHead) {
-      if (open_segment < 0)
-        leading.store(tid, current);
-      else
-        segment_sums.store(open_segment, current);
+      pieces.store(slot, current);
       current = Piece{};
-      open_segment = next_segment++;
+      slot = next_segment++;
     }
-    const float dark = t.dark ? __ldg(t.dark + run_first + k) : 0.0f;
+    const float dark = HasDark ? __ldg(t.dark + run_first + k) : 0.0f;
     // Statically valid entries only (plan_from left the others out): a normalisation of 1
     // changes nothing in the sample's signal and variance and spares reading the real one.
     const integrate::PixelSample sample =
-        integrate::preprocess_pixel(tile_values[e & kLocalPixelMask], dark, 1.0f, t.model, t.dummy);
+        integrate::preprocess_pixel(tile_values[e & kLocalPixelMask], dark, 1.0f, t.model, dummy);
     if (sample.count != 0.0f) {
       current.signal += sample.signal;
       current.variance += sample.variance;
@@ -329,18 +332,19 @@ __global__ void __launch_bounds__(kThreads)
       current.lost_norm_sq += static_cast<double>(norm) * norm;
     }
   }
-  if (open_segment < 0) leading.store(tid, current);
+  const bool continues = slot != leading_slot;  // a segment begun here runs past this run
+  if (!continues) pieces.store(slot, current);
   __syncthreads();  // the leading pieces and the segments closed inside runs
 
   // The segment still open at the end of this run continues into the next runs: their leading
   // pieces, in order, up to and including the first run where another segment begins.
-  if (open_segment >= 0) {
+  if (continues) {
     for (int next = tid + 1;
          next < kThreads && entries_first + next * kEntriesPerThread < entries_end; ++next) {
-      current.add(leading.load(next));
+      current.add(pieces.load(segment_slot_count + next));
       if (segments_before[next + 1] != segments_before[next]) break;
     }
-    segment_sums.store(open_segment, current);
+    pieces.store(slot, current);
   }
   __syncthreads();  // every segment's sums
 
@@ -349,7 +353,7 @@ __global__ void __launch_bounds__(kThreads)
   double* lost_partials = t.lost_partials + frame * t.segments * 3;
   const std::int32_t first_segment = t.tile_segment_start[tile];
   for (int local = tid; local < tile_segments; local += kThreads) {
-    const Piece p = segment_sums.load(local);
+    const Piece p = pieces.load(local);
     const std::size_t s = std::size_t(first_segment + local);
     partials[3 * s] = p.signal;
     partials[3 * s + 1] = p.variance;
@@ -362,11 +366,17 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+using TileKernel = void (*)(DeviceTables, const float*);
+TileKernel tile_kernel_for(const DeviceTables& t) {
+  if (t.dark) return t.dummy.enabled ? tile_kernel<true, true> : tile_kernel<true, false>;
+  return t.dummy.enabled ? tile_kernel<false, true> : tile_kernel<false, false>;
+}
+
 }  // namespace
 
 void prepare(const DeviceTables& t) {
   const cudaError_t status =
-      cudaFuncSetAttribute(tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      cudaFuncSetAttribute(tile_kernel_for(t), cudaFuncAttributeMaxDynamicSharedMemorySize,
                            int(shared_bytes(t.max_tile_segments)));
   if (status != cudaSuccess)
     throw RuntimeFault(std::string("cudaFuncSetAttribute(pixel_major::tile_kernel): ") +
@@ -377,7 +387,7 @@ void launch(const DeviceTables& t, const float* frames, int frames_count, double
             void* stream) {
   const dim3 grid(unsigned(t.tiles), unsigned(frames_count));
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  tile_kernel<<<grid, kThreads, shared_bytes(t.max_tile_segments), s>>>(t, frames);
+  tile_kernel_for(t)<<<grid, kThreads, shared_bytes(t.max_tile_segments), s>>>(t, frames);
   check_launch("pixel_major::tile_kernel");
   const dim3 merge_grid(unsigned((t.bins + kMergeThreads / 32 - 1) / (kMergeThreads / 32)),
                         unsigned(frames_count));

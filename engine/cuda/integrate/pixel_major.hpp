@@ -32,7 +32,7 @@ namespace pixel_major {
 
 inline constexpr std::uint32_t kTileRows = 32, kTileCols = 128;
 inline constexpr std::uint32_t kTilePixels = kTileRows * kTileCols;  // 16 KiB of float32 image
-inline constexpr int kThreads = 256;                                 // a block per tile
+inline constexpr int kThreads = 128;                                 // a block per tile
 inline constexpr int kEntriesPerThread = int(kTilePixels) / kThreads;
 // An entry: the pixel's index in its tile (row * kTileCols + col) and two flags.
 inline constexpr std::uint16_t kLocalPixelMask = 0x0FFF;
