@@ -85,7 +85,7 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
       if (!plan.dark.empty()) t.dark.push_back(plan.dark[e]);
     }
     while (t.entry.size() % kEntriesPerThread != 0) {  // whole runs: aligned 16-byte loads
-      t.entry.push_back(kPadding);
+      t.entry.push_back(kPaddingEntry);
       t.normalization.push_back(0.0f);
       if (!plan.dark.empty()) t.dark.push_back(0.0f);
     }
@@ -150,7 +150,7 @@ __host__ __device__ int segment_slots(int max_tile_segments) {
 // begin before its run, and per warp its runs' segment count.
 std::size_t shared_bytes(int max_tile_segments) {
   const std::size_t slots = std::size_t(segment_slots(max_tile_segments)) + kThreads;
-  return kPieceFields * sizeof(double) * slots + kTilePixels * sizeof(float) +
+  return kPieceFields * sizeof(double) * slots + (kTilePixels + 4) * sizeof(float) +
          (kThreads + 1 + kWarps) * sizeof(int);
 }
 
@@ -213,8 +213,9 @@ __global__ void __launch_bounds__(kThreads)
   const SharedPieces pieces{shared, segment_slot_count + kThreads};
   float* tile_values =
       reinterpret_cast<float*>(shared + kPieceFields * (segment_slot_count + kThreads));
-  int* segments_before = reinterpret_cast<int*>(tile_values + kTilePixels);  // kThreads + 1
-  int* warp_heads = segments_before + kThreads + 1;                          // kWarps
+  // tile_values[kTilePixels]: the padding entries' NaN.
+  int* segments_before = reinterpret_cast<int*>(tile_values + kTilePixels + 4);  // kThreads + 1
+  int* warp_heads = segments_before + kThreads + 1;                              // kWarps
 
   const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const std::size_t tile = blockIdx.x, frame = blockIdx.y;
@@ -228,7 +229,7 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kWords = kEntriesPerThread / 2;
   std::uint32_t word[kWords];
   {
-    constexpr std::uint32_t kPaddingPair = std::uint32_t(kPadding) * 0x10001u;
+    constexpr std::uint32_t kPaddingPair = std::uint32_t(kPaddingEntry) * 0x10001u;
     const uint4* source = reinterpret_cast<const uint4*>(t.entry + run_first);
 #pragma unroll
     for (int q = 0; q < kWords / 4; ++q) {
@@ -278,6 +279,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
+  if (tid == 0) tile_values[kTilePixels] = __int_as_float(0x7FC00000);  // NaN
   // Segments (heads) in this run, and the block's prefix of them: the local number of the first
   // segment that begins in this run.
   constexpr std::uint32_t kHeadPair = std::uint32_t(kSegmentHead) * 0x10001u;
@@ -292,8 +294,10 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (lane == 31) warp_heads[warp] = inclusive;
   const std::int32_t tile_segments = t.tile_segment_start[tile + 1] - t.tile_segment_start[tile];
-  // Segments without entries (empty bins) are never written below: zero sums.
+  // Zero sums: segments without entries (empty bins) are never written below, and invalidated
+  // entries' shares are added into the pieces.
   for (int s = tid; s < tile_segments; s += kThreads) pieces.store(s, Piece{});
+  pieces.store(segment_slot_count + tid, Piece{});
   __syncthreads();  // the tile, the warps' head counts, the zeroed sums
   int next_segment = inclusive - heads;
 #pragma unroll
@@ -301,44 +305,77 @@ __global__ void __launch_bounds__(kThreads)
   segments_before[tid] = next_segment;
   if (tid == kThreads - 1) segments_before[kThreads] = next_segment + heads;
 
-  // Walk the run: a flag closes the piece summed so far into its slot (this thread's leading
-  // piece, which belongs to a segment begun in an earlier run, or a segment begun in this run)
-  // and opens the next segment's slot.
+  // Walk the run without branching on the flags: running sums over the run, and at each flagged
+  // entry the sums before it, stored in the slot of the segment it opens. A segment's piece is
+  // then the difference of two running sums (exact here: sums of floats in double; in general
+  // within an ulp of the run's sum). Entries the event invalidates (rare) and padding are only
+  // marked here.
   const integrate::DummyTest dummy = TestDummy ? t.dummy : integrate::DummyTest{};
-  const std::int32_t leading_slot = segment_slot_count + tid;
-  std::int32_t slot = leading_slot;
-  Piece current;
+  const int first_head_slot = next_segment;
+  double run_signal = 0.0, run_variance = 0.0;
+  std::uint32_t lost_mask = 0;
 #pragma unroll
   for (int k = 0; k < kEntriesPerThread; ++k) {
     const std::uint32_t e = (k % 2 == 0 ? word[k / 2] : word[k / 2] >> 16) & 0xFFFFu;
-    if (e & kPadding) continue;
     if (e & kSegmentHead) {
-      pieces.store(slot, current);
-      current = Piece{};
-      slot = next_segment++;
+      pieces.field[next_segment] = run_signal;
+      pieces.field[pieces.stride + next_segment] = run_variance;
+      ++next_segment;
     }
     const float dark = HasDark ? __ldg(t.dark + run_first + k) : 0.0f;
     // Statically valid entries only (plan_from left the others out): a normalisation of 1
     // changes nothing in the sample's signal and variance and spares reading the real one.
     const integrate::PixelSample sample =
         integrate::preprocess_pixel(tile_values[e & kLocalPixelMask], dark, 1.0f, t.model, dummy);
-    if (sample.count != 0.0f) {
-      current.signal += sample.signal;
-      current.variance += sample.variance;
-    } else {  // invalidated by the event (rare): its static share leaves the bin
-      const float norm = __ldg(t.normalization + run_first + k);
-      current.lost += 1.0;
-      current.lost_norm += norm;
-      current.lost_norm_sq += static_cast<double>(norm) * norm;
+    // An invalid sample (padding, or invalidated by the event) has signal and variance 0.
+    run_signal += sample.signal;
+    run_variance += sample.variance;
+    if (sample.count == 0.0f) lost_mask |= 1u << k;
+  }
+  // Pieces from the running sums: the leading piece (up to the first flag), then each segment
+  // begun here (up to the next flag or the run's end).
+  const int heads_here = next_segment - first_head_slot;
+  const std::int32_t leading_slot = segment_slot_count + tid;
+  {
+    double before_signal = 0.0, before_variance = 0.0;
+    for (int j = 0; j <= heads_here; ++j) {
+      const int slot = j == 0 ? leading_slot : first_head_slot + j - 1;
+      const double end_signal = j < heads_here ? pieces.field[first_head_slot + j] : run_signal;
+      const double end_variance =
+          j < heads_here ? pieces.field[pieces.stride + first_head_slot + j] : run_variance;
+      pieces.field[slot] = end_signal - before_signal;
+      pieces.field[pieces.stride + slot] = end_variance - before_variance;
+      before_signal = end_signal;
+      before_variance = end_variance;
     }
   }
-  const bool continues = slot != leading_slot;  // a segment begun here runs past this run
-  if (!continues) pieces.store(slot, current);
-  __syncthreads();  // the leading pieces and the segments closed inside runs
+  // The invalidated entries' static shares, into the piece each belongs to (this thread writes
+  // every piece of its run, so the order is fixed).
+  if (lost_mask != 0) {
+    std::uint32_t head_mask = 0, padding_mask = 0;
+#pragma unroll
+    for (int k = 0; k < kEntriesPerThread; ++k) {
+      const std::uint32_t e = (k % 2 == 0 ? word[k / 2] : word[k / 2] >> 16) & 0xFFFFu;
+      head_mask |= ((e & kSegmentHead) ? 1u : 0u) << k;
+      padding_mask |= ((e & kPadding) ? 1u : 0u) << k;
+    }
+    for (std::uint32_t m = lost_mask & ~padding_mask; m != 0; m &= m - 1) {
+      const int k = __ffs(int(m)) - 1;
+      const int heads_through_k = __popc(head_mask & (0xFFFFFFFFu >> (31 - k)));
+      const int slot = heads_through_k == 0 ? leading_slot : first_head_slot + heads_through_k - 1;
+      const float norm = __ldg(t.normalization + run_first + k);
+      pieces.field[2 * pieces.stride + slot] += 1.0;
+      pieces.field[3 * pieces.stride + slot] += norm;
+      pieces.field[4 * pieces.stride + slot] += static_cast<double>(norm) * norm;
+    }
+  }
+  __syncthreads();  // every run's pieces
 
-  // The segment still open at the end of this run continues into the next runs: their leading
-  // pieces, in order, up to and including the first run where another segment begins.
-  if (continues) {
+  // The segment begun last in this run continues into the next runs: their leading pieces, in
+  // order, up to and including the first run where another segment begins.
+  if (heads_here > 0) {
+    const int slot = next_segment - 1;
+    Piece current = pieces.load(slot);
     for (int next = tid + 1;
          next < kThreads && entries_first + next * kEntriesPerThread < entries_end; ++next) {
       current.add(pieces.load(segment_slot_count + next));

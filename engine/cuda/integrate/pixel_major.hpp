@@ -6,7 +6,7 @@
 // The image is cut into tiles of kTileRows x kTileCols pixels of a segment (fewer at a segment's
 // edges; a plan without a segment shape is one long row), so that a tile covers a compact patch
 // of the detector and few radial bins. At upload, each tile's entries are put in (bin, pixel)
-// order, and each run of one bin inside a tile is a "segment"; an entry is its 12-bit pixel index
+// order, and each run of one bin inside a tile is a "segment"; an entry is its 13-bit pixel index
 // in the tile with a flag on the first entry of each segment, and a tile's entries are padded to
 // whole threads' runs (kEntriesPerThread). Per event a thread block loads its tile into shared
 // memory; each thread walks its run of consecutive entries, summing in double and closing a
@@ -34,11 +34,14 @@ inline constexpr std::uint32_t kTileRows = 32, kTileCols = 128;
 inline constexpr std::uint32_t kTilePixels = kTileRows * kTileCols;  // 16 KiB of float32 image
 inline constexpr int kThreads = 128;                                 // a block per tile
 inline constexpr int kEntriesPerThread = int(kTilePixels) / kThreads;
-// An entry: the pixel's index in its tile (row * kTileCols + col) and two flags.
-inline constexpr std::uint16_t kLocalPixelMask = 0x0FFF;
+// An entry: the pixel's index in its tile (row * kTileCols + col) and two flags. A padding
+// entry's index is kTilePixels, a slot after the tile that holds a NaN, so that it counts as
+// invalid without a test of its own and adds nothing.
+inline constexpr std::uint16_t kLocalPixelMask = 0x1FFF;
 inline constexpr std::uint16_t kSegmentHead = 0x8000;  // the first entry of a segment
-inline constexpr std::uint16_t kPadding = 0x4000;      // fills a tile's last run; adds nothing
-static_assert(kTilePixels - 1 <= kLocalPixelMask, "a tile's pixel index fits the entry");
+inline constexpr std::uint16_t kPadding = 0x4000;      // fills a tile's last run
+inline constexpr std::uint16_t kPaddingEntry = kPadding | std::uint16_t(kTilePixels);
+static_assert(kTilePixels <= kLocalPixelMask, "a tile's pixel index fits the entry");
 
 // The static tables, built once per plan.
 struct Tables {
