@@ -74,6 +74,14 @@ class TestIntegrateCli : public QObject {
     const double tolerance = c.value("method", "no") == "bbox" ? 1e-3 : 1e-4;
     QVERIFY2(worst <= tolerance, qPrintable(QString("max relative error %1").arg(worst)));
     if (frames > 1) QVERIFY2(r.err.contains("integrated 3 / 3 frames"), qPrintable(r.err));
+    // The integration's own rate, after the first frame (which may finish a backend's set-up).
+    QVERIFY2(r.err.contains("livedrp-engine: integration on cpu: first frame "), qPrintable(r.err));
+    if (frames > 1) {
+      static const QRegularExpression rate(
+          R"(then ([0-9.e+]+) frames/s over 2 frames \(\d+ threads\))");
+      const QRegularExpressionMatch m = rate.match(r.err);
+      QVERIFY2(m.hasMatch() && m.captured(1).toDouble() > 0.0, qPrintable(r.err));
+    }
   }
 
   void expect_bad(const QStringList& arguments, const QString& text) {
