@@ -86,8 +86,10 @@ LIVEDRP_HD PixelSample preprocess_pixel(float raw, float dark, float normalizati
   PixelSample s;
   if (normalization == 0.0f || is_dummy(dummy, raw) || is_dummy(dummy, dark)) return s;
   const float signal = raw - dark;
+  // A finite difference of two floats needs both finite (an infinity minus anything is infinite
+  // or NaN), so a finite signal also means a finite raw value and variance: one test suffices.
+  if (!std::isfinite(signal)) return s;
   const float variance = model == ErrorModel::Poisson ? (raw > 1.0f ? raw : 1.0f) : 0.0f;
-  if (!std::isfinite(signal) || !std::isfinite(variance)) return s;
   s.signal = signal;
   s.variance = variance;
   s.normalization = normalization;

@@ -204,7 +204,7 @@ __global__ void __launch_bounds__(kMergeThreads)
 
 // A block per (tile, frame of the batch). Variants without the dark and without the dummy test
 // (the usual plan has neither) leave that work out of the per-entry loop.
-template <bool HasDark, bool TestDummy>
+template <bool HasDark, bool TestDummy, bool Poisson>
 __global__ void __launch_bounds__(kThreads)
     tile_kernel(DeviceTables t, const float* __restrict__ frames) {
   extern __shared__ double shared[];
@@ -314,24 +314,29 @@ __global__ void __launch_bounds__(kThreads)
   const int first_head_slot = next_segment;
   double run_signal = 0.0, run_variance = 0.0;
   std::uint32_t lost_mask = 0;
+  // Where the next flagged entry stores its running sums (a pointer walked along, so the loop
+  // does no index arithmetic for it).
+  double* head_sums = pieces.field + next_segment;
+  const integrate::ErrorModel model = Poisson ? integrate::ErrorModel::Poisson : t.model;
 #pragma unroll
   for (int k = 0; k < kEntriesPerThread; ++k) {
     const std::uint32_t e = (k % 2 == 0 ? word[k / 2] : word[k / 2] >> 16) & 0xFFFFu;
     if (e & kSegmentHead) {
-      pieces.field[next_segment] = run_signal;
-      pieces.field[pieces.stride + next_segment] = run_variance;
-      ++next_segment;
+      head_sums[0] = run_signal;
+      head_sums[pieces.stride] = run_variance;
+      ++head_sums;
     }
     const float dark = HasDark ? __ldg(t.dark + run_first + k) : 0.0f;
     // Statically valid entries only (plan_from left the others out): a normalisation of 1
     // changes nothing in the sample's signal and variance and spares reading the real one.
     const integrate::PixelSample sample =
-        integrate::preprocess_pixel(tile_values[e & kLocalPixelMask], dark, 1.0f, t.model, dummy);
+        integrate::preprocess_pixel(tile_values[e & kLocalPixelMask], dark, 1.0f, model, dummy);
     // An invalid sample (padding, or invalidated by the event) has signal and variance 0.
     run_signal += sample.signal;
     run_variance += sample.variance;
     if (sample.count == 0.0f) lost_mask |= 1u << k;
   }
+  next_segment = int(head_sums - pieces.field);
   // Pieces from the running sums: the leading piece (up to the first flag), then each segment
   // begun here (up to the next flag or the run's end).
   const int heads_here = next_segment - first_head_slot;
@@ -397,16 +402,20 @@ __global__ void __launch_bounds__(kThreads)
     partials[3 * s + 2] = p.lost;
     if (p.lost != 0.0) {
       lost_partials[3 * s] = p.lost_norm;
-      lost_partials[3 * s + 1] = p.lost;
       lost_partials[3 * s + 2] = p.lost_norm_sq;
     }
   }
 }
 
 using TileKernel = void (*)(DeviceTables, const float*);
+// The variant for the plan: the usual one (no dark, no dummy test, Poisson errors) and the
+// general one, which reads the error model at run time.
 TileKernel tile_kernel_for(const DeviceTables& t) {
-  if (t.dark) return t.dummy.enabled ? tile_kernel<true, true> : tile_kernel<true, false>;
-  return t.dummy.enabled ? tile_kernel<false, true> : tile_kernel<false, false>;
+  const bool poisson = t.model == integrate::ErrorModel::Poisson;
+  if (t.dark)
+    return t.dummy.enabled ? tile_kernel<true, true, false> : tile_kernel<true, false, false>;
+  if (t.dummy.enabled) return tile_kernel<false, true, false>;
+  return poisson ? tile_kernel<false, false, true> : tile_kernel<false, false, false>;
 }
 
 }  // namespace

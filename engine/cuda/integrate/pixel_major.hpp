@@ -87,7 +87,7 @@ struct DeviceTables {
   const double* static_norm_sq;
   const std::int32_t* bin_entries;
   double* partials;             // per frame and segment: signal, variance, lost entries
-  double* lost_partials;        // per frame and segment: lost norm, count, norm_sq (when any)
+  double* lost_partials;        // per frame and segment: lost norm, (unused), norm_sq (when any)
   integrate::ErrorModel model;  // Poisson or none
   integrate::DummyTest dummy;
   double empty;
