@@ -79,8 +79,15 @@ LIVEDRP_HD bool is_dummy(const DummyTest& d, float value) {
   return d.delta == 0.0f ? value == d.dummy : std::fabs(value - d.dummy) <= d.delta;
 }
 
+// Poisson variance of a raw value: max(1, raw) (pyFAI 0.21: signal + dark, at least 1).
+LIVEDRP_HD float poisson_variance(float raw) {
+  return raw > 1.0f ? raw : 1.0f;
+}
+
 // raw, dark: this event's value and the dark (0 without one); normalization from
-// static_normalization(). Poisson variance is max(1, raw) (pyFAI 0.21: signal + dark, at least 1).
+// static_normalization(). For a finite raw value without a dark, a dummy test or a zero
+// normalisation the sample is (raw, poisson_variance(raw)): kernels that sum many such samples
+// may add raw values first and fall back to this function where the sum is not finite.
 LIVEDRP_HD PixelSample preprocess_pixel(float raw, float dark, float normalization,
                                         ErrorModel model, const DummyTest& dummy) {
   PixelSample s;
@@ -89,7 +96,7 @@ LIVEDRP_HD PixelSample preprocess_pixel(float raw, float dark, float normalizati
   // A finite difference of two floats needs both finite (an infinity minus anything is infinite
   // or NaN), so a finite signal also means a finite raw value and variance: one test suffices.
   if (!std::isfinite(signal)) return s;
-  const float variance = model == ErrorModel::Poisson ? (raw > 1.0f ? raw : 1.0f) : 0.0f;
+  const float variance = model == ErrorModel::Poisson ? poisson_variance(raw) : 0.0f;
   s.signal = signal;
   s.variance = variance;
   s.normalization = normalization;

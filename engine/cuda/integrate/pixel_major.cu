@@ -75,17 +75,24 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
         if (bin_of_pixel[p] >= 0) tile_entries.emplace_back(bin_of_pixel[p], local);
       }
     std::sort(tile_entries.begin(), tile_entries.end());
+    const std::size_t tile_first_segment = t.segment_bin.size();
     for (std::size_t k = 0; k < tile_entries.size(); ++k) {
       const auto [bin, local] = tile_entries[k];
       const bool head = k == 0 || bin != tile_entries[k - 1].first;
+      // Runs start at multiples of kEntriesPerThread: the segments begun before this one.
+      if (t.entry.size() % kEntriesPerThread == 0)
+        t.run_segment.push_back(std::uint16_t(t.segment_bin.size() - tile_first_segment));
       if (head) add_segment(bin);
       const std::size_t e = std::size_t(entry_of_pixel[std::size_t(pixel_of_local[local])]);
-      t.entry.push_back(std::uint16_t(local | (head ? kSegmentHead : 0)));
+      // Tiles start at even entries, so an entry's parity in the table is its parity in the pair.
+      const bool even = t.entry.size() % 2 == 0;
+      if (head && !even) t.entry.back() |= kOddHead;
+      t.entry.push_back(std::uint16_t(local * 4 | (head && even ? kEvenHead : 0)));
       t.normalization.push_back(plan.normalization[e]);
       if (!plan.dark.empty()) t.dark.push_back(plan.dark[e]);
     }
     while (t.entry.size() % kEntriesPerThread != 0) {  // whole runs: aligned 16-byte loads
-      t.entry.push_back(kPaddingEntry);
+      t.entry.push_back(kPaddingOffset);
       t.normalization.push_back(0.0f);
       if (!plan.dark.empty()) t.dark.push_back(0.0f);
     }
@@ -96,7 +103,7 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
     t.max_tile_segments =
         std::max(t.max_tile_segments, t.tile_segment_start[tile + 1] - t.tile_segment_start[tile]);
   }
-  if (t.entry.size() > std::size_t(INT32_MAX)) return false;
+  if (t.entry.size() > std::size_t(INT32_MAX) || t.max_tile_segments > 0xFFFF) return false;
   t.bin_segment_start.push_back(0);
   for (const auto& list : segments_of_bin) {
     t.bin_segments.insert(t.bin_segments.end(), list.begin(), list.end());
@@ -106,8 +113,6 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
 }
 
 namespace {
-
-constexpr int kWarps = kThreads / 32;
 
 // Sums over consecutive entries of one segment: the event's signal and variance, and the
 // static shares of the entries the event invalidated (count = entries without splitting).
@@ -146,12 +151,12 @@ __host__ __device__ int segment_slots(int max_tile_segments) {
   return max_tile_segments < 1 ? 2 : (max_tile_segments + 1) / 2 * 2;
 }
 
-// Shared memory of a block: the piece slots, the tile's image, per thread the segments that
-// begin before its run, and per warp its runs' segment count.
+// Shared memory of a block: the piece slots, the running sums at the tile's segment heads, the
+// tile's image and its padding slot, and per thread the segments the tile begins before its run.
 std::size_t shared_bytes(int max_tile_segments) {
-  const std::size_t slots = std::size_t(segment_slots(max_tile_segments)) + kThreads;
-  return kPieceFields * sizeof(double) * slots + (kTilePixels + 4) * sizeof(float) +
-         (kThreads + 1 + kWarps) * sizeof(int);
+  const std::size_t slots = std::size_t(segment_slots(max_tile_segments));
+  return kPieceFields * sizeof(double) * (slots + kThreads) + 2 * sizeof(double) * slots +
+         (kTilePixels + 4) * sizeof(float) + (kThreads + 1) * sizeof(int);
 }
 
 __device__ Piece shuffle_sum(Piece p) {
@@ -202,34 +207,106 @@ __global__ void __launch_bounds__(kMergeThreads)
                  LostSums{sum.lost, sum.lost_norm, sum.lost, sum.lost_norm_sq}, t.model, t.empty);
 }
 
-// A block per (tile, frame of the batch). Variants without the dark and without the dummy test
-// (the usual plan has neither) leave that work out of the per-entry loop.
-template <bool HasDark, bool TestDummy, bool Poisson>
+// A thread's run of entries, as pairs (see kOffsetMask).
+constexpr int kWords = kEntriesPerThread / 2;
+__device__ __forceinline__ std::uint32_t entry_offset(const std::uint32_t (&word)[kWords], int k) {
+  return k % 2 == 0 ? word[k / 2] & kOffsetMask : word[k / 2] >> 16;
+}
+__device__ __forceinline__ bool entry_heads(const std::uint32_t (&word)[kWords], int k) {
+  return (word[k / 2] & (k % 2 == 0 ? kEvenHead : kOddHead)) != 0;
+}
+
+// Sums over a run, and the entries whose sample the event invalidated (bit k for entry k).
+struct RunSums {
+  double signal = 0.0, variance = 0.0;
+  std::uint32_t lost = 0;
+};
+
+// Both walks add the run's samples in order without branching on the flags: at each entry that
+// heads a segment they store the sums so far at byte `head_at` of the shared `head_sums` and move
+// it on (a 32-bit offset from a shared base, so the stores stay shared stores), so that a segment's
+// piece is a difference of two running sums (exact here: sums of floats in double; in general
+// within an ulp of the run's sum).
+//
+// The usual plan's walk (Poisson errors, no dark, no dummy test; statically valid entries have a
+// normalisation that changes nothing in signal and variance): for a finite raw value the sample
+// is (raw, poisson_variance(raw)) (integrate::preprocess_pixel), so raw values are added as they
+// are and only the run's sum is tested. A sum of at most 32 finite floats in double is finite, so
+// a sum that is not means an invalid sample somewhere in the run: the caller walks it again,
+// checked. Padding reads the slot that holds 0, adding 0 to the signal and 1 to the variance,
+// which the caller takes out.
+__device__ __forceinline__ RunSums walk_unchecked(const std::uint32_t (&word)[kWords],
+                                                  const char* tile, char* head_sums,
+                                                  std::uint32_t& head_at) {
+  RunSums r;
+#pragma unroll
+  for (int k = 0; k < kEntriesPerThread; ++k) {
+    if (entry_heads(word, k)) {
+      *reinterpret_cast<double2*>(head_sums + head_at) = make_double2(r.signal, r.variance);
+      head_at += sizeof(double2);
+    }
+    const float raw = *reinterpret_cast<const float*>(tile + entry_offset(word, k));
+    r.signal += raw;
+    r.variance += integrate::poisson_variance(raw);
+  }
+  return r;
+}
+
+// Every other plan, and runs with an invalid sample: each entry through preprocess_pixel; an
+// invalid sample (or padding) adds zeros and is marked lost.
+template <bool HasDark>
+__device__ __forceinline__ RunSums walk_checked(const std::uint32_t (&word)[kWords],
+                                                const char* tile, char* head_sums,
+                                                std::uint32_t& head_at, const float* dark,
+                                                integrate::ErrorModel model,
+                                                const integrate::DummyTest& dummy) {
+  RunSums r;
+#pragma unroll
+  for (int k = 0; k < kEntriesPerThread; ++k) {
+    if (entry_heads(word, k)) {
+      *reinterpret_cast<double2*>(head_sums + head_at) = make_double2(r.signal, r.variance);
+      head_at += sizeof(double2);
+    }
+    const std::uint32_t offset = entry_offset(word, k);
+    const float raw = *reinterpret_cast<const float*>(tile + offset);
+    const float dark_value = HasDark ? __ldg(dark + k) : 0.0f;
+    const integrate::PixelSample sample =
+        is_padding(offset) ? integrate::PixelSample{}
+                           : integrate::preprocess_pixel(raw, dark_value, 1.0f, model, dummy);
+    r.signal += sample.signal;
+    r.variance += sample.variance;
+    if (sample.count == 0.0f) r.lost |= 1u << k;
+  }
+  return r;
+}
+
+// A block per (tile, frame of the batch). Variants: the usual plan's (Unchecked: Poisson errors,
+// no dark, no dummy test), and checked ones with and without the dark and the dummy test.
+template <bool HasDark, bool TestDummy, bool Unchecked>
 __global__ void __launch_bounds__(kThreads)
     tile_kernel(DeviceTables t, const float* __restrict__ frames) {
   extern __shared__ double shared[];
   const int segment_slot_count = segment_slots(t.max_tile_segments);
   // Slots [0, segment_slot_count): the tile's segments; then thread i's leading piece.
   const SharedPieces pieces{shared, segment_slot_count + kThreads};
-  float* tile_values =
-      reinterpret_cast<float*>(shared + kPieceFields * (segment_slot_count + kThreads));
-  // tile_values[kTilePixels]: the padding entries' NaN.
+  // The running sums at each segment's head, by the segment's number in the tile.
+  double2* head_sums = reinterpret_cast<double2*>(shared + kPieceFields * pieces.stride);
+  float* tile_values = reinterpret_cast<float*>(head_sums + segment_slot_count);
+  // tile_values[kTilePixels]: the padding slot.
   int* segments_before = reinterpret_cast<int*>(tile_values + kTilePixels + 4);  // kThreads + 1
-  int* warp_heads = segments_before + kThreads + 1;                              // kWarps
 
-  const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int tid = int(threadIdx.x);
   const std::size_t tile = blockIdx.x, frame = blockIdx.y;
   const std::int32_t entries_first = t.tile_entry_start[tile];
   const std::int32_t entries_end = t.tile_entry_start[tile + 1];
   const std::int32_t run_first = entries_first + tid * kEntriesPerThread;
   const bool has_run = run_first < entries_end;
 
-  // This thread's run of entries (two per 32-bit word), requested before the tile so that both
-  // loads are in flight; a thread past the tile's entries gets padding.
-  constexpr int kWords = kEntriesPerThread / 2;
+  // This thread's run of entries, requested before the tile so that both loads are in flight; a
+  // thread past the tile's entries gets padding and walks nothing.
   std::uint32_t word[kWords];
   {
-    constexpr std::uint32_t kPaddingPair = std::uint32_t(kPaddingEntry) * 0x10001u;
+    constexpr std::uint32_t kPaddingPair = std::uint32_t(kPaddingOffset) * 0x10001u;
     const uint4* source = reinterpret_cast<const uint4*>(t.entry + run_first);
 #pragma unroll
     for (int q = 0; q < kWords / 4; ++q) {
@@ -241,6 +318,8 @@ __global__ void __launch_bounds__(kThreads)
       word[4 * q + 3] = v.w;
     }
   }
+  // The tile's segments that begin before this run: where its first head stores its sums.
+  const int first_head = has_run ? int(__ldg(t.run_segment + run_first / kEntriesPerThread)) : 0;
 
   // The tile's rows, coalesced: 16-byte loads when every row starts 16-byte aligned; a whole
   // tile (the usual case) as a fixed number of loads a thread, all in flight at once.
@@ -278,96 +357,72 @@ __global__ void __launch_bounds__(kThreads)
       tile_values[r * kTileCols + c] = __ldcs(image + std::size_t(r) * t.row_pitch + c);
     }
   }
-
-  if (tid == 0) tile_values[kTilePixels] = __int_as_float(0x7FC00000);  // NaN
-  // Segments (heads) in this run, and the block's prefix of them: the local number of the first
-  // segment that begins in this run.
-  constexpr std::uint32_t kHeadPair = std::uint32_t(kSegmentHead) * 0x10001u;
-  int heads = 0;
-#pragma unroll
-  for (int w = 0; w < kWords; ++w) heads += __popc(word[w] & kHeadPair);
-  int inclusive = heads;
-#pragma unroll
-  for (int offset = 1; offset < 32; offset *= 2) {
-    const int other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
-    if (lane >= offset) inclusive += other;
+  if (tid == 0) {
+    tile_values[kTilePixels] = 0.0f;  // the padding slot
+    segments_before[kThreads] = 0;    // past the last run: never equal to a run's (see below)
   }
-  if (lane == 31) warp_heads[warp] = inclusive;
+  segments_before[tid] = first_head;
   const std::int32_t tile_segments = t.tile_segment_start[tile + 1] - t.tile_segment_start[tile];
   // Zero sums: segments without entries (empty bins) are never written below, and invalidated
   // entries' shares are added into the pieces.
   for (int s = tid; s < tile_segments; s += kThreads) pieces.store(s, Piece{});
   pieces.store(segment_slot_count + tid, Piece{});
-  __syncthreads();  // the tile, the warps' head counts, the zeroed sums
-  int next_segment = inclusive - heads;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) next_segment += w < warp ? warp_heads[w] : 0;
-  segments_before[tid] = next_segment;
-  if (tid == kThreads - 1) segments_before[kThreads] = next_segment + heads;
+  __syncthreads();  // the tile, the zeroed sums
 
-  // Walk the run without branching on the flags: running sums over the run, and at each flagged
-  // entry the sums before it, stored in the slot of the segment it opens. A segment's piece is
-  // then the difference of two running sums (exact here: sums of floats in double; in general
-  // within an ulp of the run's sum). Entries the event invalidates (rare) and padding are only
-  // marked here.
-  const integrate::DummyTest dummy = TestDummy ? t.dummy : integrate::DummyTest{};
-  const int first_head_slot = next_segment;
-  double run_signal = 0.0, run_variance = 0.0;
-  std::uint32_t lost_mask = 0;
-  // Where the next flagged entry stores its running sums (a pointer walked along, so the loop
-  // does no index arithmetic for it).
-  double* head_sums = pieces.field + next_segment;
-  const integrate::ErrorModel model = Poisson ? integrate::ErrorModel::Poisson : t.model;
+  const char* tile_bytes = reinterpret_cast<const char*>(tile_values);
+  char* head_bytes = reinterpret_cast<char*>(head_sums);
+  const std::uint32_t first_head_at = std::uint32_t(first_head) * sizeof(double2);
+  std::uint32_t head_at = first_head_at;
+  RunSums run;
+  if (has_run) {
+    if constexpr (Unchecked) {
+      run = walk_unchecked(word, tile_bytes, head_bytes, head_at);
+      if (!isfinite(run.signal)) {  // an invalid sample in the run (rare): walk again, checked
+        head_at = first_head_at;
+        run = walk_checked<false>(word, tile_bytes, head_bytes, head_at, nullptr,
+                                  integrate::ErrorModel::Poisson, integrate::DummyTest{});
+      } else if (is_padding(word[kWords - 1] >> 16)) {  // the tile's last run ends in padding
+        int padding = 0;
 #pragma unroll
-  for (int k = 0; k < kEntriesPerThread; ++k) {
-    const std::uint32_t e = (k % 2 == 0 ? word[k / 2] : word[k / 2] >> 16) & 0xFFFFu;
-    if (e & kSegmentHead) {
-      head_sums[0] = run_signal;
-      head_sums[pieces.stride] = run_variance;
-      ++head_sums;
+        for (int k = 0; k < kEntriesPerThread; ++k)
+          padding += is_padding(entry_offset(word, k)) ? 1 : 0;
+        run.variance -= padding;  // poisson_variance(0) = 1 each
+      }
+    } else {
+      run = walk_checked<HasDark>(word, tile_bytes, head_bytes, head_at,
+                                  HasDark ? t.dark + run_first : nullptr, t.model,
+                                  TestDummy ? t.dummy : integrate::DummyTest{});
     }
-    const float dark = HasDark ? __ldg(t.dark + run_first + k) : 0.0f;
-    // Statically valid entries only (plan_from left the others out): a normalisation of 1
-    // changes nothing in the sample's signal and variance and spares reading the real one.
-    const integrate::PixelSample sample =
-        integrate::preprocess_pixel(tile_values[e & kLocalPixelMask], dark, 1.0f, model, dummy);
-    // An invalid sample (padding, or invalidated by the event) has signal and variance 0.
-    run_signal += sample.signal;
-    run_variance += sample.variance;
-    if (sample.count == 0.0f) lost_mask |= 1u << k;
   }
-  next_segment = int(head_sums - pieces.field);
-  // Pieces from the running sums: the leading piece (up to the first flag), then each segment
-  // begun here (up to the next flag or the run's end).
-  const int heads_here = next_segment - first_head_slot;
+  const int heads_here = int((head_at - first_head_at) / sizeof(double2));
+
+  // Pieces from the running sums: the leading piece (up to the first head), then each segment
+  // begun here (up to the next head or the run's end).
   const std::int32_t leading_slot = segment_slot_count + tid;
   {
-    double before_signal = 0.0, before_variance = 0.0;
+    double2 before = make_double2(0.0, 0.0);
     for (int j = 0; j <= heads_here; ++j) {
-      const int slot = j == 0 ? leading_slot : first_head_slot + j - 1;
-      const double end_signal = j < heads_here ? pieces.field[first_head_slot + j] : run_signal;
-      const double end_variance =
-          j < heads_here ? pieces.field[pieces.stride + first_head_slot + j] : run_variance;
-      pieces.field[slot] = end_signal - before_signal;
-      pieces.field[pieces.stride + slot] = end_variance - before_variance;
-      before_signal = end_signal;
-      before_variance = end_variance;
+      const int slot = j == 0 ? leading_slot : first_head + j - 1;
+      const double2 end =
+          j < heads_here ? head_sums[first_head + j] : make_double2(run.signal, run.variance);
+      pieces.field[slot] = end.x - before.x;
+      pieces.field[pieces.stride + slot] = end.y - before.y;
+      before = end;
     }
   }
   // The invalidated entries' static shares, into the piece each belongs to (this thread writes
   // every piece of its run, so the order is fixed).
-  if (lost_mask != 0) {
+  if (run.lost != 0) {
     std::uint32_t head_mask = 0, padding_mask = 0;
 #pragma unroll
     for (int k = 0; k < kEntriesPerThread; ++k) {
-      const std::uint32_t e = (k % 2 == 0 ? word[k / 2] : word[k / 2] >> 16) & 0xFFFFu;
-      head_mask |= ((e & kSegmentHead) ? 1u : 0u) << k;
-      padding_mask |= ((e & kPadding) ? 1u : 0u) << k;
+      head_mask |= (entry_heads(word, k) ? 1u : 0u) << k;
+      padding_mask |= (is_padding(entry_offset(word, k)) ? 1u : 0u) << k;
     }
-    for (std::uint32_t m = lost_mask & ~padding_mask; m != 0; m &= m - 1) {
+    for (std::uint32_t m = run.lost & ~padding_mask; m != 0; m &= m - 1) {
       const int k = __ffs(int(m)) - 1;
       const int heads_through_k = __popc(head_mask & (0xFFFFFFFFu >> (31 - k)));
-      const int slot = heads_through_k == 0 ? leading_slot : first_head_slot + heads_through_k - 1;
+      const int slot = heads_through_k == 0 ? leading_slot : first_head + heads_through_k - 1;
       const float norm = __ldg(t.normalization + run_first + k);
       pieces.field[2 * pieces.stride + slot] += 1.0;
       pieces.field[3 * pieces.stride + slot] += norm;
@@ -377,9 +432,10 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();  // every run's pieces
 
   // The segment begun last in this run continues into the next runs: their leading pieces, in
-  // order, up to and including the first run where another segment begins.
+  // order, up to and including the first run where another segment begins (a run whose
+  // successor's count differs; past the last run the count is 0, so the walk stops there too).
   if (heads_here > 0) {
-    const int slot = next_segment - 1;
+    const int slot = first_head + heads_here - 1;
     Piece current = pieces.load(slot);
     for (int next = tid + 1;
          next < kThreads && entries_first + next * kEntriesPerThread < entries_end; ++next) {
@@ -408,8 +464,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 using TileKernel = void (*)(DeviceTables, const float*);
-// The variant for the plan: the usual one (no dark, no dummy test, Poisson errors) and the
-// general one, which reads the error model at run time.
+// The variant for the plan: the usual one (no dark, no dummy test, Poisson errors) unchecked,
+// the others checked.
 TileKernel tile_kernel_for(const DeviceTables& t) {
   const bool poisson = t.model == integrate::ErrorModel::Poisson;
   if (t.dark)

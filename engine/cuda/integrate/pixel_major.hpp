@@ -6,17 +6,17 @@
 // The image is cut into tiles of kTileRows x kTileCols pixels of a segment (fewer at a segment's
 // edges; a plan without a segment shape is one long row), so that a tile covers a compact patch
 // of the detector and few radial bins. At upload, each tile's entries are put in (bin, pixel)
-// order, and each run of one bin inside a tile is a "segment"; an entry is its 13-bit pixel index
-// in the tile with a flag on the first entry of each segment, and a tile's entries are padded to
-// whole threads' runs (kEntriesPerThread). Per event a thread block loads its tile into shared
-// memory; each thread walks its run of consecutive entries, summing in double and closing a
-// segment at each flag; a segment that crosses into the next threads' runs is completed by the
-// thread where it began, adding their leading pieces in order. Each segment's sums go to global
-// memory as one partial; a second kernel then adds each bin's partials with a warp, in a fixed
-// order. Nothing depends on which block finishes first, so results are deterministic run to run,
-// as on the bin-major path.
-// Per event the kernel reads the image once and 2 bytes per entry (and the dark, when there is
-// one).
+// order, and each run of one bin inside a tile is a "segment"; an entry is the byte offset of its
+// pixel in the tile's shared image, with the flags of the first entry of each segment, and a
+// tile's entries are padded to whole threads' runs (kEntriesPerThread). Per event a thread block
+// loads its tile into shared memory; each thread walks its run of consecutive entries, summing in
+// double and closing a segment at each flag; a segment that crosses into the next threads' runs
+// is completed by the thread where it began, adding their leading pieces in order. Each segment's
+// sums go to global memory as one partial; a second kernel then adds each bin's partials with a
+// warp, in a fixed order. Nothing depends on which block finishes first, so results are
+// deterministic run to run, as on the bin-major path.
+// Per event the kernel reads the image once, 2 bytes per entry and 2 per run of entries (and the
+// dark, when there is one).
 //
 #include <cstddef>
 #include <cstdint>
@@ -34,14 +34,20 @@ inline constexpr std::uint32_t kTileRows = 32, kTileCols = 128;
 inline constexpr std::uint32_t kTilePixels = kTileRows * kTileCols;  // 16 KiB of float32 image
 inline constexpr int kThreads = 128;                                 // a block per tile
 inline constexpr int kEntriesPerThread = int(kTilePixels) / kThreads;
-// An entry: the pixel's index in its tile (row * kTileCols + col) and two flags. A padding
-// entry's index is kTilePixels, a slot after the tile that holds a NaN, so that it counts as
-// invalid without a test of its own and adds nothing.
-inline constexpr std::uint16_t kLocalPixelMask = 0x1FFF;
-inline constexpr std::uint16_t kSegmentHead = 0x8000;  // the first entry of a segment
-inline constexpr std::uint16_t kPadding = 0x4000;      // fills a tile's last run
-inline constexpr std::uint16_t kPaddingEntry = kPadding | std::uint16_t(kTilePixels);
-static_assert(kTilePixels <= kLocalPixelMask, "a tile's pixel index fits the entry");
+// An entry (16 bits): the byte offset of its pixel in the tile's shared image,
+// 4 * (row * kTileCols + col), so the walk uses it as an address as it stands. Entries come in
+// pairs (32-bit words, the even entry in the low half), and a pair's two segment-head flags sit in
+// the even entry's two low bits, which a multiple of 4 leaves free: the even entry's own flag in
+// bit 1, the odd entry's in bit 0. The odd entry is then a clean offset (word >> 16) and the even
+// one needs one mask. A padding entry's offset is kPaddingOffset, a slot after the tile that
+// holds 0.
+inline constexpr std::uint16_t kPaddingOffset = std::uint16_t(kTilePixels * 4);
+inline constexpr std::uint16_t kOffsetMask = 0xFFFC;
+inline constexpr std::uint16_t kEvenHead = 0x2, kOddHead = 0x1;
+static_assert(kTilePixels * 4 <= 0x4000, "a tile's byte offsets and the padding slot fit 15 bits");
+inline constexpr bool is_padding(std::uint32_t offset) {
+  return (offset & kPaddingOffset) != 0;
+}
 
 // The static tables, built once per plan.
 struct Tables {
@@ -54,6 +60,7 @@ struct Tables {
   int max_tile_segments = 0;                     // the most segments of any tile
   std::vector<std::int32_t> segment_bin;         // per segment
   std::vector<std::uint16_t> entry;              // per entry (tile order, padded): see above
+  std::vector<std::uint16_t> run_segment;        // per run: segments its tile begins before it
   std::vector<float> normalization;              // per entry, 0 for padding
   std::vector<float> dark;                       // per entry, empty without a dark
   std::vector<std::int32_t> bin_segment_start;   // bins + 1: the bin's segments in bin_segments
@@ -78,6 +85,7 @@ struct DeviceTables {
   int max_tile_segments;
   const std::int32_t* segment_bin;
   const std::uint16_t* entry;
+  const std::uint16_t* run_segment;
   const float* normalization;
   const float* dark;  // null without a dark
   const std::int32_t* bin_segment_start;
