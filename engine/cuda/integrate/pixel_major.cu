@@ -222,6 +222,13 @@ struct RunSums {
   std::uint32_t lost = 0;
 };
 
+// At an entry that heads a segment: the run's sums so far into the next head slot.
+__device__ __forceinline__ void store_head_sums(const RunSums& r, char* head_sums,
+                                                std::uint32_t& head_at) {
+  *reinterpret_cast<double2*>(head_sums + head_at) = make_double2(r.signal, r.variance);
+  head_at += sizeof(double2);
+}
+
 // Both walks add the run's samples in order without branching on the flags: at each entry that
 // heads a segment they store the sums so far at byte `head_at` of the shared `head_sums` and move
 // it on (a 32-bit offset from a shared base, so the stores stay shared stores), so that a segment's
@@ -241,10 +248,7 @@ __device__ __forceinline__ RunSums walk_unchecked(const std::uint32_t (&word)[kW
   RunSums r;
 #pragma unroll
   for (int k = 0; k < kEntriesPerThread; ++k) {
-    if (entry_heads(word, k)) {
-      *reinterpret_cast<double2*>(head_sums + head_at) = make_double2(r.signal, r.variance);
-      head_at += sizeof(double2);
-    }
+    if (entry_heads(word, k)) store_head_sums(r, head_sums, head_at);
     const float raw = *reinterpret_cast<const float*>(tile + entry_offset(word, k));
     r.signal += raw;
     r.variance += integrate::poisson_variance(raw);
@@ -263,10 +267,7 @@ __device__ __forceinline__ RunSums walk_checked(const std::uint32_t (&word)[kWor
   RunSums r;
 #pragma unroll
   for (int k = 0; k < kEntriesPerThread; ++k) {
-    if (entry_heads(word, k)) {
-      *reinterpret_cast<double2*>(head_sums + head_at) = make_double2(r.signal, r.variance);
-      head_at += sizeof(double2);
-    }
+    if (entry_heads(word, k)) store_head_sums(r, head_sums, head_at);
     const std::uint32_t offset = entry_offset(word, k);
     const float raw = *reinterpret_cast<const float*>(tile + offset);
     const float dark_value = HasDark ? __ldg(dark + k) : 0.0f;
