@@ -315,10 +315,16 @@ struct DeviceIntegrator::State {
   bool sums_path() const { return plan.error_model != ErrorModel::Azimuthal; }
 
   // One launch over `frames` consecutive frames into `out`.
-  void launch(const float* device_frames, int frames, const Stream& stream) {
+  // The kernels into `out`, except the pixel-major path when `host_results` (pinned host
+  // memory) is given: its merge writes the bins there itself, and no copy is needed. True when
+  // the results went to `host_results`.
+  bool launch(const float* device_frames, int frames, const Stream& stream,
+              double* host_results = nullptr) {
     const dim3 grid(unsigned(plan.bins), unsigned(frames));
     if (pixel_major_path) {
-      pixel_major::launch(pm, device_frames, frames, out.as<double>(), stream.get());
+      pixel_major::launch(pm, device_frames, frames, host_results ? host_results : out.as<double>(),
+                          stream.get());
+      return host_results != nullptr;
     } else if (sums_path()) {
       integrate_sums_kernel<<<grid, kSumThreads, 0, stream.get()>>>(tables, sums, device_frames,
                                                                     out.as<double>());
@@ -328,8 +334,22 @@ struct DeviceIntegrator::State {
                                                             out.as<double>());
       check_launch("integrate_kernel");
     }
+    return false;
   }
 };
+
+namespace {
+// Memory a kernel may write through this pointer: pinned host memory (cudaHostAlloc), which
+// unified addressing maps into the device's address space at the same address.
+bool pinned_host(const void* pointer) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
+    cudaGetLastError();  // an unknown pointer is not an error to keep
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeHost;
+}
+}  // namespace
 
 DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch,
                                    IntegrationKernel kernel)
@@ -510,10 +530,10 @@ void DeviceIntegrator::enqueue_batch(const float* device_frames, int frames, con
   if (frames < 1 || frames > s.max_batch)
     throw InputError("device integrator: a batch of " + std::to_string(frames) +
                      " frames, this integrator takes 1 .. " + std::to_string(s.max_batch));
-  s.launch(device_frames, frames, stream);
-  copy_async(s.host_out.get(), s.out.get(),
-             std::size_t(frames) * kFields * std::size_t(s.plan.bins) * sizeof(double), stream,
-             "integrated profiles to the host");
+  if (!s.launch(device_frames, frames, stream, s.host_out.as<double>()))
+    copy_async(s.host_out.get(), s.out.get(),
+               std::size_t(frames) * kFields * std::size_t(s.plan.bins) * sizeof(double), stream,
+               "integrated profiles to the host");
   s.last_frames = frames;
 }
 
@@ -542,11 +562,13 @@ std::size_t DeviceIntegrator::result_doubles() const {
 void DeviceIntegrator::enqueue_into(const float* device_frame, double* host_results,
                                     const Stream& stream) {
   State& s = *state_;
-  s.launch(device_frame, 1, stream);
-  // The device buffer is reused by the next enqueue on the stream only after this copy (stream
-  // order), so one buffer serves any number of enqueues in flight.
-  copy_async(host_results, s.out.get(), result_doubles() * sizeof(double), stream,
-             "integrated profile to the host");
+  // The pixel-major path writes pinned results itself. Otherwise the device buffer is reused by
+  // the next enqueue on the stream only after this copy (stream order), so one buffer serves any
+  // number of enqueues in flight.
+  const bool direct = s.pixel_major_path && pinned_host(host_results);
+  if (!s.launch(device_frame, 1, stream, direct ? host_results : nullptr))
+    copy_async(host_results, s.out.get(), result_doubles() * sizeof(double), stream,
+               "integrated profile to the host");
 }
 
 integrate::Profile DeviceIntegrator::collect(const Stream& stream, int index) {

@@ -114,35 +114,24 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
 
 namespace {
 
-// Sums over consecutive entries of one segment: the event's signal and variance, and the
-// static shares of the entries the event invalidated (count = entries without splitting).
+// A bin's sums over its segments' partials in the merge: the event's signal and variance, and
+// the static shares of the entries the event invalidated (count = entries without splitting).
 struct Piece {
   double signal = 0, variance = 0, lost = 0, lost_norm = 0, lost_norm_sq = 0;
-  __device__ void add(const Piece& o) {
-    signal += o.signal;
-    variance += o.variance;
-    lost += o.lost;
-    lost_norm += o.lost_norm;
-    lost_norm_sq += o.lost_norm_sq;
-  }
 };
-constexpr int kPieceFields = 5;
 
-// Pieces in shared memory, one array per field (consecutive slots, consecutive doubles).
+// A piece's static shares of the entries the event invalidated (count = entries without
+// splitting).
+struct LostShares {
+  double entries, norm, norm_sq;
+};
+
+// Pieces in shared memory, per slot: the event's sums (signal, variance) as one double2, and
+// apart the lost shares, which only runs with an invalidated entry add to and only blocks with
+// such a run read.
 struct SharedPieces {
-  double* field;
-  int stride;
-  __device__ void store(int i, const Piece& p) const {
-    field[i] = p.signal;
-    field[stride + i] = p.variance;
-    field[2 * stride + i] = p.lost;
-    field[3 * stride + i] = p.lost_norm;
-    field[4 * stride + i] = p.lost_norm_sq;
-  }
-  __device__ Piece load(int i) const {
-    return Piece{field[i], field[stride + i], field[2 * stride + i], field[3 * stride + i],
-                 field[4 * stride + i]};
-  }
+  double2* sums;
+  LostShares* lost;
 };
 
 // Piece slots in shared memory: the tile's segments (an even number of slots, so that the tile's
@@ -151,11 +140,12 @@ __host__ __device__ int segment_slots(int max_tile_segments) {
   return max_tile_segments < 1 ? 2 : (max_tile_segments + 1) / 2 * 2;
 }
 
-// Shared memory of a block: the piece slots, the running sums at the tile's segment heads, the
-// tile's image and its padding slot, and per thread the segments the tile begins before its run.
+// Shared memory of a block: the piece slots (sums, then lost shares), the running sums at the
+// tile's segment heads, the tile's image and its padding slot, and per thread the segments the tile
+// begins before its run.
 std::size_t shared_bytes(int max_tile_segments) {
   const std::size_t slots = std::size_t(segment_slots(max_tile_segments));
-  return kPieceFields * sizeof(double) * (slots + kThreads) + 2 * sizeof(double) * slots +
+  return (sizeof(double2) + sizeof(LostShares)) * (slots + kThreads) + sizeof(double2) * slots +
          (kTilePixels + 4) * sizeof(float) + (kThreads + 1) * sizeof(int);
 }
 
@@ -174,37 +164,50 @@ __device__ Piece shuffle_sum(Piece p) {
 }
 
 // The second kernel of a launch: a warp per (bin, frame) adds the bin's segment partials (lane
-// l takes segments l, l + 32, ... in order, the lanes' sums are combined in a fixed pattern) and
-// stores the bin. It runs after tile_kernel in stream order, so every partial is written.
-constexpr int kMergeThreads = 256;
+// l takes segments l, l + 32, ... in order, the lanes' sums are combined in a fixed pattern), and
+// a block's 32 bins are stored together: field k of the block's bins as 256 consecutive bytes,
+// so that results written straight to pinned host memory cross PCIe in whole lines. It runs
+// after tile_kernel in stream order, so every partial is written.
+constexpr int kMergeBins = 32;
+constexpr int kMergeThreads = 32 * kMergeBins;
 __global__ void __launch_bounds__(kMergeThreads)
     merge_kernel(DeviceTables t, double* __restrict__ out) {
-  const int lane = int(threadIdx.x) % 32;
-  const int bin = int(blockIdx.x) * (kMergeThreads / 32) + int(threadIdx.x) / 32;
+  __shared__ double values[kStoredFields][kMergeBins];
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int first_bin = int(blockIdx.x) * kMergeBins;
+  const int bin = first_bin + warp;
   const std::size_t frame = blockIdx.y;
-  if (bin >= t.bins) return;
-  const std::int32_t first = __ldg(t.bin_segment_start + bin);
-  const std::int32_t end = __ldg(t.bin_segment_start + bin + 1);
-  const double* partials = t.partials + frame * t.segments * 3;
-  const double* lost_partials = t.lost_partials + frame * t.segments * 3;
-  Piece sum;
-  for (std::int32_t k = first + lane; k < end; k += 32) {
-    const std::size_t s = std::size_t(__ldg(t.bin_segments + k));
-    sum.signal += partials[3 * s];
-    sum.variance += partials[3 * s + 1];
-    const double lost = partials[3 * s + 2];
-    if (lost != 0.0) {
-      sum.lost += lost;
-      sum.lost_norm += lost_partials[3 * s];
-      sum.lost_norm_sq += lost_partials[3 * s + 2];
+  if (bin < t.bins) {
+    const std::int32_t first = __ldg(t.bin_segment_start + bin);
+    const std::int32_t end = __ldg(t.bin_segment_start + bin + 1);
+    const double* partials = t.partials + frame * t.segments * 3;
+    const double* lost_partials = t.lost_partials + frame * t.segments * 3;
+    Piece sum;
+    for (std::int32_t k = first + lane; k < end; k += 32) {
+      const std::size_t s = std::size_t(__ldg(t.bin_segments + k));
+      sum.signal += partials[3 * s];
+      sum.variance += partials[3 * s + 1];
+      const double lost = partials[3 * s + 2];
+      if (lost != 0.0) {
+        sum.lost += lost;
+        sum.lost_norm += lost_partials[3 * s];
+        sum.lost_norm_sq += lost_partials[3 * s + 2];
+      }
+    }
+    sum = shuffle_sum(sum);
+    if (lane == 0) {
+      double bin_values[kStoredFields];
+      sums_bin_values(bin_values, sum.signal, sum.variance, t.static_normalization[bin],
+                      t.static_count[bin], t.static_norm_sq[bin], t.bin_entries[bin],
+                      LostSums{sum.lost, sum.lost_norm, sum.lost, sum.lost_norm_sq}, t.model,
+                      t.empty);
+      for (int k = 0; k < kStoredFields; ++k) values[k][warp] = bin_values[k];
     }
   }
-  sum = shuffle_sum(sum);
-  if (lane != 0) return;
-  store_sums_bin(out + frame * kStoredFields * std::size_t(t.bins), t.bins, bin, sum.signal,
-                 sum.variance, t.static_normalization[bin], t.static_count[bin],
-                 t.static_norm_sq[bin], t.bin_entries[bin],
-                 LostSums{sum.lost, sum.lost_norm, sum.lost, sum.lost_norm_sq}, t.model, t.empty);
+  __syncthreads();
+  if (warp < kStoredFields && first_bin + lane < t.bins)
+    out[(frame * kStoredFields + std::size_t(warp)) * std::size_t(t.bins) +
+        std::size_t(first_bin + lane)] = values[warp][lane];
 }
 
 // A thread's run of entries, as pairs (see kOffsetMask).
@@ -286,12 +289,16 @@ __device__ __forceinline__ RunSums walk_checked(const std::uint32_t (&word)[kWor
 template <bool HasDark, bool TestDummy, bool Unchecked>
 __global__ void __launch_bounds__(kThreads)
     tile_kernel(DeviceTables t, const float* __restrict__ frames) {
-  extern __shared__ double shared[];
+  extern __shared__ double2 shared[];
   const int segment_slot_count = segment_slots(t.max_tile_segments);
-  // Slots [0, segment_slot_count): the tile's segments; then thread i's leading piece.
-  const SharedPieces pieces{shared, segment_slot_count + kThreads};
+  // Slots [0, segment_slot_count): the tile's segments; then thread i's leading piece. An even
+  // slot count keeps the arrays after the lost shares 16-byte aligned.
+  const int slot_count = segment_slot_count + kThreads;
+  const SharedPieces pieces{shared, reinterpret_cast<LostShares*>(shared + slot_count)};
   // The running sums at each segment's head, by the segment's number in the tile.
-  double2* head_sums = reinterpret_cast<double2*>(shared + kPieceFields * pieces.stride);
+  double2* head_sums = reinterpret_cast<double2*>(pieces.lost + slot_count);
+  // Whether any run of the block holds an invalidated entry (then the lost shares are summed).
+  __shared__ int block_lost;
   float* tile_values = reinterpret_cast<float*>(head_sums + segment_slot_count);
   // tile_values[kTilePixels]: the padding slot.
   int* segments_before = reinterpret_cast<int*>(tile_values + kTilePixels + 4);  // kThreads + 1
@@ -333,14 +340,15 @@ __global__ void __launch_bounds__(kThreads)
   constexpr std::uint32_t kQuadsPerRow = kTileCols / 4;
   constexpr int kQuadsPerThread = int(kTilePixels / 4) / kThreads;
   if (aligned && rows == kTileRows && cols == kTileCols) {
+    // Thread tid loads quads tid, tid + kThreads, ...: the same column, kThreads / kQuadsPerRow
+    // rows apart, so one pointer stepped along (no per-load index arithmetic).
+    const float4* source =
+        reinterpret_cast<const float4*>(image + std::size_t(tid / kQuadsPerRow) * t.row_pitch) +
+        tid % kQuadsPerRow;
+    const std::size_t step = std::size_t(kThreads / kQuadsPerRow) * t.row_pitch / 4;  // quads
     float4 v[kQuadsPerThread];
 #pragma unroll
-    for (int k = 0; k < kQuadsPerThread; ++k) {
-      const std::uint32_t i = std::uint32_t(tid + k * kThreads);
-      v[k] = __ldcs(
-          reinterpret_cast<const float4*>(image + std::size_t(i / kQuadsPerRow) * t.row_pitch) +
-          i % kQuadsPerRow);
-    }
+    for (int k = 0; k < kQuadsPerThread; ++k, source += step) v[k] = __ldcs(source);
 #pragma unroll
     for (int k = 0; k < kQuadsPerThread; ++k)
       reinterpret_cast<float4*>(tile_values)[tid + k * kThreads] = v[k];
@@ -361,14 +369,17 @@ __global__ void __launch_bounds__(kThreads)
   if (tid == 0) {
     tile_values[kTilePixels] = 0.0f;  // the padding slot
     segments_before[kThreads] = 0;    // past the last run: never equal to a run's (see below)
+    block_lost = 0;
   }
   segments_before[tid] = first_head;
   const std::int32_t tile_segments = t.tile_segment_start[tile + 1] - t.tile_segment_start[tile];
-  // Zero sums: segments without entries (empty bins) are never written below, and invalidated
-  // entries' shares are added into the pieces.
-  for (int s = tid; s < tile_segments; s += kThreads) pieces.store(s, Piece{});
-  pieces.store(segment_slot_count + tid, Piece{});
-  __syncthreads();  // the tile, the zeroed sums
+  // Zero pieces for the segments without entries (empty bins): no run writes them below. (Every
+  // other piece is written whole by the run where it begins, before any addition into it.)
+  for (int s = tid; s < tile_segments; s += kThreads) {
+    pieces.sums[s] = make_double2(0.0, 0.0);
+    pieces.lost[s] = LostShares{0.0, 0.0, 0.0};
+  }
+  __syncthreads();  // the tile, the zeroed pieces
 
   const char* tile_bytes = reinterpret_cast<const char*>(tile_values);
   char* head_bytes = reinterpret_cast<char*>(head_sums);
@@ -398,7 +409,7 @@ __global__ void __launch_bounds__(kThreads)
   const int heads_here = int((head_at - first_head_at) / sizeof(double2));
 
   // Pieces from the running sums: the leading piece (up to the first head), then each segment
-  // begun here (up to the next head or the run's end).
+  // begun here (up to the next head or the run's end), each with no lost shares yet.
   const std::int32_t leading_slot = segment_slot_count + tid;
   {
     double2 before = make_double2(0.0, 0.0);
@@ -406,8 +417,8 @@ __global__ void __launch_bounds__(kThreads)
       const int slot = j == 0 ? leading_slot : first_head + j - 1;
       const double2 end =
           j < heads_here ? head_sums[first_head + j] : make_double2(run.signal, run.variance);
-      pieces.field[slot] = end.x - before.x;
-      pieces.field[pieces.stride + slot] = end.y - before.y;
+      pieces.sums[slot] = make_double2(end.x - before.x, end.y - before.y);
+      pieces.lost[slot] = LostShares{0.0, 0.0, 0.0};
       before = end;
     }
   }
@@ -420,30 +431,43 @@ __global__ void __launch_bounds__(kThreads)
       head_mask |= (entry_heads(word, k) ? 1u : 0u) << k;
       padding_mask |= (is_padding(entry_offset(word, k)) ? 1u : 0u) << k;
     }
+    if ((run.lost & ~padding_mask) != 0) block_lost = 1;
     for (std::uint32_t m = run.lost & ~padding_mask; m != 0; m &= m - 1) {
       const int k = __ffs(int(m)) - 1;
       const int heads_through_k = __popc(head_mask & (0xFFFFFFFFu >> (31 - k)));
       const int slot = heads_through_k == 0 ? leading_slot : first_head + heads_through_k - 1;
       const float norm = __ldg(t.normalization + run_first + k);
-      pieces.field[2 * pieces.stride + slot] += 1.0;
-      pieces.field[3 * pieces.stride + slot] += norm;
-      pieces.field[4 * pieces.stride + slot] += static_cast<double>(norm) * norm;
+      LostShares& lost = pieces.lost[slot];
+      lost.entries += 1.0;
+      lost.norm += norm;
+      lost.norm_sq += static_cast<double>(norm) * norm;
     }
   }
-  __syncthreads();  // every run's pieces
+  __syncthreads();                        // every run's pieces
+  const bool any_lost = block_lost != 0;  // the same in every thread of the block
 
   // The segment begun last in this run continues into the next runs: their leading pieces, in
   // order, up to and including the first run where another segment begins (a run whose
   // successor's count differs; past the last run the count is 0, so the walk stops there too).
   if (heads_here > 0) {
     const int slot = first_head + heads_here - 1;
-    Piece current = pieces.load(slot);
+    double2 sums = pieces.sums[slot];
+    LostShares lost = any_lost ? pieces.lost[slot] : LostShares{0.0, 0.0, 0.0};
     for (int next = tid + 1;
          next < kThreads && entries_first + next * kEntriesPerThread < entries_end; ++next) {
-      current.add(pieces.load(segment_slot_count + next));
+      const double2 more = pieces.sums[segment_slot_count + next];
+      sums.x += more.x;
+      sums.y += more.y;
+      if (any_lost) {
+        const LostShares more_lost = pieces.lost[segment_slot_count + next];
+        lost.entries += more_lost.entries;
+        lost.norm += more_lost.norm;
+        lost.norm_sq += more_lost.norm_sq;
+      }
       if (segments_before[next + 1] != segments_before[next]) break;
     }
-    pieces.store(slot, current);
+    pieces.sums[slot] = sums;
+    if (any_lost) pieces.lost[slot] = lost;
   }
   __syncthreads();  // every segment's sums
 
@@ -452,14 +476,15 @@ __global__ void __launch_bounds__(kThreads)
   double* lost_partials = t.lost_partials + frame * t.segments * 3;
   const std::int32_t first_segment = t.tile_segment_start[tile];
   for (int local = tid; local < tile_segments; local += kThreads) {
-    const Piece p = pieces.load(local);
+    const double2 sums = pieces.sums[local];
     const std::size_t s = std::size_t(first_segment + local);
-    partials[3 * s] = p.signal;
-    partials[3 * s + 1] = p.variance;
-    partials[3 * s + 2] = p.lost;
-    if (p.lost != 0.0) {
-      lost_partials[3 * s] = p.lost_norm;
-      lost_partials[3 * s + 2] = p.lost_norm_sq;
+    partials[3 * s] = sums.x;
+    partials[3 * s + 1] = sums.y;
+    const LostShares lost = any_lost ? pieces.lost[local] : LostShares{0.0, 0.0, 0.0};
+    partials[3 * s + 2] = lost.entries;
+    if (lost.entries != 0.0) {
+      lost_partials[3 * s] = lost.norm;
+      lost_partials[3 * s + 2] = lost.norm_sq;
     }
   }
 }
@@ -492,8 +517,7 @@ void launch(const DeviceTables& t, const float* frames, int frames_count, double
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   tile_kernel_for(t)<<<grid, kThreads, shared_bytes(t.max_tile_segments), s>>>(t, frames);
   check_launch("pixel_major::tile_kernel");
-  const dim3 merge_grid(unsigned((t.bins + kMergeThreads / 32 - 1) / (kMergeThreads / 32)),
-                        unsigned(frames_count));
+  const dim3 merge_grid(unsigned((t.bins + kMergeBins - 1) / kMergeBins), unsigned(frames_count));
   merge_kernel<<<merge_grid, kMergeThreads, 0, s>>>(t, out);
   check_launch("pixel_major::merge_kernel");
 }

@@ -104,7 +104,8 @@ struct DeviceTables {
 // Sets the kernel's shared-memory limit for these tables; once, before the first launch.
 void prepare(const DeviceTables& t);
 // One launch over `frames` consecutive frames; results as the bin-major kernels store them
-// (7 fields per bin and frame). `stream` is a cudaStream_t.
+// (7 fields per bin and frame), to device memory or straight to pinned host memory (whole
+// 256-byte lines). `stream` is a cudaStream_t.
 void launch(const DeviceTables& t, const float* frames, int frames_count, double* out,
             void* stream);
 

@@ -17,11 +17,12 @@ struct LostSums {
 
 inline constexpr int kStoredFields = 7;  // intensity, sigma, std, signal, variance, norm, count
 
-__device__ inline void store_sums_bin(double* frame_out, int bins, int bin, double signal,
-                                      double variance, double static_normalization,
-                                      double static_count, double static_norm_sq,
-                                      std::int32_t bin_entries, const LostSums& lost,
-                                      integrate::ErrorModel model, double empty) {
+// The bin's 7 stored fields, in their order.
+__device__ inline void sums_bin_values(double (&values)[kStoredFields], double signal,
+                                       double variance, double static_normalization,
+                                       double static_count, double static_norm_sq,
+                                       std::int32_t bin_entries, const LostSums& lost,
+                                       integrate::ErrorModel model, double empty) {
   integrate::BinAccumulator total;
   total.signal = signal;
   total.variance = variance;
@@ -38,8 +39,24 @@ __device__ inline void store_sums_bin(double* frame_out, int bins, int bin, doub
     }
   }
   const integrate::BinResult r = integrate::finalize_bin(total, empty, model);
-  const double values[kStoredFields] = {
-      r.intensity, r.sigma, r.std, total.signal, total.variance, total.normalization, total.count};
+  values[0] = r.intensity;
+  values[1] = r.sigma;
+  values[2] = r.std;
+  values[3] = total.signal;
+  values[4] = total.variance;
+  values[5] = total.normalization;
+  values[6] = total.count;
+}
+
+// The same, stored in bin `bin` of one frame's fields (field k at frame_out[k * bins + bin]).
+__device__ inline void store_sums_bin(double* frame_out, int bins, int bin, double signal,
+                                      double variance, double static_normalization,
+                                      double static_count, double static_norm_sq,
+                                      std::int32_t bin_entries, const LostSums& lost,
+                                      integrate::ErrorModel model, double empty) {
+  double values[kStoredFields];
+  sums_bin_values(values, signal, variance, static_normalization, static_count, static_norm_sq,
+                  bin_entries, lost, model, empty);
   for (int k = 0; k < kStoredFields; ++k)
     frame_out[std::size_t(k) * std::size_t(bins) + std::size_t(bin)] = values[k];
 }
