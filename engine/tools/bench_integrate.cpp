@@ -11,8 +11,10 @@
 //   csr          DeviceIntegrator, no splitting, one frame per launch, over 1 and 4 streams
 //                (a block per bin, the image gathered)
 //   csr pixel-major  the same with the pixel-major kernels (the image read once, a tile per
-//                block, then a warp per bin), one frame per launch; batched (--batch frames per
-//                launch); and in CUDA graphs of 8 single-frame launches
+//                block, then a warp per bin), one frame per launch; the same with a host thread
+//                per stream enqueueing (the host's per-launch cost split over threads, as lanes
+//                of an engine would); batched (--batch frames per launch); and in CUDA graphs of
+//                8 single-frame launches
 //   csr batched  the default kernel, --batch frames per launch
 //   atomic histogram  the plain way: per-pixel bin + normalisation, atomics
 //                (DeviceHistogramIntegrator)
@@ -37,6 +39,7 @@
 #include <memory>
 #include <span>
 #include <sstream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -91,6 +94,31 @@ double timed(std::vector<std::unique_ptr<gpu::Stream>>& streams, int launches,
   begin.record(*streams[0]);
   for (std::size_t s = 1; s < streams.size(); ++s) streams[s]->wait(begin.get());
   for (int i = 0; i < launches; ++i) launch(i, std::size_t(i) % streams.size());
+  std::vector<std::unique_ptr<gpu::Event>> done;
+  for (std::size_t s = 1; s < streams.size(); ++s) {
+    done.push_back(std::make_unique<gpu::Event>(false));
+    done.back()->record(*streams[s]);
+    streams[0]->wait(done.back()->get());
+  }
+  end.record(*streams[0]);
+  end.synchronize();
+  return end.elapsed_ms_since(begin) * 1e-3;
+}
+
+// As timed(), but stream s's launches (i = s, s + streams, ...) are enqueued by a host thread of
+// its own, all threads at once.
+double timed_threaded(std::vector<std::unique_ptr<gpu::Stream>>& streams, int launches,
+                      const std::function<void(int, std::size_t)>& launch) {
+  gpu::Event begin, end;
+  begin.record(*streams[0]);
+  for (std::size_t s = 1; s < streams.size(); ++s) streams[s]->wait(begin.get());
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t s = 0; s < streams.size(); ++s)
+      threads.emplace_back([&, s] {
+        for (int i = int(s); i < launches; i += int(streams.size())) launch(i, s);
+      });
+  }  // joined
   std::vector<std::unique_ptr<gpu::Event>> done;
   for (std::size_t s = 1; s < streams.size(); ++s) {
     done.push_back(std::make_unique<gpu::Event>(false));
@@ -243,7 +271,7 @@ int run_integrate(const IntegrateBenchOptions& o) {
     };
     const auto row = [&](const std::string& name, int stream_count, int frames_per_launch,
                          double bytes_per_frame, const Profile& reference,
-                         const std::function<Path(int)>& make) {
+                         const std::function<Path(int)>& make, bool thread_per_stream = false) {
       std::vector<std::unique_ptr<gpu::Stream>> streams;
       std::vector<Path> paths;
       for (int s = 0; s < stream_count; ++s) {
@@ -269,10 +297,11 @@ int run_integrate(const IntegrateBenchOptions& o) {
         return;
       }
       const int launches = std::max(1, o.events / frames_per_launch);
-      timed(streams, std::min(launches, 8 * stream_count),
-            [&](int i, std::size_t s) { paths[s].launch(i, *streams[s]); });  // warm-up
+      const auto time = thread_per_stream ? timed_threaded : timed;
+      time(streams, std::min(launches, 8 * stream_count),
+           [&](int i, std::size_t s) { paths[s].launch(i, *streams[s]); });  // warm-up
       const double seconds =
-          timed(streams, launches, [&](int i, std::size_t s) { paths[s].launch(i, *streams[s]); });
+          time(streams, launches, [&](int i, std::size_t s) { paths[s].launch(i, *streams[s]); });
       const double rate = double(launches) * frames_per_launch / seconds;
       const double of_floor = rate * bytes_per_frame / (copy_gbps * 1e9);
       std::cout << name << ", " << stream_count << " streams, " << frames_per_launch
@@ -336,6 +365,10 @@ int run_integrate(const IntegrateBenchOptions& o) {
     for (const int streams : o.streams)
       row("csr pixel-major", streams, 1, pixel_major_bytes, cpu_frame0,
           csr_path(plan, 1, gpu::IntegrationKernel::PixelMajor));
+    for (const int streams : o.streams)
+      if (streams > 1)
+        row("csr pixel-major, a host thread per stream", streams, 1, pixel_major_bytes, cpu_frame0,
+            csr_path(plan, 1, gpu::IntegrationKernel::PixelMajor), true);
     if (o.batch > 1)
       for (const int streams : o.streams)
         row("csr pixel-major batched", streams, o.batch, pixel_major_bytes, cpu_frame0,
