@@ -178,17 +178,28 @@ Bytes encode_chunk(Codec codec, DType dtype, double eb, const std::uint8_t* in, 
       }
     }
   }
-  Bytes best;
-  for (unsigned m = 1; m <= 2; ++m) {  // 1 delta, 2 plain
+  // Mode m (1 delta, 2 plain) through residuals, zigzag, shuffle and elimination.
+  const auto pipeline = [&](unsigned m) {
     std::vector<std::uint32_t> residuals(n);
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint32_t prediction = (m == 1 && i > 0) ? values[i - 1] : 0;
       residuals[i] = zigzag(values[i] - prediction, bits);
     }
-    Bytes candidate = eliminate(shuffle(residuals, bits));
-    if (m == 1 || candidate.size() < best.size()) {
-      best = std::move(candidate);
-      *mode = m;
+    return eliminate(shuffle(residuals, bits));
+  };
+  // The lossy codec tries plain first, the lossless one delta; the other mode only when the first
+  // leaves the chunk (with the lossy prefix) at 7/8 of its raw bytes or more; the smaller wins,
+  // delta on a tie.
+  const std::size_t prefix_bytes = codec == Codec::Lossy ? 4 + 8 * outlier_index.size() : 0;
+  const unsigned first = codec == Codec::Lossy ? 2 : 1;
+  Bytes best = pipeline(first);
+  *mode = first;
+  if (prefix_bytes + best.size() >= raw - raw / 8) {
+    Bytes other = pipeline(3 - first);
+    const bool other_wins = first == 2 ? other.size() <= best.size() : other.size() < best.size();
+    if (other_wins) {
+      best = std::move(other);
+      *mode = 3 - first;
     }
   }
   Bytes out;
@@ -669,15 +680,15 @@ class TestCodec : public QObject {
     QCOMPARE(get64(s, 40), std::uint64_t(1));
     QCOMPARE(get64(s, 56), std::uint64_t(2));
     QCOMPARE(get64(s, 64), std::uint64_t(3));
-    // 6 values of 1.5 with eb 0.125: bins of 0.25, q = 6 each. Delta residuals 6, 0 x 5 ->
-    // zigzag 12 (bits 2, 3): planes 2 and 3 of the single block are 0x00000001, at shuffled bytes
-    // 8 and 12 (32 planes x 4 bytes = 128 bytes). Level 0 (16 bytes): byte 1 = 0x11. Level 1
-    // (2 bytes): byte 0 = 0x02. Level 2 (1 byte): 0x01. 5 bytes. Plain residuals (six 12s) give
-    // 0x3F at bytes 8 and 12, also 5 bytes: the tie goes to delta. With the outlier count, 9 bytes,
-    // below the 24 raw bytes: mode 1, padded to 12.
-    QCOMPARE(get32(s, 72), (1u << 30) | 9u);
+    // 6 values of 1.5 with eb 0.125: bins of 0.25, q = 6 each. The lossy codec tries plain
+    // first: residuals six 12s (zigzag of 6, bits 2, 3), so planes 2 and 3 of the single block
+    // are 0x0000003F, at shuffled bytes 8 and 12 (32 planes x 4 bytes = 128 bytes). Level 0
+    // (16 bytes): byte 1 = 0x11. Level 1 (2 bytes): byte 0 = 0x02. Level 2 (1 byte): 0x01.
+    // 5 bytes; with the outlier count 9, under 7/8 of the 24 raw bytes (21), so delta is not
+    // tried: mode 2, padded to 12.
+    QCOMPARE(get32(s, 72), (2u << 30) | 9u);
     const std::size_t payload_at = 72 + 4 + 16;
-    const Bytes expected = {0, 0, 0, 0, 0x01, 0x02, 0x11, 0x01, 0x01, 0, 0, 0};
+    const Bytes expected = {0, 0, 0, 0, 0x01, 0x02, 0x11, 0x3F, 0x3F, 0, 0, 0};
     QCOMPARE(s.size(), payload_at + 12);
     QCOMPARE(first_difference(Bytes(s.begin() + payload_at, s.end()), expected), -1L);
 

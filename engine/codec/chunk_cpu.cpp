@@ -200,10 +200,18 @@ EncodedChunk ChunkEncoder::encode(const std::uint8_t* in, std::uint32_t elements
   }
 
   const std::size_t prefix = codec_ == Codec::Lossy ? 4 + 8 * outlier_index_.size() : 0;
-  const std::size_t delta_size = prepare_pipeline(layout, ChunkMode::Delta, 0);
-  const std::size_t plain_size = prepare_pipeline(layout, ChunkMode::Plain, 1);
-  const int slot = plain_size < delta_size ? 1 : 0;  // ties go to Delta
-  const std::size_t total = prefix + (slot ? plain_size : delta_size);
+  // Slot 0 holds Delta, slot 1 Plain; the second mode only when the first is not enough.
+  const ChunkMode first = first_mode(codec_);
+  const int first_slot = first == ChunkMode::Plain ? 1 : 0;
+  std::size_t size[2] = {};
+  size[first_slot] = prepare_pipeline(layout, first, first_slot);
+  int slot = first_slot;
+  if (second_mode_needed(prefix + size[first_slot], layout.raw_bytes)) {
+    size[1 - first_slot] =
+        prepare_pipeline(layout, first_slot ? ChunkMode::Delta : ChunkMode::Plain, 1 - first_slot);
+    slot = size[1] < size[0] ? 1 : 0;  // ties go to Delta
+  }
+  const std::size_t total = prefix + size[slot];
   if (total >= layout.raw_bytes) {
     std::memcpy(out, in, layout.raw_bytes);
     return {ChunkMode::Raw, layout.raw_bytes};

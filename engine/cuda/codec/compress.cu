@@ -2,11 +2,13 @@
 // to its final place in the stream:
 //   1. The block claims the next chunk from a ticket counter, so a chunk only ever waits for
 //      chunks whose blocks are already running (no deadlock whatever the scheduling order).
-//   2. Each thread loads its 32-value shuffle blocks with wide loads, forms both pipelines'
-//      residuals and bit-shuffles them in registers (codec_math.hpp's transpose32) into the
+//   2. Each thread loads its 32-value shuffle blocks with wide loads, forms the first mode's
+//      residuals (Plain for the lossy codec, Delta for the lossless one: codec_format.hpp's
+//      first_mode) and bit-shuffles them in registers (codec_math.hpp's transpose32) into the
 //      workspace: shared memory for chunks up to 32 KiB, else the chunk's global slot.
-//   3. Warps build the three bitmap levels of both pipelines; a block sum gives both sizes, and
-//      the smaller (or Raw) is chosen as on the CPU.
+//   3. Warps build that pipeline's three bitmap levels and a block sum gives its size; only when
+//      the chunk stays near its raw size (second_mode_needed) is the other mode built too and the
+//      smaller kept. Raw when neither is smaller than the raw bytes. All as on the CPU.
 //   4. Decoupled look-back: the chunk publishes its padded size at once (flag "aggregate"), packs
 //      its stored bytes into the losing pipeline's workspace, then reads its predecessors'
 //      published words back to the nearest one holding an inclusive prefix, and publishes its own
@@ -273,54 +275,65 @@ __device__ void store_planes(const std::uint32_t r[32], std::uint8_t* shuffled, 
   for (unsigned p = 0; p < Bits; ++p) words[plane_word_index(p, b, blocks)] = r[p];
 }
 
-// Every block of the chunk, one thread per block (after the lossy bins, a pass of its own), both
-// pipelines' residuals bit-shuffled into their plane words; returns this thread's outlier count.
+// Block b's lossy bins computed again from the input (for Delta after Plain's planes replaced the
+// bins: the same quantiser, so the same bins; 0 for an outlier and past `valid`), and the bin
+// before the block.
+__device__ void requantized_block(const CompressArgs& a, const std::uint8_t* in, std::uint32_t b,
+                                  std::uint32_t valid, std::uint32_t v[32],
+                                  std::uint32_t* previous) {
+  const LossyScale scale = lossy_scale(a.error_bound);
+  const auto* in32 = reinterpret_cast<const std::uint32_t*>(in);
+  const auto bin_of = [&](std::uint32_t e) {
+    std::int32_t q = 0;
+    return lossy_quantize(bits_float(__ldg(in32 + e)), scale, &q) ? std::uint32_t(q) : 0u;
+  };
+#pragma unroll
+  for (unsigned i = 0; i < 32; ++i) v[i] = i < valid ? bin_of(32 * b + i) : 0u;
+  *previous = b > 0 ? bin_of(32 * b - 1) : 0u;
+}
+
+// Every block of the chunk, one thread per block, one mode's residuals bit-shuffled into its
+// plane words (slot 0 Delta, slot 1 Plain). For the lossy codec the bins come first
+// (quantize_chunk). When the bins are the Plain pipeline's words (chunks of at most one block a
+// thread), Plain stores its planes only once every thread has read its bins, and a later Delta
+// quantises its block again.
 template <unsigned Bits>
-__device__ std::uint32_t shuffle_chunk(const CompressArgs& a, const std::uint8_t* in,
-                                       const ChunkSpace& s) {
+__device__ void shuffle_mode(const CompressArgs& a, const std::uint8_t* in, const ChunkSpace& s,
+                             int slot) {
   const ChunkLayout& l = s.layout;
   const bool lossy = a.codec == Codec::Lossy;  // float32 only
-  std::uint32_t outliers = 0;
-  if constexpr (Bits == 32) {
-    if (lossy) {
-      outliers = quantize_chunk(a, in, s);
-      __syncthreads();
-      if (s.bins_in_plain) {
-        // The bins are the Plain pipeline's words and the chunk has at most one block per
-        // thread: Delta first, then the bins read again for Plain, whose words are stored only
-        // once every thread has read its bins.
-        const std::uint32_t b = threadIdx.x;
-        const std::uint32_t valid = b < l.blocks ? min(32u, l.elements - 32 * b) : 0u;
-        std::uint32_t v[32], previous = 0;
-        if (valid) {
-          block_values<Bits>(a, in, s, true, b, valid, v, &previous);
-          delta_residuals<Bits>(v, previous, valid);
-          transpose32(v);
-          store_planes<Bits>(v, s.shuffled[0], b, l.blocks);
-          block_values<Bits>(a, in, s, true, b, valid, v, &previous);
-          plain_residuals<Bits>(v, valid);
-          transpose32(v);
-        }
-        __syncthreads();
-        if (valid) store_planes<Bits>(v, s.shuffled[1], b, l.blocks);
-        return outliers;
+  if (Bits == 32 && lossy && s.bins_in_plain) {
+    const std::uint32_t b = threadIdx.x;
+    const std::uint32_t valid = b < l.blocks ? min(32u, l.elements - 32 * b) : 0u;
+    std::uint32_t v[32], previous = 0;
+    if (slot == 1) {
+      if (valid) {
+        block_values<Bits>(a, in, s, true, b, valid, v, &previous);
+        plain_residuals<Bits>(v, valid);
+        transpose32(v);
       }
+      __syncthreads();  // every block's bins read before any plane replaces them
+      if (valid) store_planes<Bits>(v, s.shuffled[1], b, l.blocks);
+    } else if (valid) {
+      requantized_block(a, in, b, valid, v, &previous);
+      delta_residuals<Bits>(v, previous, valid);
+      transpose32(v);
+      store_planes<Bits>(v, s.shuffled[0], b, l.blocks);
     }
+    return;
   }
   for (std::uint32_t b = threadIdx.x; b < l.blocks; b += T) {
-    std::uint32_t v[32], r[32], previous = 0;
+    std::uint32_t v[32], previous = 0;
     const std::uint32_t valid = min(32u, l.elements - 32 * b);
     block_values<Bits>(a, in, s, lossy, b, valid, v, &previous);
-#pragma unroll
-    for (unsigned i = 0; i < 32; ++i) r[i] = v[i];
-    delta_residuals<Bits>(r, previous, valid);
-    transpose32(r);
-    store_planes<Bits>(r, s.shuffled[0], b, l.blocks);
-    plain_residuals<Bits>(v, valid);
+    if (slot == 0) {
+      delta_residuals<Bits>(v, previous, valid);
+    } else {
+      plain_residuals<Bits>(v, valid);
+    }
     transpose32(v);
-    store_planes<Bits>(v, s.shuffled[1], b, l.blocks);
+    store_planes<Bits>(v, s.shuffled[slot], b, l.blocks);
   }
-  return outliers;
 }
 
 // --- Step 3: bitmaps and sizes ---
@@ -515,32 +528,42 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   const std::uint8_t* in = a.in + c * a.chunk_bytes;
   const bool lossy = a.codec == Codec::Lossy;
 
-  const std::uint32_t my_outliers = shuffle_chunk<Bits>(a, in, s);
-  __syncthreads();
-  PipelineCounts counts[2] = {};
-  for (int slot = 0; slot < 2; ++slot)
-    build_levels01(l, s.shuffled[slot], s.level0[slot], s.level1[slot], counts[slot]);
-  __syncthreads();
-  for (std::uint32_t k = threadIdx.x; k < 2 * l.level2_bytes; k += T) {
-    if (k < l.level2_bytes) {
-      build_level2(l, s.level1[0], s.level2[0], k, counts[0]);
-    } else {
-      build_level2(l, s.level1[1], s.level2[1], k - l.level2_bytes, counts[1]);
+  // The lossy bins and outlier flags, then the first mode (codec_format.hpp's first_mode), and
+  // the second only when the first is not enough (second_mode_needed), as on the CPU.
+  std::uint32_t my_outliers = 0;
+  if constexpr (Bits == 32) {
+    if (lossy) {
+      my_outliers = quantize_chunk(a, in, s);
+      __syncthreads();
     }
   }
-  // Every count is at most 2^21, so one 64-bit sum carries the outliers (high half) and one
-  // pipeline's kept bytes (low half); the second pipeline needs its own.
-  const std::uint64_t delta_and_outliers =
-      block_sum((std::uint64_t(my_outliers) << 32) |
-                (counts[0].level1_kept + counts[0].level0_kept + counts[0].data_kept));
-  const std::uint64_t plain = block_sum(counts[1].level1_kept + counts[1].level0_kept +
-                                        counts[1].data_kept);  // also orders the level-2 writes
-  const auto outliers = std::uint32_t(delta_and_outliers >> 32);
-  const std::uint32_t delta_size = l.level2_bytes + std::uint32_t(delta_and_outliers);
-  const std::uint32_t plain_size = l.level2_bytes + std::uint32_t(plain);
+  const int first_slot = first_mode(a.codec) == ChunkMode::Plain ? 1 : 0;
+  // One mode's bitmaps and its stored size (level 2 whole plus the kept bytes); the block sum
+  // also orders the level-2 writes.
+  const auto build_mode = [&](int slot) {
+    shuffle_mode<Bits>(a, in, s, slot);
+    __syncthreads();
+    PipelineCounts counts = {};
+    build_levels01(l, s.shuffled[slot], s.level0[slot], s.level1[slot], counts);
+    __syncthreads();
+    for (std::uint32_t k = threadIdx.x; k < l.level2_bytes; k += T)
+      build_level2(l, s.level1[slot], s.level2[slot], k, counts);
+    return l.level2_bytes +
+           std::uint32_t(block_sum(counts.level1_kept + counts.level0_kept + counts.data_kept));
+  };
+  const auto outliers = std::uint32_t(block_sum(my_outliers));
   const std::uint64_t prefix = lossy ? 4 + 8 * std::uint64_t(outliers) : 0;
-  const int slot = plain_size < delta_size ? 1 : 0;  // ties go to Delta, as on the CPU
-  const std::uint64_t total = prefix + (slot ? plain_size : delta_size);
+  const std::uint32_t first_size = build_mode(first_slot);
+  int slot = first_slot;
+  std::uint32_t kept_size = first_size;
+  if (second_mode_needed(prefix + first_size, l.raw_bytes)) {  // the same in every thread
+    const std::uint32_t second_size = build_mode(1 - first_slot);
+    const std::uint32_t delta_size = first_slot ? second_size : first_size;
+    const std::uint32_t plain_size = first_slot ? first_size : second_size;
+    slot = plain_size < delta_size ? 1 : 0;  // ties go to Delta, as on the CPU
+    kept_size = slot ? plain_size : delta_size;
+  }
+  const std::uint64_t total = prefix + kept_size;
   const bool raw = total >= l.raw_bytes;
   const auto stored = std::uint32_t(raw ? l.raw_bytes : total);
   const std::uint64_t units = padded_size(stored) / 4;
@@ -548,7 +571,8 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
     DeviceWord(a.scratch.lookback[c])
         .store((c == 0 ? kInclusive : kAggregate) | units, cuda::memory_order_relaxed);
 
-  // The losing pipeline's shuffled words are no longer needed: they become the staging area.
+  // The other pipeline's shuffled words (lost, or never built) are not needed: they become the
+  // staging area.
   auto* staging = reinterpret_cast<std::uint32_t*>(slot ? s.shuffled[0] : s.shuffled[1]);
   if (!raw) {
     if (lossy) emit_outliers(s, in, outliers, staging);
