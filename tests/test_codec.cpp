@@ -188,13 +188,13 @@ Bytes encode_chunk(Codec codec, DType dtype, double eb, const std::uint8_t* in, 
     return eliminate(shuffle(residuals, bits));
   };
   // The lossy codec tries plain first, the lossless one delta; the other mode only when the first
-  // leaves the chunk (with the lossy prefix) at 7/8 of its raw bytes or more; the smaller wins,
-  // delta on a tie.
+  // leaves the chunk (with the lossy prefix) at 7/8 of its raw bytes or more but below them (at
+  // or above them the chunk is stored raw at once); the smaller wins, delta on a tie.
   const std::size_t prefix_bytes = codec == Codec::Lossy ? 4 + 8 * outlier_index.size() : 0;
   const unsigned first = codec == Codec::Lossy ? 2 : 1;
   Bytes best = pipeline(first);
   *mode = first;
-  if (prefix_bytes + best.size() >= raw - raw / 8) {
+  if (prefix_bytes + best.size() >= raw - raw / 8 && prefix_bytes + best.size() < raw) {
     Bytes other = pipeline(3 - first);
     const bool other_wins = first == 2 ? other.size() <= best.size() : other.size() < best.size();
     if (other_wins) {

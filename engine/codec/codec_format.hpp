@@ -23,13 +23,14 @@ enum class ChunkMode : std::uint8_t { Raw = 0, Delta = 1, Plain = 2 };
 // Which mode the encoder builds first: the one that wins on detector data, Plain for the lossy
 // codec's bin numbers (mostly 0 around sparse photons) and Delta for lossless values (smooth
 // pedestals). It builds the other mode too, and keeps the smaller, only when the first leaves the
-// chunk (with the lossy prefix) at 7/8 of its raw bytes or more: well-compressing chunks are
-// then encoded once. Both backends decide alike, so their bytes stay equal.
+// chunk (with the lossy prefix) at 7/8 of its raw bytes or more but below them: well-compressing
+// chunks are then encoded once, and a chunk the first mode cannot shrink at all (noise in float
+// mantissas) is stored raw at once. Both backends decide alike, so their bytes stay equal.
 LIVEDRP_HD ChunkMode first_mode(Codec codec) {
   return codec == Codec::Lossy ? ChunkMode::Plain : ChunkMode::Delta;
 }
 LIVEDRP_HD bool second_mode_needed(std::uint64_t first_stored, std::uint64_t raw_bytes) {
-  return first_stored >= raw_bytes - raw_bytes / 8;
+  return first_stored >= raw_bytes - raw_bytes / 8 && first_stored < raw_bytes;
 }
 
 inline constexpr std::uint16_t kFormatVersion = 1;

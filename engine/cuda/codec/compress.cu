@@ -7,8 +7,9 @@
 //      first_mode) and bit-shuffles them in registers (codec_math.hpp's transpose32) into the
 //      workspace: shared memory for chunks up to 32 KiB, else the chunk's global slot.
 //   3. Warps build that pipeline's three bitmap levels and a block sum gives its size; only when
-//      the chunk stays near its raw size (second_mode_needed) is the other mode built too and the
-//      smaller kept. Raw when neither is smaller than the raw bytes. All as on the CPU.
+//      the chunk stays near but below its raw size (second_mode_needed) is the other mode built
+//      too and the smaller kept. Raw when neither is smaller than the raw bytes. All as on the
+//      CPU.
 //   4. Decoupled look-back: the chunk publishes its padded size at once (flag "aggregate"), packs
 //      its stored bytes into the losing pipeline's workspace, then reads its predecessors'
 //      published words back to the nearest one holding an inclusive prefix, and publishes its own
