@@ -89,7 +89,7 @@ std::uint64_t checksum(const std::uint8_t* p, std::size_t bytes) {
   for (std::size_t i = 0; i < words; ++i) {
     std::uint32_t w;
     std::memcpy(&w, p + 4 * i, 4);
-    sum += mix(((std::uint64_t(i) << 32) | w) ^ 0x9E3779B97F4A7C15ull);
+    sum += std::uint64_t(w ^ 0x7F4A7C15u) * (2 * std::uint64_t(i) + 1);
   }
   return sum;
 }
@@ -229,7 +229,7 @@ Bytes encode(const void* data, DType dtype, const std::vector<std::uint64_t>& sh
   Bytes header(56 + 8 * shape.size(), 0);
   const std::uint8_t magic[8] = {0x89, 'L', 'D', 'R', 'P', 'Z', '\r', '\n'};
   std::memcpy(header.data(), magic, 8);
-  header[8] = 1;
+  header[8] = 2;  // format version 2
   header[10] = std::uint8_t(params.codec);
   header[11] = std::uint8_t(dtype);
   header[12] = std::uint8_t(shape.size());
@@ -573,6 +573,24 @@ class TestCodec : public QObject {
     }
   }
 
+  void bit_shuffle_of_16_bit_values_matches_the_definition() {
+    for (int round = 0; round < 1000; ++round) {
+      std::uint32_t in[32], out[32];
+      for (auto& x : in) x = std::uint32_t(rng_()) & 0xFFFFu;
+      if (round == 0) std::fill(in, in + 32, 0xFFFFu);
+      std::memcpy(out, in, sizeof in);
+      transpose32_values16(out);
+      for (int p = 0; p < 32; ++p) {
+        std::uint32_t plane = 0;
+        for (int i = 0; i < 32; ++i) plane |= ((in[i] >> p) & 1u) << i;
+        if (plane != out[p]) QFAIL("transpose32_values16 differs from the bit-by-bit definition");
+      }
+      transpose32_planes16(out);
+      if (std::memcmp(in, out, sizeof in) != 0)
+        QFAIL("transpose32_planes16 does not invert transpose32_values16");
+    }
+  }
+
   void nonzero_byte_mask_flags_each_byte() {
     QCOMPARE(nonzero_byte_mask(0), 0u);
     QCOMPARE(nonzero_byte_mask(0x0100000000000080ull), 0x81u);
@@ -669,7 +687,7 @@ class TestCodec : public QObject {
     const Bytes s = compress_cpu(v.data(), DType::Float32, {2, 3}, p);
     const std::uint8_t magic[8] = {0x89, 0x4C, 0x44, 0x52, 0x50, 0x5A, 0x0D, 0x0A};
     QVERIFY(std::memcmp(s.data(), magic, 8) == 0);
-    QCOMPARE(s[8], std::uint8_t(1));  // version, little-endian u16
+    QCOMPARE(s[8], std::uint8_t(2));  // version, little-endian u16
     QCOMPARE(s[9], std::uint8_t(0));
     QCOMPARE(s[10], std::uint8_t(2));  // lossy
     QCOMPARE(s[11], std::uint8_t(2));  // float32
@@ -1060,8 +1078,8 @@ class TestCodec : public QObject {
     expect(Bytes(s.begin(), s.begin() + 30), "truncated");
     expect(Bytes(s.begin(), s.end() - 1), "truncated");
     Bytes version = s;
-    version[8] = 2;
-    expect(version, "format version 2 is not supported");
+    version[8] = 1;
+    expect(version, "format version 1 is not supported");
     Bytes header = s;
     header[24] ^= 1;
     expect(header, "header checksum mismatch");

@@ -167,7 +167,11 @@ std::size_t ChunkEncoder::prepare_pipeline(const ChunkLayout& layout, ChunkMode 
   for (std::uint32_t b = 0; b < layout.blocks; ++b) {
     std::uint32_t block[32];
     std::memcpy(block, r + 32 * std::size_t(b), sizeof block);
-    transpose32(block);
+    if (layout.bits == 16) {
+      transpose32_values16(block);  // zigzagged 16-bit residuals are below 2^16
+    } else {
+      transpose32(block);
+    }
     for (std::uint32_t p = 0; p < layout.bits; ++p)
       store_le32(shuffled + 4 * std::size_t(plane_word_index(p, b, layout.blocks)), block[p]);
   }
@@ -282,7 +286,11 @@ ChunkError ChunkDecoder::decode(ChunkMode mode, const std::uint8_t* in, std::uin
     for (std::uint32_t p = 0; p < layout.bits; ++p)
       block[p] =
           load_le32(shuffled_.data() + 4 * std::size_t(plane_word_index(p, b, layout.blocks)));
-    transpose32(block);
+    if (layout.bits == 16) {
+      transpose32_planes16(block);
+    } else {
+      transpose32(block);
+    }
     for (std::uint32_t i = 0; i < 32; ++i) {
       const std::uint32_t index = 32 * b + i;
       if (index < elements) {

@@ -33,7 +33,7 @@ LIVEDRP_HD bool second_mode_needed(std::uint64_t first_stored, std::uint64_t raw
   return first_stored >= raw_bytes - raw_bytes / 8 && first_stored < raw_bytes;
 }
 
-inline constexpr std::uint16_t kFormatVersion = 1;
+inline constexpr std::uint16_t kFormatVersion = 2;
 inline constexpr std::uint32_t kDefaultChunkBytes = 16384;
 inline constexpr std::uint32_t kMinChunkBytes = 1024;
 inline constexpr std::uint32_t kMaxChunkBytes = 1u << 20;

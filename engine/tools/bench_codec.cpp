@@ -101,6 +101,20 @@ std::vector<Case> cases(std::uint32_t chunk_bytes) {
   return list;
 }
 
+// The cases whose name contains `only` (all of them when it is empty); none is an input error
+// that lists the names.
+std::vector<Case> selected_cases(std::uint32_t chunk_bytes, const std::string& only) {
+  std::vector<Case> all = cases(chunk_bytes), kept;
+  for (const Case& c : all)
+    if (c.name.find(only) != std::string::npos) kept.push_back(c);
+  if (kept.empty()) {
+    std::string names;
+    for (const Case& c : all) names += (names.empty() ? "" : ", ") + c.name;
+    throw InputError("--only \"" + only + "\" matches no case; the cases are: " + names);
+  }
+  return kept;
+}
+
 // The arrays of one case and scope, each `bytes` long: raw events or calibrated images, whole or
 // their first segment.
 struct Arrays {
@@ -229,9 +243,9 @@ CpuRow cpu_row(const std::string& name, const std::string& data_name, const Arra
   return row;
 }
 
-std::vector<CpuRow> cpu_rows(const Data& data, int events, std::uint32_t chunk_bytes) {
+std::vector<CpuRow> cpu_rows(const Data& data, int events, const std::vector<Case>& selected) {
   std::vector<CpuRow> rows;
-  for (const Case& c : cases(chunk_bytes)) {
+  for (const Case& c : selected) {
     const Arrays a = arrays_of(data, c, false);
     const bool lossy = c.params.codec == codec::Codec::Lossy;
     rows.push_back(cpu_row(
@@ -454,10 +468,14 @@ void add_codec_options(CLI::App& command, CodecBenchOptions& o) {
                    : std::string("--chunk-bytes must be a multiple of 128, got ") + text;
       })
       ->capture_default_str();
+  command.add_option("--only", o.only,
+                     "only the cases whose name contains this text (e.g. \"lossy 0.5\"), for "
+                     "profiling one kind of data");
   add_common_options(command, o.seed, o.json_path, o.markdown_path);
 }
 
 int run_codec(const CodecBenchOptions& o) {
+  const std::vector<Case> selected = selected_cases(o.chunk_bytes, o.only);
   const Data data = simulate(std::max(o.distinct, o.cpu_events), o.seed);
   std::vector<GpuRow> gpu_rows;
   std::string device = "none (CPU only)";
@@ -470,7 +488,7 @@ int run_codec(const CodecBenchOptions& o) {
     gpu_data.calibrated.resize(std::size_t(o.distinct));
     gpu_data.sparse.resize(std::size_t(o.distinct));
     for (bool segment : {false, true}) {
-      for (const Case& c : cases(o.chunk_bytes)) {
+      for (const Case& c : selected) {
         const Arrays a = arrays_of(gpu_data, c, segment);
         const double copy_rw = device_copy_gbps(a.bytes, 20);
         // A segment is 17-33 chunks, too few to fill the device alone: it gets more streams.
@@ -489,7 +507,7 @@ int run_codec(const CodecBenchOptions& o) {
     return 1;
 #endif
   }
-  write_results(o, gpu_rows, cpu_rows(data, o.cpu_events, o.chunk_bytes), device,
+  write_results(o, gpu_rows, cpu_rows(data, o.cpu_events, selected), device,
                 data.sparse_under_half_photon);
   return 0;
 }

@@ -18,6 +18,7 @@ struct CodecBenchOptions {
   int cpu_events = 4;     // events per CPU baseline row
   bool cpu_only = false;  // skip the GPU rows (no device needed)
   std::uint32_t chunk_bytes = codec::kDefaultChunkBytes;  // input bytes per chunk
+  std::string only;  // when not empty: only the cases whose name contains it (for profiling)
   std::uint64_t seed = 20260101;
   std::string json_path, markdown_path;
 };

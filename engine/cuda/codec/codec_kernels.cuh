@@ -45,7 +45,9 @@ LIVEDRP_HD DecodeLayout decode_layout(DType dtype, std::uint32_t chunk_bytes) {
   d.carries_at = d.ranks_at + round_up16(4 * ((l.level0_bytes + 3) / 4));
   d.masks_at = d.carries_at + round_up16(4 * l.blocks);
   d.stored_at = d.masks_at + round_up16(4 * l.blocks);
-  d.bytes = d.stored_at + round_up16(l.raw_bytes);  // a stored chunk is never above its raw size
+  // A stored chunk is never above its raw size; 16 bytes more because the data level's expansion
+  // reads the 12 aligned bytes around each group's up to 8 stored bytes.
+  d.bytes = d.stored_at + round_up16(l.raw_bytes) + 16;
   return d;
 }
 // Shared memory the decoder asks for: the workspace of a 16 KiB chunk of either dtype.

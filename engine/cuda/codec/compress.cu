@@ -266,6 +266,17 @@ __device__ void plain_residuals(std::uint32_t v[32], std::uint32_t valid) {
   for (unsigned i = 0; i < 32; ++i) v[i] = i < valid ? residual_word(v[i], 0, Bits) : 0u;
 }
 
+// The bit shuffle of one block's residuals (codec_math.hpp): 16-bit residuals take the cheaper
+// transpose.
+template <unsigned Bits>
+__device__ void shuffle_block(std::uint32_t v[32]) {
+  if constexpr (Bits == 16) {
+    transpose32_values16(v);
+  } else {
+    transpose32(v);
+  }
+}
+
 // Stores plane words already transposed (r[p] = plane p of block b).
 template <unsigned Bits>
 __device__ void store_planes(const std::uint32_t r[32], std::uint8_t* shuffled, std::uint32_t b,
@@ -332,7 +343,7 @@ __device__ void shuffle_mode(const CompressArgs& a, const std::uint8_t* in, cons
     } else {
       plain_residuals<Bits>(v, valid);
     }
-    transpose32(v);
+    shuffle_block<Bits>(v);
     store_planes<Bits>(v, s.shuffled[slot], b, l.blocks);
   }
 }
@@ -401,6 +412,35 @@ __device__ void emit_outliers(const ChunkSpace& s, const std::uint8_t* in, std::
       });
 }
 
+// Byte-permute selectors that move the nonzero bytes of 8 (flagged by an 8-bit mask) to the front,
+// in order: nibble k of entry m is the position of the k-th flagged byte, so the entry and the
+// entry shifted right by 16 are the __byte_perm(low word, high word, selector) selectors of output
+// bytes 0-3 and 4-7. Filled once per thread block (fill_compact_selectors); the emit then needs two
+// permutes a group of 8 bytes instead of a loop over its set bits.
+__shared__ std::uint32_t compact_selectors[256];
+
+__device__ void fill_compact_selectors() {
+  for (unsigned m = threadIdx.x; m < 256; m += T) {
+    std::uint32_t selector = 0;
+    unsigned kept = 0;
+    for (unsigned j = 0; j < 8; ++j)
+      if (m & (1u << j)) selector |= j << (4 * kept++);
+    compact_selectors[m] = selector;
+  }
+}
+
+// Stores the bytes of `bytes` flagged in the 8-bit mask m at out[0, popc(m)), in order.
+__device__ void store_kept_bytes(std::uint64_t bytes, std::uint32_t m, std::uint8_t* out) {
+  const std::uint32_t selector = compact_selectors[m];
+  const auto low = std::uint32_t(bytes), high = std::uint32_t(bytes >> 32);
+  const std::uint32_t kept_low = __byte_perm(low, high, selector);
+  const std::uint32_t kept_high = __byte_perm(low, high, selector >> 16);
+  const unsigned kept = unsigned(__popc(m));
+#pragma unroll
+  for (unsigned j = 0; j < 8; ++j)
+    if (j < kept) out[j] = std::uint8_t((j < 4 ? kept_low : kept_high) >> (8 * (j % 4)));
+}
+
 // Zero-byte elimination's output of one pipeline: level 2 whole, then the nonzero bytes of
 // level 1, of level 0 and of the shuffled data, each in order.
 __device__ void emit_eliminated(const ChunkLayout& l, const std::uint8_t* shuffled,
@@ -425,11 +465,10 @@ __device__ void emit_eliminated(const ChunkLayout& l, const std::uint8_t* shuffl
       },
       [](std::uint32_t c) { return (std::uint64_t(c >> 16) << 32) | (c & 0xFFFFu); },
       [&](std::uint32_t i, std::uint64_t at, std::uint64_t total) {
-        std::uint32_t m = level0[i];
+        const std::uint32_t m = level0[i];
         out[at >> 32] = std::uint8_t(m);
-        std::uint8_t* data = out + (total >> 32) + std::uint32_t(at);
-        const std::uint64_t bytes = *reinterpret_cast<const std::uint64_t*>(shuffled + 8 * i);
-        for (; m != 0; m &= m - 1) *data++ = std::uint8_t(bytes >> (8 * (__ffs(int(m)) - 1)));
+        store_kept_bytes(*reinterpret_cast<const std::uint64_t*>(shuffled + 8 * i), m,
+                         out + (total >> 32) + std::uint32_t(at));
       });
 }
 
@@ -639,6 +678,7 @@ __global__ void __launch_bounds__(T, 5) compress_stream(CompressArgs a) {
   EncodeCounters& counters = *a.scratch.counters;
   if (threadIdx.x == 0)
     ticket = DeviceWord(counters.ticket).fetch_add(1, cuda::memory_order_relaxed);
+  fill_compact_selectors();
   __syncthreads();
   const std::uint64_t c = ticket;
 

@@ -186,26 +186,60 @@ __device__ std::uint32_t build_ranks_warp(const std::uint8_t* flags, std::uint32
   return base;
 }
 
+// Byte-permute selectors for the data level: nibble j of entry m is the rank of byte j among the
+// bytes flagged in the 8-bit mask m (0 for an unflagged byte, which a byte mask then clears), so
+// __byte_perm(first 4, next 4 stored bytes, entry >> 16 k) gives output bytes 4k..4k+3. Filled once
+// per thread block (fill_expand_selectors).
+__shared__ std::uint32_t expand_selectors[256];
+
+__device__ void fill_expand_selectors() {
+  for (unsigned m = threadIdx.x; m < 256; m += T) {
+    std::uint32_t selector = 0, rank = 0;
+    for (unsigned j = 0; j < 8; ++j)
+      if (m & (1u << j)) selector |= rank++ << (4 * j);
+    expand_selectors[m] = selector;
+  }
+}
+
+// 0xFF in byte j of the result for each bit j of the 4-bit `flags`.
+__device__ std::uint32_t byte_mask4(std::uint32_t flags) {
+  // flags * 0x00204081 puts bit j at bit 8 j (the four shifted copies do not overlap).
+  return ((flags * 0x00204081u) & 0x01010101u) * 0xFFu;
+}
+
 // The data level, by the whole block with the ranks of its flags (level 0) built: out[8 g + j]
-// for g < flag_bytes, each thread taking 4 flag bytes (one rank) at a time.
+// for g < flag_bytes, each thread taking 4 flag bytes (one rank) at a time. A flag byte's up to 8
+// stored bytes are read as the three aligned words around them (funnel-shifted into place) and
+// spread by two byte permutes, without a loop over the flags; the workspace has room for the
+// words read past the end.
 __device__ void expand_with_ranks(const std::uint8_t* flags, std::uint32_t flag_bytes,
                                   const std::uint8_t* src, std::uint32_t start,
                                   const std::uint32_t* ranks, std::uint8_t* out, unsigned* error) {
   const std::uint32_t words = flag_bytes / 4;
+  bool zero_flagged = false;
   for (std::uint32_t w = threadIdx.x; w < words; w += T) {
     std::uint32_t next = start + ranks[w];
     const std::uint32_t word = reinterpret_cast<const std::uint32_t*>(flags)[w];
 #pragma unroll
     for (std::uint32_t k = 0; k < 4; ++k) {
-      std::uint64_t bytes = 0;
-      for (unsigned m = (word >> (8 * k)) & 0xFFu; m != 0; m &= m - 1) {
-        const std::uint8_t v = src[next++];
-        if (v == 0) note_error(error, ChunkError::FlaggedByteIsZero);
-        bytes |= std::uint64_t(v) << (8 * (__ffs(int(m)) - 1));
-      }
+      const std::uint32_t m = (word >> (8 * k)) & 0xFFu;
+      const auto at = reinterpret_cast<std::uintptr_t>(src + next);
+      const auto* aligned = reinterpret_cast<const std::uint32_t*>(at & ~std::uintptr_t(3));
+      const unsigned shift = 8 * unsigned(at & 3u);
+      const std::uint32_t w0 = aligned[0], w1 = aligned[1], w2 = aligned[2];
+      const std::uint32_t first = __funnelshift_r(w0, w1, shift);
+      const std::uint32_t second = __funnelshift_r(w1, w2, shift);
+      const std::uint32_t selector = expand_selectors[m];
+      const std::uint32_t low = __byte_perm(first, second, selector) & byte_mask4(m & 0xFu);
+      const std::uint32_t high = __byte_perm(first, second, selector >> 16) & byte_mask4(m >> 4);
+      // Every flagged byte must be nonzero: as many nonzero bytes as flags.
+      const std::uint64_t bytes = (std::uint64_t(high) << 32) | low;
+      zero_flagged |= __popc(nonzero_byte_mask(bytes)) != __popc(m);
       *reinterpret_cast<std::uint64_t*>(out + 8 * std::size_t(4 * w + k)) = bytes;
+      next += std::uint32_t(__popc(m));
     }
   }
+  if (zero_flagged) note_error(error, ChunkError::FlaggedByteIsZero);
 }
 
 // The sum, modulo 2^32, of the unzigzagged residuals of one shuffle block, from its plane words
@@ -247,7 +281,11 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
   std::uint32_t v[32];
 #pragma unroll
   for (unsigned p = 0; p < 32; ++p) v[p] = p < Bits ? words[plane_word_index(p, b, l.blocks)] : 0u;
-  transpose32(v);
+  if constexpr (Bits == 16) {
+    transpose32_planes16(v);
+  } else {
+    transpose32(v);
+  }
   const std::uint32_t valid = min(32u, l.elements - 32 * b);
   const bool delta = x.mode == ChunkMode::Delta;
   std::uint32_t running = carry;
@@ -540,6 +578,7 @@ __global__ void __launch_bounds__(T) decompress_stream(DecompressArgs a) {
   __shared__ unsigned error;
   __shared__ bool last;
   DecodeCounters& k = *a.scratch.decode_counters;
+  fill_expand_selectors();  // ordered before use by the barrier below
   if (threadIdx.x == 0) {
     plan = DecodePlan{};
     unsigned ndim = 0;
