@@ -168,7 +168,7 @@ __device__ Piece shuffle_sum(Piece p) {
 // a block's 32 bins are stored together: field k of the block's bins as 256 consecutive bytes,
 // so that results written straight to pinned host memory cross PCIe in whole lines. It runs
 // after tile_kernel in stream order, so every partial is written.
-constexpr int kMergeBins = 32;
+constexpr int kMergeBins = 8;
 constexpr int kMergeThreads = 32 * kMergeBins;
 __global__ void __launch_bounds__(kMergeThreads)
     merge_kernel(DeviceTables t, double* __restrict__ out) {
@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(kMergeThreads)
     }
   }
   __syncthreads();
-  if (warp < kStoredFields && first_bin + lane < t.bins)
+  if (warp < kStoredFields && lane < kMergeBins && first_bin + lane < t.bins)
     out[(frame * kStoredFields + std::size_t(warp)) * std::size_t(t.bins) +
         std::size_t(first_bin + lane)] = values[warp][lane];
 }
