@@ -267,13 +267,21 @@ __device__ void plain_residuals(std::uint32_t v[32], std::uint32_t valid) {
 }
 
 // The bit shuffle of one block's residuals (codec_math.hpp): 16-bit residuals take the cheaper
-// transpose.
+// transpose, and so does a 32-bit block whose values all fit in 16 bits (the lossy codec's bins
+// nearly always do); its planes 16-31 are then zero, as transpose32 would give them.
 template <unsigned Bits>
 __device__ void shuffle_block(std::uint32_t v[32]) {
   if constexpr (Bits == 16) {
     transpose32_values16(v);
   } else {
-    transpose32(v);
+    std::uint32_t any = 0;
+#pragma unroll
+    for (unsigned i = 0; i < 32; ++i) any |= v[i];
+    if ((any >> 16) == 0) {
+      transpose32_values16(v);
+    } else {
+      transpose32(v);
+    }
   }
 }
 
@@ -322,14 +330,14 @@ __device__ void shuffle_mode(const CompressArgs& a, const std::uint8_t* in, cons
       if (valid) {
         block_values<Bits>(a, in, s, true, b, valid, v, &previous);
         plain_residuals<Bits>(v, valid);
-        transpose32(v);
+        shuffle_block<Bits>(v);
       }
       __syncthreads();  // every block's bins read before any plane replaces them
       if (valid) store_planes<Bits>(v, s.shuffled[1], b, l.blocks);
     } else if (valid) {
       requantized_block(a, in, b, valid, v, &previous);
       delta_residuals<Bits>(v, previous, valid);
-      transpose32(v);
+      shuffle_block<Bits>(v);
       store_planes<Bits>(v, s.shuffled[0], b, l.blocks);
     }
     return;

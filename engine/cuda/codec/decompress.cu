@@ -281,7 +281,12 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
   std::uint32_t v[32];
 #pragma unroll
   for (unsigned p = 0; p < 32; ++p) v[p] = p < Bits ? words[plane_word_index(p, b, l.blocks)] : 0u;
-  if constexpr (Bits == 16) {
+  // Planes 16-31 all zero (16-bit data, and nearly every block of lossy bins): the cheaper
+  // inverse transpose gives the same values.
+  std::uint32_t high_planes = 0;
+#pragma unroll
+  for (unsigned p = 16; p < 32; ++p) high_planes |= v[p];
+  if (high_planes == 0) {
     transpose32_planes16(v);
   } else {
     transpose32(v);
