@@ -4,14 +4,16 @@
 //      chunks whose blocks are already running (no deadlock whatever the scheduling order).
 //   2. Each thread loads its 32-value shuffle blocks with wide loads, forms the first mode's
 //      residuals (Plain for the lossy codec, Delta for the lossless one: codec_format.hpp's
-//      first_mode) and bit-shuffles them in registers (codec_math.hpp's transpose32) into the
-//      workspace: shared memory for chunks up to 32 KiB, else the chunk's global slot.
+//      first_mode) and bit-shuffles them in registers (codec_math.hpp's transpose32, or its
+//      16-bit form when the block's values fit in 16 bits) into the workspace: shared memory for
+//      chunks up to 32 KiB, else the chunk's global slot.
 //   3. Warps build that pipeline's three bitmap levels and a block sum gives its size; only when
 //      the chunk stays near but below its raw size (second_mode_needed) is the other mode built
 //      too and the smaller kept. Raw when neither is smaller than the raw bytes. All as on the
 //      CPU.
 //   4. Decoupled look-back: the chunk publishes its padded size at once (flag "aggregate"), packs
-//      its stored bytes into the losing pipeline's workspace, then reads its predecessors'
+//      its stored bytes into the other pipeline's workspace (each group of 8 bytes compacted by
+//      byte permutes, compact_selectors), then reads its predecessors'
 //      published words back to the nearest one holding an inclusive prefix, and publishes its own
 //      inclusive prefix. Flag and value share one 64-bit word, so one atomic store publishes both.
 //   5. The chunk's words go to their final offset with their payload checksum terms (the

@@ -6,12 +6,13 @@
 //      block adds its predecessors' sizes back to the nearest chunk that has published its
 //      inclusive prefix, never waiting for anyone, and publishes its own;
 //   3. reads the chunk's words once for the payload checksum, copying them into its workspace (a
-//      Raw chunk straight to the output), then
-//      expands zero-byte elimination's levels (each set flag's byte found by a rank table: a
-//      prefix count of set flags per 32-bit word), and unshuffles: one thread per 32-value block
+//      Raw chunk straight to the output), then expands zero-byte elimination's levels (the data
+//      level's groups found by a rank table, a prefix count of set flags per 32-bit word, and
+//      spread by byte permutes, expand_selectors), and unshuffles: one thread per 32-value block
 //      transposes the plane words back in registers (codec_math.hpp's transpose32, its own
-//      inverse). For Delta chunks a block's running sum starts from the sum of the residuals
-//      before it, which a first pass gets from popcounts of the plane words alone;
+//      inverse, or its 16-bit form when planes 16-31 are empty). For Delta chunks a block's
+//      running sum starts from the sum of the residuals before it, which a first pass gets from
+//      popcounts of the plane words alone;
 //   4. the last block to finish compares both checksums and the payload size, writes the plan
 //      (status, first damaged chunk, decoded size) and puts the counters back to zero.
 // Every read is checked against the buffer and every write against the output capacity before
