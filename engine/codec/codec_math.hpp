@@ -139,11 +139,12 @@ LIVEDRP_HD std::uint32_t order_float_bits(std::uint32_t u) {
 // from __ballot_sync(~0u, (value >> p) & 1) with value i in lane i; on the CPU the transpose
 // swaps ever smaller off-diagonal sub-blocks (5 rounds of masked shifts, not 1024 bit moves).
 
-// One round: within every group of 2 width rows, columns [width, 2 width) of row k trade places
-// with columns [0, width) of row k + width, in every 2 width-wide column group (mask selects
-// the low half of each column group).
-LIVEDRP_HD void transpose32_round(std::uint32_t a[32], unsigned width, std::uint32_t mask) {
-  for (unsigned base = 0; base < 32; base += 2 * width) {
+// One round over rows [0, rows): within every group of 2 width rows, columns [width, 2 width) of
+// row k trade places with columns [0, width) of row k + width, in every 2 width-wide column group
+// (mask selects the low half of each column group).
+LIVEDRP_HD void transpose32_round(std::uint32_t a[32], unsigned width, std::uint32_t mask,
+                                  unsigned rows = 32) {
+  for (unsigned base = 0; base < rows; base += 2 * width) {
     for (unsigned k = base; k < base + width; ++k) {
       const std::uint32_t t = ((a[k] >> width) ^ a[k + width]) & mask;
       a[k] ^= t << width;
@@ -167,20 +168,11 @@ LIVEDRP_HD void transpose32(std::uint32_t a[32]) {
 // the four narrower rounds then only touch rows 0-15: transpose32_values16 gives the planes 0-15
 // of transpose32 in a[0..15] (a[16..31] = 0). transpose32_planes16 is its inverse: planes 0-15 in
 // a[0..15] and zeros above, to the 32 values (the narrow rounds first, the unpacking last).
-LIVEDRP_HD void transpose16_round(std::uint32_t a[32], unsigned width, std::uint32_t mask) {
-  for (unsigned base = 0; base < 16; base += 2 * width) {
-    for (unsigned k = base; k < base + width; ++k) {
-      const std::uint32_t t = ((a[k] >> width) ^ a[k + width]) & mask;
-      a[k] ^= t << width;
-      a[k + width] ^= t;
-    }
-  }
-}
 LIVEDRP_HD void transpose16_rounds(std::uint32_t a[32]) {
-  transpose16_round(a, 8, 0x00FF00FFu);
-  transpose16_round(a, 4, 0x0F0F0F0Fu);
-  transpose16_round(a, 2, 0x33333333u);
-  transpose16_round(a, 1, 0x55555555u);
+  transpose32_round(a, 8, 0x00FF00FFu, 16);
+  transpose32_round(a, 4, 0x0F0F0F0Fu, 16);
+  transpose32_round(a, 2, 0x33333333u, 16);
+  transpose32_round(a, 1, 0x55555555u, 16);
 }
 LIVEDRP_HD void transpose32_values16(std::uint32_t a[32]) {
   for (unsigned k = 0; k < 16; ++k) {

@@ -86,14 +86,14 @@ double worst_difference(const Profile& a, const Profile& b) {
   return worst;
 }
 
-// Enqueues `frames` launches round-robin over `streams` (launch(i, s)) between two events on
-// stream 0 that every other stream joins; seconds between them.
-double timed(std::vector<std::unique_ptr<gpu::Stream>>& streams, int launches,
-             const std::function<void(int, std::size_t)>& launch) {
+// Seconds between two events on stream 0 that every other stream joins, around what `enqueue`
+// puts on the streams.
+double timed_between_events(std::vector<std::unique_ptr<gpu::Stream>>& streams,
+                            const std::function<void()>& enqueue) {
   gpu::Event begin, end;
   begin.record(*streams[0]);
   for (std::size_t s = 1; s < streams.size(); ++s) streams[s]->wait(begin.get());
-  for (int i = 0; i < launches; ++i) launch(i, std::size_t(i) % streams.size());
+  enqueue();
   std::vector<std::unique_ptr<gpu::Event>> done;
   for (std::size_t s = 1; s < streams.size(); ++s) {
     done.push_back(std::make_unique<gpu::Event>(false));
@@ -105,29 +105,25 @@ double timed(std::vector<std::unique_ptr<gpu::Stream>>& streams, int launches,
   return end.elapsed_ms_since(begin) * 1e-3;
 }
 
+// `launches` launches round-robin over `streams` (launch(i, s)), from this thread.
+double timed(std::vector<std::unique_ptr<gpu::Stream>>& streams, int launches,
+             const std::function<void(int, std::size_t)>& launch) {
+  return timed_between_events(streams, [&] {
+    for (int i = 0; i < launches; ++i) launch(i, std::size_t(i) % streams.size());
+  });
+}
+
 // As timed(), but stream s's launches (i = s, s + streams, ...) are enqueued by a host thread of
 // its own, all threads at once.
 double timed_threaded(std::vector<std::unique_ptr<gpu::Stream>>& streams, int launches,
                       const std::function<void(int, std::size_t)>& launch) {
-  gpu::Event begin, end;
-  begin.record(*streams[0]);
-  for (std::size_t s = 1; s < streams.size(); ++s) streams[s]->wait(begin.get());
-  {
+  return timed_between_events(streams, [&] {
     std::vector<std::jthread> threads;
     for (std::size_t s = 0; s < streams.size(); ++s)
       threads.emplace_back([&, s] {
         for (int i = int(s); i < launches; i += int(streams.size())) launch(i, s);
       });
-  }  // joined
-  std::vector<std::unique_ptr<gpu::Event>> done;
-  for (std::size_t s = 1; s < streams.size(); ++s) {
-    done.push_back(std::make_unique<gpu::Event>(false));
-    done.back()->record(*streams[s]);
-    streams[0]->wait(done.back()->get());
-  }
-  end.record(*streams[0]);
-  end.synchronize();
-  return end.elapsed_ms_since(begin) * 1e-3;
+  });  // the threads are joined before the closing events are recorded
 }
 #endif
 
