@@ -27,6 +27,7 @@
 // this run; "of floor" is the row's rate over that. Image GB/s counts the 4 bytes a pixel of the
 // frame only, the figure to hold against the 50 GB/s the DRP asks for.
 // CPU row: Integrator::integrate over every host thread, frames/s.
+// --only TEXT runs only the GPU rows whose path contains TEXT (for profiling and A/B runs).
 #include "bench_integrate.hpp"
 
 #include <algorithm>
@@ -149,6 +150,9 @@ void add_integrate_options(CLI::App& command, IntegrateBenchOptions& o) {
   command.add_option("--bins", o.bins, "radial bins")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  command.add_option("--only", o.only,
+                     "only the GPU rows whose path contains this text (e.g. \"pixel-major\"), "
+                     "for profiling and A/B runs");
   add_common_options(command, o.seed, o.json_path, o.markdown_path);
 }
 
@@ -265,9 +269,15 @@ int run_integrate(const IntegrateBenchOptions& o) {
       std::function<void(int, const gpu::Stream&)> launch;
       std::function<Profile(const gpu::Stream&)> first_profile;
     };
+    std::vector<std::string> row_names;  // every GPU row's path, for --only's error
+    int rows_run = 0;
     const auto row = [&](const std::string& name, int stream_count, int frames_per_launch,
                          double bytes_per_frame, const Profile& reference,
                          const std::function<Path(int)>& make, bool thread_per_stream = false) {
+      if (std::find(row_names.begin(), row_names.end(), name) == row_names.end())
+        row_names.push_back(name);
+      if (name.find(o.only) == std::string::npos) return;
+      ++rows_run;
       std::vector<std::unique_ptr<gpu::Stream>> streams;
       std::vector<Path> paths;
       for (int s = 0; s < stream_count; ++s) {
@@ -434,6 +444,11 @@ int run_integrate(const IntegrateBenchOptions& o) {
         };
         return path;
       });
+    if (rows_run == 0) {
+      std::string names;
+      for (const std::string& n : row_names) names += (names.empty() ? "\"" : ", \"") + n + "\"";
+      throw InputError("--only \"" + o.only + "\" matches no GPU row; the rows are: " + names);
+    }
     std::cout << "matrix entries: " << plan.pixel.size() << " without splitting, "
               << bbox_plan.pixel.size() << " with bbox\n";
   }

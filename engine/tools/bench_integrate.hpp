@@ -18,6 +18,7 @@ struct IntegrateBenchOptions {
   std::vector<int> streams = {1, 4};  // GPU rows
   int batch = 8;                      // frames per launch of the batched rows (<= distinct)
   int bins = 1000;
+  std::string only;  // only the GPU rows whose path contains this (all when empty)
   std::uint64_t seed = 20260101;
   std::string json_path, markdown_path;
 };

@@ -127,26 +127,34 @@ struct LostShares {
 };
 
 // Pieces in shared memory, per slot: the event's sums (signal, variance) as one double2, and
-// apart the lost shares, which only runs with an invalidated entry add to and only blocks with
-// such a run read.
+// apart the lost shares, which only blocks with an invalidated entry write and read: they take
+// the tile's place once every run is walked, so they cost the block no shared memory of their
+// own (a block's shared memory is what sets how many fit on an SM).
 struct SharedPieces {
   double2* sums;
   LostShares* lost;
 };
 
-// Piece slots in shared memory: the tile's segments (an even number of slots, so that the tile's
-// image after the doubles is 16-byte aligned for float4 stores), then one leading piece a thread.
+// Piece slots in shared memory: the tile's segments (an even number of slots, so that the arrays
+// after the lost shares stay 16-byte aligned), then one leading piece a thread.
 __host__ __device__ int segment_slots(int max_tile_segments) {
   return max_tile_segments < 1 ? 2 : (max_tile_segments + 1) / 2 * 2;
 }
 
-// Shared memory of a block: the piece slots (sums, then lost shares), the running sums at the
-// tile's segment heads, the tile's image and its padding slot, and per thread the segments the tile
-// begins before its run.
+// Shared memory of a block: the tile's image and its padding slot, which the pieces' lost shares
+// replace after the walk (first, at a fixed address, so that the walk's loads take an entry's byte
+// offset as their whole address arithmetic); the pieces' sums; the running sums at the tile's
+// segment heads; and per thread the segments the tile begins before its run.
+constexpr std::size_t kTileBytes = (kTilePixels + 4) * sizeof(float);  // 16-byte multiple
+__host__ __device__ std::size_t tile_or_lost_bytes(int max_tile_segments) {
+  const std::size_t lost =
+      sizeof(LostShares) * std::size_t(segment_slots(max_tile_segments) + kThreads);
+  return ((lost > kTileBytes ? lost : kTileBytes) + 15) / 16 * 16;
+}
 std::size_t shared_bytes(int max_tile_segments) {
   const std::size_t slots = std::size_t(segment_slots(max_tile_segments));
-  return (sizeof(double2) + sizeof(LostShares)) * (slots + kThreads) + sizeof(double2) * slots +
-         (kTilePixels + 4) * sizeof(float) + (kThreads + 1) * sizeof(int);
+  return tile_or_lost_bytes(max_tile_segments) + sizeof(double2) * (slots + kThreads) +
+         sizeof(double2) * slots + (kThreads + 1) * sizeof(int);
 }
 
 __device__ Piece shuffle_sum(Piece p) {
@@ -257,9 +265,11 @@ __device__ __forceinline__ RunSums walk_unchecked(const std::uint32_t (&word)[kW
 #pragma unroll
   for (int k = 0; k < kEntriesPerThread; ++k) {
     if (entry_heads(word, k)) store_head_sums(r, head_sums, head_at);
-    const float raw = *reinterpret_cast<const float*>(tile + entry_offset(word, k));
-    r.signal += raw;
-    r.variance += integrate::poisson_variance(raw);
+    // One conversion an entry: converting to double is exact and keeps order, so the maximum
+    // taken in double is poisson_variance(raw) converted.
+    const double value = *reinterpret_cast<const float*>(tile + entry_offset(word, k));
+    r.signal += value;
+    r.variance += value > 1.0 ? value : 1.0;
   }
   return r;
 }
@@ -292,21 +302,17 @@ __device__ __forceinline__ RunSums walk_checked(const std::uint32_t (&word)[kWor
 // A block per (tile, frame of the batch). Variants: the usual plan's (Unchecked: Poisson errors,
 // no dark, no dummy test), and checked ones with and without the dark and the dummy test.
 template <bool HasDark, bool TestDummy, bool Unchecked>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 8)
     tile_kernel(DeviceTables t, const float* __restrict__ frames) {
   extern __shared__ double2 shared[];
   const int segment_slot_count = segment_slots(t.max_tile_segments);
-  // Slots [0, segment_slot_count): the tile's segments; then thread i's leading piece. An even
-  // slot count keeps the arrays after the lost shares 16-byte aligned.
   const int slot_count = segment_slot_count + kThreads;
-  const SharedPieces pieces{shared, reinterpret_cast<LostShares*>(shared + slot_count)};
-  // The running sums at each segment's head, by the segment's number in the tile.
-  double2* head_sums = reinterpret_cast<double2*>(pieces.lost + slot_count);
-  // Whether any run of the block holds an invalidated entry (then the lost shares are summed).
-  __shared__ int block_lost;
+  double2* const sums = shared;
+  double2* head_sums = sums + slot_count;
   float* tile_values = reinterpret_cast<float*>(head_sums + segment_slot_count);
-  // tile_values[kTilePixels]: the padding slot.
-  int* segments_before = reinterpret_cast<int*>(tile_values + kTilePixels + 4);  // kThreads + 1
+  const SharedPieces pieces{sums, reinterpret_cast<LostShares*>(tile_values)};
+  int* segments_before = reinterpret_cast<int*>(reinterpret_cast<char*>(tile_values) +
+                                                tile_or_lost_bytes(t.max_tile_segments));
 
   const int tid = int(threadIdx.x);
   const std::size_t tile = blockIdx.x, frame = blockIdx.y;
@@ -374,16 +380,12 @@ __global__ void __launch_bounds__(kThreads)
   if (tid == 0) {
     tile_values[kTilePixels] = 0.0f;  // the padding slot
     segments_before[kThreads] = 0;    // past the last run: never equal to a run's (see below)
-    block_lost = 0;
   }
   segments_before[tid] = first_head;
   const std::int32_t tile_segments = t.tile_segment_start[tile + 1] - t.tile_segment_start[tile];
   // Zero pieces for the segments without entries (empty bins): no run writes them below. (Every
   // other piece is written whole by the run where it begins, before any addition into it.)
-  for (int s = tid; s < tile_segments; s += kThreads) {
-    pieces.sums[s] = make_double2(0.0, 0.0);
-    pieces.lost[s] = LostShares{0.0, 0.0, 0.0};
-  }
+  for (int s = tid; s < tile_segments; s += kThreads) pieces.sums[s] = make_double2(0.0, 0.0);
   __syncthreads();  // the tile, the zeroed pieces
 
   const char* tile_bytes = reinterpret_cast<const char*>(tile_values);
@@ -414,7 +416,7 @@ __global__ void __launch_bounds__(kThreads)
   const int heads_here = int((head_at - first_head_at) / sizeof(double2));
 
   // Pieces from the running sums: the leading piece (up to the first head), then each segment
-  // begun here (up to the next head or the run's end), each with no lost shares yet.
+  // begun here (up to the next head or the run's end).
   const std::int32_t leading_slot = segment_slot_count + tid;
   {
     double2 before = make_double2(0.0, 0.0);
@@ -423,21 +425,29 @@ __global__ void __launch_bounds__(kThreads)
       const double2 end =
           j < heads_here ? head_sums[first_head + j] : make_double2(run.signal, run.variance);
       pieces.sums[slot] = make_double2(end.x - before.x, end.y - before.y);
-      pieces.lost[slot] = LostShares{0.0, 0.0, 0.0};
       before = end;
     }
   }
-  // The invalidated entries' static shares, into the piece each belongs to (this thread writes
-  // every piece of its run, so the order is fixed).
+  // Entries the event invalidated (padding aside): then, and only then, the block sums their
+  // static shares. The barrier also ends every walk, so the lost shares may take the tile's place.
+  std::uint32_t lost_here = 0, head_mask = 0;
   if (run.lost != 0) {
-    std::uint32_t head_mask = 0, padding_mask = 0;
+    std::uint32_t padding_mask = 0;
 #pragma unroll
     for (int k = 0; k < kEntriesPerThread; ++k) {
       head_mask |= (entry_heads(word, k) ? 1u : 0u) << k;
       padding_mask |= (is_padding(entry_offset(word, k)) ? 1u : 0u) << k;
     }
-    if ((run.lost & ~padding_mask) != 0) block_lost = 1;
-    for (std::uint32_t m = run.lost & ~padding_mask; m != 0; m &= m - 1) {
+    lost_here = run.lost & ~padding_mask;
+  }
+  const bool any_lost = __syncthreads_or(lost_here != 0) != 0;  // the same in every thread
+  if (any_lost) {
+    for (int slot = tid; slot < slot_count; slot += kThreads)
+      pieces.lost[slot] = LostShares{0.0, 0.0, 0.0};
+    __syncthreads();
+    // Each invalidated entry's static shares, into the piece it belongs to (this thread owns every
+    // piece of its run, so the order is fixed).
+    for (std::uint32_t m = lost_here; m != 0; m &= m - 1) {
       const int k = __ffs(int(m)) - 1;
       const int heads_through_k = __popc(head_mask & (0xFFFFFFFFu >> (31 - k)));
       const int slot = heads_through_k == 0 ? leading_slot : first_head + heads_through_k - 1;
@@ -448,8 +458,7 @@ __global__ void __launch_bounds__(kThreads)
       lost.norm_sq += static_cast<double>(norm) * norm;
     }
   }
-  __syncthreads();                        // every run's pieces
-  const bool any_lost = block_lost != 0;  // the same in every thread of the block
+  __syncthreads();  // every run's pieces
 
   // The segment begun last in this run continues into the next runs: their leading pieces, in
   // order, up to and including the first run where another segment begins (a run whose
