@@ -307,10 +307,10 @@ struct DeviceIntegrator::State {
   StaticBinSums sums{};
   // The pixel-major path (pixel_major.hpp), when the plan allows it.
   bool pixel_major_path = false;
-  std::size_t pixel_major_entries = 0, pixel_major_runs = 0;
+  std::size_t pixel_major_entries = 0, pixel_major_runs = 0, pixel_major_segments = 0;
   DeviceBuffer pm_tile_origin, pm_tile_shape, pm_tile_entry_start, pm_tile_segment_start,
-      pm_segment_bin, pm_entry, pm_run_segment, pm_normalization, pm_dark, pm_bin_segment_start,
-      pm_bin_segments, pm_partials, pm_lost_partials;
+      pm_segment_bin, pm_segment_first_entry, pm_entry, pm_run_segment, pm_normalization, pm_dark,
+      pm_bin_segment_start, pm_bin_segments, pm_partials, pm_lost_partials;
   pixel_major::DeviceTables pm{};
   bool sums_path() const { return plan.error_model != ErrorModel::Azimuthal; }
 
@@ -441,6 +441,8 @@ DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch,
              "cudaMemcpy(tile entry starts)");
       upload(s.pm_segment_bin, pm.segment_bin.data(), bytes_of(pm.segment_bin),
              "cudaMemcpy(segment bins)");
+      upload(s.pm_segment_first_entry, pm.segment_first_entry.data(),
+             bytes_of(pm.segment_first_entry), "cudaMemcpy(segment first entries)");
       upload(s.pm_entry, pm.entry.data(), bytes_of(pm.entry), "cudaMemcpy(tile entries)");
       upload(s.pm_run_segment, pm.run_segment.data(), bytes_of(pm.run_segment),
              "cudaMemcpy(run segment counts)");
@@ -466,6 +468,7 @@ DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch,
                                        s.pm_tile_segment_start.as<const std::int32_t>(),
                                        pm.max_tile_segments,
                                        s.pm_segment_bin.as<const std::int32_t>(),
+                                       s.pm_segment_first_entry.as<const std::uint16_t>(),
                                        s.pm_entry.as<const std::uint16_t>(),
                                        s.pm_run_segment.as<const std::uint16_t>(),
                                        s.pm_normalization.as<const float>(),
@@ -485,6 +488,7 @@ DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch,
       s.pixel_major_path = true;
       s.pixel_major_entries = pm.entry.size();
       s.pixel_major_runs = pm.run_segment.size();
+      s.pixel_major_segments = pm.segment_first_entry.size();
     }
   }
 }
@@ -510,11 +514,11 @@ IntegrationKernel DeviceIntegrator::kernel() const {
 
 std::size_t DeviceIntegrator::bytes_read_per_frame() const {
   const State& s = *state_;
-  // The pixel-major path: the image once, a 2-byte in-tile offset per entry (and the dark) and a
-  // 2-byte segment count per run of entries.
+  // The pixel-major path: the image once, a 2-byte in-tile offset per entry (and the dark), a
+  // 2-byte segment count per run of entries and a 2-byte first entry per segment.
   if (s.pixel_major_path)
     return s.plan.pixels * sizeof(float) + s.pixel_major_entries * (2 + (s.has_dark ? 4 : 0)) +
-           s.pixel_major_runs * 2;
+           s.pixel_major_runs * 2 + s.pixel_major_segments * 2;
   // The sums path reads an entry's normalisation only when the event invalidates the entry.
   const std::size_t per_entry =
       4 + (s.sums_path() ? 0 : 4) + (s.plan.split ? 4 : 0) + (s.has_dark ? 4 : 0);

@@ -56,9 +56,10 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
   std::vector<std::vector<std::int32_t>> segments_of_bin(std::size_t(plan.bins));
   std::vector<std::pair<std::int32_t, std::uint32_t>> tile_entries;  // (bin, pixel in tile)
   std::vector<std::int32_t> pixel_of_local(kTilePixels);
-  auto add_segment = [&](int bin) {
+  auto add_segment = [&](int bin, std::uint16_t first_entry) {
     segments_of_bin[std::size_t(bin)].push_back(std::int32_t(t.segment_bin.size()));
     t.segment_bin.push_back(bin);
+    t.segment_first_entry.push_back(first_entry);
   };
   t.tile_segment_start.push_back(0);
   t.tile_entry_start.push_back(0);
@@ -82,7 +83,8 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
       // Runs start at multiples of kEntriesPerThread: the segments begun before this one.
       if (t.entry.size() % kEntriesPerThread == 0)
         t.run_segment.push_back(std::uint16_t(t.segment_bin.size() - tile_first_segment));
-      if (head) add_segment(bin);
+      if (head)
+        add_segment(bin, std::uint16_t(t.entry.size() - std::size_t(t.tile_entry_start.back())));
       const std::size_t e = std::size_t(entry_of_pixel[std::size_t(pixel_of_local[local])]);
       // Tiles start at even entries, so an entry's parity in the table is its parity in the pair.
       const bool even = t.entry.size() % 2 == 0;
@@ -97,7 +99,8 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
       if (!plan.dark.empty()) t.dark.push_back(0.0f);
     }
     // Bins without entries: an empty segment each, spread over the tiles after their own.
-    for (std::size_t k = tile; k < empty_bins.size(); k += t.tiles) add_segment(empty_bins[k]);
+    for (std::size_t k = tile; k < empty_bins.size(); k += t.tiles)
+      add_segment(empty_bins[k], kNoEntries);
     t.tile_segment_start.push_back(std::int32_t(t.segment_bin.size()));
     t.tile_entry_start.push_back(std::int32_t(t.entry.size()));
     t.max_tile_segments =
@@ -120,41 +123,23 @@ struct Piece {
   double signal = 0, variance = 0, lost = 0, lost_norm = 0, lost_norm_sq = 0;
 };
 
-// A piece's static shares of the entries the event invalidated (count = entries without
+// A segment's static shares of the entries the event invalidated (count = entries without
 // splitting).
 struct LostShares {
   double entries, norm, norm_sq;
 };
 
-// Pieces in shared memory, per slot: the event's sums (signal, variance) as one double2, and
-// apart the lost shares, which only blocks with an invalidated entry write and read: they take
-// the tile's place once every run is walked, so they cost the block no shared memory of their
-// own (a block's shared memory is what sets how many fit on an SM).
-struct SharedPieces {
-  double2* sums;
-  LostShares* lost;
-};
-
-// Piece slots in shared memory: the tile's segments (an even number of slots, so that the arrays
-// after the lost shares stay 16-byte aligned), then one leading piece a thread.
+// Slots for the running sums at the tile's segment heads: an even number, so that the arrays
+// after them stay 16-byte aligned.
 __host__ __device__ int segment_slots(int max_tile_segments) {
   return max_tile_segments < 1 ? 2 : (max_tile_segments + 1) / 2 * 2;
 }
 
-// Shared memory of a block: the tile's image and its padding slot, which the pieces' lost shares
-// replace after the walk (first, at a fixed address, so that the walk's loads take an entry's byte
-// offset as their whole address arithmetic); the pieces' sums; the running sums at the tile's
-// segment heads; and per thread the segments the tile begins before its run.
-constexpr std::size_t kTileBytes = (kTilePixels + 4) * sizeof(float);  // 16-byte multiple
-__host__ __device__ std::size_t tile_or_lost_bytes(int max_tile_segments) {
-  const std::size_t lost =
-      sizeof(LostShares) * std::size_t(segment_slots(max_tile_segments) + kThreads);
-  return ((lost > kTileBytes ? lost : kTileBytes) + 15) / 16 * 16;
-}
+// Shared memory of a block: the running sums at the tile's segment heads, each run's sums, the
+// tile's image and its padding slot, and each run's invalidated entries.
 std::size_t shared_bytes(int max_tile_segments) {
-  const std::size_t slots = std::size_t(segment_slots(max_tile_segments));
-  return tile_or_lost_bytes(max_tile_segments) + sizeof(double2) * (slots + kThreads) +
-         sizeof(double2) * slots + (kThreads + 1) * sizeof(int);
+  return sizeof(double2) * (std::size_t(segment_slots(max_tile_segments)) + kThreads) +
+         (kTilePixels + 4) * sizeof(float) + kThreads * sizeof(std::uint32_t);
 }
 
 __device__ Piece shuffle_sum(Piece p) {
@@ -229,7 +214,7 @@ static_assert(kWords == 16, "walk_again_checked passes a run as four uint4");
 // The unchecked walk loads the values of a group of entries before adding them. As far as the
 // compiler knows a head's store may alias the tile, so a load after one waits for it (and the
 // store for the sums before it): one entry at a time, every load's latency is on the walk's path.
-// Loaded a group at a time they are in flight together; 8 keeps the kernel at 56 registers.
+// Loaded a group at a time they are in flight together; 8 fits the kernel's 48 registers.
 constexpr int kLoadGroup = 8;
 __device__ __forceinline__ std::uint32_t entry_offset(const std::uint32_t (&word)[kWords], int k) {
   return k % 2 == 0 ? word[k / 2] & kOffsetMask : word[k / 2] >> 16;
@@ -254,8 +239,8 @@ __device__ __forceinline__ void store_head_sums(const RunSums& r, char* head_sum
 // Both walks add the run's samples in order without branching on the flags: at each entry that
 // heads a segment they store the sums so far at byte `head_at` of the shared `head_sums` and move
 // it on (a 32-bit offset from a shared base, so the stores stay shared stores), so that a segment's
-// piece is a difference of two running sums (exact here: sums of floats in double; in general
-// within an ulp of the run's sum).
+// sums within a run are a difference of two running sums (exact here: sums of floats in double;
+// in general within an ulp of the run's sum).
 //
 // The usual plan's walk (Poisson errors, no dark, no dummy test; statically valid entries have a
 // normalisation that changes nothing in signal and variance): for a finite raw value the sample
@@ -329,22 +314,21 @@ __device__ __noinline__ CheckedWalk walk_again_checked(uint4 w0, uint4 w1, uint4
 
 // A block per (tile, frame of the batch). Variants: the usual plan's (Unchecked: Poisson errors,
 // no dark, no dummy test), and checked ones with and without the dark and the dummy test.
-// 9 blocks an SM: 56 registers, and with about 160 segments a tile (as on the ePix10ka2M at 1000
-// bins) 24 KB of shared memory a block. Each block waits for its tile's load before it can walk,
+// 10 blocks an SM: 48 registers, and with about 160 segments a tile (as on the ePix10ka2M at 1000
+// bins) 21 KB of shared memory a block. Each block waits for its tile's load before it can walk,
 // so the blocks an SM holds are what overlaps loads with work (H200, graphs of single-frame
-// launches: 7 blocks 178,000 frames/s, 9 blocks with the grouped loads 190,000).
+// launches on 8 streams: 7 blocks 178,000 frames/s; 9 blocks with the grouped loads 189,000;
+// segments from running sums and 10 blocks 204,000).
 template <bool HasDark, bool TestDummy, bool Unchecked>
-__global__ void __launch_bounds__(kThreads, 9)
+__global__ void __launch_bounds__(kThreads, 10)
     tile_kernel(DeviceTables t, const float* __restrict__ frames) {
   extern __shared__ double2 shared[];
-  const int segment_slot_count = segment_slots(t.max_tile_segments);
-  const int slot_count = segment_slot_count + kThreads;
-  double2* const sums = shared;
-  double2* head_sums = sums + slot_count;
-  float* tile_values = reinterpret_cast<float*>(head_sums + segment_slot_count);
-  const SharedPieces pieces{sums, reinterpret_cast<LostShares*>(tile_values)};
-  int* segments_before = reinterpret_cast<int*>(reinterpret_cast<char*>(tile_values) +
-                                                tile_or_lost_bytes(t.max_tile_segments));
+  // The running sums at each segment's head (before its first entry), by the segment's number in
+  // the tile; each run's sums; the tile; each run's invalidated entries (bit k: entry k).
+  double2* const head_sums = shared;
+  double2* const run_sums = head_sums + segment_slots(t.max_tile_segments);
+  float* const tile_values = reinterpret_cast<float*>(run_sums + kThreads);
+  std::uint32_t* const run_lost = reinterpret_cast<std::uint32_t*>(tile_values + kTilePixels + 4);
 
   const int tid = int(threadIdx.x);
   const std::size_t tile = blockIdx.x, frame = blockIdx.y;
@@ -409,16 +393,8 @@ __global__ void __launch_bounds__(kThreads, 9)
       tile_values[r * kTileCols + c] = __ldcs(image + std::size_t(r) * t.row_pitch + c);
     }
   }
-  if (tid == 0) {
-    tile_values[kTilePixels] = 0.0f;  // the padding slot
-    segments_before[kThreads] = 0;    // past the last run: never equal to a run's (see below)
-  }
-  segments_before[tid] = first_head;
-  const std::int32_t tile_segments = t.tile_segment_start[tile + 1] - t.tile_segment_start[tile];
-  // Zero pieces for the segments without entries (empty bins): no run writes them below. (Every
-  // other piece is written whole by the run where it begins, before any addition into it.)
-  for (int s = tid; s < tile_segments; s += kThreads) pieces.sums[s] = make_double2(0.0, 0.0);
-  __syncthreads();  // the tile, the zeroed pieces
+  if (tid == 0) tile_values[kTilePixels] = 0.0f;  // the padding slot
+  __syncthreads();                                // the tile
 
   const char* tile_bytes = reinterpret_cast<const char*>(tile_values);
   char* head_bytes = reinterpret_cast<char*>(head_sums);
@@ -450,88 +426,77 @@ __global__ void __launch_bounds__(kThreads, 9)
                                   TestDummy ? t.dummy : integrate::DummyTest{});
     }
   }
-  const int heads_here = int((head_at - first_head_at) / sizeof(double2));
-
-  // Pieces from the running sums: the leading piece (up to the first head), then each segment
-  // begun here (up to the next head or the run's end).
-  const std::int32_t leading_slot = segment_slot_count + tid;
-  {
-    double2 before = make_double2(0.0, 0.0);
-    for (int j = 0; j <= heads_here; ++j) {
-      const int slot = j == 0 ? leading_slot : first_head + j - 1;
-      const double2 end =
-          j < heads_here ? head_sums[first_head + j] : make_double2(run.signal, run.variance);
-      pieces.sums[slot] = make_double2(end.x - before.x, end.y - before.y);
-      before = end;
-    }
-  }
-  // Entries the event invalidated (padding aside): then, and only then, the block sums their
-  // static shares. The barrier also ends every walk, so the lost shares may take the tile's place.
-  std::uint32_t lost_here = 0, head_mask = 0;
+  // Each run's sums and invalidated entries (padding aside) for the segments that end or pass
+  // through it. The barrier ends every walk; any_lost is the same in every thread.
+  std::uint32_t lost_here = 0;
   if (run.lost != 0) {
     std::uint32_t padding_mask = 0;
 #pragma unroll
-    for (int k = 0; k < kEntriesPerThread; ++k) {
-      head_mask |= (entry_heads(word, k) ? 1u : 0u) << k;
+    for (int k = 0; k < kEntriesPerThread; ++k)
       padding_mask |= (is_padding(entry_offset(word, k)) ? 1u : 0u) << k;
-    }
     lost_here = run.lost & ~padding_mask;
   }
-  const bool any_lost = __syncthreads_or(lost_here != 0) != 0;  // the same in every thread
-  if (any_lost) {
-    for (int slot = tid; slot < slot_count; slot += kThreads)
-      pieces.lost[slot] = LostShares{0.0, 0.0, 0.0};
-    __syncthreads();
-    // Each invalidated entry's static shares, into the piece it belongs to (this thread owns every
-    // piece of its run, so the order is fixed).
-    for (std::uint32_t m = lost_here; m != 0; m &= m - 1) {
-      const int k = __ffs(int(m)) - 1;
-      const int heads_through_k = __popc(head_mask & (0xFFFFFFFFu >> (31 - k)));
-      const int slot = heads_through_k == 0 ? leading_slot : first_head + heads_through_k - 1;
-      const float norm = __ldg(t.normalization + run_first + k);
-      LostShares& lost = pieces.lost[slot];
-      lost.entries += 1.0;
-      lost.norm += norm;
-      lost.norm_sq += static_cast<double>(norm) * norm;
-    }
-  }
-  __syncthreads();  // every run's pieces
+  run_sums[tid] = make_double2(run.signal, run.variance);
+  run_lost[tid] = lost_here;
+  const bool any_lost = __syncthreads_or(lost_here != 0) != 0;
 
-  // The segment begun last in this run continues into the next runs: their leading pieces, in
-  // order, up to and including the first run where another segment begins (a run whose
-  // successor's count differs; past the last run the count is 0, so the walk stops there too).
-  if (heads_here > 0) {
-    const int slot = first_head + heads_here - 1;
-    double2 sums = pieces.sums[slot];
-    LostShares lost = any_lost ? pieces.lost[slot] : LostShares{0.0, 0.0, 0.0};
-    for (int next = tid + 1;
-         next < kThreads && entries_first + next * kEntriesPerThread < entries_end; ++next) {
-      const double2 more = pieces.sums[segment_slot_count + next];
-      sums.x += more.x;
-      sums.y += more.y;
-      if (any_lost) {
-        const LostShares more_lost = pieces.lost[segment_slot_count + next];
-        lost.entries += more_lost.entries;
-        lost.norm += more_lost.norm;
-        lost.norm_sq += more_lost.norm_sq;
-      }
-      if (segments_before[next + 1] != segments_before[next]) break;
-    }
-    pieces.sums[slot] = sums;
-    if (any_lost) pieces.lost[slot] = lost;
-  }
-  __syncthreads();  // every segment's sums
-
-  // Publish each segment's partial; merge_kernel adds them per bin.
+  // Each segment's sums from the running sums: within one run, the difference of two heads' sums;
+  // across runs, the rest of its first run, the whole runs between, and the start of its last run
+  // (up to the next head, or the whole run at the tile's end). Partials go to global memory;
+  // merge_kernel adds them per bin.
   double* partials = t.partials + frame * t.segments * 3;
   double* lost_partials = t.lost_partials + frame * t.segments * 3;
   const std::int32_t first_segment = t.tile_segment_start[tile];
+  const std::int32_t tile_segments = t.tile_segment_start[tile + 1] - first_segment;
+  const std::uint16_t* first_entry = t.segment_first_entry + first_segment;
+  const int tile_entries = entries_end - entries_first;  // whole runs
   for (int local = tid; local < tile_segments; local += kThreads) {
-    const double2 sums = pieces.sums[local];
+    const std::uint32_t first = __ldg(first_entry + local);
+    double2 sums = make_double2(0.0, 0.0);
+    LostShares lost{0.0, 0.0, 0.0};
+    if (first != kNoEntries) {
+      const std::uint32_t next =
+          local + 1 < tile_segments ? __ldg(first_entry + local + 1) : std::uint32_t(kNoEntries);
+      const bool ends_tile = next == kNoEntries;
+      const std::uint32_t end = ends_tile ? std::uint32_t(tile_entries) : next;  // exclusive
+      const int first_run = int(first / kEntriesPerThread);
+      const int last_run = int((ends_tile ? end - 1 : end) / kEntriesPerThread);
+      const double2 start = head_sums[local];
+      const double2 stop = ends_tile ? run_sums[last_run] : head_sums[local + 1];
+      if (first_run == last_run) {
+        sums = make_double2(stop.x - start.x, stop.y - start.y);
+      } else {
+        const double2 rest = run_sums[first_run];
+        sums = make_double2(rest.x - start.x, rest.y - start.y);
+        for (int r = first_run + 1; r < last_run; ++r) {
+          const double2 whole = run_sums[r];
+          sums.x += whole.x;
+          sums.y += whole.y;
+        }
+        sums.x += stop.x;
+        sums.y += stop.y;
+      }
+      if (any_lost) {  // the static shares of the segment's invalidated entries, in entry order
+        for (int r = first_run; r <= last_run; ++r) {
+          std::uint32_t m = run_lost[r];
+          const std::uint32_t from = r == first_run ? first % kEntriesPerThread : 0;
+          const std::uint32_t to = std::uint32_t(r) == end / kEntriesPerThread
+                                       ? end % kEntriesPerThread
+                                       : std::uint32_t(kEntriesPerThread);
+          m &= (0xFFFFFFFFu << from) & (to == 32 ? 0xFFFFFFFFu : (1u << to) - 1u);
+          for (; m != 0; m &= m - 1) {
+            const int k = __ffs(int(m)) - 1;
+            const float norm = __ldg(t.normalization + entries_first + r * kEntriesPerThread + k);
+            lost.entries += 1.0;
+            lost.norm += norm;
+            lost.norm_sq += static_cast<double>(norm) * norm;
+          }
+        }
+      }
+    }
     const std::size_t s = std::size_t(first_segment + local);
     partials[3 * s] = sums.x;
     partials[3 * s + 1] = sums.y;
-    const LostShares lost = any_lost ? pieces.lost[local] : LostShares{0.0, 0.0, 0.0};
     partials[3 * s + 2] = lost.entries;
     if (lost.entries != 0.0) {
       lost_partials[3 * s] = lost.norm;

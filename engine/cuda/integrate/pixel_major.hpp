@@ -10,13 +10,13 @@
 // pixel in the tile's shared image, with the flags of the first entry of each segment, and a
 // tile's entries are padded to whole threads' runs (kEntriesPerThread). Per event a thread block
 // loads its tile into shared memory; each thread walks its run of consecutive entries, summing in
-// double and closing a segment at each flag; a segment that crosses into the next threads' runs
-// is completed by the thread where it began, adding their leading pieces in order. Each segment's
-// sums go to global memory as one partial; a second kernel then adds each bin's partials with a
-// warp, in a fixed order. Nothing depends on which block finishes first, so results are
+// double and keeping the running sums at each flag. A segment's sums are then differences of
+// running sums, plus the sums of the runs it spans whole, in a fixed order. Each segment's sums
+// go to global memory as one partial; a second kernel then adds each bin's partials with a warp,
+// in a fixed order. Nothing depends on which block finishes first, so results are
 // deterministic run to run, as on the bin-major path.
-// Per event the kernel reads the image once, 2 bytes per entry and 2 per run of entries (and the
-// dark, when there is one).
+// Per event the kernel reads the image once, 2 bytes per entry, 2 per run of entries and 2 per
+// segment (and the dark, when there is one).
 //
 #include <cstddef>
 #include <cstdint>
@@ -48,23 +48,26 @@ static_assert(kTilePixels * 4 <= 0x4000, "a tile's byte offsets and the padding 
 inline constexpr bool is_padding(std::uint32_t offset) {
   return (offset & kPaddingOffset) != 0;
 }
+// segment_first_entry of a segment without entries (an empty bin's).
+inline constexpr std::uint16_t kNoEntries = 0xFFFF;
 
 // The static tables, built once per plan.
 struct Tables {
   std::size_t tiles = 0;
-  std::vector<std::int32_t> tile_origin;         // per tile: index of its first pixel
-  std::vector<std::int32_t> tile_shape;          // per tile: rows << 16 | cols
-  int row_pitch = 0;                             // pixels from one row of a segment to the next
-  std::vector<std::int32_t> tile_entry_start;    // tiles + 1, multiples of kEntriesPerThread
-  std::vector<std::int32_t> tile_segment_start;  // tiles + 1: the tile's segments
-  int max_tile_segments = 0;                     // the most segments of any tile
-  std::vector<std::int32_t> segment_bin;         // per segment
-  std::vector<std::uint16_t> entry;              // per entry (tile order, padded): see above
-  std::vector<std::uint16_t> run_segment;        // per run: segments its tile begins before it
-  std::vector<float> normalization;              // per entry, 0 for padding
-  std::vector<float> dark;                       // per entry, empty without a dark
-  std::vector<std::int32_t> bin_segment_start;   // bins + 1: the bin's segments in bin_segments
-  std::vector<std::int32_t> bin_segments;        // segment ids of each bin, in tile order
+  std::vector<std::int32_t> tile_origin;           // per tile: index of its first pixel
+  std::vector<std::int32_t> tile_shape;            // per tile: rows << 16 | cols
+  int row_pitch = 0;                               // pixels from one row of a segment to the next
+  std::vector<std::int32_t> tile_entry_start;      // tiles + 1, multiples of kEntriesPerThread
+  std::vector<std::int32_t> tile_segment_start;    // tiles + 1: the tile's segments
+  int max_tile_segments = 0;                       // the most segments of any tile
+  std::vector<std::int32_t> segment_bin;           // per segment
+  std::vector<std::uint16_t> segment_first_entry;  // per segment: in its tile, or kNoEntries
+  std::vector<std::uint16_t> entry;                // per entry (tile order, padded): see above
+  std::vector<std::uint16_t> run_segment;          // per run: segments its tile begins before it
+  std::vector<float> normalization;                // per entry, 0 for padding
+  std::vector<float> dark;                         // per entry, empty without a dark
+  std::vector<std::int32_t> bin_segment_start;     // bins + 1: the bin's segments in bin_segments
+  std::vector<std::int32_t> bin_segments;          // segment ids of each bin, in tile order
 };
 
 // True when the plan can take this path: no splitting, an error model whose per-event sums are
@@ -84,6 +87,7 @@ struct DeviceTables {
   const std::int32_t* tile_segment_start;
   int max_tile_segments;
   const std::int32_t* segment_bin;
+  const std::uint16_t* segment_first_entry;
   const std::uint16_t* entry;
   const std::uint16_t* run_segment;
   const float* normalization;
