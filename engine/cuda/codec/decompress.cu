@@ -135,6 +135,48 @@ __device__ std::uint32_t warp_inclusive_sum(std::uint32_t x) {
   return x;
 }
 
+// Byte-permute selectors for expanding zero-byte elimination: nibble j of entry m is the rank of
+// byte j among the bytes flagged in the 8-bit mask m (0 for an unflagged byte, which a byte mask
+// then clears), so __byte_perm(first 4, next 4 stored bytes, entry >> 16 k) gives output bytes
+// 4k..4k+3. Filled once per thread block (fill_expand_selectors).
+__shared__ std::uint32_t expand_selectors[256];
+
+__device__ void fill_expand_selectors() {
+  for (unsigned m = threadIdx.x; m < 256; m += T) {
+    std::uint32_t selector = 0, rank = 0;
+    for (unsigned j = 0; j < 8; ++j)
+      if (m & (1u << j)) selector |= rank++ << (4 * j);
+    expand_selectors[m] = selector;
+  }
+}
+
+// 0xFF in byte j of the result for each bit j of the 4-bit `flags`.
+__device__ std::uint32_t byte_mask4(std::uint32_t flags) {
+  // flags * 0x00204081 puts bit j at bit 8 j (the four shifted copies do not overlap).
+  return ((flags * 0x00204081u) & 0x01010101u) * 0xFFu;
+}
+
+// The 8 bytes of one flag byte m, expanded from the stored bytes at src[next, next + popc(m)):
+// the three aligned words around them, funnel-shifted into place, spread by two byte permutes
+// and masked (no loop over the flags). Sets zero_flagged when a flagged byte is zero. Reads up to
+// 12 bytes from the aligned word holding src[next]: every workspace leaves room for them.
+__device__ std::uint64_t spread_stored_bytes(const std::uint8_t* src, std::uint32_t next,
+                                             std::uint32_t m, bool& zero_flagged) {
+  const auto at = reinterpret_cast<std::uintptr_t>(src + next);
+  const auto* aligned = reinterpret_cast<const std::uint32_t*>(at & ~std::uintptr_t(3));
+  const unsigned shift = 8 * unsigned(at & 3u);
+  const std::uint32_t w0 = aligned[0], w1 = aligned[1], w2 = aligned[2];
+  const std::uint32_t first = __funnelshift_r(w0, w1, shift);
+  const std::uint32_t second = __funnelshift_r(w1, w2, shift);
+  const std::uint32_t selector = expand_selectors[m];
+  const std::uint32_t low = __byte_perm(first, second, selector) & byte_mask4(m & 0xFu);
+  const std::uint32_t high = __byte_perm(first, second, selector >> 16) & byte_mask4(m >> 4);
+  const std::uint64_t bytes = (std::uint64_t(high) << 32) | low;
+  // Every flagged byte must be nonzero: as many nonzero bytes as flags.
+  zero_flagged |= __popc(nonzero_byte_mask(bytes)) != __popc(m);
+  return bytes;
+}
+
 // Expands one level of zero-byte elimination, run by one warp: out[8 g + j] (g < flag_bytes) is
 // the next stored byte of src[start, available) when bit j of flags[g] is set, else 0; 32 flag
 // bytes a step, their positions from a warp scan. Returns the bytes used; on a shortfall notes
@@ -152,20 +194,17 @@ __device__ std::uint32_t expand_level_warp(const std::uint8_t* flags, std::uint3
     return used;
   }
   std::uint32_t base = start;
+  bool zero_flagged = false;
   for (std::uint32_t g0 = 0; g0 < flag_bytes; g0 += 32) {
     const std::uint32_t g = g0 + lane;
-    unsigned m = g < flag_bytes ? flags[g] : 0u;
+    const unsigned m = g < flag_bytes ? flags[g] : 0u;
     const std::uint32_t inclusive = warp_inclusive_sum(__popc(m));
-    std::uint32_t next = base + inclusive - __popc(m);
-    std::uint64_t bytes = 0;
-    for (; m != 0; m &= m - 1) {
-      const std::uint8_t v = src[next++];
-      if (v == 0) note_error(error, ChunkError::FlaggedByteIsZero);
-      bytes |= std::uint64_t(v) << (8 * (__ffs(int(m)) - 1));
-    }
+    const std::uint32_t next = base + inclusive - __popc(m);
+    const std::uint64_t bytes = spread_stored_bytes(src, next, m, zero_flagged);
     if (g < flag_bytes) *reinterpret_cast<std::uint64_t*>(out + 8 * std::size_t(g)) = bytes;
     base += __shfl_sync(~0u, inclusive, 31);
   }
+  if (zero_flagged) note_error(error, ChunkError::FlaggedByteIsZero);
   return used;
 }
 
@@ -187,32 +226,8 @@ __device__ std::uint32_t build_ranks_warp(const std::uint8_t* flags, std::uint32
   return base;
 }
 
-// Byte-permute selectors for the data level: nibble j of entry m is the rank of byte j among the
-// bytes flagged in the 8-bit mask m (0 for an unflagged byte, which a byte mask then clears), so
-// __byte_perm(first 4, next 4 stored bytes, entry >> 16 k) gives output bytes 4k..4k+3. Filled once
-// per thread block (fill_expand_selectors).
-__shared__ std::uint32_t expand_selectors[256];
-
-__device__ void fill_expand_selectors() {
-  for (unsigned m = threadIdx.x; m < 256; m += T) {
-    std::uint32_t selector = 0, rank = 0;
-    for (unsigned j = 0; j < 8; ++j)
-      if (m & (1u << j)) selector |= rank++ << (4 * j);
-    expand_selectors[m] = selector;
-  }
-}
-
-// 0xFF in byte j of the result for each bit j of the 4-bit `flags`.
-__device__ std::uint32_t byte_mask4(std::uint32_t flags) {
-  // flags * 0x00204081 puts bit j at bit 8 j (the four shifted copies do not overlap).
-  return ((flags * 0x00204081u) & 0x01010101u) * 0xFFu;
-}
-
 // The data level, by the whole block with the ranks of its flags (level 0) built: out[8 g + j]
-// for g < flag_bytes, each thread taking 4 flag bytes (one rank) at a time. A flag byte's up to 8
-// stored bytes are read as the three aligned words around them (funnel-shifted into place) and
-// spread by two byte permutes, without a loop over the flags; the workspace has room for the
-// words read past the end.
+// for g < flag_bytes, each thread taking 4 flag bytes (one rank) at a time.
 __device__ void expand_with_ranks(const std::uint8_t* flags, std::uint32_t flag_bytes,
                                   const std::uint8_t* src, std::uint32_t start,
                                   const std::uint32_t* ranks, std::uint8_t* out, unsigned* error) {
@@ -224,19 +239,8 @@ __device__ void expand_with_ranks(const std::uint8_t* flags, std::uint32_t flag_
 #pragma unroll
     for (std::uint32_t k = 0; k < 4; ++k) {
       const std::uint32_t m = (word >> (8 * k)) & 0xFFu;
-      const auto at = reinterpret_cast<std::uintptr_t>(src + next);
-      const auto* aligned = reinterpret_cast<const std::uint32_t*>(at & ~std::uintptr_t(3));
-      const unsigned shift = 8 * unsigned(at & 3u);
-      const std::uint32_t w0 = aligned[0], w1 = aligned[1], w2 = aligned[2];
-      const std::uint32_t first = __funnelshift_r(w0, w1, shift);
-      const std::uint32_t second = __funnelshift_r(w1, w2, shift);
-      const std::uint32_t selector = expand_selectors[m];
-      const std::uint32_t low = __byte_perm(first, second, selector) & byte_mask4(m & 0xFu);
-      const std::uint32_t high = __byte_perm(first, second, selector >> 16) & byte_mask4(m >> 4);
-      // Every flagged byte must be nonzero: as many nonzero bytes as flags.
-      const std::uint64_t bytes = (std::uint64_t(high) << 32) | low;
-      zero_flagged |= __popc(nonzero_byte_mask(bytes)) != __popc(m);
-      *reinterpret_cast<std::uint64_t*>(out + 8 * std::size_t(4 * w + k)) = bytes;
+      *reinterpret_cast<std::uint64_t*>(out + 8 * std::size_t(4 * w + k)) =
+          spread_stored_bytes(src, next, m, zero_flagged);
       next += std::uint32_t(__popc(m));
     }
   }
