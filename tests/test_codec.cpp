@@ -806,6 +806,40 @@ class TestCodec : public QObject {
         if (QTest::currentTestFailed()) return;
       }
     }
+    // Floats next to where the test without reconstruction stops applying, half a bin less
+    // 2^-22 (|q| + 1) from bin q's centre, for bins 2^j: on both sides of that line the bin and
+    // the verdict must be the full test's.
+    for (const double eb : {0.5, 0.05, 1.0 / 3.0, 3e-9, 7e20}) {
+      const LossyScale scale = lossy_scale(eb);
+      const auto check = [&](float x) {
+        std::int32_t q = 0, expected = 0;
+        const bool binned = lossy_quantize(x, scale, &q);
+        const bool expected_binned = ref::quantize(x, eb, &expected);
+        ++compared;
+        QVERIFY2(binned == expected_binned && (!binned || q == expected),
+                 qPrintable(QString("eb %1, x %2: bin %3 (%4), the definition %5 (%6)")
+                                .arg(eb, 0, 'g', 17)
+                                .arg(double(x), 0, 'g', 9)
+                                .arg(q)
+                                .arg(binned)
+                                .arg(expected)
+                                .arg(expected_binned)));
+      };
+      for (int j = 0; j <= 29; ++j) {
+        const double q = std::ldexp(1.0, j);
+        const double line = 0.5 - std::ldexp(q + 1.0, -22);
+        for (const double side : {-1.0, 1.0}) {
+          float x = float((q + side * line) * 2.0 * eb);
+          for (int step = 0; step < 3; ++step) x = std::nextafter(x, -FLT_MAX);
+          for (int step = 0; step < 7; ++step) {
+            check(x);
+            check(-x);
+            if (QTest::currentTestFailed()) return;
+            x = std::nextafter(x, FLT_MAX);
+          }
+        }
+      }
+    }
     // Exact ties: widths m / 64 (m odd) and x = (k + 1/2) width, a float; for some of these
     // (m = 49, k = 1 among them) x times the rounded reciprocal falls just below the tie.
     for (int m = 3; m < 400; m += 2) {

@@ -266,13 +266,17 @@ LIVEDRP_HD bool within_bound(float r, float x, double eb) {
   return s > 0 ? e <= 0 : e >= 0;
 }
 
-// The quantiser's constants for one error bound, formed once per stream.
+// The quantiser's constants for one error bound, formed once per stream. `inside_test`: whether
+// bin widths this size allow lossy_quantize's test without reconstruction (see there).
 struct LossyScale {
   double error_bound, width, inverse_width;  // eb, 2 eb, and 1 / (2 eb) rounded
+  bool inside_test;
 };
+inline constexpr double kInsideTestMinWidth = 0x1p-100, kInsideTestMaxWidth = 0x1p98;
 LIVEDRP_HD LossyScale lossy_scale(double error_bound) {
   const double width = lossy_bin_width(error_bound);
-  return {error_bound, width, 1.0 / width};
+  return {error_bound, width, 1.0 / width,
+          width >= kInsideTestMinWidth && width <= kInsideTestMaxWidth};
 }
 
 // Within this distance of a half-integer, t from the reciprocal may round to another bin than t
@@ -306,10 +310,28 @@ LIVEDRP_HD bool lossy_quantize(float x, const LossyScale& scale, std::int32_t* q
     fraction = t - whole;
   }
   std::int32_t q = std::int32_t(whole);
+  // distance: |t - q|, exact (1 - |fraction| by Sterbenz's lemma, |fraction| being >= 1/2 there).
+  double distance = absolute(fraction);
   if (fraction >= 0.5) {
     ++q;
+    distance = 1.0 - distance;
   } else if (fraction <= -0.5) {
     --q;
+    distance = 1.0 - distance;
+  }
+  // Well inside its bin, a value is within the bound whatever the roundings, so the reconstruction
+  // and the exact test would only confirm it. With w = 2 eb in [2^-100, 2^98] and |x| < 2^127:
+  //   |x - q w| <= w (distance + 2^-51 |t|)        t within 2^-52 |t| of x / w (2 roundings)
+  //   |p - q w| <= 2^-53 |q w|                     p = q w rounded to double
+  //   |r - p|   <= 2^-24 |p| + 2^-150              r = p rounded to float (2^-150: subnormals)
+  // and with |t| <= |q| + 1/2 and 2^-150 <= 2^-50 w, |r - x| < w (distance + 2^-23 |q| + 2^-49),
+  // which is below w / 2 = eb when distance <= 1/2 - 2^-22 (|q| + 1) (computed exactly: a
+  // multiple of 2^-22 below 2^9). |q w| <= |x| + eb < 2^127 + 2^97 also keeps p and r finite, so
+  // lossy_reconstruct would succeed: the answer is the full test's, bit for bit.
+  if (scale.inside_test && absolute(value) < 0x1p127 &&
+      distance <= 0.5 - 0x1p-22 * (absolute(double(q)) + 1.0)) {
+    *q_out = q;
+    return true;
   }
   float r;
   if (!lossy_reconstruct(q, scale.width, &r)) return false;
