@@ -15,6 +15,39 @@
 
 namespace livedrp::gpu::pixel_major {
 
+namespace {
+
+// A tile's entries in (bin, pixel) order, reordered inside each run of kEntriesPerThread (a
+// thread's) among the entries of the same bin, which the sums do not tell apart: thread l of a
+// warp walks run l, so at each step the warp's 32 lanes read 32 entries of 32 runs from shared
+// memory, and two that fall in the same bank (pixel column mod 32: a tile row is 128 floats)
+// cost another pass. Position by position, each lane takes, of its bin's entries left in its
+// run, one whose bank the warp's earlier lanes at that step use least. Greedy and deterministic.
+// On the ePix10ka2M at 1000 bins a warp's load takes 2.07 passes instead of 3.36 (H200: 3-4% more
+// frames/s). Sums of floats in double are exact there either way; in general the order of a
+// segment's additions changes within an ulp.
+void spread_over_banks(std::vector<std::pair<std::int32_t, std::uint32_t>>& entries) {
+  constexpr std::size_t kRun = kEntriesPerThread, kWarp = 32, kBanks = 32;
+  const std::size_t n = entries.size();
+  for (std::size_t warp_first = 0; warp_first < n; warp_first += kWarp * kRun)
+    for (std::size_t step = 0; step < kRun; ++step) {
+      int used[kBanks] = {};
+      for (std::size_t lane = 0; lane < kWarp; ++lane) {
+        const std::size_t k = warp_first + lane * kRun + step;
+        if (k >= n) break;
+        // The candidates: positions k.. of the same bin in this run (the earlier ones are placed).
+        const std::size_t run_end = std::min(n, (k / kRun + 1) * kRun);
+        std::size_t best = k;
+        for (std::size_t j = k; j < run_end && entries[j].first == entries[k].first; ++j)
+          if (used[entries[j].second % kBanks] < used[entries[best].second % kBanks]) best = j;
+        std::swap(entries[k], entries[best]);
+        ++used[entries[k].second % kBanks];
+      }
+    }
+}
+
+}  // namespace
+
 bool build_tables(const IntegrationPlan& plan, Tables& t) {
   if (plan.split || plan.error_model == integrate::ErrorModel::Azimuthal || plan.bins < 1)
     return false;
@@ -76,6 +109,7 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
         if (bin_of_pixel[p] >= 0) tile_entries.emplace_back(bin_of_pixel[p], local);
       }
     std::sort(tile_entries.begin(), tile_entries.end());
+    spread_over_banks(tile_entries);
     const std::size_t tile_first_segment = t.segment_bin.size();
     for (std::size_t k = 0; k < tile_entries.size(); ++k) {
       const auto [bin, local] = tile_entries[k];

@@ -5,18 +5,18 @@
 //
 // The image is cut into tiles of kTileRows x kTileCols pixels of a segment (fewer at a segment's
 // edges; a plan without a segment shape is one long row), so that a tile covers a compact patch
-// of the detector and few radial bins. At upload, each tile's entries are put in (bin, pixel)
-// order, and each run of one bin inside a tile is a "segment"; an entry is the byte offset of its
-// pixel in the tile's shared image, with the flags of the first entry of each segment, and a
-// tile's entries are padded to whole threads' runs (kEntriesPerThread). Per event a thread block
-// loads its tile into shared memory; each thread walks its run of consecutive entries, summing in
-// double and keeping the running sums at each flag. A segment's sums are then differences of
-// running sums, plus the sums of the runs it spans whole, in a fixed order. Each segment's sums
-// go to global memory as one partial; a second kernel then adds each bin's partials with a warp,
-// in a fixed order. Nothing depends on which block finishes first, so results are
-// deterministic run to run, as on the bin-major path.
-// Per event the kernel reads the image once, 2 bytes per entry, 2 per run of entries and 2 per
-// segment (and the dark, when there is one).
+// of the detector and few radial bins. At upload, each tile's entries are put in bin order (within
+// a bin, in the order that spreads a warp's shared loads over the banks), and each run of one bin
+// inside a tile is a "segment"; an entry is the byte offset of its pixel in the tile's shared
+// image, with the flags of the first entry of each segment, and a tile's entries are padded to
+// whole threads' runs (kEntriesPerThread). Per event a thread block loads its tile into shared
+// memory; each thread walks its run of consecutive entries, summing in double and keeping the
+// running sums at each flag. A segment's sums are then differences of running sums, plus the sums
+// of the runs it spans whole, in a fixed order. Each segment's sums go to global memory as one
+// partial; a second kernel then adds each bin's partials with a warp, in a fixed order. Nothing
+// depends on which block finishes first, so results are deterministic run to run, as on the
+// bin-major path. Per event the kernel reads the image once, 2 bytes per entry, 2 per run of
+// entries and 2 per segment (and the dark, when there is one).
 //
 #include <cstddef>
 #include <cstdint>
