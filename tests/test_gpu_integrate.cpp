@@ -34,6 +34,7 @@
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/device.hpp"
 #include "cuda/integrate/device_histogram.hpp"
+#include "cuda/integrate/pixel_major.hpp"
 #endif
 
 using namespace livedrp;
@@ -205,6 +206,112 @@ class TestGpuIntegrate : public QObject {
       // Counts of the CPU are over valid pixels of this event, a subset of the entries.
       QVERIFY2(cpu_count <= entry_count + 1e-3, name.c_str());
     }
+  }
+
+  // No GPU needed: the pixel-major path's tables (built on the host) hold every entry of the
+  // plan once, in bin order inside each tile, with the segment heads, first entries and per-run
+  // segment counts that the tile kernel relies on; and the order inside each run spreads a warp's
+  // shared loads over the banks at least as well as pixel order would.
+  void pixel_major_tables_hold_every_entry_once() {
+#ifdef LIVEDRP_HAVE_CUDA
+    namespace pm = gpu::pixel_major;
+    int checked = 0;
+    for (const auto& c : load_cases()) {
+      Setup s = setup_case(c);
+      const gpu::IntegrationPlan plan = gpu::plan_from(*s.integrator);
+      pm::Tables t;
+      if (!pm::build_tables(plan, t)) continue;  // splitting or azimuthal errors: not this path
+      ++checked;
+      const std::string name = c["name"].get<std::string>();
+      std::vector<int> bin_of_pixel(plan.pixels, -1);
+      for (int b = 0; b < plan.bins; ++b)
+        for (std::int32_t e = plan.row_start[std::size_t(b)];
+             e < plan.row_start[std::size_t(b) + 1]; ++e)
+          bin_of_pixel[std::size_t(plan.pixel[std::size_t(e)])] = b;
+      std::vector<int> seen(plan.pixels, 0);
+      double spread_passes = 0, pixel_order_passes = 0;
+      for (std::size_t tile = 0; tile < t.tiles; ++tile) {
+        const std::size_t first = std::size_t(t.tile_entry_start[tile]);
+        const std::size_t end = std::size_t(t.tile_entry_start[tile + 1]);
+        QVERIFY2(first % pm::kEntriesPerThread == 0 && end % pm::kEntriesPerThread == 0,
+                 name.c_str());
+        const std::int32_t segment_first = t.tile_segment_start[tile];
+        std::vector<int> bins(end - first, -1);
+        std::vector<std::uint32_t> local(end - first, pm::kPaddingOffset / 4);
+        int segment = -1, previous_bin = -1;
+        for (std::size_t k = first; k < end; ++k) {
+          const std::uint32_t word =
+              k % 2 == 0 ? std::uint32_t(t.entry[k]) | std::uint32_t(t.entry[k + 1]) << 16
+                         : std::uint32_t(t.entry[k - 1]) | std::uint32_t(t.entry[k]) << 16;
+          const bool head = (word & (k % 2 == 0 ? pm::kEvenHead : pm::kOddHead)) != 0;
+          const std::uint32_t offset = k % 2 == 0 ? word & pm::kOffsetMask : word >> 16;
+          if ((k - first) % pm::kEntriesPerThread == 0)
+            QCOMPARE(int(t.run_segment[k / pm::kEntriesPerThread]), segment + 1);
+          if (pm::is_padding(offset)) {
+            QVERIFY2(!head, name.c_str());
+            continue;
+          }
+          const std::uint32_t in_tile = offset / 4;
+          const std::size_t pixel = std::size_t(t.tile_origin[tile]) +
+                                    in_tile / pm::kTileCols * std::size_t(t.row_pitch) +
+                                    in_tile % pm::kTileCols;
+          QVERIFY2(pixel < plan.pixels && bin_of_pixel[pixel] >= 0, name.c_str());
+          ++seen[pixel];
+          const int bin = bin_of_pixel[pixel];
+          QVERIFY2(bin >= previous_bin, name.c_str());  // bin order inside the tile
+          QCOMPARE(head, bin != previous_bin);
+          if (head) {
+            ++segment;
+            QCOMPARE(t.segment_bin[std::size_t(segment_first + segment)], bin);
+            QCOMPARE(std::size_t(t.segment_first_entry[std::size_t(segment_first + segment)]),
+                     k - first);
+          }
+          previous_bin = bin;
+          bins[k - first] = bin;
+          local[k - first] = in_tile;
+        }
+        // Bank passes of each warp step, as stored and with each (bin, run) piece in pixel order.
+        std::vector<std::uint32_t> sorted = local;
+        for (std::size_t a = 0; a < sorted.size();) {
+          std::size_t b = a + 1;
+          while (b < sorted.size() && bins[b] == bins[a] && b % pm::kEntriesPerThread != 0) ++b;
+          std::sort(sorted.begin() + std::ptrdiff_t(a), sorted.begin() + std::ptrdiff_t(b));
+          a = b;
+        }
+        const auto passes = [&](const std::vector<std::uint32_t>& order) {
+          double total = 0;
+          for (std::size_t w = 0; w < order.size(); w += 32 * pm::kEntriesPerThread)
+            for (int step = 0; step < pm::kEntriesPerThread; ++step) {
+              std::vector<std::vector<std::uint32_t>> bank(32);
+              for (std::size_t lane = 0; lane < 32; ++lane) {
+                const std::size_t k = w + lane * pm::kEntriesPerThread + std::size_t(step);
+                if (k >= order.size()) break;
+                auto& words = bank[order[k] % 32];
+                if (std::find(words.begin(), words.end(), order[k]) == words.end())
+                  words.push_back(order[k]);
+              }
+              std::size_t most = 1;
+              for (const auto& words : bank) most = std::max(most, words.size());
+              total += double(most);
+            }
+          return total;
+        };
+        spread_passes += passes(local);
+        pixel_order_passes += passes(sorted);
+        // Segments without entries (empty bins) come after the tile's own.
+        for (std::int32_t k = segment + 1;
+             k < t.tile_segment_start[tile + 1] - t.tile_segment_start[tile]; ++k)
+          QCOMPARE(t.segment_first_entry[std::size_t(segment_first + k)], pm::kNoEntries);
+      }
+      for (std::size_t p = 0; p < plan.pixels; ++p)
+        QVERIFY2(seen[p] == (bin_of_pixel[p] >= 0 ? 1 : 0), name.c_str());
+      QVERIFY2(spread_passes <= pixel_order_passes, name.c_str());
+    }
+    QVERIFY(checked > 0);
+    qInfo("%d plans' pixel-major tables checked", checked);
+#else
+    QSKIP("built without CUDA: no pixel-major tables");
+#endif
   }
 
   void gpu_equals_cpu_and_pyfai_data() {
