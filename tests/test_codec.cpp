@@ -264,6 +264,16 @@ Bytes encode(const void* data, DType dtype, const std::vector<std::uint64_t>& sh
 
 }  // namespace ref
 
+// Whether out[p] holds bit p of every in[i], at bit i: the bit-by-bit definition of the transpose.
+bool is_bit_transpose(const std::uint32_t (&in)[32], const std::uint32_t (&out)[32]) {
+  for (int p = 0; p < 32; ++p) {
+    std::uint32_t plane = 0;
+    for (int i = 0; i < 32; ++i) plane |= ((in[i] >> p) & 1u) << i;
+    if (plane != out[p]) return false;
+  }
+  return true;
+}
+
 // Recomputes both checksums of a (deliberately altered) stream, so that the field checks behind
 // them are what is tested.
 void reseal(Bytes& s) {
@@ -563,11 +573,7 @@ class TestCodec : public QObject {
       for (auto& x : in) x = std::uint32_t(rng_());
       std::memcpy(out, in, sizeof in);
       transpose32(out);
-      for (int p = 0; p < 32; ++p) {
-        std::uint32_t plane = 0;
-        for (int i = 0; i < 32; ++i) plane |= ((in[i] >> p) & 1u) << i;
-        if (plane != out[p]) QFAIL("transpose32 differs from the bit-by-bit definition");
-      }
+      if (!is_bit_transpose(in, out)) QFAIL("transpose32 differs from the bit-by-bit definition");
       transpose32(out);
       if (std::memcmp(in, out, sizeof in) != 0) QFAIL("transpose32 is not an involution");
     }
@@ -580,11 +586,8 @@ class TestCodec : public QObject {
       if (round == 0) std::fill(in, in + 32, 0xFFFFu);
       std::memcpy(out, in, sizeof in);
       transpose32_values16(out);
-      for (int p = 0; p < 32; ++p) {
-        std::uint32_t plane = 0;
-        for (int i = 0; i < 32; ++i) plane |= ((in[i] >> p) & 1u) << i;
-        if (plane != out[p]) QFAIL("transpose32_values16 differs from the bit-by-bit definition");
-      }
+      if (!is_bit_transpose(in, out))
+        QFAIL("transpose32_values16 differs from the bit-by-bit definition");
       transpose32_planes16(out);
       if (std::memcmp(in, out, sizeof in) != 0)
         QFAIL("transpose32_planes16 does not invert transpose32_values16");
@@ -769,24 +772,26 @@ class TestCodec : public QObject {
     std::mt19937_64 rng(20261203);
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     long compared = 0;
+    // x's bin (or outlier verdict) for bound eb against the definition's (a division).
+    const auto check_bin = [&](float x, const LossyScale& scale, double eb) {
+      std::int32_t q = 0, expected = 0;
+      const bool binned = lossy_quantize(x, scale, &q);
+      const bool expected_binned = ref::quantize(x, eb, &expected);
+      ++compared;
+      if (binned != expected_binned || (binned && q != expected)) {
+        QFAIL(qPrintable(QString("eb %1, x %2 (bits %3): bin %4 (%5), the division %6 (%7)")
+                             .arg(eb, 0, 'g', 17)
+                             .arg(double(x), 0, 'g', 9)
+                             .arg(std::bit_cast<std::uint32_t>(x), 8, 16, QChar('0'))
+                             .arg(q)
+                             .arg(binned)
+                             .arg(expected)
+                             .arg(expected_binned)));
+      }
+    };
     for (const double eb : {0.05, 1.0 / 3.0, 0.35, 0.375, 4.75, 1.5, 1e-3, 0.25, 7e-20, 3e30}) {
       const LossyScale scale = lossy_scale(eb);
-      const auto check = [&](float x) {
-        std::int32_t q = 0, expected = 0;
-        const bool binned = lossy_quantize(x, scale, &q);
-        const bool expected_binned = ref::quantize(x, eb, &expected);
-        ++compared;
-        if (binned != expected_binned || (binned && q != expected)) {
-          QFAIL(qPrintable(QString("eb %1, x %2 (bits %3): bin %4 (%5), the division %6 (%7)")
-                               .arg(eb, 0, 'g', 17)
-                               .arg(double(x), 0, 'g', 9)
-                               .arg(std::bit_cast<std::uint32_t>(x), 8, 16, QChar('0'))
-                               .arg(q)
-                               .arg(binned)
-                               .arg(expected)
-                               .arg(expected_binned)));
-        }
-      };
+      const auto check = [&](float x) { check_bin(x, scale, eb); };
       // Floats next to (k + 1/2) bins, for bin numbers from 0 to past 2^30, of both signs.
       for (int i = 0; i < 20000; ++i) {
         const double k = std::floor(std::ldexp(unit(rng), int(unit(rng) * 31)));
@@ -811,20 +816,7 @@ class TestCodec : public QObject {
     // the verdict must be the full test's.
     for (const double eb : {0.5, 0.05, 1.0 / 3.0, 3e-9, 7e20}) {
       const LossyScale scale = lossy_scale(eb);
-      const auto check = [&](float x) {
-        std::int32_t q = 0, expected = 0;
-        const bool binned = lossy_quantize(x, scale, &q);
-        const bool expected_binned = ref::quantize(x, eb, &expected);
-        ++compared;
-        QVERIFY2(binned == expected_binned && (!binned || q == expected),
-                 qPrintable(QString("eb %1, x %2: bin %3 (%4), the definition %5 (%6)")
-                                .arg(eb, 0, 'g', 17)
-                                .arg(double(x), 0, 'g', 9)
-                                .arg(q)
-                                .arg(binned)
-                                .arg(expected)
-                                .arg(expected_binned)));
-      };
+      const auto check = [&](float x) { check_bin(x, scale, eb); };
       for (int j = 0; j <= 29; ++j) {
         const double q = std::ldexp(1.0, j);
         const double line = 0.5 - std::ldexp(q + 1.0, -22);
