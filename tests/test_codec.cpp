@@ -789,21 +789,24 @@ class TestCodec : public QObject {
                              .arg(expected_binned)));
       }
     };
+    // `count` floats upward from `below` floats under x, each checked with both signs; false once
+    // a check has failed.
+    const auto check_floats_around = [](float x, int below, int count, const auto& check) {
+      for (int step = 0; step < below; ++step) x = std::nextafter(x, -FLT_MAX);
+      for (int step = 0; step < count; ++step, x = std::nextafter(x, FLT_MAX)) {
+        check(x);
+        check(-x);
+        if (QTest::currentTestFailed()) return false;
+      }
+      return true;
+    };
     for (const double eb : {0.05, 1.0 / 3.0, 0.35, 0.375, 4.75, 1.5, 1e-3, 0.25, 7e-20, 3e30}) {
       const LossyScale scale = lossy_scale(eb);
       const auto check = [&](float x) { check_bin(x, scale, eb); };
       // Floats next to (k + 1/2) bins, for bin numbers from 0 to past 2^30, of both signs.
       for (int i = 0; i < 20000; ++i) {
         const double k = std::floor(std::ldexp(unit(rng), int(unit(rng) * 31)));
-        const float centre = float((k + 0.5) * 2.0 * eb);
-        float x = centre;
-        for (int step = 0; step < 4; ++step) x = std::nextafter(x, -FLT_MAX);
-        for (int step = 0; step < 9; ++step) {
-          check(x);
-          check(-x);
-          if (QTest::currentTestFailed()) return;
-          x = std::nextafter(x, FLT_MAX);
-        }
+        if (!check_floats_around(float((k + 0.5) * 2.0 * eb), 4, 9, check)) return;
       }
       // Any bit pattern: NaNs, infinities, denormals, every exponent.
       for (int i = 0; i < 200000; ++i) {
@@ -821,14 +824,7 @@ class TestCodec : public QObject {
         const double q = std::ldexp(1.0, j);
         const double line = 0.5 - std::ldexp(q + 1.0, -22);
         for (const double side : {-1.0, 1.0}) {
-          float x = float((q + side * line) * 2.0 * eb);
-          for (int step = 0; step < 3; ++step) x = std::nextafter(x, -FLT_MAX);
-          for (int step = 0; step < 7; ++step) {
-            check(x);
-            check(-x);
-            if (QTest::currentTestFailed()) return;
-            x = std::nextafter(x, FLT_MAX);
-          }
+          if (!check_floats_around(float((q + side * line) * 2.0 * eb), 3, 7, check)) return;
         }
       }
     }
