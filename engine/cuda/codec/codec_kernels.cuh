@@ -26,13 +26,12 @@ LIVEDRP_HD std::uint32_t round_up16(std::uint32_t n) {
 }
 
 // The decoder's workspace for one chunk: the expanded shuffled words and the two expanded bitmap
-// levels, the rank table of level 0 (an exclusive prefix of set flags per 32-bit word), per
-// shuffle block the Delta carry and the lossy outlier flags, and a copy of the chunk's stored
-// bytes (its expansion reads them in no particular order). Every region starts at a multiple of
-// 16 bytes. Chunks up to 16 KiB decode in shared memory; larger ones in a global slot per thread
+// levels, per shuffle block the Delta carry and the lossy outlier flags, and a copy of the chunk's
+// stored bytes (its expansion reads them in no particular order). Every region starts at a multiple
+// of 16 bytes. Chunks up to 16 KiB decode in shared memory; larger ones in a global slot per thread
 // block.
 struct DecodeLayout {
-  std::uint32_t level0_at, level1_at, ranks_at, carries_at, masks_at, stored_at, bytes;
+  std::uint32_t level0_at, level1_at, carries_at, masks_at, stored_at, bytes;
 };
 
 LIVEDRP_HD DecodeLayout decode_layout(DType dtype, std::uint32_t chunk_bytes) {
@@ -41,8 +40,7 @@ LIVEDRP_HD DecodeLayout decode_layout(DType dtype, std::uint32_t chunk_bytes) {
   d.level0_at = l.shuffled_bytes;  // a multiple of 64
   d.level1_at = d.level0_at + round_up16(l.level0_bytes);
   // Level 1 is expanded in whole groups of 8 flags of level 2.
-  d.ranks_at = d.level1_at + round_up16(8 * l.level2_bytes);
-  d.carries_at = d.ranks_at + round_up16(4 * ((l.level0_bytes + 3) / 4));
+  d.carries_at = d.level1_at + round_up16(8 * l.level2_bytes);
   d.masks_at = d.carries_at + round_up16(4 * l.blocks);
   d.stored_at = d.masks_at + round_up16(4 * l.blocks);
   // A stored chunk is never above its raw size; 16 bytes more because the data level's expansion

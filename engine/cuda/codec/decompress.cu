@@ -43,10 +43,13 @@ using DeviceWord = cuda::atomic_ref<unsigned long long, cuda::thread_scope_devic
 // is known. Zero means not yet.
 constexpr unsigned long long kInclusive = 1ull << 63;
 
+// The most header bytes the checks read: the fixed header and the largest shape.
+constexpr std::uint32_t kMaxHeaderBytes = kFixedHeaderBytes + 8 * kMaxNdim;
+
 // The scalar checks of the fixed header and shape, in container.cpp's order; fills the plan.
-__device__ DecodeStatus check_header(const DecompressArgs& a, DecodePlan& p, unsigned& ndim) {
-  const std::uint8_t* b = a.in;
-  const std::uint64_t size = a.size;
+// `b` holds the stream's first min(size, kMaxHeaderBytes) bytes; nothing past them is read.
+__device__ DecodeStatus check_header(const std::uint8_t* b, std::uint64_t size, DecodePlan& p,
+                                     unsigned& ndim) {
   for (std::uint64_t i = 0; i < 8 && i < size; ++i)
     if (b[i] != kExpectedMagic[i]) return DecodeStatus::NotLivedrp;
   if (size < kFixedHeaderBytes) return DecodeStatus::Truncated;
@@ -61,8 +64,8 @@ __device__ DecodeStatus check_header(const DecompressArgs& a, DecodePlan& p, uns
   return DecodeStatus::Ok;
 }
 
-__device__ DecodeStatus check_fields(const DecompressArgs& a, DecodePlan& p, unsigned ndim) {
-  const std::uint8_t* b = a.in;
+__device__ DecodeStatus check_fields(const DecompressArgs& a, const std::uint8_t* b, DecodePlan& p,
+                                     unsigned ndim) {
   p.codec = b[kCodecAt];
   p.dtype = b[kDTypeAt];
   if (p.codec != unsigned(Codec::Lossless) && p.codec != unsigned(Codec::Lossy))
@@ -208,43 +211,66 @@ __device__ std::uint32_t expand_level_warp(const std::uint8_t* flags, std::uint3
   return used;
 }
 
-// Rank table of a bitmap, by one warp: ranks[w] = set flags in 32-bit words [0, w) of the
-// `flag_bytes`-byte bitmap (a multiple of 4). Returns the total.
-__device__ std::uint32_t build_ranks_warp(const std::uint8_t* flags, std::uint32_t flag_bytes,
-                                          std::uint32_t* ranks) {
+// One warp's share of a level's expansion: the flag bytes in 32-bit words [begin, end) of
+// `flags` (bytes at or past flag_bytes are not expanded; their flags are zero), each lane taking
+// one word (4 flag bytes) a step, its stored bytes from src[start, ...) in order, positions from a
+// warp scan. Returns the number of set bits in the bytes this lane wrote: the stored bytes they
+// flag in the next level.
+__device__ std::uint32_t expand_words_warp(const std::uint8_t* flags, std::uint32_t begin,
+                                           std::uint32_t end, std::uint32_t flag_bytes,
+                                           const std::uint8_t* src, std::uint32_t start,
+                                           std::uint8_t* out, bool& zero_flagged) {
   const unsigned lane = threadIdx.x % 32;
   const auto* words = reinterpret_cast<const std::uint32_t*>(flags);
-  const std::uint32_t n = flag_bytes / 4;
-  std::uint32_t base = 0;
-  for (std::uint32_t w0 = 0; w0 < n; w0 += 32) {
+  std::uint32_t base = start, flagged = 0;
+  for (std::uint32_t w0 = begin; w0 < end; w0 += 32) {
     const std::uint32_t w = w0 + lane;
-    const std::uint32_t c = w < n ? __popc(words[w]) : 0u;
-    const std::uint32_t inclusive = warp_inclusive_sum(c);
-    if (w < n) ranks[w] = base + inclusive - c;
-    base += __shfl_sync(~0u, inclusive, 31);
-  }
-  return base;
-}
-
-// The data level, by the whole block with the ranks of its flags (level 0) built: out[8 g + j]
-// for g < flag_bytes, each thread taking 4 flag bytes (one rank) at a time.
-__device__ void expand_with_ranks(const std::uint8_t* flags, std::uint32_t flag_bytes,
-                                  const std::uint8_t* src, std::uint32_t start,
-                                  const std::uint32_t* ranks, std::uint8_t* out, unsigned* error) {
-  const std::uint32_t words = flag_bytes / 4;
-  bool zero_flagged = false;
-  for (std::uint32_t w = threadIdx.x; w < words; w += T) {
-    std::uint32_t next = start + ranks[w];
-    const std::uint32_t word = reinterpret_cast<const std::uint32_t*>(flags)[w];
+    const std::uint32_t word = w < end ? words[w] : 0u;
+    const auto count = std::uint32_t(__popc(word));
+    const std::uint32_t inclusive = warp_inclusive_sum(count);
+    std::uint32_t next = base + inclusive - count;
 #pragma unroll
     for (std::uint32_t k = 0; k < 4; ++k) {
-      const std::uint32_t m = (word >> (8 * k)) & 0xFFu;
-      *reinterpret_cast<std::uint64_t*>(out + 8 * std::size_t(4 * w + k)) =
-          spread_stored_bytes(src, next, m, zero_flagged);
+      const std::uint32_t g = 4 * w + k, m = (word >> (8 * k)) & 0xFFu;
+      if (w < end && g < flag_bytes) {
+        const std::uint64_t bytes = spread_stored_bytes(src, next, m, zero_flagged);
+        *reinterpret_cast<std::uint64_t*>(out + 8 * std::size_t(g)) = bytes;
+        flagged += std::uint32_t(__popcll(bytes));
+      }
       next += std::uint32_t(__popc(m));
     }
+    base += __shfl_sync(~0u, inclusive, 31);
   }
-  if (zero_flagged) note_error(error, ChunkError::FlaggedByteIsZero);
+  return flagged;
+}
+
+constexpr unsigned kDecodeWarps = T / 32;
+
+// Warp w's words of a bitmap of `words` 32-bit words: [begin, end), contiguous, in warp order.
+struct WarpRange {
+  std::uint32_t begin, end;
+};
+__device__ WarpRange warp_range(std::uint32_t words, unsigned warp) {
+  const std::uint32_t per = (words + kDecodeWarps - 1) / kDecodeWarps;
+  const std::uint32_t begin = min(words, warp * per);
+  return {begin, min(words, begin + per)};
+}
+
+__device__ std::uint32_t warp_total(std::uint32_t x) {
+  for (int d = 16; d > 0; d /= 2) x += __shfl_xor_sync(~0u, x, d);
+  return x;
+}
+
+// Sum of counts[0, warp) into *before and of every warp's into the return value.
+__device__ std::uint32_t warp_prefix(const std::uint32_t* counts, unsigned warp,
+                                     std::uint32_t* before) {
+  std::uint32_t total = 0;
+  *before = 0;
+  for (unsigned w = 0; w < kDecodeWarps; ++w) {
+    if (w == warp) *before = total;
+    total += counts[w];
+  }
+  return total;
 }
 
 // The sum, modulo 2^32, of the unzigzagged residuals of one shuffle block, from its plane words
@@ -364,7 +390,6 @@ __device__ void decode_chunk(const ChunkContext& x, unsigned* error) {
   const bool lossy = p.codec == unsigned(Codec::Lossy);
   auto* masks = reinterpret_cast<std::uint32_t*>(x.work + x.d.masks_at);
   auto* carries = reinterpret_cast<std::uint32_t*>(x.work + x.d.carries_at);
-  auto* ranks = reinterpret_cast<std::uint32_t*>(x.work + x.d.ranks_at);
   std::uint8_t* level0 = x.work + x.d.level0_at;
   std::uint8_t* level1 = x.work + x.d.level1_at;
   std::uint8_t* shuffled = x.work;
@@ -397,27 +422,55 @@ __device__ void decode_chunk(const ChunkContext& x, unsigned* error) {
   if (available < n2) return note_error(error, ChunkError::Truncated);
   if (n1 % 8 != 0 && (z[n2 - 1] >> (n1 % 8)) != 0)
     return note_error(error, ChunkError::BitmapPadding);
-  // Levels 1 and 0 and the ranks of level 0 are small (1/512, 1/64 and 1/32 of the shuffled
-  // bytes): one warp does them without block barriers while the others wait at one.
-  __shared__ std::uint32_t data_at, data_bytes;
-  if (threadIdx.x < 32) {
-    std::uint32_t at = n2;
-    at += expand_level_warp(z, n2, z, at, available, level1, error);
+  // Level 1 (1/512 of the shuffled bytes) by warp 0, which also counts the stored bytes of each
+  // warp's range of level 0. Levels 0 and then the data are expanded by every warp, each over a
+  // contiguous range of its level's flags, from the position the ranges before it end at: one
+  // barrier a level, no serial pass over a whole level by one warp.
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const std::uint32_t words1 = (n1 + 3) / 4;  // level 1's bytes past n1 are zero (checked above)
+  __shared__ std::uint32_t level1_end, counts1[kDecodeWarps], counts0[kDecodeWarps];
+  if (warp == 0) {
+    const std::uint32_t used = expand_level_warp(z, n2, z, n2, available, level1, error);
     __syncwarp();
-    if (*error == unsigned(ChunkError::None))
-      at += expand_level_warp(level1, n1, z, at, available, level0, error);
-    __syncwarp();
-    std::uint32_t used = 0;
-    if (*error == unsigned(ChunkError::None)) used = build_ranks_warp(level0, n0, ranks);
-    if (threadIdx.x == 0) {
-      data_at = at;
-      data_bytes = used;
+    if (lane == 0) level1_end = n2 + used;
+    for (unsigned w = 0; w < kDecodeWarps; ++w) {
+      const WarpRange r = warp_range(words1, w);
+      std::uint32_t count = 0;
+      for (std::uint32_t i = r.begin + lane; i < r.end; i += 32)
+        count += __popc(reinterpret_cast<const std::uint32_t*>(level1)[i]);
+      count = warp_total(count);
+      if (lane == 0) counts1[w] = count;
     }
   }
   __syncthreads();
   if (*error != unsigned(ChunkError::None)) return;
-  if (data_bytes > available - data_at) return note_error(error, ChunkError::Truncated);
-  expand_with_ranks(level0, n0, z, data_at, ranks, shuffled, error);
+  const WarpRange r1 = warp_range(words1, warp);
+  std::uint32_t before = 0;
+  const std::uint32_t level0_stored = warp_prefix(counts1, warp, &before);
+  const std::uint32_t level0_at = level1_end;
+  if (level0_stored > available - level0_at) {
+    if (threadIdx.x == 0) note_error(error, ChunkError::Truncated);
+    return;
+  }
+  bool zero_flagged = false;
+  std::uint32_t flagged =
+      expand_words_warp(level1, r1.begin, r1.end, n1, z, level0_at + before, level0, zero_flagged);
+  flagged = warp_total(flagged);
+  if (lane == 0) counts0[warp] = flagged;
+  if (zero_flagged) note_error(error, ChunkError::FlaggedByteIsZero);
+  __syncthreads();
+  if (*error != unsigned(ChunkError::None)) return;
+  const std::uint32_t data_at = level0_at + level0_stored;
+  const std::uint32_t data_bytes = warp_prefix(counts0, warp, &before);
+  if (data_bytes > available - data_at) {
+    if (threadIdx.x == 0) note_error(error, ChunkError::Truncated);
+    return;
+  }
+  // Warp w's level-0 bytes are those its level-1 words flagged: words [8 begin, 8 end) of level
+  // 0, cut at level 0's end.
+  expand_words_warp(level0, min(n0 / 4, 8 * r1.begin), min(n0 / 4, 8 * r1.end), n0, z,
+                    data_at + before, shuffled, zero_flagged);
+  if (zero_flagged) note_error(error, ChunkError::FlaggedByteIsZero);
   __syncthreads();
   if (*error != unsigned(ChunkError::None)) return;
   if (data_at + data_bytes != available) return note_error(error, ChunkError::TrailingBytes);
@@ -556,18 +609,28 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
   auto* stored32 = reinterpret_cast<std::uint32_t*>(work + x.d.stored_at);
   std::uint64_t terms = 0;
   bool pads_clean = true;
-#pragma unroll 4
-  for (std::uint32_t w = threadIdx.x; w < units; w += T) {
-    const std::uint32_t word = __ldg(in32 + w);
-    terms += checksum_word_term(word, offset + w);
-    if (4 * w + 4 > x.size) {
-      const std::uint32_t kept = x.size - 4 * w;  // 1..3 bytes
-      if ((word >> (8 * kept)) != 0) pads_clean = false;
-      if (raw) reinterpret_cast<std::uint16_t*>(out32 + w)[0] = std::uint16_t(word);
-    } else if (raw) {
-      out32[w] = word;
+  // Each thread's loads of a batch are issued before any is used: a 16 KiB chunk arrives in two
+  // memory round trips (one a few words at a time made this pass a sixth of the decoder's time).
+  constexpr unsigned kBatch = 16;
+  for (std::uint32_t w0 = threadIdx.x; w0 < units; w0 += kBatch * T) {
+    std::uint32_t loaded[kBatch];
+#pragma unroll
+    for (unsigned k = 0; k < kBatch; ++k)
+      loaded[k] = w0 + k * T < units ? __ldg(in32 + w0 + k * T) : 0u;
+#pragma unroll
+    for (unsigned k = 0; k < kBatch; ++k) {
+      const std::uint32_t w = w0 + k * T, word = loaded[k];
+      if (w >= units) break;
+      terms += checksum_word_term(word, offset + w);
+      if (4 * w + 4 > x.size) {
+        const std::uint32_t kept = x.size - 4 * w;  // 1..3 bytes
+        if ((word >> (8 * kept)) != 0) pads_clean = false;
+        if (raw) reinterpret_cast<std::uint16_t*>(out32 + w)[0] = std::uint16_t(word);
+      } else if (raw) {
+        out32[w] = word;
+      }
+      if (!raw) stored32[w] = word;
     }
-    if (!raw) stored32[w] = word;
   }
   if (!__syncthreads_and(pads_clean)) {
     if (threadIdx.x == 0) note_error(error, ChunkError::TrailingBytes);
@@ -588,14 +651,20 @@ __global__ void __launch_bounds__(T) decompress_stream(DecompressArgs a) {
   __shared__ unsigned error;
   __shared__ bool last;
   DecodeCounters& k = *a.scratch.decode_counters;
+  // The header's bytes come in with one load a thread, in parallel: thread 0's checks then read
+  // shared memory instead of waiting for a chain of dependent global loads.
+  __shared__ std::uint8_t header[kMaxHeaderBytes];
+  for (std::uint32_t i = threadIdx.x; i < kMaxHeaderBytes && i < a.size; i += T)
+    header[i] = a.in[i];
   fill_expand_selectors();  // ordered before use by the barrier below
+  __syncthreads();
   if (threadIdx.x == 0) {
     plan = DecodePlan{};
     unsigned ndim = 0;
-    verdict.header = check_header(a, plan, ndim);
+    verdict.header = check_header(header, a.size, plan, ndim);
     verdict.ndim = ndim;
     verdict.fields =
-        verdict.header == DecodeStatus::Ok ? check_fields(a, plan, ndim) : verdict.header;
+        verdict.header == DecodeStatus::Ok ? check_fields(a, header, plan, ndim) : verdict.header;
     plan.payload_at = payload_offset(ndim, plan.chunks);
   }
   __syncthreads();
