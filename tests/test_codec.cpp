@@ -774,11 +774,14 @@ class TestCodec : public QObject {
     long compared = 0;
     // x's bin (or outlier verdict) for bound eb against the definition's (a division).
     const auto check_bin = [&](float x, const LossyScale& scale, double eb) {
-      std::int32_t q = 0, expected = 0;
+      std::int32_t q = 0, expected = 0, full = 0;
       const bool binned = lossy_quantize(x, scale, &q);
       const bool expected_binned = ref::quantize(x, eb, &expected);
+      // The short path must not change the full function's answer either.
+      const bool full_binned = lossy_quantize_full(x, scale, &full);
       ++compared;
-      if (binned != expected_binned || (binned && q != expected)) {
+      if (binned != expected_binned || (binned && q != expected) || binned != full_binned ||
+          (binned && q != full)) {
         QFAIL(qPrintable(QString("eb %1, x %2 (bits %3): bin %4 (%5), the division %6 (%7)")
                              .arg(eb, 0, 'g', 17)
                              .arg(double(x), 0, 'g', 9)
@@ -823,6 +826,18 @@ class TestCodec : public QObject {
       for (int j = 0; j <= 29; ++j) {
         const double q = std::ldexp(1.0, j);
         const double line = 0.5 - std::ldexp(q + 1.0, -22);
+        for (const double side : {-1.0, 1.0}) {
+          if (!check_floats_around(float((q + side * line) * 2.0 * eb), 3, 7, check)) return;
+        }
+      }
+    }
+    // Floats next to the line of lossy_quantize's short path, half a bin less
+    // 2^-22 max(8, |q| + 1) from bin q's centre (2^-19 for the bins up to 7).
+    for (const double eb : {0.5, 0.05, 1.0 / 3.0, 4.75, 3e-9}) {
+      const LossyScale scale = lossy_scale(eb);
+      const auto check = [&](float x) { check_bin(x, scale, eb); };
+      for (int q = 0; q <= 40; ++q) {
+        const double line = 0.5 - std::ldexp(std::max(8.0, q + 1.0), -22);
         for (const double side : {-1.0, 1.0}) {
           if (!check_floats_around(float((q + side * line) * 2.0 * eb), 3, 7, check)) return;
         }

@@ -294,7 +294,7 @@ LIVEDRP_HD double absolute(double v) {
 // changes only at half-integers; where the product lands farther than kTieMargin from one (and
 // from the 2^30 limit) both give the same bin, and elsewhere the division is taken. The result is
 // the definition's, bit for bit, at the price of a product almost always.
-LIVEDRP_HD bool lossy_quantize(float x, const LossyScale& scale, std::int32_t* q_out) {
+LIVEDRP_HD bool lossy_quantize_full(float x, const LossyScale& scale, std::int32_t* q_out) {
   const double value = double(x);
   double t = multiply_rn(value, scale.inverse_width);
   if (!(t > 1.0 - kLossyMaxBin && t < kLossyMaxBin - 1.0)) t = value / scale.width;
@@ -338,6 +338,34 @@ LIVEDRP_HD bool lossy_quantize(float x, const LossyScale& scale, std::int32_t* q
   if (!within_bound(r, x, scale.error_bound)) return false;
   *q_out = q;
   return true;
+}
+
+// lossy_quantize_full's answer, bit for bit, at about a sixth of its instructions for almost
+// every value (the lossy encoder spent over half its instructions in the full function).
+//
+// With t = x * (1 / w) (the full function's product; its range check passes), q is t + 1/2 (sign
+// of t) truncated. That sum may round, but only next to a half-integer: when the exact distance
+// |t - q| is at most 1/2 - 2^-19, q is the integer nearest to t, the full function's bin. Then
+// the full function's fraction is t - trunc(t), exact, and it takes the division only within
+// 2^-20 of a tie, which that distance excludes; and its test without reconstruction accepts when
+// the distance is at most 1/2 - 2^-22 (|q| + 1). Both lines in one: the distance against
+// 1/2 - 2^-22 max(8, |q| + 1), every operand and result exact (|q| < 2^30, multiples of 2^-22),
+// so no rounding or contraction can move the comparison. |t - q| is exact: within 1 of t, a
+// difference with an integer keeps t's precision. Anything else takes the full function.
+LIVEDRP_HD bool lossy_quantize(float x, const LossyScale& scale, std::int32_t* q_out) {
+  const double value = double(x);
+  const double t = multiply_rn(value, scale.inverse_width);
+  if (scale.inside_test && absolute(value) < 0x1p127 && absolute(t) < kLossyMaxBin - 1.0) {
+    const auto q = std::int32_t(t + (t < 0 ? -0.5 : 0.5));  // truncates toward zero
+    const double bin = double(q);
+    const double distance = absolute(t - bin);
+    const double magnitude = absolute(bin) + 1.0;
+    if (distance <= 0.5 - 0x1p-22 * (magnitude > 8.0 ? magnitude : 8.0)) {
+      *q_out = q;
+      return true;
+    }
+  }
+  return lossy_quantize_full(x, scale, q_out);
 }
 
 // ---------------------------------------------------------------------------------------------
