@@ -159,6 +159,12 @@ __device__ std::uint32_t byte_mask4(std::uint32_t flags) {
   return ((flags * 0x00204081u) & 0x01010101u) * 0xFFu;
 }
 
+// 0x80 in each byte of the result whose byte in w is zero, and 0 elsewhere (exact: the add
+// cannot carry across bytes).
+__device__ std::uint32_t zero_bytes(std::uint32_t w) {
+  return ~(((w & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | w) & 0x80808080u;
+}
+
 // The 8 bytes of one flag byte m, expanded from the stored bytes at src[next, next + popc(m)):
 // the three aligned words around them, funnel-shifted into place, spread by two byte permutes
 // and masked (no loop over the flags). Sets zero_flagged when a flagged byte is zero. Reads up to
@@ -172,12 +178,12 @@ __device__ std::uint64_t spread_stored_bytes(const std::uint8_t* src, std::uint3
   const std::uint32_t first = __funnelshift_r(w0, w1, shift);
   const std::uint32_t second = __funnelshift_r(w1, w2, shift);
   const std::uint32_t selector = expand_selectors[m];
-  const std::uint32_t low = __byte_perm(first, second, selector) & byte_mask4(m & 0xFu);
-  const std::uint32_t high = __byte_perm(first, second, selector >> 16) & byte_mask4(m >> 4);
-  const std::uint64_t bytes = (std::uint64_t(high) << 32) | low;
-  // Every flagged byte must be nonzero: as many nonzero bytes as flags.
-  zero_flagged |= __popc(nonzero_byte_mask(bytes)) != __popc(m);
-  return bytes;
+  const std::uint32_t low_mask = byte_mask4(m & 0xFu), high_mask = byte_mask4(m >> 4);
+  const std::uint32_t low = __byte_perm(first, second, selector) & low_mask;
+  const std::uint32_t high = __byte_perm(first, second, selector >> 16) & high_mask;
+  // Every flagged byte must be nonzero: no zero byte under the flags' mask.
+  zero_flagged |= ((zero_bytes(low) & low_mask) | (zero_bytes(high) & high_mask)) != 0;
+  return (std::uint64_t(high) << 32) | low;
 }
 
 // Expands one level of zero-byte elimination, run by one warp: out[8 g + j] (g < flag_bytes) is
@@ -191,7 +197,7 @@ __device__ std::uint32_t expand_level_warp(const std::uint8_t* flags, std::uint3
   const unsigned lane = threadIdx.x % 32;
   std::uint32_t used = 0;
   for (std::uint32_t g = lane; g < flag_bytes; g += 32) used += __popc(flags[g]);
-  for (int d = 16; d > 0; d /= 2) used += __shfl_xor_sync(~0u, used, d);
+  used = __reduce_add_sync(~0u, used);
   if (used > available - start) {
     if (lane == 0) note_error(error, ChunkError::Truncated);
     return used;
@@ -214,8 +220,9 @@ __device__ std::uint32_t expand_level_warp(const std::uint8_t* flags, std::uint3
 // One warp's share of a level's expansion: the flag bytes in 32-bit words [begin, end) of
 // `flags` (bytes at or past flag_bytes are not expanded; their flags are zero), each lane taking
 // one word (4 flag bytes) a step, its stored bytes from src[start, ...) in order, positions from a
-// warp scan. Returns the number of set bits in the bytes this lane wrote: the stored bytes they
-// flag in the next level.
+// warp scan. With CountFlags, returns the number of set bits in the bytes this lane wrote: the
+// stored bytes they flag in the next level (else 0).
+template <bool CountFlags>
 __device__ std::uint32_t expand_words_warp(const std::uint8_t* flags, std::uint32_t begin,
                                            std::uint32_t end, std::uint32_t flag_bytes,
                                            const std::uint8_t* src, std::uint32_t start,
@@ -235,7 +242,7 @@ __device__ std::uint32_t expand_words_warp(const std::uint8_t* flags, std::uint3
       if (w < end && g < flag_bytes) {
         const std::uint64_t bytes = spread_stored_bytes(src, next, m, zero_flagged);
         *reinterpret_cast<std::uint64_t*>(out + 8 * std::size_t(g)) = bytes;
-        flagged += std::uint32_t(__popcll(bytes));
+        if constexpr (CountFlags) flagged += std::uint32_t(__popcll(bytes));
       }
       next += std::uint32_t(__popc(m));
     }
@@ -256,9 +263,9 @@ __device__ WarpRange warp_range(std::uint32_t words, unsigned warp) {
   return {begin, min(words, begin + per)};
 }
 
+// One instruction (REDUX) where a butterfly of shuffles took five dependent steps.
 __device__ std::uint32_t warp_total(std::uint32_t x) {
-  for (int d = 16; d > 0; d /= 2) x += __shfl_xor_sync(~0u, x, d);
-  return x;
+  return __reduce_add_sync(~0u, x);
 }
 
 // Sum of counts[0, warp) into *before and of every warp's into the return value.
@@ -453,8 +460,8 @@ __device__ void decode_chunk(const ChunkContext& x, unsigned* error) {
     return;
   }
   bool zero_flagged = false;
-  std::uint32_t flagged =
-      expand_words_warp(level1, r1.begin, r1.end, n1, z, level0_at + before, level0, zero_flagged);
+  std::uint32_t flagged = expand_words_warp<true>(level1, r1.begin, r1.end, n1, z,
+                                                  level0_at + before, level0, zero_flagged);
   flagged = warp_total(flagged);
   if (lane == 0) counts0[warp] = flagged;
   if (zero_flagged) note_error(error, ChunkError::FlaggedByteIsZero);
@@ -468,8 +475,8 @@ __device__ void decode_chunk(const ChunkContext& x, unsigned* error) {
   }
   // Warp w's level-0 bytes are those its level-1 words flagged: words [8 begin, 8 end) of level
   // 0, cut at level 0's end.
-  expand_words_warp(level0, min(n0 / 4, 8 * r1.begin), min(n0 / 4, 8 * r1.end), n0, z,
-                    data_at + before, shuffled, zero_flagged);
+  expand_words_warp<false>(level0, min(n0 / 4, 8 * r1.begin), min(n0 / 4, 8 * r1.end), n0, z,
+                           data_at + before, shuffled, zero_flagged);
   if (zero_flagged) note_error(error, ChunkError::FlaggedByteIsZero);
   __syncthreads();
   if (*error != unsigned(ChunkError::None)) return;
