@@ -15,6 +15,7 @@
 // apart from any addition (see lossy_quantize), so contraction into fused multiply-adds cannot
 // change a result. Fast-math modes could (flushing float denormals, reassociating), so they are
 // refused at compile time (below).
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -268,15 +269,18 @@ LIVEDRP_HD bool within_bound(float r, float x, double eb) {
 
 // The quantiser's constants for one error bound, formed once per stream. `inside_test`: whether
 // bin widths this size allow lossy_quantize's test without reconstruction (see there).
+// `short_path_limit`: lossy_quantize's short path takes |t| below it, 2^30 - 1 when the inside
+// test applies and 0 (never) when it does not.
 struct LossyScale {
   double error_bound, width, inverse_width;  // eb, 2 eb, and 1 / (2 eb) rounded
   bool inside_test;
+  double short_path_limit;
 };
 inline constexpr double kInsideTestMinWidth = 0x1p-100, kInsideTestMaxWidth = 0x1p98;
 LIVEDRP_HD LossyScale lossy_scale(double error_bound) {
   const double width = lossy_bin_width(error_bound);
-  return {error_bound, width, 1.0 / width,
-          width >= kInsideTestMinWidth && width <= kInsideTestMaxWidth};
+  const bool inside_test = width >= kInsideTestMinWidth && width <= kInsideTestMaxWidth;
+  return {error_bound, width, 1.0 / width, inside_test, inside_test ? kLossyMaxBin - 1.0 : 0.0};
 }
 
 // Within this distance of a half-integer, t from the reciprocal may round to another bin than t
@@ -285,6 +289,30 @@ inline constexpr double kTieMargin = 9.5367431640625e-7;
 
 LIVEDRP_HD double absolute(double v) {
   return v < 0 ? -v : v;
+}
+// |v| and copysign as the hardware does them (a sign bit cleared or copied; a compare takes the
+// magnitude as an operand modifier): for the short path, where absolute()'s select cost three
+// instructions each time.
+LIVEDRP_HD double magnitude(double v) {
+#ifdef __CUDA_ARCH__
+  return fabs(v);
+#else
+  return std::fabs(v);
+#endif
+}
+LIVEDRP_HD float magnitude(float v) {
+#ifdef __CUDA_ARCH__
+  return fabsf(v);
+#else
+  return std::fabs(v);
+#endif
+}
+LIVEDRP_HD double with_sign_of(double v, double sign) {
+#ifdef __CUDA_ARCH__
+  return copysign(v, sign);
+#else
+  return std::copysign(v, sign);
+#endif
 }
 
 // Bin number of x, or false when x must be stored exactly (an outlier). The definition is
@@ -353,14 +381,13 @@ LIVEDRP_HD bool lossy_quantize_full(float x, const LossyScale& scale, std::int32
 // so no rounding or contraction can move the comparison. |t - q| is exact: within 1 of t, a
 // difference with an integer keeps t's precision. Anything else takes the full function.
 LIVEDRP_HD bool lossy_quantize(float x, const LossyScale& scale, std::int32_t* q_out) {
-  const double value = double(x);
-  const double t = multiply_rn(value, scale.inverse_width);
-  if (scale.inside_test && absolute(value) < 0x1p127 && absolute(t) < kLossyMaxBin - 1.0) {
-    const auto q = std::int32_t(t + (t < 0 ? -0.5 : 0.5));  // truncates toward zero
-    const double bin = double(q);
-    const double distance = absolute(t - bin);
-    const double magnitude = absolute(bin) + 1.0;
-    if (distance <= 0.5 - 0x1p-22 * (magnitude > 8.0 ? magnitude : 8.0)) {
+  const double t = multiply_rn(double(x), scale.inverse_width);
+  // |x| < 2^127 compared as floats (exact), |t| against 2^30 - 1 (or 0: no short path).
+  if (magnitude(x) < 0x1p127f && magnitude(t) < scale.short_path_limit) {
+    const auto q = std::int32_t(t + with_sign_of(0.5, t));  // truncates toward zero
+    const std::int32_t q_magnitude = q < 0 ? -q : q;
+    const std::int32_t lines = q_magnitude + 1 > 8 ? q_magnitude + 1 : 8;  // max(8, |q| + 1)
+    if (magnitude(t - double(q)) <= 0.5 - 0x1p-22 * double(lines)) {
       *q_out = q;
       return true;
     }

@@ -162,29 +162,35 @@ __device__ std::uint32_t load_element(const std::uint8_t* in, std::uint32_t inde
 // The raw words of elements [first, first + valid) into w[0, valid); w[valid, 32) = 0. A full
 // block is read in 16-byte words when the input allows it (a block is 64 or 128 bytes from a
 // chunk start, itself a multiple of 128 bytes from the array start), else in 4-byte words.
+// The 32 * Bits / 32 input words of the full block starting at element `first` (uint16 values
+// 2j and 2j + 1 in the low and high half of word j).
+template <unsigned Bits>
+__device__ void load_block_words(const std::uint8_t* in, std::uint32_t first, bool aligned16,
+                                 std::uint32_t raw[Bits]) {
+  const std::uint8_t* p = in + std::size_t(first) * (Bits / 8);
+  if (aligned16) {
+    const auto* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (unsigned k = 0; k < Bits / 4; ++k) {
+      const uint4 v = __ldg(q + k);
+      raw[4 * k] = v.x;
+      raw[4 * k + 1] = v.y;
+      raw[4 * k + 2] = v.z;
+      raw[4 * k + 3] = v.w;
+    }
+  } else {
+    const auto* q = reinterpret_cast<const std::uint32_t*>(p);
+#pragma unroll
+    for (unsigned k = 0; k < Bits; ++k) raw[k] = __ldg(q + k);
+  }
+}
+
 template <unsigned Bits>
 __device__ void load_block(const std::uint8_t* in, std::uint32_t first, std::uint32_t valid,
                            bool aligned16, std::uint32_t w[32]) {
-  constexpr unsigned kBlockBytes = 32 * Bits / 8;
-  constexpr unsigned kWords = kBlockBytes / 4;
   if (valid == 32) {
-    std::uint32_t raw[kWords];
-    const std::uint8_t* p = in + std::size_t(first) * (Bits / 8);
-    if (aligned16) {
-      const auto* q = reinterpret_cast<const uint4*>(p);
-#pragma unroll
-      for (unsigned k = 0; k < kWords / 4; ++k) {
-        const uint4 v = __ldg(q + k);
-        raw[4 * k] = v.x;
-        raw[4 * k + 1] = v.y;
-        raw[4 * k + 2] = v.z;
-        raw[4 * k + 3] = v.w;
-      }
-    } else {
-      const auto* q = reinterpret_cast<const std::uint32_t*>(p);
-#pragma unroll
-      for (unsigned k = 0; k < kWords; ++k) raw[k] = __ldg(q + k);
-    }
+    std::uint32_t raw[Bits];
+    load_block_words<Bits>(in, first, aligned16, raw);
 #pragma unroll
     for (unsigned i = 0; i < 32; ++i) {
       if constexpr (Bits == 16) {
@@ -222,28 +228,39 @@ __device__ void stage_chunk(const std::uint8_t* in, std::uint32_t bytes, std::ui
 // Lossy: the bin of every element of the chunk (0 for an outlier, and past the chunk's end), one
 // warp per shuffle block and one element per lane, so the quantiser's code appears once; a ballot
 // gives the block's outlier flags. The input is read from `staged` (shared memory, filled by
-// stage_chunk) when that is not null. Returns this thread's outlier count.
+// stage_chunk: a full chunk) when that is not null. Returns this thread's outlier count.
 __device__ std::uint32_t quantize_chunk(const CompressArgs& a, const std::uint8_t* in,
                                         const std::uint32_t* staged, const ChunkSpace& s) {
   const ChunkLayout& l = s.layout;
   const LossyScale scale = lossy_scale(a.error_bound);
   const unsigned lane = threadIdx.x % 32;
-  const auto* in32 = reinterpret_cast<const std::uint32_t*>(in);
   std::uint32_t outliers = 0;
-  // Unrolled so that several blocks' loads and quantisations are in flight at once.
-#pragma unroll 4
-  for (std::uint32_t b = threadIdx.x / 32; b < l.blocks; b += kWarps) {
-    const std::uint32_t e = 32 * b + lane;
-    std::int32_t q = 0;
-    bool outlier = false;
-    if (e < l.elements) {
-      const std::uint32_t bits = staged ? staged[e] : __ldg(in32 + e);
-      outlier = !lossy_quantize(bits_float(bits), scale, &q);
-    }
-    s.bins[bin_index(b, lane)] = outlier ? 0u : std::uint32_t(q);
+  // Bin q of element 32 b + lane; q is left 0 for an outlier (lossy_quantize writes only bins).
+  const auto keep = [&](std::uint32_t b, std::int32_t q, bool outlier) {
+    s.bins[bin_index(b, lane)] = std::uint32_t(q);
     const std::uint32_t mask = __ballot_sync(~0u, outlier);
     if (lane == 0) s.outlier_masks[b] = mask;
     outliers += outlier;
+  };
+  if (staged) {
+    // Every element is there: no bounds test, and several blocks' quantisations interleave.
+#pragma unroll 4
+    for (std::uint32_t b = threadIdx.x / 32; b < l.blocks; b += kWarps) {
+      std::int32_t q = 0;
+      // Quantised before keep() reads q (an argument's order of evaluation is unspecified).
+      const bool outlier = !lossy_quantize(bits_float(staged[32 * b + lane]), scale, &q);
+      keep(b, q, outlier);
+    }
+  } else {
+    const auto* in32 = reinterpret_cast<const std::uint32_t*>(in);
+#pragma unroll 1
+    for (std::uint32_t b = threadIdx.x / 32; b < l.blocks; b += kWarps) {
+      const std::uint32_t e = 32 * b + lane;
+      std::int32_t q = 0;
+      const bool outlier =
+          e < l.elements && !lossy_quantize(bits_float(__ldg(in32 + e)), scale, &q);
+      keep(b, q, outlier);
+    }
   }
   return outliers;
 }
@@ -270,6 +287,31 @@ __device__ void block_values(const CompressArgs& a, const std::uint8_t* in, cons
     for (unsigned i = 0; i < 32; ++i) v[i] = order_float_bits(v[i]);
     *previous = order_float_bits(*previous);
   }
+}
+
+// A full uint16 block's Delta residuals, two values to a 32-bit operation, straight into the words
+// transpose32_values16 would form from delta_residuals<16>'s (value k in the low half and value
+// k + 16 in the high half of a[k], k < 16; a[16..31] unused): transpose16_rounds then gives the
+// same planes. raw[j] holds values 2j and 2j + 1; `previous` predicts value 0.
+__device__ void packed_delta16(const std::uint32_t raw[16], std::uint32_t previous,
+                               std::uint32_t a[32]) {
+  constexpr std::uint32_t kSigns = 0x80008000u;
+  std::uint32_t z[16];
+#pragma unroll
+  for (unsigned j = 0; j < 16; ++j) {
+    // The predictions of values 2j and 2j + 1: values 2j - 1 and 2j.
+    const std::uint32_t prediction =
+        j ? __byte_perm(raw[j - 1], raw[j], 0x5432) : __byte_perm(previous, raw[0], 0x5410);
+    // Each half's difference modulo 2^16 with no borrow crossing between the halves: the
+    // halves' top bits are set apart for the subtraction and put right after it.
+    const std::uint32_t d =
+        ((raw[j] | kSigns) - (prediction & ~kSigns)) ^ ((raw[j] ^ ~prediction) & kSigns);
+    // zigzag16 of each half: shifted left, all ones xored in when the half's sign bit is set.
+    z[j] = ((d << 1) & 0xFFFEFFFEu) ^ (((d >> 15) & 0x00010001u) * 0xFFFFu);
+  }
+#pragma unroll
+  for (unsigned k = 0; k < 16; ++k)
+    a[k] = __byte_perm(z[k / 2], z[8 + k / 2], k % 2 ? 0x7632 : 0x5410);
 }
 
 // Residuals in place: Delta against the previous value (`previous` before the first), from the
@@ -366,6 +408,18 @@ __device__ void shuffle_mode(const CompressArgs& a, const std::uint8_t* in, cons
   for (std::uint32_t b = threadIdx.x; b < l.blocks; b += T) {
     std::uint32_t v[32], previous = 0;
     const std::uint32_t valid = min(32u, l.elements - 32 * b);
+    if constexpr (Bits == 16) {
+      // The common case, full uint16 blocks under Delta, two values to an operation.
+      if (slot == 0 && valid == 32) {
+        std::uint32_t raw[16];
+        load_block_words<16>(in, 32 * b, a.input_aligned16, raw);
+        if (b > 0) previous = load_element<16>(in, 32 * b - 1);
+        packed_delta16(raw, previous, v);
+        transpose16_rounds(v);
+        store_planes<16>(v, s.shuffled[0], b, l.blocks);
+        continue;
+      }
+    }
     block_values<Bits>(a, in, s, lossy, b, valid, v, &previous);
     if (slot == 0) {
       delta_residuals<Bits>(v, previous, valid);
@@ -679,13 +733,26 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   if (raw) {
     const auto* from = reinterpret_cast<const std::uint32_t*>(in);
     const std::uint32_t whole = l.raw_bytes / 4;
-#pragma unroll 4
-    for (std::uint32_t w = threadIdx.x; w < units; w += T) {
-      // A raw uint16 chunk of an odd count ends in half a word: one element and a zero pad.
-      const std::uint32_t word =
-          w < whole ? __ldg(from + w) : __ldg(reinterpret_cast<const std::uint16_t*>(from + w));
-      to[w] = word;
-      terms += checksum_word_term(word, offset + w);
+    // Each thread's loads of a batch are issued before any is used: a 16 KiB chunk is copied in
+    // two memory round trips instead of a chain of them (as the decoder's checksum pass).
+    constexpr unsigned kBatch = 16;
+    for (std::uint32_t w0 = threadIdx.x; w0 < units; w0 += kBatch * T) {
+      std::uint32_t loaded[kBatch];
+#pragma unroll
+      for (unsigned k = 0; k < kBatch; ++k) {
+        const std::uint32_t w = w0 + k * T;
+        // A raw uint16 chunk of an odd count ends in half a word: one element and a zero pad.
+        loaded[k] = w < whole   ? __ldg(from + w)
+                    : w < units ? __ldg(reinterpret_cast<const std::uint16_t*>(from + w))
+                                : 0u;
+      }
+#pragma unroll
+      for (unsigned k = 0; k < kBatch; ++k) {
+        const std::uint32_t w = w0 + k * T;
+        if (w >= units) break;
+        to[w] = loaded[k];
+        terms += checksum_word_term(loaded[k], offset + w);
+      }
     }
   } else {
     const std::uint32_t tail = stored % 4;
