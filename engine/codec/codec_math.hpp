@@ -368,8 +368,10 @@ LIVEDRP_HD bool lossy_quantize_full(float x, const LossyScale& scale, std::int32
   return true;
 }
 
-// lossy_quantize_full's answer, bit for bit, at about a sixth of its instructions for almost
-// every value (the lossy encoder spent over half its instructions in the full function).
+// lossy_quantize_full's answer, bit for bit, in a fraction of its instructions for almost every
+// value: the lossy encoder spent over half its instructions in the full function; with this
+// path (and a leaner loop around it) it issues 11.0 M warp instructions an ePix10ka2M event
+// instead of 14.7 M (Nsight Compute, H200).
 //
 // With t = x * (1 / w) (the full function's product; its range check passes), q is t + 1/2 (sign
 // of t) truncated. That sum may round, but only next to a half-integer: when the exact distance
