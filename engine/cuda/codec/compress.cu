@@ -159,11 +159,8 @@ __device__ std::uint32_t load_element(const std::uint8_t* in, std::uint32_t inde
   }
 }
 
-// The raw words of elements [first, first + valid) into w[0, valid); w[valid, 32) = 0. A full
-// block is read in 16-byte words when the input allows it (a block is 64 or 128 bytes from a
-// chunk start, itself a multiple of 128 bytes from the array start), else in 4-byte words.
-// The 32 * Bits / 32 input words of the full block starting at element `first` (uint16 values
-// 2j and 2j + 1 in the low and high half of word j).
+// The Bits input words of the full block starting at element `first` (uint16 values 2j and
+// 2j + 1 in the low and high half of word j).
 template <unsigned Bits>
 __device__ void load_block_words(const std::uint8_t* in, std::uint32_t first, bool aligned16,
                                  std::uint32_t raw[Bits]) {
@@ -185,6 +182,9 @@ __device__ void load_block_words(const std::uint8_t* in, std::uint32_t first, bo
   }
 }
 
+// The raw words of elements [first, first + valid) into w[0, valid); w[valid, 32) = 0. A full
+// block is read in 16-byte words when the input allows it (a block is 64 or 128 bytes from a
+// chunk start, itself a multiple of 128 bytes from the array start), else in 4-byte words.
 template <unsigned Bits>
 __device__ void load_block(const std::uint8_t* in, std::uint32_t first, std::uint32_t valid,
                            bool aligned16, std::uint32_t w[32]) {
