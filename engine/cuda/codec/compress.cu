@@ -380,12 +380,12 @@ __device__ void requantized_block(const CompressArgs& a, const std::uint8_t* in,
 // (quantize_chunk). When the bins are the Plain pipeline's words (chunks of at most one block a
 // thread), Plain stores its planes only once every thread has read its bins, and a later Delta
 // quantises its block again.
-template <unsigned Bits>
+template <unsigned Bits, bool Lossy>
 __device__ void shuffle_mode(const CompressArgs& a, const std::uint8_t* in, const ChunkSpace& s,
                              int slot) {
+  static_assert(!Lossy || Bits == 32, "the lossy codec is for float32");
   const ChunkLayout& l = s.layout;
-  const bool lossy = a.codec == Codec::Lossy;  // float32 only
-  if (Bits == 32 && lossy && s.bins_in_plain) {
+  if (Lossy && s.bins_in_plain) {
     const std::uint32_t b = threadIdx.x;
     const std::uint32_t valid = b < l.blocks ? min(32u, l.elements - 32 * b) : 0u;
     std::uint32_t v[32], previous = 0;
@@ -420,7 +420,7 @@ __device__ void shuffle_mode(const CompressArgs& a, const std::uint8_t* in, cons
         continue;
       }
     }
-    block_values<Bits>(a, in, s, lossy, b, valid, v, &previous);
+    block_values<Bits>(a, in, s, Lossy, b, valid, v, &previous);
     if (slot == 0) {
       delta_residuals<Bits>(v, previous, valid);
     } else {
@@ -637,41 +637,51 @@ __device__ void write_header(const CompressArgs& a) {
 
 // --- The kernel ---
 
+// The dtype and codec a kernel instantiation is for.
+template <unsigned Bits>
+__host__ __device__ constexpr DType kernel_dtype() {
+  static_assert(Bits == 16 || Bits == 32, "uint16 or float32");
+  return Bits == 16 ? DType::UInt16 : DType::Float32;
+}
+template <bool Lossy>
+__host__ __device__ constexpr Codec kernel_codec() {
+  return Lossy ? Codec::Lossy : Codec::Lossless;
+}
+
 // Encodes chunk c and writes it, its table entry and its checksum terms; returns (to thread 0)
 // this block's payload checksum terms and sets *table_term.
-template <unsigned Bits, bool SharedWorkspace>
+template <unsigned Bits, bool Lossy, bool SharedWorkspace>
 __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, std::uint8_t* base,
                                       std::uint64_t* table_term) {
   __shared__ std::uint64_t chunk_offset;
-  const EncodeLayout e = encode_layout(a.dtype, a.chunk_bytes, a.codec);
-  const std::uint32_t per_chunk = chunk_elements(a.dtype, a.chunk_bytes);
+  constexpr DType dtype = kernel_dtype<Bits>();
+  constexpr Codec codec = kernel_codec<Lossy>();
+  const EncodeLayout e = encode_layout(dtype, a.chunk_bytes, codec);
+  const std::uint32_t per_chunk = chunk_elements(dtype, a.chunk_bytes);
   const ChunkSpace s =
-      chunk_space(base, e, chunk_layout(a.dtype, elements_in_chunk(a.count, per_chunk, c)));
+      chunk_space(base, e, chunk_layout(dtype, elements_in_chunk(a.count, per_chunk, c)));
   const ChunkLayout& l = s.layout;
   const std::uint8_t* in = a.in + c * a.chunk_bytes;
-  const bool lossy = a.codec == Codec::Lossy;
 
   // The lossy bins and outlier flags, then the first mode (codec_format.hpp's first_mode), and
   // the second only when the first is not enough (second_mode_needed), as on the CPU.
   std::uint32_t my_outliers = 0;
-  if constexpr (Bits == 32) {
-    if (lossy) {
-      // The Delta pipeline's words are free until a second mode is built: they hold the input.
-      const bool stage = SharedWorkspace && a.input_aligned16 && l.elements == per_chunk;
-      if (stage) {
-        stage_chunk(in, l.raw_bytes, s.shuffled[0]);
-        __syncthreads();
-      }
-      my_outliers = quantize_chunk(
-          a, in, stage ? reinterpret_cast<const std::uint32_t*>(s.shuffled[0]) : nullptr, s);
+  if constexpr (Lossy) {
+    // The Delta pipeline's words are free until a second mode is built: they hold the input.
+    const bool stage = SharedWorkspace && a.input_aligned16 && l.elements == per_chunk;
+    if (stage) {
+      stage_chunk(in, l.raw_bytes, s.shuffled[0]);
       __syncthreads();
     }
+    my_outliers = quantize_chunk(
+        a, in, stage ? reinterpret_cast<const std::uint32_t*>(s.shuffled[0]) : nullptr, s);
+    __syncthreads();
   }
-  const int first_slot = first_mode(a.codec) == ChunkMode::Plain ? 1 : 0;
+  const int first_slot = first_mode(codec) == ChunkMode::Plain ? 1 : 0;
   // One mode's bitmaps and its stored size (level 2 whole plus the kept bytes); the block sum
   // also orders the level-2 writes.
   const auto build_mode = [&](int slot) {
-    shuffle_mode<Bits>(a, in, s, slot);
+    shuffle_mode<Bits, Lossy>(a, in, s, slot);
     __syncthreads();
     PipelineCounts counts = {};
     build_levels01(l, s.shuffled[slot], s.level0[slot], s.level1[slot], counts);
@@ -682,7 +692,7 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
            std::uint32_t(block_sum(counts.level1_kept + counts.level0_kept + counts.data_kept));
   };
   const auto outliers = std::uint32_t(block_sum(my_outliers));
-  const std::uint64_t prefix = lossy ? 4 + 8 * std::uint64_t(outliers) : 0;
+  const std::uint64_t prefix = Lossy ? 4 + 8 * std::uint64_t(outliers) : 0;
   const std::uint32_t first_size = build_mode(first_slot);
   int slot = first_slot;
   std::uint32_t kept_size = first_size;
@@ -705,7 +715,7 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   // staging area.
   auto* staging = reinterpret_cast<std::uint32_t*>(slot ? s.shuffled[0] : s.shuffled[1]);
   if (!raw) {
-    if (lossy) emit_outliers(s, in, outliers, staging);
+    if constexpr (Lossy) emit_outliers(s, in, outliers, staging);
     if (slot) {
       emit_eliminated(l, s.shuffled[1], s.level0[1], s.level1[1], s.level2[1],
                       reinterpret_cast<std::uint8_t*>(staging) + prefix);
@@ -773,7 +783,10 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   return block_sum(terms);
 }
 
-template <bool SharedWorkspace>
+// One kernel per dtype and codec (and workspace place): each holds only its own path, so that the
+// instructions a chunk runs are not spread among the other paths' (instruction fetch is the top
+// stall of the encoder in Nsight Compute), and the dtype and codec tests fold away.
+template <unsigned Bits, bool Lossy, bool SharedWorkspace>
 __global__ void __launch_bounds__(T, 5) compress_stream(CompressArgs a) {
   extern __shared__ uint4 shared_workspace[];
   __shared__ std::uint64_t ticket;
@@ -790,10 +803,10 @@ __global__ void __launch_bounds__(T, 5) compress_stream(CompressArgs a) {
     std::uint8_t* base =
         SharedWorkspace
             ? reinterpret_cast<std::uint8_t*>(shared_workspace)
-            : a.scratch.workspace + c * encode_layout(a.dtype, a.chunk_bytes, a.codec).bytes;
-    payload_terms = a.dtype == DType::UInt16
-                        ? encode_chunk<16, SharedWorkspace>(a, c, base, &table_term)
-                        : encode_chunk<32, SharedWorkspace>(a, c, base, &table_term);
+            : a.scratch.workspace +
+                  c * encode_layout(kernel_dtype<Bits>(), a.chunk_bytes, kernel_codec<Lossy>())
+                          .bytes;
+    payload_terms = encode_chunk<Bits, Lossy, SharedWorkspace>(a, c, base, &table_term);
   }
   if (threadIdx.x == 0) {
     DeviceWord(counters.payload_terms).fetch_add(payload_terms, cuda::memory_order_relaxed);
@@ -813,18 +826,37 @@ __global__ void __launch_bounds__(T, 5) compress_stream(CompressArgs a) {
 
 }  // namespace
 
+namespace {
+
+using CompressKernel = void (*)(CompressArgs);
+// The kernel for a dtype and codec, its workspace in shared memory or in global memory.
+CompressKernel compress_kernel(DType dtype, Codec codec, bool shared_workspace) {
+  if (dtype == DType::UInt16)
+    return shared_workspace ? compress_stream<16, false, true> : compress_stream<16, false, false>;
+  if (codec == Codec::Lossy)
+    return shared_workspace ? compress_stream<32, true, true> : compress_stream<32, true, false>;
+  return shared_workspace ? compress_stream<32, false, true> : compress_stream<32, false, false>;
+}
+
+}  // namespace
+
 void prepare_compress_kernels() {
   // Workspaces above 48 KiB need the opt-in; the carveout favours shared memory so that the
   // blocks of several streams fit on one SM (the input is read once, L1 gains little from it).
-  const cudaError_t limit = cudaFuncSetAttribute(
-      compress_stream<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSharedWorkspace));
-  const cudaError_t carveout =
-      cudaFuncSetAttribute(compress_stream<true>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                           int(cudaSharedmemCarveoutMaxShared));
-  for (const cudaError_t status : {limit, carveout})
-    if (status != cudaSuccess)
-      throw RuntimeFault(std::string("cudaFuncSetAttribute(compress_stream): ") +
-                         cudaGetErrorString(status));
+  for (const auto& [dtype, codec] :
+       {std::pair{DType::UInt16, Codec::Lossless}, std::pair{DType::Float32, Codec::Lossless},
+        std::pair{DType::Float32, Codec::Lossy}}) {
+    const CompressKernel kernel = compress_kernel(dtype, codec, true);
+    const cudaError_t limit = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSharedWorkspace));
+    const cudaError_t carveout =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             int(cudaSharedmemCarveoutMaxShared));
+    for (const cudaError_t status : {limit, carveout})
+      if (status != cudaSuccess)
+        throw RuntimeFault(std::string("cudaFuncSetAttribute(compress_stream): ") +
+                           cudaGetErrorString(status));
+  }
 }
 
 void launch_compress(const CompressArgs& args, void* stream) {
@@ -832,11 +864,9 @@ void launch_compress(const CompressArgs& args, void* stream) {
   // One block per chunk; an empty array still needs one to write the header.
   const auto grid = unsigned(args.chunks ? args.chunks : 1);
   const std::uint32_t workspace = encode_layout(args.dtype, args.chunk_bytes, args.codec).bytes;
-  if (workspace <= kMaxSharedWorkspace) {
-    compress_stream<true><<<grid, T, workspace, s>>>(args);
-  } else {
-    compress_stream<false><<<grid, T, 0, s>>>(args);
-  }
+  const bool shared_workspace = workspace <= kMaxSharedWorkspace;
+  compress_kernel(args.dtype, args.codec,
+                  shared_workspace)<<<grid, T, shared_workspace ? workspace : 0, s>>>(args);
   check_launch("compress_stream");
 }
 
