@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -166,12 +167,18 @@ class TestGpuCodec : public QObject {
     return bytes;
   }
 
-  // Throws InputError as finish_decompress does.
-  Bytes decompress_gpu_of(const Bytes& stream, std::size_t raw_bytes) {
+  // Throws InputError as finish_decompress does. With `kind` (dtype, codec), the decoder for that
+  // pair alone; without, the one for any stream.
+  Bytes decompress_gpu_of(const Bytes& stream, std::size_t raw_bytes,
+                          std::optional<std::pair<DType, Codec>> kind = std::nullopt) {
     gpu::DeviceBuffer in(std::max<std::size_t>(stream.size(), 4)),
         out(std::max<std::size_t>(raw_bytes, 4));
     gpu::copy_async(in.get(), stream.data(), stream.size(), *stream_, "test stream");
-    codec_->decompress(in.get(), stream.size(), out.get(), raw_bytes, *stream_);
+    if (kind)
+      codec_->decompress(in.get(), stream.size(), out.get(), raw_bytes, *stream_, kind->first,
+                         kind->second);
+    else
+      codec_->decompress(in.get(), stream.size(), out.get(), raw_bytes, *stream_);
     const std::uint64_t decoded = codec_->finish_decompress(*stream_);
     Bytes bytes(decoded);
     gpu::copy_async(bytes.data(), out.get(), bytes.size(), *stream_, "test decoded");
@@ -194,6 +201,12 @@ class TestGpuCodec : public QObject {
     const Bytes decoded = decompress_gpu_of(cpu, reference.bytes.size());
     QVERIFY2(first_difference(decoded, reference.bytes) == -1,
              qPrintable(QString::fromStdString(what) + ": GPU decoding differs from the CPU's"));
+    // The decoder for this dtype and codec alone gives the same bytes.
+    const Bytes decoded_by_kind =
+        decompress_gpu_of(cpu, reference.bytes.size(), std::pair{d.dtype, p.codec});
+    QVERIFY2(first_difference(decoded_by_kind, reference.bytes) == -1,
+             qPrintable(QString::fromStdString(what) +
+                        ": the dtype and codec's own GPU decoder differs from the CPU's"));
     if (p.codec == Codec::Lossless)
       QVERIFY2(first_difference(decoded, d.data) == -1,
                qPrintable(QString::fromStdString(what) + ": lossless round trip not exact"));
@@ -321,6 +334,29 @@ class TestGpuCodec : public QObject {
     QVERIFY(rejected(Bytes(good.begin(), good.begin() + 20), "truncated"));
     Bytes foreign(64, 0x42);
     QVERIFY(rejected(foreign, "not a livedrp"));
+    // A decoder for one dtype and codec refuses a stream of another, naming both.
+    for (const auto& [dtype, codec] :
+         {std::pair{DType::UInt16, Codec::Lossless}, std::pair{DType::Float32, Codec::Lossless}}) {
+      QString message;
+      try {
+        decompress_gpu_of(good, raw_bytes, std::pair{dtype, codec});
+      } catch (const InputError& e) {
+        message = e.what();
+      }
+      QVERIFY2(
+          message.contains("not the ones the decode was asked for") &&
+              message.contains("the header says float32, lossy") &&
+              message.contains(QString("asked for ") + to_string(dtype) + ", " + to_string(codec)),
+          qPrintable(message));
+    }
+    // uint16 has no lossy decoder: refused before anything is enqueued.
+    QVERIFY_THROWS_EXCEPTION(
+        InputError, decompress_gpu_of(good, raw_bytes, std::pair{DType::UInt16, Codec::Lossy}));
+    // After a refusal the codec decodes a good stream again, with its own decoder.
+    QCOMPARE(first_difference(
+                 decompress_gpu_of(good, raw_bytes, std::pair{DType::Float32, Codec::Lossy}),
+                 decompress_cpu(good.data(), good.size()).bytes),
+             -1L);
   }
 #endif
 };

@@ -9,9 +9,12 @@
 // calibrated image (photon_sparse_image: 96% of pixels under half a photon, as the LC
 // reference frame), lossless and lossy at 0.5 photon. Scopes: the whole event
 // (16 x 352 x 384), and one 352x384 segment. GPU rows: one array per launch, launches round-robin
-// over 1 and 4 streams (segments also 16; one DeviceCodec per stream), rotating over M distinct
-// events so that the L2 cache holds none of them; N timed launches between CUDA events after a
-// warm-up. GB/s = input (raw) bytes / time, for compression and decompression alike.
+// over 1 and 4 streams (segments also 16, and 4 and 16 with a host thread per stream; one
+// DeviceCodec per stream), rotating over M distinct events so that the L2 cache holds none of
+// them; N timed launches between CUDA events after a warm-up (16 N for segments). GB/s = input
+// (raw) bytes / time, for compression and decompression alike. Decoding is timed with the decoder
+// for the row's dtype and codec (the caller knows them); after the timing, event 0's stream must
+// decode on the GPU to the CPU decoder's bytes (and, lossless, to the input), or the bench fails.
 //   copy     a device-to-device copy of the raw array measured here, as input bytes per second
 //            (half its read + write bandwidth): "x copy" is the codec's GB/s over it
 //   floor    the bytes the codec must move (raw in + compressed out) at the copy's read + write
@@ -35,6 +38,7 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -295,23 +299,34 @@ std::vector<CpuRow> cpu_rows(const Data& data, int events, const std::vector<Cas
 struct GpuRow {
   std::string data, scope;
   int streams = 0;
+  bool thread_per_stream = false;  // each stream's launches from a host thread of its own
   std::size_t raw_bytes = 0;
   double ratio = 0, compress_gbps = 0, decompress_gbps = 0, copy_gbps = 0, floor_gbps = 0;
 };
 
 #ifdef LIVEDRP_HAVE_CUDA
 // Enqueues `launches` calls of enqueue(stream index, launch index) round-robin over the streams
-// between CUDA events after `warmup` untimed ones; returns seconds.
+// between CUDA events after `warmup` untimed ones; returns seconds. With thread_per_stream, stream
+// s's launches (i = s, s + streams, ...) come from a host thread of its own, all threads at once
+// (their start is inside the timed span), as the lanes of an engine would enqueue.
 template <class Enqueue>
 double timed_launches(std::vector<std::unique_ptr<gpu::Stream>>& streams, int warmup, int launches,
-                      Enqueue enqueue) {
+                      bool thread_per_stream, Enqueue enqueue) {
   const int n = int(streams.size());
   for (int i = 0; i < warmup; ++i) enqueue(i % n, i);
   for (auto& s : streams) s->synchronize();
   gpu::Event start;
   start.record(*streams[0]);
   for (int s = 1; s < n; ++s) streams[s]->wait(start.get());
-  for (int i = 0; i < launches; ++i) enqueue(i % n, i);
+  if (thread_per_stream) {
+    std::vector<std::jthread> threads;
+    for (int s = 0; s < n; ++s)
+      threads.emplace_back([&, s] {
+        for (int i = s; i < launches; i += n) enqueue(s, i);
+      });
+  } else {
+    for (int i = 0; i < launches; ++i) enqueue(i % n, i);
+  }
   std::vector<std::unique_ptr<gpu::Event>> done;
   for (int s = 1; s < n; ++s) {
     done.push_back(std::make_unique<gpu::Event>(false));
@@ -324,8 +339,33 @@ double timed_launches(std::vector<std::unique_ptr<gpu::Stream>>& streams, int wa
   return stop.elapsed_ms_since(start) * 1e-3;
 }
 
+// A row's speeds count only if its streams decode right: event 0's stream, decoded on the GPU by
+// the kernel the row timed, must give what the CPU decoder gives for the same bytes, and for the
+// lossless codec the input itself. Throws RuntimeFault naming the row otherwise.
+void check_round_trip(const Case& c, const Arrays& a, const std::string& scope,
+                      gpu::DeviceCodec& codec, const gpu::Stream& stream,
+                      const std::uint8_t* device_stream, std::uint64_t size,
+                      const gpu::DeviceBuffer& device_decoded) {
+  std::vector<std::uint8_t> bytes(size), gpu_decoded(a.bytes);
+  codec.decompress(device_stream, size, device_decoded.get(), a.bytes, stream, c.dtype,
+                   c.params.codec);
+  codec.finish_decompress(stream);
+  gpu::copy_async(bytes.data(), device_stream, size, stream, "bench stream to the host");
+  gpu::copy_async(gpu_decoded.data(), device_decoded.get(), a.bytes, stream,
+                  "bench decoded array to the host");
+  stream.synchronize();
+  const codec::DecodedArray cpu = codec::decompress_cpu(bytes.data(), bytes.size());
+  const bool same_as_cpu = cpu.bytes == gpu_decoded;
+  const bool exact = c.params.codec != codec::Codec::Lossless ||
+                     std::memcmp(a.items[0].data(), gpu_decoded.data(), a.bytes) == 0;
+  if (!same_as_cpu || !exact)
+    throw RuntimeFault("codec bench: " + c.name + " (" + scope + "): event 0 " +
+                       (same_as_cpu ? "does not decode to its input"
+                                    : "decodes on the GPU to other bytes than on the CPU"));
+}
+
 GpuRow gpu_row(const Case& c, const Arrays& a, const std::string& scope, int stream_count,
-               int events, double copy_rw_gbps) {
+               bool thread_per_stream, int events, double copy_rw_gbps) {
   const std::uint64_t count = a.bytes / codec::element_bytes(c.dtype);
   // Rounded so that every stream slot starts 256-byte aligned, as the codec wants 4.
   const std::size_t bound =
@@ -355,19 +395,23 @@ GpuRow gpu_row(const Case& c, const Arrays& a, const std::string& scope, int str
     sizes[e] = codecs[0]->compressed_size(*streams[0]);
     compressed += sizes[e];
   }
-  GpuRow row{c.name, scope, stream_count, a.bytes};
+  GpuRow row{c.name, scope, stream_count, thread_per_stream, a.bytes};
   row.ratio = double(distinct) * double(a.bytes) / double(compressed);
   const int warmup = std::max(8, 2 * stream_count);
-  const double compress_s = timed_launches(streams, warmup, events, [&](int s, int i) {
-    codecs[s]->compress(in_at(i), c.dtype, count, a.shape, c.params, outputs[s].get(), bound,
-                        *streams[s]);
-  });
-  const double decompress_s = timed_launches(streams, warmup, events, [&](int s, int i) {
-    const int e = i % distinct;
-    codecs[s]->decompress(streams_out.as<std::uint8_t>() + e * bound, sizes[e], decoded[s].get(),
-                          a.bytes, *streams[s]);
-  });
+  const double compress_s =
+      timed_launches(streams, warmup, events, thread_per_stream, [&](int s, int i) {
+        codecs[s]->compress(in_at(i), c.dtype, count, a.shape, c.params, outputs[s].get(), bound,
+                            *streams[s]);
+      });
+  const double decompress_s =
+      timed_launches(streams, warmup, events, thread_per_stream, [&](int s, int i) {
+        const int e = i % distinct;
+        codecs[s]->decompress(streams_out.as<std::uint8_t>() + e * bound, sizes[e],
+                              decoded[s].get(), a.bytes, *streams[s], c.dtype, c.params.codec);
+      });
   for (int s = 0; s < stream_count; ++s) codecs[s]->finish_decompress(*streams[s]);
+  check_round_trip(c, a, scope, *codecs[0], *streams[0], streams_out.as<std::uint8_t>(), sizes[0],
+                   decoded[0]);
   const double moved_per_input =
       (double(a.bytes) + double(compressed) / distinct) / double(a.bytes);
   row.compress_gbps = double(events) * double(a.bytes) / compress_s * 1e-9;
@@ -411,6 +455,7 @@ void write_results(const CodecBenchOptions& o, const std::vector<GpuRow>& gpu_ro
       j["gpu"].push_back({{"data", r.data},
                           {"scope", r.scope},
                           {"streams", r.streams},
+                          {"host_threads", r.thread_per_stream ? r.streams : 1},
                           {"raw_bytes", r.raw_bytes},
                           {"ratio", r.ratio},
                           {"compress_gbps", r.compress_gbps},
@@ -420,7 +465,8 @@ void write_results(const CodecBenchOptions& o, const std::vector<GpuRow>& gpu_ro
                           {"compress_x_copy", r.compress_gbps / r.copy_gbps},
                           {"compress_of_floor", r.compress_gbps / r.floor_gbps},
                           {"decompress_x_copy", r.decompress_gbps / r.copy_gbps}});
-      m << "| " << r.data << " | " << r.scope << " | " << r.streams << " | " << fixed(r.ratio, 2)
+      m << "| " << r.data << " | " << r.scope << " | " << r.streams
+        << (r.thread_per_stream ? ", a host thread each" : "") << " | " << fixed(r.ratio, 2)
         << " | " << fixed(r.compress_gbps, 1) << " | " << fixed(r.compress_gbps / r.copy_gbps, 2)
         << " | " << fixed(r.compress_gbps / r.floor_gbps, 2) << " | " << fixed(r.decompress_gbps, 1)
         << " | " << fixed(r.decompress_gbps / r.copy_gbps, 2) << " | " << fixed(r.copy_gbps, 0)
@@ -491,14 +537,26 @@ int run_codec(const CodecBenchOptions& o) {
       for (const Case& c : selected) {
         const Arrays a = arrays_of(gpu_data, c, segment);
         const double copy_rw = device_copy_gbps(a.bytes, 20);
-        // A segment is 17-33 chunks, too few to fill the device alone: it gets more streams.
-        for (int streams : segment ? std::vector<int>{1, 4, 16} : std::vector<int>{1, 4}) {
-          gpu_rows.push_back(
-              gpu_row(c, a, segment ? "segment" : "event", streams, o.events, copy_rw));
+        // A segment is 17-33 chunks, too few to fill the device alone: it gets more streams,
+        // and rows with a host thread per stream (one thread's launches limit it otherwise). Its
+        // rows launch 16 times as often, so that each moves the bytes of an event row.
+        struct Setting {
+          int streams;
+          bool thread_per_stream;
+        };
+        const std::vector<Setting> settings =
+            segment
+                ? std::vector<Setting>{{1, false}, {4, false}, {16, false}, {4, true}, {16, true}}
+                : std::vector<Setting>{{1, false}, {4, false}};
+        for (const Setting& setting : settings) {
+          gpu_rows.push_back(gpu_row(c, a, segment ? "segment" : "event", setting.streams,
+                                     setting.thread_per_stream, segment ? 16 * o.events : o.events,
+                                     copy_rw));
           const GpuRow& r = gpu_rows.back();
-          std::cerr << r.data << " | " << r.scope << " x" << streams << " | ratio "
-                    << fixed(r.ratio, 2) << " | " << fixed(r.compress_gbps, 1) << " / "
-                    << fixed(r.decompress_gbps, 1) << " GB/s\n";
+          std::cerr << r.data << " | " << r.scope << " x" << r.streams
+                    << (r.thread_per_stream ? " threads" : "") << " | ratio " << fixed(r.ratio, 2)
+                    << " | " << fixed(r.compress_gbps, 1) << " / " << fixed(r.decompress_gbps, 1)
+                    << " GB/s\n";
         }
       }
     }

@@ -177,7 +177,8 @@ codec::DecodedArray decompress_on_gpu(const std::vector<std::uint8_t>& bytes, do
   gpu::copy_async(in.get(), bytes.data(), bytes.size(), stream, "stream to the GPU");
   gpu::Event start, stop;
   start.record(stream);
-  codec.decompress(in.get(), bytes.size(), out.get(), info.raw_bytes, stream);
+  codec.decompress(in.get(), bytes.size(), out.get(), info.raw_bytes, stream, info.dtype,
+                   info.codec);
   stop.record(stream);
   codec.finish_decompress(stream);
   *seconds = stop.elapsed_ms_since(start) * 1e-3;

@@ -156,7 +156,14 @@ enum class DecodeStatus : std::uint32_t {
   OutputCapacity,
   PayloadChecksum,
   ChunkDamaged,
+  KindNotAsked,  // the header's dtype and codec are not those the decoder was launched for
 };
+
+// The streams a decoder instantiation takes: Any holds every path; the others hold one dtype and
+// codec's path alone (fewer registers, so more blocks an SM, and no other path's code) and refuse
+// a header that says anything else.
+enum class DecodeKind : std::uint32_t { Any, UInt16Lossless, Float32Lossless, Float32Lossy };
+inline constexpr int kDecodeKinds = 4;
 
 // What the parse kernel finds, for the chunk decoder and the host.
 struct DecodePlan {
@@ -185,9 +192,10 @@ void launch_compress(const CompressArgs& args, void* stream);
 void prepare_compress_kernels();
 // Sets the decompression kernel's shared-memory carveout; once per device.
 void prepare_decompress_kernels();
-// Thread blocks one decompression launch runs (as many as the device holds at once).
-unsigned decompress_grid();
-void launch_decompress(const DecompressArgs& args, unsigned grid, void* stream);
+// Thread blocks one decompression launch of the kind's kernel runs (as many as the device holds
+// at once).
+unsigned decompress_grid(DecodeKind kind);
+void launch_decompress(const DecompressArgs& args, DecodeKind kind, unsigned grid, void* stream);
 
 #ifdef __CUDACC__
 // Calls body(i, position, weight(i)) for every i in [0, n), where position is the exclusive

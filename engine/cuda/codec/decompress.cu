@@ -64,6 +64,15 @@ __device__ DecodeStatus check_header(const std::uint8_t* b, std::uint64_t size, 
   return DecodeStatus::Ok;
 }
 
+// The dtype, codec and bits of a kind's one path (Any: none).
+constexpr DType kind_dtype(DecodeKind k) {
+  return k == DecodeKind::UInt16Lossless ? DType::UInt16 : DType::Float32;
+}
+constexpr Codec kind_codec(DecodeKind k) {
+  return k == DecodeKind::Float32Lossy ? Codec::Lossy : Codec::Lossless;
+}
+
+template <DecodeKind Kind>
 __device__ DecodeStatus check_fields(const DecompressArgs& a, const std::uint8_t* b, DecodePlan& p,
                                      unsigned ndim) {
   p.codec = b[kCodecAt];
@@ -74,6 +83,9 @@ __device__ DecodeStatus check_fields(const DecompressArgs& a, const std::uint8_t
     return DecodeStatus::DTypeId;
   if (p.codec == unsigned(Codec::Lossy) && p.dtype != unsigned(DType::Float32))
     return DecodeStatus::LossyNotFloat;
+  if constexpr (Kind != DecodeKind::Any)
+    if (p.dtype != unsigned(kind_dtype(Kind)) || p.codec != unsigned(kind_codec(Kind)))
+      return DecodeStatus::KindNotAsked;
   if (b[kReserved1At] || b[kReserved1At + 1] || b[kReserved1At + 2] || load_le32(b + kReserved2At))
     return DecodeStatus::Reserved;
   p.chunk_bytes = load_le32(b + kChunkBytesAt);
@@ -310,8 +322,16 @@ struct ChunkContext {
   DecodeLayout d;
 };
 
+// Whether a chunk of a Bits-bit dtype holds lossy bins: known from the kind, except for Any's
+// float32 path (uint16 is never lossy: check_fields refuses it).
+template <unsigned Bits, DecodeKind Kind>
+__device__ bool lossy_chunk(const DecodePlan& p) {
+  if constexpr (Kind != DecodeKind::Any) return Kind == DecodeKind::Float32Lossy;
+  return Bits == 32 && p.codec == unsigned(Codec::Lossy);
+}
+
 // The 32 values of shuffle block b into the output, Delta running sums starting from `carry`.
-template <unsigned Bits>
+template <unsigned Bits, DecodeKind Kind>
 __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_t carry,
                             double width, unsigned* error) {
   const ChunkLayout& l = x.layout;
@@ -356,7 +376,7 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
     }
     return;
   } else {
-    if (p.codec == unsigned(Codec::Lossy)) {
+    if (lossy_chunk<Bits, Kind>(p)) {
       const auto* masks = reinterpret_cast<const std::uint32_t*>(x.work + x.d.masks_at);
       const std::uint32_t outliers = masks[b];
 #pragma unroll
@@ -390,11 +410,11 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
 
 // Decodes a Delta or Plain chunk whose stored bytes passed the checksum pass. Every thread calls
 // it; the chunk's error (or None) is in *error afterwards.
-template <unsigned Bits>
+template <unsigned Bits, DecodeKind Kind>
 __device__ void decode_chunk(const ChunkContext& x, unsigned* error) {
   const ChunkLayout& l = x.layout;
   const DecodePlan& p = *x.plan;
-  const bool lossy = p.codec == unsigned(Codec::Lossy);
+  const bool lossy = lossy_chunk<Bits, Kind>(p);
   auto* masks = reinterpret_cast<std::uint32_t*>(x.work + x.d.masks_at);
   auto* carries = reinterpret_cast<std::uint32_t*>(x.work + x.d.carries_at);
   std::uint8_t* level0 = x.work + x.d.level0_at;
@@ -494,7 +514,7 @@ __device__ void decode_chunk(const ChunkContext& x, unsigned* error) {
   }
   const double width = lossy_bin_width(p.error_bound);
   for (std::uint32_t b = threadIdx.x; b < l.blocks; b += T)
-    write_block<Bits>(x, b, x.mode == ChunkMode::Delta ? carries[b] : 0u, width, error);
+    write_block<Bits, Kind>(x, b, x.mode == ChunkMode::Delta ? carries[b] : 0u, width, error);
   if (lossy) {
     __syncthreads();  // the block's values are written; the outliers' bits replace theirs
     auto* o = reinterpret_cast<std::uint32_t*>(x.out);
@@ -590,6 +610,7 @@ __device__ void finish(const DecompressArgs& a, const DecodePlan& plan, const He
 
 // Decodes chunk c (its table entry `entry`, payload offset `offset` units): the checksum pass,
 // then the chunk. Returns this thread's payload checksum terms.
+template <DecodeKind Kind>
 __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p, std::uint64_t c,
                                     std::uint32_t entry, std::uint64_t offset, std::uint8_t* work,
                                     unsigned* error) {
@@ -642,14 +663,19 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
   if (!__syncthreads_and(pads_clean)) {
     if (threadIdx.x == 0) note_error(error, ChunkError::TrailingBytes);
   } else if (!raw) {
-    if (dtype == DType::UInt16)
-      decode_chunk<16>(x, error);
-    else
-      decode_chunk<32>(x, error);
+    if constexpr (Kind == DecodeKind::Any) {
+      if (dtype == DType::UInt16)
+        decode_chunk<16, Kind>(x, error);
+      else
+        decode_chunk<32, Kind>(x, error);
+    } else {
+      decode_chunk<kind_dtype(Kind) == DType::UInt16 ? 16u : 32u, Kind>(x, error);
+    }
   }
   return terms;
 }
 
+template <DecodeKind Kind>
 __global__ void __launch_bounds__(T) decompress_stream(DecompressArgs a) {
   extern __shared__ uint4 shared_workspace[];
   __shared__ DecodePlan plan;
@@ -670,8 +696,8 @@ __global__ void __launch_bounds__(T) decompress_stream(DecompressArgs a) {
     unsigned ndim = 0;
     verdict.header = check_header(header, a.size, plan, ndim);
     verdict.ndim = ndim;
-    verdict.fields =
-        verdict.header == DecodeStatus::Ok ? check_fields(a, header, plan, ndim) : verdict.header;
+    verdict.fields = verdict.header == DecodeStatus::Ok ? check_fields<Kind>(a, header, plan, ndim)
+                                                        : verdict.header;
     plan.payload_at = payload_offset(ndim, plan.chunks);
   }
   __syncthreads();
@@ -715,7 +741,7 @@ __global__ void __launch_bounds__(T) decompress_stream(DecompressArgs a) {
     }
     // Past the buffer's end the final size check reports it; nothing is read there.
     if (4 * (offset + units) > a.size - plan.payload_at) continue;
-    payload_terms += decode_one(a, plan, c, entry, offset, work, &error);
+    payload_terms += decode_one<Kind>(a, plan, c, entry, offset, work, &error);
     __syncthreads();
     if (threadIdx.x == 0 && error != unsigned(ChunkError::None))
       DeviceWord(k.failure).fetch_max(~((static_cast<unsigned long long>(c) << 8) | error),
@@ -747,27 +773,48 @@ __global__ void __launch_bounds__(T) decompress_stream(DecompressArgs a) {
 
 }  // namespace
 
-void prepare_decompress_kernels() {
-  const cudaError_t carveout =
-      cudaFuncSetAttribute(decompress_stream, cudaFuncAttributePreferredSharedMemoryCarveout,
-                           int(cudaSharedmemCarveoutMaxShared));
-  if (carveout != cudaSuccess)
-    throw RuntimeFault(std::string("cudaFuncSetAttribute(decompress_stream): ") +
-                       cudaGetErrorString(carveout));
+namespace {
+
+using DecompressKernel = void (*)(DecompressArgs);
+DecompressKernel decompress_kernel(DecodeKind kind) {
+  switch (kind) {
+    case DecodeKind::UInt16Lossless:
+      return decompress_stream<DecodeKind::UInt16Lossless>;
+    case DecodeKind::Float32Lossless:
+      return decompress_stream<DecodeKind::Float32Lossless>;
+    case DecodeKind::Float32Lossy:
+      return decompress_stream<DecodeKind::Float32Lossy>;
+    case DecodeKind::Any:
+      break;
+  }
+  return decompress_stream<DecodeKind::Any>;
 }
 
-unsigned decompress_grid() {
+}  // namespace
+
+void prepare_decompress_kernels() {
+  for (int k = 0; k < kDecodeKinds; ++k) {
+    const cudaError_t carveout = cudaFuncSetAttribute(
+        decompress_kernel(DecodeKind(k)), cudaFuncAttributePreferredSharedMemoryCarveout,
+        int(cudaSharedmemCarveoutMaxShared));
+    if (carveout != cudaSuccess)
+      throw RuntimeFault(std::string("cudaFuncSetAttribute(decompress_stream): ") +
+                         cudaGetErrorString(carveout));
+  }
+}
+
+unsigned decompress_grid(DecodeKind kind) {
   int per_sm = 0;
   const cudaError_t status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &per_sm, decompress_stream, T, kDecodeSharedBytes);
+      &per_sm, decompress_kernel(kind), T, kDecodeSharedBytes);
   if (status != cudaSuccess)
     throw RuntimeFault(std::string("cudaOccupancyMaxActiveBlocksPerMultiprocessor: ") +
                        cudaGetErrorString(status));
   return unsigned(std::max(1, per_sm) * std::max(1, device_properties().multiprocessors));
 }
 
-void launch_decompress(const DecompressArgs& args, unsigned grid, void* stream) {
-  decompress_stream<<<grid, T, kDecodeSharedBytes, static_cast<cudaStream_t>(stream)>>>(args);
+void launch_decompress(const DecompressArgs& args, DecodeKind kind, unsigned grid, void* stream) {
+  decompress_kernel(kind)<<<grid, T, kDecodeSharedBytes, static_cast<cudaStream_t>(stream)>>>(args);
   check_launch("decompress_stream");
 }
 

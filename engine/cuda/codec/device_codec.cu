@@ -39,7 +39,8 @@ bool aligned4(const void* p) {
 struct DeviceCodec::Buffers {
   std::uint64_t max_elements;
   ScratchSizes sizes;
-  unsigned decode_grid;
+  unsigned decode_grid[kDecodeKinds];  // by DecodeKind
+  DecodeKind asked = DecodeKind::Any;  // of the last decode enqueued
   DeviceBuffer workspace, lookback, words, plan;
   PinnedBuffer host_size, host_plan;
   Scratch scratch{};
@@ -47,7 +48,7 @@ struct DeviceCodec::Buffers {
   explicit Buffers(std::uint64_t max)
       : max_elements(max),
         sizes(max),
-        decode_grid(0),
+        decode_grid{},
         workspace(sizes.workspace),
         lookback(8 * sizes.max_chunks),
         words(sizeof(EncodeCounters) + sizeof(DecodeCounters) + 8),
@@ -71,7 +72,7 @@ struct DeviceCodec::Buffers {
     stream.synchronize();
     prepare_compress_kernels();
     prepare_decompress_kernels();
-    decode_grid = decompress_grid();
+    for (int k = 0; k < kDecodeKinds; ++k) decode_grid[k] = decompress_grid(DecodeKind(k));
   }
 
   // A guard on the bounds above: a chunk geometry that needs more scratch than was allocated is
@@ -149,8 +150,46 @@ std::uint64_t DeviceCodec::compressed_size(const Stream& stream) {
   return *buffers_->host_size.as<std::uint64_t>();
 }
 
+namespace {
+
+DecodeKind decode_kind(codec::DType dtype, codec::Codec codec) {
+  if (dtype == codec::DType::UInt16 && codec == codec::Codec::Lossless)
+    return DecodeKind::UInt16Lossless;
+  if (dtype == codec::DType::Float32)
+    return codec == codec::Codec::Lossy ? DecodeKind::Float32Lossy : DecodeKind::Float32Lossless;
+  throw InputError("GPU codec: no decoder for " + std::string(codec::to_string(dtype)) +
+                   " under the " + codec::to_string(codec) + " codec");
+}
+
+std::string kind_name(DecodeKind kind) {
+  switch (kind) {
+    case DecodeKind::UInt16Lossless:
+      return "uint16, lossless";
+    case DecodeKind::Float32Lossless:
+      return "float32, lossless";
+    case DecodeKind::Float32Lossy:
+      return "float32, lossy";
+    case DecodeKind::Any:
+      break;
+  }
+  return "any";
+}
+
+}  // namespace
+
+void DeviceCodec::decompress(const void* device_in, std::size_t size, void* device_out,
+                             std::size_t capacity, const Stream& stream, codec::DType dtype,
+                             codec::Codec codec) {
+  launch_decode(device_in, size, device_out, capacity, stream, int(decode_kind(dtype, codec)));
+}
+
 void DeviceCodec::decompress(const void* device_in, std::size_t size, void* device_out,
                              std::size_t capacity, const Stream& stream) {
+  launch_decode(device_in, size, device_out, capacity, stream, int(DecodeKind::Any));
+}
+
+void DeviceCodec::launch_decode(const void* device_in, std::size_t size, void* device_out,
+                                std::size_t capacity, const Stream& stream, int kind) {
   if ((size && !device_in) || !aligned4(device_in) || !aligned4(device_out) ||
       (capacity && !device_out))
     throw InputError("GPU codec: input and output must be 4-byte aligned device memory");
@@ -163,7 +202,15 @@ void DeviceCodec::decompress(const void* device_in, std::size_t size, void* devi
   args.plan = buffers_->plan.as<DecodePlan>();
   args.output_aligned16 = reinterpret_cast<std::uintptr_t>(device_out) % 16 == 0;
   args.scratch = buffers_->scratch;
-  launch_decompress(args, buffers_->decode_grid, stream.get());
+  buffers_->asked = DecodeKind(kind);
+  // Blocks claim chunks in a loop, so any number decodes the stream. No more than the device
+  // holds, and no more than a stream of default-size chunks that fills the output has chunks: a
+  // segment's 17-33 chunks then do not launch hundreds of blocks that find no work.
+  const std::uint64_t chunks_at_default = std::max<std::uint64_t>(
+      1, (capacity + codec::kDefaultChunkBytes - 1) / codec::kDefaultChunkBytes);
+  const auto grid =
+      unsigned(std::min<std::uint64_t>(buffers_->decode_grid[kind], chunks_at_default));
+  launch_decompress(args, DecodeKind(kind), grid, stream.get());
 }
 
 namespace {
@@ -214,6 +261,8 @@ const char* describe(DecodeStatus status) {
       return "payload checksum mismatch: the chunk data is corrupted";
     case DecodeStatus::ChunkDamaged:
       return "a chunk cannot be decoded";
+    case DecodeStatus::KindNotAsked:
+      return "the header's dtype and codec are not the ones the decode was asked for";
   }
   return "unknown error";
 }
@@ -231,6 +280,10 @@ std::uint64_t DeviceCodec::finish_decompress(const Stream& stream) {
   if (status == DecodeStatus::ChunkDamaged)
     what += " (chunk " + std::to_string(plan.first_failure >> 8) + ": " +
             codec::describe(codec::ChunkError(plan.first_failure & 0xFF)) + ")";
+  if (status == DecodeStatus::KindNotAsked)
+    what += " (the header says " + std::string(codec::to_string(codec::DType(plan.dtype))) + ", " +
+            codec::to_string(codec::Codec(plan.codec)) + "; asked for " +
+            kind_name(buffers_->asked) + ")";
   throw InputError(what);
 }
 

@@ -48,11 +48,19 @@ class DeviceCodec {
   // bounds whatever the input.
   void decompress(const void* device_in, std::size_t size, void* device_out, std::size_t capacity,
                   const Stream& stream);
+  // The same for a stream the caller knows to hold `dtype` under `codec` (it compressed it, or read
+  // its header): the decoder for that pair alone runs, which is faster. A header that says
+  // otherwise fails the decode (finish_decompress names both).
+  void decompress(const void* device_in, std::size_t size, void* device_out, std::size_t capacity,
+                  const Stream& stream, codec::DType dtype, codec::Codec codec);
   // Waits for `stream`; returns the decoded array's raw byte count, or throws InputError naming
   // what is wrong with the stream (the output is then undefined).
   std::uint64_t finish_decompress(const Stream& stream);
 
  private:
+  // kind: a codec_kernels::DecodeKind.
+  void launch_decode(const void* device_in, std::size_t size, void* device_out,
+                     std::size_t capacity, const Stream& stream, int kind);
   struct Buffers;
   std::unique_ptr<Buffers> buffers_;
 };
