@@ -11,6 +11,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -520,6 +521,22 @@ class TestGpuIntegrate : public QObject {
       const Profile p2 = pixel_major.collect(stream);
       QVERIFY(p2.intensity == p1.intensity && p2.sigma == p1.sigma && p2.count == p1.count);
       qInfo("pixel-major vs CPU: %.3g relative", b);
+      // Launches back to back on the stream, each straight into its own pinned results (the
+      // merge writes them itself): the same bits from each, though none waits for the host.
+      constexpr int kBackToBack = 6;
+      gpu::PinnedBuffer pinned(kBackToBack * pixel_major.result_doubles() * sizeof(double));
+      for (int k = 0; k < kBackToBack; ++k)
+        pixel_major.enqueue_into(on_device.as<const float>(),
+                                 pinned.as<double>() + k * pixel_major.result_doubles(), stream);
+      stream.synchronize();
+      for (int k = 0; k < kBackToBack; ++k) {
+        const Profile pk =
+            pixel_major.profile_from(pinned.as<double>() + k * pixel_major.result_doubles());
+        QVERIFY2(pk.intensity == p1.intensity && pk.sigma == p1.sigma && pk.std == p1.std &&
+                     pk.signal == p1.signal && pk.variance == p1.variance &&
+                     pk.normalization == p1.normalization && pk.count == p1.count,
+                 qPrintable(QString("back-to-back launch %1").arg(k)));
+      }
 
       // The bins whose every pixel the event invalidated are empty, as on the CPU.
       for (int bin = 300; bin < 310 && invalid_bins; ++bin)

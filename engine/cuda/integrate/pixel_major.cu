@@ -214,16 +214,36 @@ __global__ void __launch_bounds__(kMergeThreads)
     const std::int32_t end = __ldg(t.bin_segment_start + bin + 1);
     const double* partials = t.partials + frame * t.segments * 3;
     const double* lost_partials = t.lost_partials + frame * t.segments * 3;
+    // A lane's segments kGroup at a time: their indices, then their partials, all in flight
+    // together, then added in segment order (as one at a time would: the same sums). One at a
+    // time, each segment cost two dependent round trips to L2.
+    constexpr int kGroup = 4;
     Piece sum;
-    for (std::int32_t k = first + lane; k < end; k += 32) {
-      const std::size_t s = std::size_t(__ldg(t.bin_segments + k));
-      sum.signal += partials[3 * s];
-      sum.variance += partials[3 * s + 1];
-      const double lost = partials[3 * s + 2];
-      if (lost != 0.0) {
-        sum.lost += lost;
-        sum.lost_norm += lost_partials[3 * s];
-        sum.lost_norm_sq += lost_partials[3 * s + 2];
+    for (std::int32_t k0 = first + lane; k0 < end; k0 += 32 * kGroup) {
+      std::size_t s[kGroup];
+      double signal[kGroup], variance[kGroup], lost[kGroup];
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g) {
+        const std::int32_t k = k0 + 32 * g;
+        s[g] = k < end ? std::size_t(__ldg(t.bin_segments + k)) : 0;
+      }
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g) {
+        const bool here = k0 + 32 * g < end;
+        signal[g] = here ? partials[3 * s[g]] : 0.0;
+        variance[g] = here ? partials[3 * s[g] + 1] : 0.0;
+        lost[g] = here ? partials[3 * s[g] + 2] : 0.0;
+      }
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g) {
+        if (k0 + 32 * g >= end) break;
+        sum.signal += signal[g];
+        sum.variance += variance[g];
+        if (lost[g] != 0.0) {
+          sum.lost += lost[g];
+          sum.lost_norm += lost_partials[3 * s[g]];
+          sum.lost_norm_sq += lost_partials[3 * s[g] + 2];
+        }
       }
     }
     sum = shuffle_sum(sum);
