@@ -164,6 +164,13 @@ enum class DecodeStatus : std::uint32_t {
 // a header that says anything else.
 enum class DecodeKind : std::uint32_t { Any, UInt16Lossless, Float32Lossless, Float32Lossy };
 inline constexpr int kDecodeKinds = 4;
+// The dtype and codec of a kind's one path (not meaningful for Any).
+constexpr DType kind_dtype(DecodeKind k) {
+  return k == DecodeKind::UInt16Lossless ? DType::UInt16 : DType::Float32;
+}
+constexpr Codec kind_codec(DecodeKind k) {
+  return k == DecodeKind::Float32Lossy ? Codec::Lossy : Codec::Lossless;
+}
 
 // What the parse kernel finds, for the chunk decoder and the host.
 struct DecodePlan {

@@ -64,14 +64,6 @@ __device__ DecodeStatus check_header(const std::uint8_t* b, std::uint64_t size, 
   return DecodeStatus::Ok;
 }
 
-// The dtype, codec and bits of a kind's one path (Any: none).
-constexpr DType kind_dtype(DecodeKind k) {
-  return k == DecodeKind::UInt16Lossless ? DType::UInt16 : DType::Float32;
-}
-constexpr Codec kind_codec(DecodeKind k) {
-  return k == DecodeKind::Float32Lossy ? Codec::Lossy : Codec::Lossless;
-}
-
 template <DecodeKind Kind>
 __device__ DecodeStatus check_fields(const DecompressArgs& a, const std::uint8_t* b, DecodePlan& p,
                                      unsigned ndim) {

@@ -162,17 +162,9 @@ DecodeKind decode_kind(codec::DType dtype, codec::Codec codec) {
 }
 
 std::string kind_name(DecodeKind kind) {
-  switch (kind) {
-    case DecodeKind::UInt16Lossless:
-      return "uint16, lossless";
-    case DecodeKind::Float32Lossless:
-      return "float32, lossless";
-    case DecodeKind::Float32Lossy:
-      return "float32, lossy";
-    case DecodeKind::Any:
-      break;
-  }
-  return "any";
+  if (kind == DecodeKind::Any) return "any";
+  return std::string(codec::to_string(kind_dtype(kind))) + ", " +
+         codec::to_string(kind_codec(kind));
 }
 
 }  // namespace
