@@ -307,6 +307,27 @@ class TestGpuIntegrate : public QObject {
       for (std::size_t p = 0; p < plan.pixels; ++p)
         QVERIFY2(seen[p] == (bin_of_pixel[p] >= 0 ? 1 : 0), name.c_str());
       QVERIFY2(spread_passes <= pixel_order_passes, name.c_str());
+      // Slots: every segment has its own, inside its bin's range, and a bin's segments take
+      // their slots in segment (tile) order; every bin has at least one.
+      const std::size_t segments = t.segment_bin.size();
+      QCOMPARE(t.segment_slot.size(), segments);
+      QCOMPARE(t.bin_segment_start.size(), std::size_t(plan.bins) + 1);
+      QCOMPARE(std::size_t(t.bin_segment_start.back()), segments);
+      std::vector<int> slot_taken(segments, 0);
+      std::vector<std::int32_t> next_slot(t.bin_segment_start.begin(),
+                                          t.bin_segment_start.end() - 1);
+      for (std::size_t k = 0; k < segments; ++k) {
+        const int bin = t.segment_bin[k];
+        const std::int32_t slot = t.segment_slot[k];
+        QCOMPARE(slot, next_slot[std::size_t(bin)]++);
+        ++slot_taken[std::size_t(slot)];
+      }
+      for (int b = 0; b < plan.bins; ++b) {
+        QVERIFY2(t.bin_segment_start[std::size_t(b)] < t.bin_segment_start[std::size_t(b) + 1],
+                 name.c_str());
+        QCOMPARE(next_slot[std::size_t(b)], t.bin_segment_start[std::size_t(b) + 1]);
+      }
+      for (const int taken : slot_taken) QCOMPARE(taken, 1);
     }
     QVERIFY(checked > 0);
     qInfo("%d plans' pixel-major tables checked", checked);
@@ -522,19 +543,35 @@ class TestGpuIntegrate : public QObject {
       QVERIFY(p2.intensity == p1.intensity && p2.sigma == p1.sigma && p2.count == p1.count);
       qInfo("pixel-major vs CPU: %.3g relative", b);
       // Launches back to back on the stream, each straight into its own pinned results (the
-      // merge writes them itself): the same bits from each, though none waits for the host.
+      // merge writes them itself), alternating two frames: the same bits from each as from the
+      // frame's launch alone, though none waits for the host. Each launch's kernels start as the
+      // kernels before them finish (programmatic dependents), so this is also where a launch that
+      // overwrote the partials before the previous merge had read them would show.
+      std::vector<float> other_frame(c.frame.size());
+      for (std::size_t i = 0; i < other_frame.size(); ++i)
+        // The same pixels invalid: dummies (-1) stay dummies, NaN and infinities stay so.
+        other_frame[i] = c.frame[i] == -1.0f ? -1.0f : 0.5f * c.frame[i] + 3.0f;
+      gpu::DeviceBuffer other_on_device(other_frame.size() * sizeof(float));
+      gpu::copy_async(other_on_device.get(), other_frame.data(), other_frame.size() * sizeof(float),
+                      stream, "second test frame to the device");
+      pixel_major.enqueue(other_on_device.as<const float>(), stream);
+      const Profile q1 = pixel_major.collect(stream);
+      QVERIFY(q1.signal != p1.signal);
+      QCOMPARE(q1.count, p1.count);
       constexpr int kBackToBack = 6;
       gpu::PinnedBuffer pinned(kBackToBack * pixel_major.result_doubles() * sizeof(double));
       for (int k = 0; k < kBackToBack; ++k)
-        pixel_major.enqueue_into(on_device.as<const float>(),
+        pixel_major.enqueue_into((k % 2 == 0 ? on_device : other_on_device).as<const float>(),
                                  pinned.as<double>() + k * pixel_major.result_doubles(), stream);
       stream.synchronize();
       for (int k = 0; k < kBackToBack; ++k) {
         const Profile pk =
             pixel_major.profile_from(pinned.as<double>() + k * pixel_major.result_doubles());
-        QVERIFY2(pk.intensity == p1.intensity && pk.sigma == p1.sigma && pk.std == p1.std &&
-                     pk.signal == p1.signal && pk.variance == p1.variance &&
-                     pk.normalization == p1.normalization && pk.count == p1.count,
+        const Profile& expected = k % 2 == 0 ? p1 : q1;
+        QVERIFY2(pk.intensity == expected.intensity && pk.sigma == expected.sigma &&
+                     pk.std == expected.std && pk.signal == expected.signal &&
+                     pk.variance == expected.variance &&
+                     pk.normalization == expected.normalization && pk.count == expected.count,
                  qPrintable(QString("back-to-back launch %1").arg(k)));
       }
 

@@ -309,8 +309,8 @@ struct DeviceIntegrator::State {
   bool pixel_major_path = false;
   std::size_t pixel_major_entries = 0, pixel_major_runs = 0, pixel_major_segments = 0;
   DeviceBuffer pm_tile_origin, pm_tile_shape, pm_tile_entry_start, pm_tile_segment_start,
-      pm_segment_bin, pm_segment_first_entry, pm_entry, pm_run_segment, pm_normalization, pm_dark,
-      pm_bin_segment_start, pm_bin_segments, pm_partials, pm_lost_partials;
+      pm_segment_slot, pm_segment_first_entry, pm_entry, pm_run_segment, pm_normalization, pm_dark,
+      pm_bin_segment_start, pm_partials, pm_lost_partials;
   pixel_major::DeviceTables pm{};
   bool sums_path() const { return plan.error_model != ErrorModel::Azimuthal; }
 
@@ -439,8 +439,8 @@ DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch,
              "cudaMemcpy(tile segments)");
       upload(s.pm_tile_entry_start, pm.tile_entry_start.data(), bytes_of(pm.tile_entry_start),
              "cudaMemcpy(tile entry starts)");
-      upload(s.pm_segment_bin, pm.segment_bin.data(), bytes_of(pm.segment_bin),
-             "cudaMemcpy(segment bins)");
+      upload(s.pm_segment_slot, pm.segment_slot.data(), bytes_of(pm.segment_slot),
+             "cudaMemcpy(segment slots)");
       upload(s.pm_segment_first_entry, pm.segment_first_entry.data(),
              bytes_of(pm.segment_first_entry), "cudaMemcpy(segment first entries)");
       upload(s.pm_entry, pm.entry.data(), bytes_of(pm.entry), "cudaMemcpy(tile entries)");
@@ -452,10 +452,8 @@ DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch,
         upload(s.pm_dark, pm.dark.data(), bytes_of(pm.dark), "cudaMemcpy(tile dark)");
       upload(s.pm_bin_segment_start, pm.bin_segment_start.data(), bytes_of(pm.bin_segment_start),
              "cudaMemcpy(bin segment starts)");
-      upload(s.pm_bin_segments, pm.bin_segments.data(), bytes_of(pm.bin_segments),
-             "cudaMemcpy(bin segments)");
       const std::size_t segments = pm.segment_bin.size();
-      s.pm_partials = DeviceBuffer(std::size_t(max_batch) * segments * 3 * sizeof(double));
+      s.pm_partials = DeviceBuffer(std::size_t(max_batch) * segments * 2 * sizeof(double));
       s.pm_lost_partials = DeviceBuffer(std::size_t(max_batch) * segments * 3 * sizeof(double));
       s.pm = pixel_major::DeviceTables{plan.bins,
                                        plan.pixels,
@@ -467,14 +465,13 @@ DeviceIntegrator::DeviceIntegrator(const IntegrationPlan& plan, int max_batch,
                                        s.pm_tile_entry_start.as<const std::int32_t>(),
                                        s.pm_tile_segment_start.as<const std::int32_t>(),
                                        pm.max_tile_segments,
-                                       s.pm_segment_bin.as<const std::int32_t>(),
+                                       s.pm_segment_slot.as<const std::int32_t>(),
                                        s.pm_segment_first_entry.as<const std::uint16_t>(),
                                        s.pm_entry.as<const std::uint16_t>(),
                                        s.pm_run_segment.as<const std::uint16_t>(),
                                        s.pm_normalization.as<const float>(),
                                        pm.dark.empty() ? nullptr : s.pm_dark.as<const float>(),
                                        s.pm_bin_segment_start.as<const std::int32_t>(),
-                                       s.pm_bin_segments.as<const std::int32_t>(),
                                        s.sums.normalization,
                                        s.sums.count,
                                        s.sums.norm_sq,
@@ -515,10 +512,11 @@ IntegrationKernel DeviceIntegrator::kernel() const {
 std::size_t DeviceIntegrator::bytes_read_per_frame() const {
   const State& s = *state_;
   // The pixel-major path: the image once, a 2-byte in-tile offset per entry (and the dark), a
-  // 2-byte segment count per run of entries and a 2-byte first entry per segment.
+  // 2-byte segment count per run of entries, and a 2-byte first entry and a 4-byte slot per
+  // segment.
   if (s.pixel_major_path)
     return s.plan.pixels * sizeof(float) + s.pixel_major_entries * (2 + (s.has_dark ? 4 : 0)) +
-           s.pixel_major_runs * 2 + s.pixel_major_segments * 2;
+           s.pixel_major_runs * 2 + s.pixel_major_segments * (2 + 4);
   // The sums path reads an entry's normalisation only when the event invalidates the entry.
   const std::size_t per_entry =
       4 + (s.sums_path() ? 0 : 4) + (s.plan.split ? 4 : 0) + (s.has_dark ? 4 : 0);

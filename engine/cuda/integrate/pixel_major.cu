@@ -142,9 +142,11 @@ bool build_tables(const IntegrationPlan& plan, Tables& t) {
   }
   if (t.entry.size() > std::size_t(INT32_MAX) || t.max_tile_segments > 0xFFFF) return false;
   t.bin_segment_start.push_back(0);
+  t.segment_slot.assign(t.segment_bin.size(), -1);
+  std::int32_t slot = 0;
   for (const auto& list : segments_of_bin) {
-    t.bin_segments.insert(t.bin_segments.end(), list.begin(), list.end());
-    t.bin_segment_start.push_back(std::int32_t(t.bin_segments.size()));
+    for (const std::int32_t segment : list) t.segment_slot[std::size_t(segment)] = slot++;
+    t.bin_segment_start.push_back(slot);
   }
   return true;
 }
@@ -176,90 +178,96 @@ std::size_t shared_bytes(int max_tile_segments) {
          (kTilePixels + 4) * sizeof(float) + kThreads * sizeof(std::uint32_t);
 }
 
-__device__ Piece shuffle_sum(Piece p) {
+// The second kernel of a launch: a warp per (bin, frame) adds the bin's segment partials, which
+// lie consecutive at the bin's slots (lane l takes slots l, l + 32, ... in order; the lanes' sums
+// are combined in a fixed pattern), and a block's kMergeBins bins are stored together: field k of
+// the block's bins as 64 consecutive bytes, so that results written straight to pinned host
+// memory cross PCIe in runs rather than single doubles. It is launched as a programmatic
+// dependent of tile_kernel (launch()): its blocks may start while the tiles finish, and wait
+// (griddepcontrol.wait: the tiles complete, their stores visible) only before reading partials.
+// Before, the slots were found through an index: three dependent trips to L2 per frame, and
+// scattered 8-byte loads as many L2 requests as the tile kernel's image loads. H200, graphs of
+// single-frame launches on 8 streams: 217,000-218,000 frames/s then; 248,000-251,000 with the
+// slots (8 or 16 lanes per bin instead of 32: 224,000-226,000 and 244,000-245,000, their longer
+// per-lane chains showing; batched rows favoured 8 lanes, single frames 32).
+constexpr int kLanesPerBin = 32;
+constexpr int kMergeThreads = 256;
+constexpr int kMergeBins = kMergeThreads / kLanesPerBin;
+constexpr int kMergeGroup = 4;  // slots a lane loads before adding them
+static_assert(32 % kLanesPerBin == 0 && kMergeBins * kStoredFields <= kMergeThreads,
+              "a bin's lanes sit in one warp; the store has a thread per field and bin");
+
+// The sums of a bin's lanes, combined in a fixed pattern: lanes i and i ^ offset add the same two
+// values (a + b == b + a), so every lane of the group ends with the same, run-independent sum.
+__device__ __forceinline__ double group_sum(double value) {
 #pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) {
-    // Lanes i and i ^ offset add the same two values (a + b == b + a), so every lane ends with
-    // the same, run-independent sum.
-    p.signal += __shfl_xor_sync(0xFFFFFFFFu, p.signal, offset);
-    p.variance += __shfl_xor_sync(0xFFFFFFFFu, p.variance, offset);
-    p.lost += __shfl_xor_sync(0xFFFFFFFFu, p.lost, offset);
-    p.lost_norm += __shfl_xor_sync(0xFFFFFFFFu, p.lost_norm, offset);
-    p.lost_norm_sq += __shfl_xor_sync(0xFFFFFFFFu, p.lost_norm_sq, offset);
-  }
-  return p;
+  for (int offset = kLanesPerBin / 2; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xFFFFFFFFu, value, offset);
+  return value;
 }
 
-// The second kernel of a launch: a warp per (bin, frame) adds the bin's segment partials (lane
-// l takes segments l, l + 32, ... in order, the lanes' sums are combined in a fixed pattern), and
-// a block's 8 bins are stored together: field k of the block's bins as 64 consecutive bytes, so
-// that results written straight to pinned host memory cross PCIe in runs rather than single
-// doubles. 32 bins in blocks of 1,024 threads (whole 256-byte lines) measured 4% slower in the
-// batched rows on the H200: such blocks fit beside other streams' tile kernels less often. It
-// runs after tile_kernel in stream order, so every partial is written.
-constexpr int kMergeBins = 8;
-constexpr int kMergeThreads = 32 * kMergeBins;
-// The store has one lane per bin and one warp per field.
-static_assert(kMergeBins <= 32 && kStoredFields <= kMergeBins,
-              "merge_kernel stores a field per warp and a bin per lane");
 __global__ void __launch_bounds__(kMergeThreads)
     merge_kernel(DeviceTables t, double* __restrict__ out) {
   __shared__ double values[kStoredFields][kMergeBins];
-  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int sub = int(threadIdx.x) % kLanesPerBin, local_bin = int(threadIdx.x) / kLanesPerBin;
   const int first_bin = int(blockIdx.x) * kMergeBins;
-  const int bin = first_bin + warp;
+  const int bin = first_bin + local_bin;
   const std::size_t frame = blockIdx.y;
-  if (bin < t.bins) {
-    const std::int32_t first = __ldg(t.bin_segment_start + bin);
-    const std::int32_t end = __ldg(t.bin_segment_start + bin + 1);
-    const double* partials = t.partials + frame * t.segments * 3;
-    const double* lost_partials = t.lost_partials + frame * t.segments * 3;
-    // A lane's segments kGroup at a time: their indices, then their partials, all in flight
-    // together, then added in segment order (as one at a time would: the same sums). One at a
-    // time, each segment cost two dependent round trips to L2.
-    constexpr int kGroup = 4;
-    Piece sum;
-    for (std::int32_t k0 = first + lane; k0 < end; k0 += 32 * kGroup) {
-      std::size_t s[kGroup];
-      double signal[kGroup], variance[kGroup], lost[kGroup];
+  const bool here = bin < t.bins;
+  const std::int32_t first = here ? __ldg(t.bin_segment_start + bin) : 0;
+  const std::int32_t end = here ? __ldg(t.bin_segment_start + bin + 1) : 0;
+  // The bin's static sums, requested with its slots so that both trips to L2 overlap the
+  // partials' (only the group's first lane finishes the bin).
+  const bool finisher = here && sub == 0;
+  const double static_normalization = finisher ? __ldg(t.static_normalization + bin) : 0.0;
+  const double static_count = finisher ? __ldg(t.static_count + bin) : 0.0;
+  const double static_norm_sq = finisher ? __ldg(t.static_norm_sq + bin) : 0.0;
+  const std::int32_t bin_entries = finisher ? __ldg(t.bin_entries + bin) : 0;
+  const double2* partials = reinterpret_cast<const double2*>(t.partials) + frame * t.segments;
+  const double* lost_partials = t.lost_partials + frame * t.segments * 3;
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the tile kernel's partials
+  Piece sum;
+  for (std::int32_t k0 = first + sub; k0 < end; k0 += kLanesPerBin * kMergeGroup) {
+    double2 v[kMergeGroup];
 #pragma unroll
-      for (int g = 0; g < kGroup; ++g) {
-        const std::int32_t k = k0 + 32 * g;
-        s[g] = k < end ? std::size_t(__ldg(t.bin_segments + k)) : 0;
-      }
-#pragma unroll
-      for (int g = 0; g < kGroup; ++g) {
-        const bool here = k0 + 32 * g < end;
-        signal[g] = here ? partials[3 * s[g]] : 0.0;
-        variance[g] = here ? partials[3 * s[g] + 1] : 0.0;
-        lost[g] = here ? partials[3 * s[g] + 2] : 0.0;
-      }
-#pragma unroll
-      for (int g = 0; g < kGroup; ++g) {
-        if (k0 + 32 * g >= end) break;
-        sum.signal += signal[g];
-        sum.variance += variance[g];
-        if (lost[g] != 0.0) {
-          sum.lost += lost[g];
-          sum.lost_norm += lost_partials[3 * s[g]];
-          sum.lost_norm_sq += lost_partials[3 * s[g] + 2];
-        }
-      }
+    for (int g = 0; g < kMergeGroup; ++g) {
+      const std::int32_t k = k0 + kLanesPerBin * g;
+      v[g] = k < end ? partials[k] : make_double2(0.0, 0.0);
     }
-    sum = shuffle_sum(sum);
-    if (lane == 0) {
-      double bin_values[kStoredFields];
-      sums_bin_values(bin_values, sum.signal, sum.variance, t.static_normalization[bin],
-                      t.static_count[bin], t.static_norm_sq[bin], t.bin_entries[bin],
-                      LostSums{sum.lost, sum.lost_norm, sum.lost, sum.lost_norm_sq}, t.model,
-                      t.empty);
-      for (int k = 0; k < kStoredFields; ++k) values[k][warp] = bin_values[k];
+#pragma unroll
+    for (int g = 0; g < kMergeGroup; ++g) {
+      sum.signal += v[g].x;
+      if (!signbit(v[g].y)) {
+        sum.variance += v[g].y;
+      } else {  // the event invalidated some of the segment's entries (rare)
+        sum.variance -= v[g].y;
+        const std::size_t k = std::size_t(k0 + kLanesPerBin * g);
+        sum.lost += lost_partials[3 * k];
+        sum.lost_norm += lost_partials[3 * k + 1];
+        sum.lost_norm_sq += lost_partials[3 * k + 2];
+      }
     }
   }
+  sum.signal = group_sum(sum.signal);
+  sum.variance = group_sum(sum.variance);
+  if (__any_sync(0xFFFFFFFFu, sum.lost != 0.0)) {
+    sum.lost = group_sum(sum.lost);
+    sum.lost_norm = group_sum(sum.lost_norm);
+    sum.lost_norm_sq = group_sum(sum.lost_norm_sq);
+  }
+  if (finisher) {
+    double bin_values[kStoredFields];
+    sums_bin_values(bin_values, sum.signal, sum.variance, static_normalization, static_count,
+                    static_norm_sq, bin_entries,
+                    LostSums{sum.lost, sum.lost_norm, sum.lost, sum.lost_norm_sq}, t.model,
+                    t.empty);
+    for (int k = 0; k < kStoredFields; ++k) values[k][local_bin] = bin_values[k];
+  }
   __syncthreads();
-  if (warp < kStoredFields && lane < kMergeBins && first_bin + lane < t.bins)
-    out[(frame * kStoredFields + std::size_t(warp)) * std::size_t(t.bins) +
-        std::size_t(first_bin + lane)] = values[warp][lane];
+  const int field = int(threadIdx.x) / kMergeBins, lane_bin = int(threadIdx.x) % kMergeBins;
+  if (field < kStoredFields && first_bin + lane_bin < t.bins)
+    out[(frame * kStoredFields + std::size_t(field)) * std::size_t(t.bins) +
+        std::size_t(first_bin + lane_bin)] = values[field][lane_bin];
 }
 
 // A thread's run of entries, as pairs (see kOffsetMask).
@@ -415,6 +423,11 @@ __global__ void __launch_bounds__(kThreads, 10)
   const float* image = frames + frame * t.pixels + t.tile_origin[tile];
   const std::uint32_t shape = std::uint32_t(t.tile_shape[tile]);
   const std::uint32_t rows = shape >> 16, cols = shape & 0xFFFFu;
+  // Launched as a programmatic dependent (launch()), the block may start before the kernel ahead
+  // of it in the stream has finished: it has requested the static tables above, and waits here
+  // for that kernel's completion and its writes (the previous merge's reads of the partials, or
+  // whatever wrote the frames) before it reads the frame or writes anything.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   const bool aligned =
       (reinterpret_cast<std::uintptr_t>(image) | std::uintptr_t(t.row_pitch) * 4 | cols * 4) % 16 ==
       0;
@@ -480,6 +493,9 @@ __global__ void __launch_bounds__(kThreads, 10)
                                   TestDummy ? t.dummy : integrate::DummyTest{});
     }
   }
+  // The walks are done: the merge of this launch may start its blocks (they wait for this grid to
+  // complete before reading partials) as the tiles' last blocks finish.
+  asm volatile("griddepcontrol.launch_dependents;");
   // Each run's sums and invalidated entries (padding aside) for the segments that end or pass
   // through it. The barrier ends every walk; any_lost is the same in every thread.
   std::uint32_t lost_here = 0;
@@ -496,9 +512,10 @@ __global__ void __launch_bounds__(kThreads, 10)
 
   // Each segment's sums from the running sums: within one run, the difference of two heads' sums;
   // across runs, the rest of its first run, the whole runs between, and the start of its last run
-  // (up to the next head, or the whole run at the tile's end). Partials go to global memory;
-  // merge_kernel adds them per bin.
-  double* partials = t.partials + frame * t.segments * 3;
+  // (up to the next head, or the whole run at the tile's end). Partials go to the segment's slot
+  // in global memory (one 16-byte store, scattered: a store does not wait, where the merge's
+  // loads would); merge_kernel adds them per bin.
+  double2* partials = reinterpret_cast<double2*>(t.partials) + frame * t.segments;
   double* lost_partials = t.lost_partials + frame * t.segments * 3;
   const std::int32_t first_segment = t.tile_segment_start[tile];
   const std::int32_t tile_segments = t.tile_segment_start[tile + 1] - first_segment;
@@ -506,6 +523,7 @@ __global__ void __launch_bounds__(kThreads, 10)
   const int tile_entries = entries_end - entries_first;  // whole runs
   for (int local = tid; local < tile_segments; local += kThreads) {
     const std::uint32_t first = __ldg(first_entry + local);
+    const std::size_t slot = std::size_t(__ldg(t.segment_slot + first_segment + local));
     double2 sums = make_double2(0.0, 0.0);
     LostShares lost{0.0, 0.0, 0.0};
     if (first != kNoEntries) {
@@ -548,13 +566,13 @@ __global__ void __launch_bounds__(kThreads, 10)
         }
       }
     }
-    const std::size_t s = std::size_t(first_segment + local);
-    partials[3 * s] = sums.x;
-    partials[3 * s + 1] = sums.y;
-    partials[3 * s + 2] = lost.entries;
-    if (lost.entries != 0.0) {
-      lost_partials[3 * s] = lost.norm;
-      lost_partials[3 * s + 2] = lost.norm_sq;
+    // -sums.y sets the sign bit even for a zero variance (-0.0): the merge's mark of losses.
+    const bool marked = lost.entries != 0.0;
+    partials[slot] = make_double2(sums.x, marked ? -sums.y : sums.y);
+    if (marked) {
+      lost_partials[3 * slot] = lost.entries;
+      lost_partials[3 * slot + 1] = lost.norm;
+      lost_partials[3 * slot + 2] = lost.norm_sq;
     }
   }
 }
@@ -581,15 +599,50 @@ void prepare(const DeviceTables& t) {
                        cudaGetErrorString(status));
 }
 
+namespace {
+
+// A launch as a programmatic dependent of the kernel ahead of it in the stream (Hopper): the
+// kernel may start while that one finishes, and waits for it in the kernel (griddepcontrol.wait),
+// not in the stream.
+template <typename... Params, typename... Args>
+void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared,
+                      cudaStream_t stream, const char* name, Args... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared;
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  const cudaError_t status = cudaLaunchKernelEx(&config, kernel, args...);
+  if (status != cudaSuccess)
+    throw RuntimeFault(std::string("cudaLaunchKernelEx(") + name +
+                       "): " + cudaGetErrorString(status));
+  check_launch(name);
+}
+
+}  // namespace
+
+// Both kernels are programmatic dependents: the tiles' blocks start as the kernel before them
+// (the previous launch's merge, most often) exits, and the merge's as the tiles finish their
+// walks; each waits in the kernel for its predecessor's completion before reading what that one
+// wrote. H200, graphs of single-frame launches, 1 / 4 / 8 streams: neither a dependent 98,000 /
+// 221,000-223,000 / 248,000-251,000 frames/s; the merge alone 103,000 / 238,000-247,000 /
+// 248,000-251,000; both 105,000 / 244,000 / 251,000. A merge that released the next tiles at
+// its start (griddepcontrol.launch_dependents first) gave 252,000-256,000 on 8 streams but
+// 85,000 / 211,000-213,000 on 1 and 4: not kept.
 void launch(const DeviceTables& t, const float* frames, int frames_count, double* out,
             void* stream) {
-  const dim3 grid(unsigned(t.tiles), unsigned(frames_count));
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  tile_kernel_for(t)<<<grid, kThreads, shared_bytes(t.max_tile_segments), s>>>(t, frames);
-  check_launch("pixel_major::tile_kernel");
-  const dim3 merge_grid(unsigned((t.bins + kMergeBins - 1) / kMergeBins), unsigned(frames_count));
-  merge_kernel<<<merge_grid, kMergeThreads, 0, s>>>(t, out);
-  check_launch("pixel_major::merge_kernel");
+  launch_dependent(tile_kernel_for(t), dim3(unsigned(t.tiles), unsigned(frames_count)),
+                   dim3(kThreads), shared_bytes(t.max_tile_segments), s, "pixel_major::tile_kernel",
+                   t, frames);
+  launch_dependent(merge_kernel,
+                   dim3(unsigned((t.bins + kMergeBins - 1) / kMergeBins), unsigned(frames_count)),
+                   dim3(kMergeThreads), 0, s, "pixel_major::merge_kernel", t, out);
 }
 
 }  // namespace livedrp::gpu::pixel_major

@@ -13,10 +13,12 @@
 // memory; each thread walks its run of consecutive entries, summing in double and keeping the
 // running sums at each flag. A segment's sums are then differences of running sums, plus the sums
 // of the runs it spans whole, in a fixed order. Each segment's sums go to global memory as one
-// partial; a second kernel then adds each bin's partials with a warp, in a fixed order. Nothing
-// depends on which block finishes first, so results are deterministic run to run, as on the
-// bin-major path. Per event the kernel reads the image once, 2 bytes per entry, 2 per run of
-// entries and 2 per segment (and the dark, when there is one).
+// partial, at a slot among its bin's (a bin's partials are consecutive, so the merge reads them
+// coalesced and without an index); a second kernel, launched as the tiles finish, then adds each
+// bin's partials with a warp, in a fixed order. Nothing depends on which block finishes first,
+// so results are deterministic run to run, as on the bin-major path. Per event the kernel reads
+// the image once, 2 bytes per entry, 2 per run of entries and 6 per segment (and the dark, when
+// there is one).
 //
 #include <cstddef>
 #include <cstdint>
@@ -66,14 +68,14 @@ struct Tables {
   std::vector<std::uint16_t> run_segment;          // per run: segments its tile begins before it
   std::vector<float> normalization;                // per entry, 0 for padding
   std::vector<float> dark;                         // per entry, empty without a dark
-  std::vector<std::int32_t> bin_segment_start;     // bins + 1: the bin's segments in bin_segments
-  std::vector<std::int32_t> bin_segments;          // segment ids of each bin, in tile order
+  std::vector<std::int32_t> bin_segment_start;     // bins + 1: the bin's slots
+  std::vector<std::int32_t> segment_slot;          // per segment: where its partial goes
 };
 
 // True when the plan can take this path: no splitting, an error model whose per-event sums are
 // plain sums, and no pixel in two entries. Fills `tables` then. A bin without entries gets one
 // empty segment (spread over the tiles, after their own), so that every bin is finalised by the
-// same merge.
+// same merge. A bin's segments take the slots bin_segment_start[bin] .. [bin + 1] in tile order.
 bool build_tables(const IntegrationPlan& plan, Tables& tables);
 
 // Device views of the tables, the per-event scratch and the settings the kernel needs.
@@ -86,20 +88,22 @@ struct DeviceTables {
   const std::int32_t* tile_entry_start;
   const std::int32_t* tile_segment_start;
   int max_tile_segments;
-  const std::int32_t* segment_bin;
+  const std::int32_t* segment_slot;
   const std::uint16_t* segment_first_entry;
   const std::uint16_t* entry;
   const std::uint16_t* run_segment;
   const float* normalization;
   const float* dark;  // null without a dark
   const std::int32_t* bin_segment_start;
-  const std::int32_t* bin_segments;
   const double* static_normalization;  // per bin, as on the bin-major sums path
   const double* static_count;
   const double* static_norm_sq;
   const std::int32_t* bin_entries;
-  double* partials;             // per frame and segment: signal, variance, lost entries
-  double* lost_partials;        // per frame and segment: lost norm, (unused), norm_sq (when any)
+  // Per frame and slot, 16-byte aligned pairs: signal and variance, the variance's sign bit set
+  // when the event invalidated some of the segment's entries (a variance is a sum of values
+  // >= 0, so the bit is otherwise clear, and -0.0 marks a zero variance with losses).
+  double* partials;
+  double* lost_partials;        // per frame and slot, when marked: lost entries, norm and norm_sq
   integrate::ErrorModel model;  // Poisson or none
   integrate::DummyTest dummy;
   double empty;
