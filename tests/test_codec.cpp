@@ -843,6 +843,21 @@ class TestCodec : public QObject {
         }
       }
     }
+    // Floats next to the lines of the single-precision path: 1/2 - 2^-9 from bin q's centre
+    // (q up to past 2^12, where the path stops) and next to |t| = 2^12, for bounds down to and up
+    // to the ends of the range where the path applies (widths 2^-100 and 2^98) and just past them.
+    for (const double eb : {0.5, 0.05, 1.0 / 3.0, 4.75, 3e-9, 0x1p-101, 0x1p97, 0x1p-102, 0x1p98}) {
+      const LossyScale scale = lossy_scale(eb);
+      const auto check = [&](float x) { check_bin(x, scale, eb); };
+      for (int q = 0; q <= 4100; q += q < 64 ? 1 : 61) {
+        const double line = 0.5 - 0x1p-9;
+        for (const double side : {-1.0, 1.0}) {
+          if (!check_floats_around(float((q + side * line) * 2.0 * eb), 3, 7, check)) return;
+        }
+      }
+      if (!check_floats_around(float(4096.0 * 2.0 * eb), 5, 11, check)) return;
+      if (!check_floats_around(float(4095.5 * 2.0 * eb), 5, 11, check)) return;
+    }
     // Exact ties: widths m / 64 (m odd) and x = (k + 1/2) width, a float; for some of these
     // (m = 49, k = 1 among them) x times the rounded reciprocal falls just below the tie.
     for (int m = 3; m < 400; m += 2) {

@@ -375,16 +375,36 @@ __device__ void requantized_block(const CompressArgs& a, const std::uint8_t* in,
   *previous = b > 0 ? bin_of(32 * b - 1) : 0u;
 }
 
+// Planes that residual words whose bitwise or is `any` leave nonzero: bits up to the highest set.
+__device__ std::uint32_t planes_used(std::uint32_t any) {
+  return 32u - unsigned(__clz(any));
+}
+// The same for the packed uint16 residuals of packed_delta16 (two values to a word).
+__device__ std::uint32_t packed16_planes_used(const std::uint32_t a[16]) {
+  std::uint32_t any = 0;
+#pragma unroll
+  for (unsigned k = 0; k < 16; ++k) any |= a[k];
+  return planes_used((any | (any >> 16)) & 0xFFFFu);
+}
+__device__ std::uint32_t block_planes_used(const std::uint32_t v[32]) {
+  std::uint32_t any = 0;
+#pragma unroll
+  for (unsigned i = 0; i < 32; ++i) any |= v[i];
+  return planes_used(any);
+}
+
 // Every block of the chunk, one thread per block, one mode's residuals bit-shuffled into its
 // plane words (slot 0 Delta, slot 1 Plain). For the lossy codec the bins come first
 // (quantize_chunk). When the bins are the Plain pipeline's words (chunks of at most one block a
 // thread), Plain stores its planes only once every thread has read its bins, and a later Delta
-// quantises its block again.
+// quantises its block again. Returns the planes this thread's blocks leave nonzero (every plane
+// at or above the most of any thread is zero in every block).
 template <unsigned Bits, bool Lossy>
-__device__ void shuffle_mode(const CompressArgs& a, const std::uint8_t* in, const ChunkSpace& s,
-                             int slot) {
+__device__ std::uint32_t shuffle_mode(const CompressArgs& a, const std::uint8_t* in,
+                                      const ChunkSpace& s, int slot) {
   static_assert(!Lossy || Bits == 32, "the lossy codec is for float32");
   const ChunkLayout& l = s.layout;
+  std::uint32_t planes = 0;
   if (Lossy && s.bins_in_plain) {
     const std::uint32_t b = threadIdx.x;
     const std::uint32_t valid = b < l.blocks ? min(32u, l.elements - 32 * b) : 0u;
@@ -393,6 +413,7 @@ __device__ void shuffle_mode(const CompressArgs& a, const std::uint8_t* in, cons
       if (valid) {
         block_values<Bits>(a, in, s, true, b, valid, v, &previous);
         plain_residuals<Bits>(v, valid);
+        planes = block_planes_used(v);
         shuffle_block<Bits>(v);
       }
       __syncthreads();  // every block's bins read before any plane replaces them
@@ -400,10 +421,11 @@ __device__ void shuffle_mode(const CompressArgs& a, const std::uint8_t* in, cons
     } else if (valid) {
       requantized_block(a, in, b, valid, v, &previous);
       delta_residuals<Bits>(v, previous, valid);
+      planes = block_planes_used(v);
       shuffle_block<Bits>(v);
       store_planes<Bits>(v, s.shuffled[0], b, l.blocks);
     }
-    return;
+    return planes;
   }
   for (std::uint32_t b = threadIdx.x; b < l.blocks; b += T) {
     std::uint32_t v[32], previous = 0;
@@ -415,6 +437,7 @@ __device__ void shuffle_mode(const CompressArgs& a, const std::uint8_t* in, cons
         load_block_words<16>(in, 32 * b, a.input_aligned16, raw);
         if (b > 0) previous = load_element<16>(in, 32 * b - 1);
         packed_delta16(raw, previous, v);
+        planes = max(planes, packed16_planes_used(v));
         transpose16_rounds(v);
         store_planes<16>(v, s.shuffled[0], b, l.blocks);
         continue;
@@ -426,9 +449,19 @@ __device__ void shuffle_mode(const CompressArgs& a, const std::uint8_t* in, cons
     } else {
       plain_residuals<Bits>(v, valid);
     }
+    planes = max(planes, block_planes_used(v));
     shuffle_block<Bits>(v);
     store_planes<Bits>(v, s.shuffled[slot], b, l.blocks);
   }
+  return planes;
+}
+
+// Level-0 bytes that can be nonzero when no block uses a plane at or above `planes`: those of the
+// planes below it (plane p's words start at byte 4 p blocks), rounded up to whole level-1 bytes.
+// Every level-0 byte after them is zero, and so is every level-1 byte after theirs.
+__device__ std::uint32_t level0_bytes_used(const ChunkLayout& l, std::uint32_t planes) {
+  const std::uint32_t bytes = (4 * planes * l.blocks + 7) / 8;
+  return min(l.level0_bytes, (bytes + 7) / 8 * 8);
 }
 
 // --- Step 3: bitmaps and sizes ---
@@ -440,10 +473,13 @@ struct PipelineCounts {
 // Level 0 and level 1 of one pipeline: lane g of a warp takes shuffled bytes [8 g, 8 g + 8), so
 // the loads are consecutive; the level-1 byte of 8 lanes comes from one ballot. Adds the nonzero
 // bytes of the data and of level 0 to `counts`.
+// Only the first `n0` level-0 bytes (level0_bytes_used) are built; the level-1 bytes after theirs
+// are set to zero, and the level-0 bytes after them are never read.
 __device__ void build_levels01(const ChunkLayout& l, const std::uint8_t* shuffled,
-                               std::uint8_t* level0, std::uint8_t* level1, PipelineCounts& counts) {
+                               std::uint8_t* level0, std::uint8_t* level1, std::uint32_t n0,
+                               PipelineCounts& counts) {
   const unsigned lane = threadIdx.x % 32;
-  const std::uint32_t n0 = l.level0_bytes;  // a multiple of 8
+  for (std::uint32_t j = n0 / 8 + threadIdx.x; j < l.level1_bytes; j += T) level1[j] = 0;
 #pragma unroll 4
   for (std::uint32_t tile = threadIdx.x - lane; tile < n0; tile += T) {
     const std::uint32_t g = tile + lane;
@@ -525,10 +561,11 @@ __device__ void store_kept_bytes(std::uint64_t bytes, std::uint32_t m, std::uint
 }
 
 // Zero-byte elimination's output of one pipeline: level 2 whole, then the nonzero bytes of
-// level 1, of level 0 and of the shuffled data, each in order.
+// level 1, of level 0 and of the shuffled data, each in order. Level-0 bytes from `n0` on
+// (level0_bytes_used) are zero: they are not read.
 __device__ void emit_eliminated(const ChunkLayout& l, const std::uint8_t* shuffled,
                                 const std::uint8_t* level0, const std::uint8_t* level1,
-                                const std::uint8_t* level2, std::uint8_t* out) {
+                                const std::uint8_t* level2, std::uint32_t n0, std::uint8_t* out) {
   const std::uint32_t n2 = l.level2_bytes;
   for (std::uint32_t k = threadIdx.x; k < n2; k += T) out[k] = level2[k];
   out += n2;
@@ -541,7 +578,7 @@ __device__ void emit_eliminated(const ChunkLayout& l, const std::uint8_t* shuffl
   // halves never carry); a position holds them in its high and low 32 bits (at most 2^17 and
   // 2^20).
   block_compact(
-      l.level0_bytes,
+      n0,
       [&](std::uint32_t i) {
         const std::uint32_t m = level0[i];
         return (std::uint32_t(m != 0) << 16) | std::uint32_t(__popc(m));
@@ -678,13 +715,21 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
     __syncthreads();
   }
   const int first_slot = first_mode(codec) == ChunkMode::Plain ? 1 : 0;
+  // The planes a mode leaves nonzero, the most over the block's warps (zeroed before the barrier
+  // of the outlier sum below, raised before the one that follows each mode's shuffle), and the
+  // level-0 bytes that can be nonzero for it.
+  __shared__ std::uint32_t mode_planes[2];
+  if (threadIdx.x < 2) mode_planes[threadIdx.x] = 0;
+  std::uint32_t level0_used[2] = {0, 0};
   // One mode's bitmaps and its stored size (level 2 whole plus the kept bytes); the block sum
   // also orders the level-2 writes.
   const auto build_mode = [&](int slot) {
-    shuffle_mode<Bits, Lossy>(a, in, s, slot);
+    const std::uint32_t planes = __reduce_max_sync(~0u, shuffle_mode<Bits, Lossy>(a, in, s, slot));
+    if (threadIdx.x % 32 == 0) atomicMax(&mode_planes[slot], planes);
     __syncthreads();
+    level0_used[slot] = level0_bytes_used(l, mode_planes[slot]);
     PipelineCounts counts = {};
-    build_levels01(l, s.shuffled[slot], s.level0[slot], s.level1[slot], counts);
+    build_levels01(l, s.shuffled[slot], s.level0[slot], s.level1[slot], level0_used[slot], counts);
     __syncthreads();
     for (std::uint32_t k = threadIdx.x; k < l.level2_bytes; k += T)
       build_level2(l, s.level1[slot], s.level2[slot], k, counts);
@@ -717,10 +762,10 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   if (!raw) {
     if constexpr (Lossy) emit_outliers(s, in, outliers, staging);
     if (slot) {
-      emit_eliminated(l, s.shuffled[1], s.level0[1], s.level1[1], s.level2[1],
+      emit_eliminated(l, s.shuffled[1], s.level0[1], s.level1[1], s.level2[1], level0_used[1],
                       reinterpret_cast<std::uint8_t*>(staging) + prefix);
     } else {
-      emit_eliminated(l, s.shuffled[0], s.level0[0], s.level1[0], s.level2[0],
+      emit_eliminated(l, s.shuffled[0], s.level0[0], s.level1[0], s.level2[0], level0_used[0],
                       reinterpret_cast<std::uint8_t*>(staging) + prefix);
     }
   }
