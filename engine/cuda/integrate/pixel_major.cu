@@ -376,13 +376,16 @@ __device__ __noinline__ CheckedWalk walk_again_checked(uint4 w0, uint4 w1, uint4
 
 // A block per (tile, frame of the batch). Variants: the usual plan's (Unchecked: Poisson errors,
 // no dark, no dummy test), and checked ones with and without the dark and the dummy test.
-// 10 blocks an SM: 48 registers, and with about 160 segments a tile (as on the ePix10ka2M at 1000
-// bins) 21 KB of shared memory a block. Each block waits for its tile's load before it can walk,
-// so the blocks an SM holds are what overlaps loads with work (H200, graphs of single-frame
-// launches on 8 streams: 7 blocks 178,000 frames/s; 9 blocks with the grouped loads 189,000;
-// segments from running sums and 10 blocks 204,000).
+// 5 blocks of 256 threads an SM: 48 registers, and the 32 KiB tile plus its segments' and runs'
+// sums in shared memory. Each block waits for its tile's load before it can walk, so the blocks
+// an SM holds are what overlaps loads with work (H200, graphs of single-frame launches on 8
+// streams, 32 x 128 tiles of 128 threads: 7 blocks 178,000 frames/s; 9 blocks with the grouped
+// loads 189,000; segments from running sums and 10 blocks 204,000). Tiles of 64 x 128 halve the
+// segments a bin has for the merge: 249,000-250,400 -> 262,700-263,200 frames/s on 8 streams and
+// 240,000-243,600 -> 252,600-258,400 on 4, but 105,400 -> 99,200 on one stream, where a frame's
+// 288 tiles spread less evenly over 132 SMs than 528 did (session 14).
 template <bool HasDark, bool TestDummy, bool Unchecked>
-__global__ void __launch_bounds__(kThreads, 10)
+__global__ void __launch_bounds__(kThreads, 5)
     tile_kernel(DeviceTables t, const float* __restrict__ frames) {
   extern __shared__ double2 shared[];
   // The running sums at each segment's head (before its first entry), by the segment's number in

@@ -32,9 +32,9 @@ struct IntegrationPlan;
 
 namespace pixel_major {
 
-inline constexpr std::uint32_t kTileRows = 32, kTileCols = 128;
-inline constexpr std::uint32_t kTilePixels = kTileRows * kTileCols;  // 16 KiB of float32 image
-inline constexpr int kThreads = 128;                                 // a block per tile
+inline constexpr std::uint32_t kTileRows = 64, kTileCols = 128;
+inline constexpr std::uint32_t kTilePixels = kTileRows * kTileCols;  // 32 KiB of float32 image
+inline constexpr int kThreads = 256;                                 // a block per tile
 inline constexpr int kEntriesPerThread = int(kTilePixels) / kThreads;
 // An entry (16 bits): the byte offset of its pixel in the tile's shared image,
 // 4 * (row * kTileCols + col), so the walk uses it as an address as it stands. Entries come in
@@ -46,7 +46,7 @@ inline constexpr int kEntriesPerThread = int(kTilePixels) / kThreads;
 inline constexpr std::uint16_t kPaddingOffset = std::uint16_t(kTilePixels * 4);
 inline constexpr std::uint16_t kOffsetMask = 0xFFFC;
 inline constexpr std::uint16_t kEvenHead = 0x2, kOddHead = 0x1;
-static_assert(kTilePixels * 4 <= 0x4000, "a tile's byte offsets and the padding slot fit 15 bits");
+static_assert(kTilePixels * 4 <= 0x8000, "a tile's byte offsets and the padding slot fit 16 bits");
 inline constexpr bool is_padding(std::uint32_t offset) {
   return (offset & kPaddingOffset) != 0;
 }
