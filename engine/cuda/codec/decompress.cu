@@ -288,14 +288,15 @@ __device__ std::uint32_t warp_prefix(const std::uint32_t* counts, unsigned warp,
 // alone: with P_p plane p, sum_i (z_i >> 1) = sum_{p>=1} 2^(p-1) popc(P_p), and an odd z_i
 // (set in P_0) decodes to -(z_i >> 1) - 1 instead of +(z_i >> 1). For 16-bit words the sum is
 // right modulo 2^16, which is all the store keeps.
+// Planes from `planes` on are zero and not read.
 template <unsigned Bits>
 __device__ std::uint32_t residual_sum(const std::uint32_t* words, std::uint32_t b,
-                                      std::uint32_t blocks) {
-  const std::uint32_t p0 = words[plane_word_index(0, b, blocks)];
+                                      std::uint32_t blocks, std::uint32_t planes) {
+  const std::uint32_t p0 = planes ? words[plane_word_index(0, b, blocks)] : 0u;
   std::uint32_t sum = 0u - std::uint32_t(__popc(p0));
 #pragma unroll
   for (unsigned p = 1; p < Bits; ++p) {
-    const std::uint32_t pp = words[plane_word_index(p, b, blocks)];
+    const std::uint32_t pp = p < planes ? words[plane_word_index(p, b, blocks)] : 0u;
     sum += (std::uint32_t(__popc(pp)) - 2u * std::uint32_t(__popc(pp & p0))) << (p - 1);
   }
   return sum;
@@ -312,6 +313,7 @@ struct ChunkContext {
   bool out_aligned16;
   std::uint8_t* work;  // DecodeLayout workspace
   DecodeLayout d;
+  std::uint32_t planes;  // plane words at or past plane `planes` are zero (and not in `work`)
 };
 
 // Whether a chunk of a Bits-bit dtype holds lossy bins: known from the kind, except for Any's
@@ -330,7 +332,8 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
   const auto* words = reinterpret_cast<const std::uint32_t*>(x.work);
   std::uint32_t v[32];
 #pragma unroll
-  for (unsigned p = 0; p < 32; ++p) v[p] = p < Bits ? words[plane_word_index(p, b, l.blocks)] : 0u;
+  for (unsigned p = 0; p < 32; ++p)
+    v[p] = p < Bits && (Bits == 16 || p < x.planes) ? words[plane_word_index(p, b, l.blocks)] : 0u;
   // Planes 16-31 all zero (16-bit data, and nearly every block of lossy bins): the cheaper
   // inverse transpose gives the same values.
   std::uint32_t high_planes = 0;
@@ -403,7 +406,7 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
 // Decodes a Delta or Plain chunk whose stored bytes passed the checksum pass. Every thread calls
 // it; the chunk's error (or None) is in *error afterwards.
 template <unsigned Bits, DecodeKind Kind>
-__device__ void decode_chunk(const ChunkContext& x, unsigned* error) {
+__device__ void decode_chunk(ChunkContext& x, unsigned* error) {
   const ChunkLayout& l = x.layout;
   const DecodePlan& p = *x.plan;
   const bool lossy = lossy_chunk<Bits, Kind>(p);
@@ -444,16 +447,28 @@ __device__ void decode_chunk(const ChunkContext& x, unsigned* error) {
   // Level 1 (1/512 of the shuffled bytes) by warp 0, which also counts the stored bytes of each
   // warp's range of level 0. Levels 0 and then the data are expanded by every warp, each over a
   // contiguous range of its level's flags, from the position the ranges before it end at: one
-  // barrier a level, no serial pass over a whole level by one warp.
+  // barrier a level, no serial pass over a whole level by one warp. Only level 1's words up to
+  // its last nonzero one are expanded: every level-0 byte they do not cover is zero, and so is
+  // every shuffled byte under those, which spares expanding the empty high planes (most of a
+  // lossy chunk's 32).
   const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const std::uint32_t words1 = (n1 + 3) / 4;  // level 1's bytes past n1 are zero (checked above)
-  __shared__ std::uint32_t level1_end, counts1[kDecodeWarps], counts0[kDecodeWarps];
+  __shared__ std::uint32_t level1_end, words1_used, counts1[kDecodeWarps], counts0[kDecodeWarps];
   if (warp == 0) {
     const std::uint32_t used = expand_level_warp(z, n2, z, n2, available, level1, error);
     __syncwarp();
     if (lane == 0) level1_end = n2 + used;
+    // Level 1's bytes past n1 are zero (checked above), so whole words may be read. uint16
+    // residuals fill most of their 16 planes: there the search costs more than it spares
+    // (H200, 2%), and every word is expanded.
+    std::uint32_t last = Bits == 16 ? (n1 + 3) / 4 : 0;  // one past the last nonzero word
+    if constexpr (Bits == 32) {
+      for (std::uint32_t i = lane; i < (n1 + 3) / 4; i += 32)
+        if (reinterpret_cast<const std::uint32_t*>(level1)[i] != 0) last = i + 1;
+      last = __reduce_max_sync(~0u, last);
+    }
+    if (lane == 0) words1_used = last;
     for (unsigned w = 0; w < kDecodeWarps; ++w) {
-      const WarpRange r = warp_range(words1, w);
+      const WarpRange r = warp_range(last, w);
       std::uint32_t count = 0;
       for (std::uint32_t i = r.begin + lane; i < r.end; i += 32)
         count += __popc(reinterpret_cast<const std::uint32_t*>(level1)[i]);
@@ -463,6 +478,7 @@ __device__ void decode_chunk(const ChunkContext& x, unsigned* error) {
   }
   __syncthreads();
   if (*error != unsigned(ChunkError::None)) return;
+  const std::uint32_t words1 = words1_used;
   const WarpRange r1 = warp_range(words1, warp);
   std::uint32_t before = 0;
   const std::uint32_t level0_stored = warp_prefix(counts1, warp, &before);
@@ -490,6 +506,12 @@ __device__ void decode_chunk(const ChunkContext& x, unsigned* error) {
   expand_words_warp<false>(level0, min(n0 / 4, 8 * r1.begin), min(n0 / 4, 8 * r1.end), n0, z,
                            data_at + before, shuffled, zero_flagged);
   if (zero_flagged) note_error(error, ChunkError::FlaggedByteIsZero);
+  // The shuffled words written: 8 a level-0 word expanded. The planes they reach are read; the
+  // rest of the last of those planes is zeroed here.
+  const std::uint32_t words_written = 8 * min(n0 / 4, 8 * words1);
+  x.planes = min(Bits, (words_written + l.blocks - 1) / l.blocks);
+  for (std::uint32_t w = words_written + threadIdx.x; w < x.planes * l.blocks; w += T)
+    reinterpret_cast<std::uint32_t*>(shuffled)[w] = 0;
   __syncthreads();
   if (*error != unsigned(ChunkError::None)) return;
   if (data_at + data_bytes != available) return note_error(error, ChunkError::TrailingBytes);
@@ -497,7 +519,7 @@ __device__ void decode_chunk(const ChunkContext& x, unsigned* error) {
   const auto* words = reinterpret_cast<const std::uint32_t*>(shuffled);
   if (x.mode == ChunkMode::Delta) {
     for (std::uint32_t b = threadIdx.x; b < l.blocks; b += T)
-      carries[b] = residual_sum<Bits>(words, b, l.blocks);
+      carries[b] = residual_sum<Bits>(words, b, l.blocks, Bits == 16 ? Bits : x.planes);
     __syncthreads();
     block_prefix_for<T, std::uint32_t>(
         l.blocks, [&](std::uint64_t b) { return carries[b]; },
@@ -619,6 +641,7 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
   x.work = work;
   x.d = decode_layout(dtype, p.chunk_bytes);
   x.stored = work + x.d.stored_at;
+  x.planes = 32;  // decode_chunk narrows it once the bitmaps are expanded
 
   // Checksum pass: every stored word with its index in the payload; pad bytes must be zero; a
   // Raw chunk goes straight to the output (a uint16 chunk of odd count ends in half a word).
