@@ -421,7 +421,10 @@ LIVEDRP_HD bool lossy_quantize_full(float x, const LossyScale& scale, std::int32
 // |r - x| < w (1/2 - 2^-10 + 2^-12 + 2^-40) < eb: the verdict is the definition's too. Only the
 // product may not be fused with the subtraction (__fmul_rn on the device); were it fused on the
 // host, d would be rounded once from x * float(1 / w) - q, and the margins above still hold.
-LIVEDRP_HD bool lossy_quantize(float x, const LossyScale& scale, std::int32_t* q_out) {
+//
+// The single-precision path is lossy_quantize_settled; the rest is lossy_quantize_double, which a
+// kernel may run only for the values the first leaves open.
+LIVEDRP_HD bool lossy_quantize_settled(float x, const LossyScale& scale, std::int32_t* q_out) {
   const float tf = multiply_rn(x, scale.inverse_width_float);
   if (magnitude(tf) < scale.float_path_limit) {  // false for NaN
     const float qf = nearest_integer(tf);
@@ -430,6 +433,11 @@ LIVEDRP_HD bool lossy_quantize(float x, const LossyScale& scale, std::int32_t* q
       return true;
     }
   }
+  return false;  // not settled: lossy_quantize_double decides
+}
+
+// lossy_quantize without its single-precision path: the same answer for every x.
+LIVEDRP_HD bool lossy_quantize_double(float x, const LossyScale& scale, std::int32_t* q_out) {
   const double t = multiply_rn(double(x), scale.inverse_width);
   // |x| < 2^127 compared as floats (exact), |t| against 2^30 - 1 (or 0: no short path).
   if (magnitude(x) < 0x1p127f && magnitude(t) < scale.short_path_limit) {
@@ -442,6 +450,10 @@ LIVEDRP_HD bool lossy_quantize(float x, const LossyScale& scale, std::int32_t* q
     }
   }
   return lossy_quantize_full(x, scale, q_out);
+}
+
+LIVEDRP_HD bool lossy_quantize(float x, const LossyScale& scale, std::int32_t* q_out) {
+  return lossy_quantize_settled(x, scale, q_out) || lossy_quantize_double(x, scale, q_out);
 }
 
 // ---------------------------------------------------------------------------------------------

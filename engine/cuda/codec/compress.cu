@@ -65,6 +65,7 @@ struct ChunkSpace {
   std::uint32_t* outlier_masks;  // lossy: bit i of word b set iff value 32 b + i is an outlier
   std::uint32_t* bins;           // lossy: every element's bin, at bin_index
   bool bins_in_plain;            // the bins are the Plain pipeline's shuffled words
+  const uint4* staged;           // lossy: the chunk's input in shared memory, or null
 };
 
 __device__ ChunkSpace chunk_space(std::uint8_t* base, const EncodeLayout& e,
@@ -80,6 +81,7 @@ __device__ ChunkSpace chunk_space(std::uint8_t* base, const EncodeLayout& e,
   s.outlier_masks = reinterpret_cast<std::uint32_t*>(base + e.masks_at);
   s.bins = reinterpret_cast<std::uint32_t*>(base + e.bins_at);
   s.bins_in_plain = e.bins_at == e.shuffled_stride;
+  s.staged = nullptr;
   return s;
 }
 
@@ -218,9 +220,19 @@ __device__ std::uint32_t bin_index(std::uint32_t b, std::uint32_t i) {
 // warp waited for one round trip every few blocks, which made the lossy encoder's chain about a
 // third memory latency (Nsight Compute, session 11). Needs 16-byte aligned input and `bytes` a
 // multiple of 16; the caller's barrier makes the copies visible to the block.
-__device__ void stage_chunk(const std::uint8_t* in, std::uint32_t bytes, std::uint8_t* to) {
-  for (std::uint32_t at = 16 * threadIdx.x; at < bytes; at += 16 * T)
-    __pipeline_memcpy_async(to + at, in + at, 16);
+//
+// With `rotated`, piece j (16 bytes) of shuffle block b goes to piece 8 b + ((j + b) & 7) instead
+// of 8 b + j (staged_piece), so that threads reading one piece of consecutive blocks each (the
+// eight threads of a 16-byte shared load's phase) hit eight different groups of four banks.
+__device__ std::uint32_t staged_piece(std::uint32_t b, std::uint32_t j) {
+  return 8 * b + ((j + b) & 7u);
+}
+__device__ void stage_chunk(const std::uint8_t* in, std::uint32_t bytes, std::uint8_t* to,
+                            bool rotated) {
+  for (std::uint32_t k = threadIdx.x; 16 * k < bytes; k += T) {
+    const std::uint32_t piece = rotated ? staged_piece(k / 8, k % 8) : k;
+    __pipeline_memcpy_async(to + 16 * piece, in + 16 * k, 16);
+  }
   __pipeline_commit();
   __pipeline_wait_prior(0);
 }
@@ -393,15 +405,79 @@ __device__ std::uint32_t block_planes_used(const std::uint32_t v[32]) {
   return planes_used(any);
 }
 
+// Lossy, chunks of at most one block a thread (the bins would be the Plain pipeline's words):
+// thread b quantises its own block and forms its Plain residuals, all in registers, with no bins
+// in shared memory and no barrier. The single-precision path (lossy_quantize_settled) runs for
+// all 32 values; the few it leaves open take the double path one at a time after the shuffle,
+// their bits put into the plane words directly (a value's index is then a shift, not a register
+// index). Stores the block's outlier flags and adds its outliers to *outliers; returns the planes
+// the block leaves nonzero. `staged`: the chunk in shared memory (stage_chunk, rotated), or null.
+__device__ std::uint32_t quantize_shuffle_plain(const CompressArgs& a, const std::uint8_t* in,
+                                                const uint4* staged, const ChunkSpace& s,
+                                                std::uint32_t* outliers) {
+  const ChunkLayout& l = s.layout;
+  const std::uint32_t b = threadIdx.x;
+  if (b >= l.blocks) return 0;
+  const std::uint32_t valid = min(32u, l.elements - 32 * b);
+  const LossyScale scale = lossy_scale(a.error_bound);
+  const auto* in32 = reinterpret_cast<const std::uint32_t*>(in) + 32 * b;
+  std::uint32_t v[32];
+  if (staged) {  // a full chunk
+#pragma unroll
+    for (unsigned j = 0; j < 8; ++j) {
+      const uint4 piece = staged[staged_piece(b, j)];
+      v[4 * j] = piece.x;
+      v[4 * j + 1] = piece.y;
+      v[4 * j + 2] = piece.z;
+      v[4 * j + 3] = piece.w;
+    }
+  } else {
+    load_block<32>(in, 32 * b, valid, a.input_aligned16, v);
+  }
+  std::uint32_t open = 0;  // values the single-precision path did not settle
+#pragma unroll
+  for (unsigned i = 0; i < 32; ++i) {
+    std::int32_t q = 0;
+    const bool settled = i < valid && lossy_quantize_settled(bits_float(v[i]), scale, &q);
+    if (i < valid && !settled) open |= 1u << i;
+    v[i] = settled ? residual_word(std::uint32_t(q), 0, 32) : 0u;
+  }
+  std::uint32_t any = 0;
+#pragma unroll
+  for (unsigned i = 0; i < 32; ++i) any |= v[i];
+  shuffle_block<32>(v);
+  std::uint32_t mask = 0;
+  for (; open != 0; open &= open - 1) {
+    const unsigned i = unsigned(__ffs(int(open)) - 1);
+    const float x = staged ? reinterpret_cast<const float*>(staged + staged_piece(b, i / 4))[i % 4]
+                           : bits_float(__ldg(in32 + i));
+    std::int32_t q = 0;
+    if (!lossy_quantize_double(x, scale, &q)) {
+      mask |= 1u << i;  // an outlier: bin 0, no bits
+      continue;
+    }
+    const std::uint32_t z = residual_word(std::uint32_t(q), 0, 32);
+    any |= z;
+#pragma unroll
+    for (unsigned p = 0; p < 32; ++p) v[p] |= ((z >> p) & 1u) << i;
+  }
+  s.outlier_masks[b] = mask;
+  *outliers += unsigned(__popc(mask));
+  store_planes<32>(v, s.shuffled[1], b, l.blocks);
+  return planes_used(any);
+}
+
 // Every block of the chunk, one thread per block, one mode's residuals bit-shuffled into its
 // plane words (slot 0 Delta, slot 1 Plain). For the lossy codec the bins come first
 // (quantize_chunk). When the bins are the Plain pipeline's words (chunks of at most one block a
 // thread), Plain stores its planes only once every thread has read its bins, and a later Delta
 // quantises its block again. Returns the planes this thread's blocks leave nonzero (every plane
 // at or above the most of any thread is zero in every block).
+// For Plain lossy chunks of at most a block a thread, the quantiser runs here too
+// (quantize_shuffle_plain, adding to *outliers); otherwise quantize_chunk has run before.
 template <unsigned Bits, bool Lossy>
 __device__ std::uint32_t shuffle_mode(const CompressArgs& a, const std::uint8_t* in,
-                                      const ChunkSpace& s, int slot) {
+                                      const ChunkSpace& s, int slot, std::uint32_t* outliers) {
   static_assert(!Lossy || Bits == 32, "the lossy codec is for float32");
   const ChunkLayout& l = s.layout;
   std::uint32_t planes = 0;
@@ -410,14 +486,7 @@ __device__ std::uint32_t shuffle_mode(const CompressArgs& a, const std::uint8_t*
     const std::uint32_t valid = b < l.blocks ? min(32u, l.elements - 32 * b) : 0u;
     std::uint32_t v[32], previous = 0;
     if (slot == 1) {
-      if (valid) {
-        block_values<Bits>(a, in, s, true, b, valid, v, &previous);
-        plain_residuals<Bits>(v, valid);
-        planes = block_planes_used(v);
-        shuffle_block<Bits>(v);
-      }
-      __syncthreads();  // every block's bins read before any plane replaces them
-      if (valid) store_planes<Bits>(v, s.shuffled[1], b, l.blocks);
+      return quantize_shuffle_plain(a, in, s.staged, s, outliers);
     } else if (valid) {
       requantized_block(a, in, b, valid, v, &previous);
       delta_residuals<Bits>(v, previous, valid);
@@ -537,6 +606,11 @@ __device__ void emit_outliers(const ChunkSpace& s, const std::uint8_t* in, std::
 // bytes 0-3 and 4-7. Filled once per thread block (fill_compact_selectors); the emit then needs two
 // permutes a group of 8 bytes instead of a loop over its set bits.
 __shared__ std::uint32_t compact_selectors[256];
+
+// The planes each mode (slot 0 Delta, 1 Plain) leaves nonzero in the block's chunk: the most over
+// its warps, raised before the barrier that follows the mode's shuffle. Zeroed with the
+// selectors' fill, before the kernel's first barrier (a block encodes one chunk).
+__shared__ std::uint32_t mode_planes[2];
 
 __device__ void fill_compact_selectors() {
   for (unsigned m = threadIdx.x; m < 256; m += T) {
@@ -695,36 +769,37 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   constexpr Codec codec = kernel_codec<Lossy>();
   const EncodeLayout e = encode_layout(dtype, a.chunk_bytes, codec);
   const std::uint32_t per_chunk = chunk_elements(dtype, a.chunk_bytes);
-  const ChunkSpace s =
+  ChunkSpace s =
       chunk_space(base, e, chunk_layout(dtype, elements_in_chunk(a.count, per_chunk, c)));
   const ChunkLayout& l = s.layout;
   const std::uint8_t* in = a.in + c * a.chunk_bytes;
 
   // The lossy bins and outlier flags, then the first mode (codec_format.hpp's first_mode), and
-  // the second only when the first is not enough (second_mode_needed), as on the CPU.
+  // the second only when the first is not enough (second_mode_needed), as on the CPU. With at
+  // most a block a thread the bins are formed in the first mode's shuffle itself.
   std::uint32_t my_outliers = 0;
   if constexpr (Lossy) {
     // The Delta pipeline's words are free until a second mode is built: they hold the input.
     const bool stage = SharedWorkspace && a.input_aligned16 && l.elements == per_chunk;
     if (stage) {
-      stage_chunk(in, l.raw_bytes, s.shuffled[0]);
+      stage_chunk(in, l.raw_bytes, s.shuffled[0], s.bins_in_plain);
+      __syncthreads();
+      if (s.bins_in_plain) s.staged = reinterpret_cast<const uint4*>(s.shuffled[0]);
+    }
+    if (!s.bins_in_plain) {
+      my_outliers = quantize_chunk(
+          a, in, stage ? reinterpret_cast<const std::uint32_t*>(s.shuffled[0]) : nullptr, s);
       __syncthreads();
     }
-    my_outliers = quantize_chunk(
-        a, in, stage ? reinterpret_cast<const std::uint32_t*>(s.shuffled[0]) : nullptr, s);
-    __syncthreads();
   }
   const int first_slot = first_mode(codec) == ChunkMode::Plain ? 1 : 0;
-  // The planes a mode leaves nonzero, the most over the block's warps (zeroed before the barrier
-  // of the outlier sum below, raised before the one that follows each mode's shuffle), and the
-  // level-0 bytes that can be nonzero for it.
-  __shared__ std::uint32_t mode_planes[2];
-  if (threadIdx.x < 2) mode_planes[threadIdx.x] = 0;
+  // The level-0 bytes that can be nonzero in each mode (level0_bytes_used of mode_planes).
   std::uint32_t level0_used[2] = {0, 0};
   // One mode's bitmaps and its stored size (level 2 whole plus the kept bytes); the block sum
   // also orders the level-2 writes.
   const auto build_mode = [&](int slot) {
-    const std::uint32_t planes = __reduce_max_sync(~0u, shuffle_mode<Bits, Lossy>(a, in, s, slot));
+    const std::uint32_t planes =
+        __reduce_max_sync(~0u, shuffle_mode<Bits, Lossy>(a, in, s, slot, &my_outliers));
     if (threadIdx.x % 32 == 0) atomicMax(&mode_planes[slot], planes);
     __syncthreads();
     level0_used[slot] = level0_bytes_used(l, mode_planes[slot]);
@@ -736,9 +811,9 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
     return l.level2_bytes +
            std::uint32_t(block_sum(counts.level1_kept + counts.level0_kept + counts.data_kept));
   };
+  const std::uint32_t first_size = build_mode(first_slot);
   const auto outliers = std::uint32_t(block_sum(my_outliers));
   const std::uint64_t prefix = Lossy ? 4 + 8 * std::uint64_t(outliers) : 0;
-  const std::uint32_t first_size = build_mode(first_slot);
   int slot = first_slot;
   std::uint32_t kept_size = first_size;
   if (second_mode_needed(prefix + first_size, l.raw_bytes)) {  // the same in every thread
@@ -840,6 +915,7 @@ __global__ void __launch_bounds__(T, 5) compress_stream(CompressArgs a) {
   if (threadIdx.x == 0)
     ticket = DeviceWord(counters.ticket).fetch_add(1, cuda::memory_order_relaxed);
   fill_compact_selectors();
+  if (threadIdx.x < 2) mode_planes[threadIdx.x] = 0;
   __syncthreads();
   const std::uint64_t c = ticket;
 
