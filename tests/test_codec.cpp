@@ -594,6 +594,22 @@ class TestCodec : public QObject {
     }
   }
 
+  void bit_shuffle_of_8_bit_values_matches_the_definition() {
+    for (int round = 0; round < 1000; ++round) {
+      std::uint32_t in[32], out[32], full[32];
+      for (auto& x : in) x = std::uint32_t(rng_()) & 0xFFu;
+      if (round == 0) std::fill(in, in + 32, 0xFFu);
+      if (round == 1) std::fill(in, in + 32, 0u);
+      std::memcpy(out, in, sizeof in);
+      std::memcpy(full, in, sizeof in);
+      transpose32_values8(out);
+      transpose32(full);
+      if (!is_bit_transpose(in, out))
+        QFAIL("transpose32_values8 differs from the bit-by-bit definition");
+      if (std::memcmp(out, full, sizeof out) != 0) QFAIL("transpose32_values8 != transpose32");
+    }
+  }
+
   void nonzero_byte_mask_flags_each_byte() {
     QCOMPARE(nonzero_byte_mask(0), 0u);
     QCOMPARE(nonzero_byte_mask(0x0100000000000080ull), 0x81u);

@@ -189,6 +189,21 @@ LIVEDRP_HD void transpose32_planes16(std::uint32_t a[32]) {
     a[k] &= 0xFFFFu;
   }
 }
+// For values below 2^8 (the lossy codec's zigzagged bins nearly always are) the width-16 and
+// width-8 rounds only pack values k, k + 8, k + 16 and k + 24 into the bytes of word k (k < 8)
+// and zero the rest; the three narrower rounds then touch rows 0-7 only: planes 0-7 of
+// transpose32 in a[0..7], a[8..31] = 0, in about half transpose32_values16's work.
+LIVEDRP_HD void transpose32_values8(std::uint32_t a[32]) {
+  for (unsigned k = 0; k < 8; ++k) {
+    a[k] |= (a[k + 8] << 8) | (a[k + 16] << 16) | (a[k + 24] << 24);
+    a[k + 8] = 0;
+    a[k + 16] = 0;
+    a[k + 24] = 0;
+  }
+  transpose32_round(a, 4, 0x0F0F0F0Fu, 8);
+  transpose32_round(a, 2, 0x33333333u, 8);
+  transpose32_round(a, 1, 0x55555555u, 8);
+}
 
 // Word index of (plane, block) in a chunk's shuffled data: plane-major, so the empty high planes
 // of a chunk form one long run of zero bytes for the bitmaps to skip.
@@ -424,16 +439,16 @@ LIVEDRP_HD bool lossy_quantize_full(float x, const LossyScale& scale, std::int32
 //
 // The single-precision path is lossy_quantize_settled; the rest is lossy_quantize_double, which a
 // kernel may run only for the values the first leaves open.
+// Written without branches (rint and the subtraction are harmless for any tf, NaN included) so
+// that a kernel unrolling it over 32 values gets straight-line code; only a settled qf is
+// converted. When not settled, *q_out is 0 and lossy_quantize_double decides.
 LIVEDRP_HD bool lossy_quantize_settled(float x, const LossyScale& scale, std::int32_t* q_out) {
   const float tf = multiply_rn(x, scale.inverse_width_float);
-  if (magnitude(tf) < scale.float_path_limit) {  // false for NaN
-    const float qf = nearest_integer(tf);
-    if (magnitude(tf - qf) <= kFloatPathMaxDistance) {
-      *q_out = std::int32_t(qf);
-      return true;
-    }
-  }
-  return false;  // not settled: lossy_quantize_double decides
+  const float qf = nearest_integer(tf);
+  const bool settled = (magnitude(tf) < scale.float_path_limit) &  // false for NaN
+                       (magnitude(tf - qf) <= kFloatPathMaxDistance);
+  *q_out = settled ? std::int32_t(qf) : 0;
+  return settled;
 }
 
 // lossy_quantize without its single-precision path: the same answer for every x.

@@ -124,6 +124,10 @@ struct CompressArgs {
   DType dtype;
   Codec codec;
   double error_bound;  // 0 for lossless
+  // lossy_scale(error_bound)'s single-precision path constants, formed once on the host (the
+  // same IEEE operations as on the device): read as kernel parameters, they cost the
+  // quantiser no instructions or registers.
+  float lossy_inverse_width_float, lossy_float_path_limit;
   std::uint32_t chunk_bytes;
   std::uint64_t count;
   std::uint64_t chunks;

@@ -342,8 +342,9 @@ __device__ void plain_residuals(std::uint32_t v[32], std::uint32_t valid) {
 }
 
 // The bit shuffle of one block's residuals (codec_math.hpp): 16-bit residuals take the cheaper
-// transpose, and so does a 32-bit block whose values all fit in 16 bits (the lossy codec's bins
-// nearly always do); its planes 16-31 are then zero, as transpose32 would give them.
+// transpose, and so does a 32-bit block whose values all fit in 16 bits, or in 8 (the lossy
+// codec's zigzagged bins nearly always do); the planes above are then zero, as transpose32 would
+// give them.
 template <unsigned Bits>
 __device__ void shuffle_block(std::uint32_t v[32]) {
   if constexpr (Bits == 16) {
@@ -352,7 +353,9 @@ __device__ void shuffle_block(std::uint32_t v[32]) {
     std::uint32_t any = 0;
 #pragma unroll
     for (unsigned i = 0; i < 32; ++i) any |= v[i];
-    if ((any >> 16) == 0) {
+    if ((any >> 8) == 0) {
+      transpose32_values8(v);
+    } else if ((any >> 16) == 0) {
       transpose32_values16(v);
     } else {
       transpose32(v);
@@ -419,7 +422,10 @@ __device__ std::uint32_t quantize_shuffle_plain(const CompressArgs& a, const std
   const std::uint32_t b = threadIdx.x;
   if (b >= l.blocks) return 0;
   const std::uint32_t valid = min(32u, l.elements - 32 * b);
-  const LossyScale scale = lossy_scale(a.error_bound);
+  // The single-precision path's constants as kernel parameters (CompressArgs).
+  LossyScale fast{};
+  fast.inverse_width_float = a.lossy_inverse_width_float;
+  fast.float_path_limit = a.lossy_float_path_limit;
   const auto* in32 = reinterpret_cast<const std::uint32_t*>(in) + 32 * b;
   std::uint32_t v[32];
   if (staged) {  // a full chunk
@@ -434,13 +440,14 @@ __device__ std::uint32_t quantize_shuffle_plain(const CompressArgs& a, const std
   } else {
     load_block<32>(in, 32 * b, valid, a.input_aligned16, v);
   }
+  // Values past `valid` were loaded as 0.0: settled as bin 0 (or, without the single-precision
+  // path, bin 0 by the double path), so they need no test of their own.
   std::uint32_t open = 0;  // values the single-precision path did not settle
 #pragma unroll
   for (unsigned i = 0; i < 32; ++i) {
-    std::int32_t q = 0;
-    const bool settled = i < valid && lossy_quantize_settled(bits_float(v[i]), scale, &q);
-    if (i < valid && !settled) open |= 1u << i;
-    v[i] = settled ? residual_word(std::uint32_t(q), 0, 32) : 0u;
+    std::int32_t q;
+    if (!lossy_quantize_settled(bits_float(v[i]), fast, &q)) open |= 1u << i;
+    v[i] = residual_word(std::uint32_t(q), 0, 32);  // q is 0 when not settled
   }
   std::uint32_t any = 0;
 #pragma unroll
@@ -452,7 +459,7 @@ __device__ std::uint32_t quantize_shuffle_plain(const CompressArgs& a, const std
     const float x = staged ? reinterpret_cast<const float*>(staged + staged_piece(b, i / 4))[i % 4]
                            : bits_float(__ldg(in32 + i));
     std::int32_t q = 0;
-    if (!lossy_quantize_double(x, scale, &q)) {
+    if (!lossy_quantize_double(x, lossy_scale(a.error_bound), &q)) {
       mask |= 1u << i;  // an outlier: bin 0, no bits
       continue;
     }

@@ -127,6 +127,11 @@ void DeviceCodec::compress(const void* device_in, codec::DType dtype, std::uint6
   args.dtype = dtype;
   args.codec = params.codec;
   args.error_bound = params.codec == codec::Codec::Lossy ? params.error_bound : 0.0;
+  if (params.codec == codec::Codec::Lossy) {
+    const codec::LossyScale scale = codec::lossy_scale(args.error_bound);
+    args.lossy_inverse_width_float = scale.inverse_width_float;
+    args.lossy_float_path_limit = scale.float_path_limit;
+  }
   args.chunk_bytes = params.chunk_bytes;
   args.count = count;
   const std::uint32_t per_chunk = codec::chunk_elements(dtype, params.chunk_bytes);
