@@ -341,6 +341,14 @@ __device__ void plain_residuals(std::uint32_t v[32], std::uint32_t valid) {
   for (unsigned i = 0; i < 32; ++i) v[i] = i < valid ? residual_word(v[i], 0, Bits) : 0u;
 }
 
+// The bitwise or of a block's 32 words: which planes its shuffle leaves nonzero.
+__device__ std::uint32_t block_or(const std::uint32_t v[32]) {
+  std::uint32_t any = 0;
+#pragma unroll
+  for (unsigned i = 0; i < 32; ++i) any |= v[i];
+  return any;
+}
+
 // The bit shuffle of one block's residuals (codec_math.hpp): 16-bit residuals take the cheaper
 // transpose, and so does a 32-bit block whose values all fit in 16 bits, or in 8 (the lossy
 // codec's zigzagged bins nearly always do); the planes above are then zero, as transpose32 would
@@ -350,9 +358,7 @@ __device__ void shuffle_block(std::uint32_t v[32]) {
   if constexpr (Bits == 16) {
     transpose32_values16(v);
   } else {
-    std::uint32_t any = 0;
-#pragma unroll
-    for (unsigned i = 0; i < 32; ++i) any |= v[i];
+    const std::uint32_t any = block_or(v);
     if ((any >> 8) == 0) {
       transpose32_values8(v);
     } else if ((any >> 16) == 0) {
@@ -402,10 +408,7 @@ __device__ std::uint32_t packed16_planes_used(const std::uint32_t a[16]) {
   return planes_used((any | (any >> 16)) & 0xFFFFu);
 }
 __device__ std::uint32_t block_planes_used(const std::uint32_t v[32]) {
-  std::uint32_t any = 0;
-#pragma unroll
-  for (unsigned i = 0; i < 32; ++i) any |= v[i];
-  return planes_used(any);
+  return planes_used(block_or(v));
 }
 
 // Lossy, chunks of at most one block a thread (the bins would be the Plain pipeline's words):
@@ -449,9 +452,7 @@ __device__ std::uint32_t quantize_shuffle_plain(const CompressArgs& a, const std
     if (!lossy_quantize_settled(bits_float(v[i]), fast, &q)) open |= 1u << i;
     v[i] = residual_word(std::uint32_t(q), 0, 32);  // q is 0 when not settled
   }
-  std::uint32_t any = 0;
-#pragma unroll
-  for (unsigned i = 0; i < 32; ++i) any |= v[i];
+  std::uint32_t any = block_or(v);
   shuffle_block<32>(v);
   std::uint32_t mask = 0;
   for (; open != 0; open &= open - 1) {
@@ -475,13 +476,11 @@ __device__ std::uint32_t quantize_shuffle_plain(const CompressArgs& a, const std
 }
 
 // Every block of the chunk, one thread per block, one mode's residuals bit-shuffled into its
-// plane words (slot 0 Delta, slot 1 Plain). For the lossy codec the bins come first
-// (quantize_chunk). When the bins are the Plain pipeline's words (chunks of at most one block a
-// thread), Plain stores its planes only once every thread has read its bins, and a later Delta
-// quantises its block again. Returns the planes this thread's blocks leave nonzero (every plane
-// at or above the most of any thread is zero in every block).
-// For Plain lossy chunks of at most a block a thread, the quantiser runs here too
-// (quantize_shuffle_plain, adding to *outliers); otherwise quantize_chunk has run before.
+// plane words (slot 0 Delta, slot 1 Plain). Lossy chunks of at most a block a thread quantise
+// here: Plain in quantize_shuffle_plain (adding to *outliers), a later Delta again from the input
+// (requantized_block); larger lossy chunks had their bins formed by quantize_chunk before.
+// Returns the planes this thread's blocks leave nonzero (every plane at or above the most of any
+// thread is zero in every block).
 template <unsigned Bits, bool Lossy>
 __device__ std::uint32_t shuffle_mode(const CompressArgs& a, const std::uint8_t* in,
                                       const ChunkSpace& s, int slot, std::uint32_t* outliers) {
