@@ -782,6 +782,44 @@ class TestCodec : public QObject {
     QVERIFY(!within_bound(float_of(0x80000001u), FLT_MAX, double(FLT_MAX)));
   }
 
+  // The decoders' one-multiply reconstruction of small bins must give lossy_reconstruct's float
+  // bit for bit, for every bin it is used for, whatever the width's exponent (subnormal results
+  // included) and right up to the widths where it stops being used.
+  void small_bins_reconstruct_as_the_definition() {
+    std::vector<double> widths = {0.5, 2.375, 4.75, 9.5, 19.0, 0.1875, 1.0, 3.0};
+    std::mt19937_64 rng(20261204);
+    std::uniform_int_distribution<std::uint32_t> float_pattern(1, 0x77800000u);  // up to 2^112
+    for (int k = 0; k < 24; ++k) widths.push_back(double(float_of(float_pattern(rng))));
+    widths.push_back(double(float_of(1)));            // the smallest subnormal
+    widths.push_back(double(float_of(0x00800000u)));  // the smallest normal
+    widths.push_back(std::ldexp(1.0, 112));           // 2^15 width = 2^127: still finite
+    widths.push_back(double(FLT_MAX) / 32768.0);      // 2^15 width just below FLT_MAX
+    long compared = 0;
+    for (const double width : widths) {
+      const SmallBins small = small_bins(width);
+      QVERIFY2(small.fit && small.float_width, qPrintable(QString::number(width, 'g', 17)));
+      for (std::int32_t q = -kSmallBinMax; q <= kSmallBinMax; ++q) {
+        float expected = 0;
+        QVERIFY(lossy_reconstruct(q, width, &expected));
+        const float r = reconstruct_small_bin(q, small.width_float);
+        if (float_bits(r) != float_bits(expected))
+          QFAIL(qPrintable(QString("width %1, bin %2: %3 instead of %4")
+                               .arg(width, 0, 'g', 17)
+                               .arg(q)
+                               .arg(double(r), 0, 'g', 9)
+                               .arg(double(expected), 0, 'g', 9)));
+        ++compared;
+      }
+    }
+    QCOMPARE(compared, long(widths.size()) * (2 * kSmallBinMax + 1));
+    // Where the path does not apply: a width that is no float, one whose bins overflow.
+    QVERIFY(small_bins(0.2).fit);
+    QVERIFY(!small_bins(0.2).float_width);
+    QVERIFY(!small_bins(std::ldexp(1.0, 113)).fit);  // 2^15 width = 2^128 > FLT_MAX
+    QVERIFY(!small_bins(std::ldexp(1.0, 113)).float_width);
+    QVERIFY(!small_bins(1e300).fit);
+  }
+
   // The quantiser forms t with the reciprocal of the bin width and divides only near a tie; its
   // bins must be the definition's (a division) everywhere, above all next to half-integers.
   void quantiser_equals_the_division_near_ties_and_at_random() {

@@ -237,7 +237,11 @@ EncodedChunk ChunkEncoder::encode(const std::uint8_t* in, std::uint32_t elements
 }
 
 ChunkDecoder::ChunkDecoder(Codec codec, DType dtype, double error_bound, std::uint32_t max_elements)
-    : codec_(codec), dtype_(dtype), width_(lossy_bin_width(error_bound)), values_(max_elements) {
+    : codec_(codec),
+      dtype_(dtype),
+      width_(lossy_bin_width(error_bound)),
+      small_bins_(small_bins(width_)),
+      values_(max_elements) {
   const ChunkLayout layout = chunk_layout(dtype, max_elements);
   shuffled_.resize(layout.shuffled_bytes);
   level0_.resize(layout.level0_bytes);
@@ -336,9 +340,12 @@ ChunkError ChunkDecoder::decode(ChunkMode mode, const std::uint8_t* in, std::uin
       continue;
     }
     float r;
-    if (q > std::int32_t(kLossyMaxBin) || q < -std::int32_t(kLossyMaxBin) ||
-        !lossy_reconstruct(q, width_, &r))
+    if (small_bins_.float_width && q >= -kSmallBinMax && q <= kSmallBinMax) {
+      r = reconstruct_small_bin(q, small_bins_.width_float);  // the GPU decoder's path
+    } else if (q > std::int32_t(kLossyMaxBin) || q < -std::int32_t(kLossyMaxBin) ||
+               !lossy_reconstruct(q, width_, &r)) {
       return ChunkError::BinOutOfRange;
+    }
     store_le32(out + 4 * std::size_t(i), float_bits(r));
   }
   return ChunkError::None;

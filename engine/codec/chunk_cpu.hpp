@@ -70,6 +70,7 @@ class ChunkDecoder {
   Codec codec_;
   DType dtype_;
   double width_;
+  SmallBins small_bins_;
   std::vector<std::uint32_t> values_;
   std::vector<std::uint8_t> shuffled_, level0_, level1_;
 };

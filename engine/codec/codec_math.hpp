@@ -280,6 +280,37 @@ LIVEDRP_HD bool lossy_reconstruct(std::int32_t q, double width, float* r) {
   return true;
 }
 
+// lossy_reconstruct for bins |q| <= 2^15 (zigzagged below 2^16: every block of a lossy chunk but
+// those holding huge values), in one float multiply when the bin width is itself a float (it is
+// for the usual bounds: 2.375, 4.75, 9.5 keV). Then q (16 bits) times the width (24) is exact in
+// double, so lossy_reconstruct rounds only once, to float, and a float multiply rounds the same
+// exact product once, to the same float; 2^15 width <= FLT_MAX keeps every such product finite.
+// The decoders check these conditions once a stream and the plane words once a block.
+inline constexpr std::int32_t kSmallBinMax = 32768;
+struct SmallBins {
+  bool fit;           // 2^15 width <= FLT_MAX: bins |q| <= 2^15 reconstruct to finite floats
+  bool float_width;   // fit, and the width is exactly a float
+  float width_float;  // the width as a float (exact when float_width)
+};
+LIVEDRP_HD SmallBins small_bins(double width) {
+  const bool fit = multiply_rn(double(kSmallBinMax), width) <= kFloatMax;  // exact: a power of 2
+  const float wf = fit ? float(width) : 0.0f;
+  return {fit, fit && double(wf) == width, wf};
+}
+// float(q) for |q| < 2^22: q added to 1.5 * 2^23 lands in the mantissa of that float, whose
+// subtraction is exact. On the device two full-rate instructions instead of a conversion.
+LIVEDRP_HD float small_int_to_float(std::int32_t q) {
+#ifdef __CUDA_ARCH__
+  return __fsub_rn(__int_as_float(0x4B400000 + q), 12582912.0f);
+#else
+  return float(q);
+#endif
+}
+// lossy_reconstruct(q, width) for |q| <= 2^15 when small_bins(width).float_width.
+LIVEDRP_HD float reconstruct_small_bin(std::int32_t q, float width_float) {
+  return multiply_rn(small_int_to_float(q), width_float);
+}
+
 // Exactly |r - x| <= eb, for finite r and x. The double difference s may be rounded; the
 // two-sum error term e makes s + e the exact difference. When |s| differs from eb the rounded
 // comparison already decides (rounding is monotonic and eb is a double); when |s| == eb the

@@ -12,7 +12,9 @@
 //      transposes the plane words back in registers (codec_math.hpp's transpose32, its own
 //      inverse, or its 16-bit form when planes 16-31 are empty). For Delta chunks a block's
 //      running sum starts from the sum of the residuals before it, which a first pass gets from
-//      popcounts of the plane words alone;
+//      popcounts of the plane words alone. Lossy bins below 2^15 become floats in one multiply
+//      (small_bins), and each warp's 32 blocks reach the output as whole lines, staged in the
+//      workspace's copy of the stored bytes;
 //   4. the last block to finish compares both checksums and the payload size, writes the plan
 //      (status, first damaged chunk, decoded size) and puts the counters back to zero.
 // Every read is checked against the buffer and every write against the output capacity before
@@ -143,17 +145,21 @@ __device__ std::uint32_t warp_inclusive_sum(std::uint32_t x) {
 }
 
 // Byte-permute selectors for expanding zero-byte elimination: nibble j of entry m is the rank of
-// byte j among the bytes flagged in the 8-bit mask m (0 for an unflagged byte, which a byte mask
-// then clears), so __byte_perm(first 4, next 4 stored bytes, entry >> 16 k) gives output bytes
-// 4k..4k+3. Filled once per thread block (fill_expand_selectors).
+// byte j among the bytes flagged in the 8-bit mask m (for an unflagged byte some byte below 8,
+// which a byte mask then clears), so __byte_perm(first 4, next 4 stored bytes, entry >> 16 k) gives
+// output bytes 4k..4k+3. Filled once per thread block (fill_expand_selectors).
 __shared__ std::uint32_t expand_selectors[256];
 
 __device__ void fill_expand_selectors() {
   for (unsigned m = threadIdx.x; m < 256; m += T) {
-    std::uint32_t selector = 0, rank = 0;
-    for (unsigned j = 0; j < 8; ++j)
-      if (m & (1u << j)) selector |= rank++ << (4 * j);
-    expand_selectors[m] = selector;
+    // Bit j of m to bit 4 j (nibble j), in three spreading steps; then multiplying by
+    // 0x11111110 adds every lower nibble into each nibble: the exclusive prefix count of the
+    // flags, below 8, so no nibble carries. (A loop over the 8 flags cost each thread block 5%
+    // of the decoder's instructions when it decodes a single chunk.)
+    std::uint32_t spread = (m | (m << 12)) & 0x000F000Fu;
+    spread = (spread | (spread << 6)) & 0x03030303u;
+    spread = (spread | (spread << 3)) & 0x11111111u;
+    expand_selectors[m] = spread * 0x11111110u;
   }
 }
 
@@ -324,49 +330,120 @@ __device__ bool lossy_chunk(const DecodePlan& p) {
   return Bits == 32 && p.codec == unsigned(Codec::Lossy);
 }
 
+// How a lossy chunk's bins become floats, decided once a chunk (see small_bins in codec_math.hpp).
+struct LossyDecode {
+  double width;
+  SmallBins small;
+};
+
+// Bins to floats with every check, for the blocks small_bins does not cover (Delta chunks, bins
+// of 2^15 and more, widths beyond 2^112).
+__device__ void reconstruct_checked(std::uint32_t (&v)[32], std::uint32_t outliers,
+                                    std::uint32_t valid, double width, unsigned* error) {
+  bool outlier_bin = false, out_of_range = false;
+#pragma unroll
+  for (unsigned i = 0; i < 32; ++i) {
+    const auto q = std::int32_t(v[i]);
+    float r = 0;
+    if ((outliers >> i) & 1u) {
+      outlier_bin |= q != 0;
+    } else if (i < valid && (q > std::int32_t(kLossyMaxBin) || q < -std::int32_t(kLossyMaxBin) ||
+                             !lossy_reconstruct(q, width, &r))) {
+      out_of_range = true;
+    }
+    v[i] = float_bits(r);
+  }
+  if (outlier_bin) note_error(error, ChunkError::OutlierBinNotZero);
+  if (out_of_range) note_error(error, ChunkError::BinOutOfRange);
+}
+
+// Writes the block's Quads 16-byte words to the output through the workspace's stored-bytes copy
+// (free once the chunk is expanded), so that the warp's stores are whole lines: written directly,
+// each thread's 64 or 128 contiguous bytes made every 16-byte store of the warp touch 32 lines,
+// and the stores' queue stalled the decoder (a fifth of its stall samples on the H200). The
+// staging rows are swizzled (16-byte word k of lane l's block at k ^ s(l)), so that neither the
+// rows' writes nor the lines' reads conflict in shared-memory banks. The caller's warp is whole
+// and all its blocks are full and 16-byte aligned in the output.
+template <unsigned Quads>
+__device__ void store_blocks_staged(const ChunkContext& x, std::uint32_t b,
+                                    const uint4 (&q)[Quads]) {
+  const unsigned lane = threadIdx.x % 32;
+  // Quads 8: a row is 128 bytes (one bank cycle), so 8 lanes' rows need 8 different columns;
+  // Quads 4: two rows share a bank cycle, so lanes in pairs.
+  const auto swizzle = [](unsigned row) { return Quads == 8 ? row % 8 : (row / 2) % 4; };
+  const std::uint32_t first = (b - lane) * Quads;  // the warp's first 16-byte word in the chunk
+  auto* stage = reinterpret_cast<uint4*>(x.work + x.d.stored_at) + first;
+#pragma unroll
+  for (unsigned k = 0; k < Quads; ++k) stage[lane * Quads + (k ^ swizzle(lane))] = q[k];
+  __syncwarp();
+  auto* out = reinterpret_cast<uint4*>(x.out) + first;
+#pragma unroll
+  for (unsigned i = 0; i < Quads; ++i) {
+    const unsigned word = 32 * i + lane, row = word / Quads, k = word % Quads;
+    out[word] = stage[row * Quads + (k ^ swizzle(row))];
+  }
+}
+
 // The 32 values of shuffle block b into the output, Delta running sums starting from `carry`.
+// Every thread of a warp calls it for consecutive blocks (the last warp of a chunk may be short).
 template <unsigned Bits, DecodeKind Kind>
 __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_t carry,
-                            double width, unsigned* error) {
+                            const LossyDecode& lossy, unsigned* error) {
   const ChunkLayout& l = x.layout;
   const auto* words = reinterpret_cast<const std::uint32_t*>(x.work);
   std::uint32_t v[32];
 #pragma unroll
   for (unsigned p = 0; p < 32; ++p)
     v[p] = p < Bits && (Bits == 16 || p < x.planes) ? words[plane_word_index(p, b, l.blocks)] : 0u;
-  // Planes 16-31 all zero (16-bit data, and nearly every block of lossy bins): the cheaper
-  // inverse transpose gives the same values.
-  std::uint32_t high_planes = 0;
+  // Bit i of `nonzero` is set when residual i is: the padding and outlier checks need no pass
+  // over the values. Planes 16-31 all zero (16-bit data, and nearly every block of lossy bins):
+  // the cheaper inverse transpose gives the same values.
+  std::uint32_t high_planes = 0, nonzero = 0;
 #pragma unroll
   for (unsigned p = 16; p < 32; ++p) high_planes |= v[p];
+#pragma unroll
+  for (unsigned p = 0; p < 16; ++p) nonzero |= v[p];
+  nonzero |= high_planes;
+  const std::uint32_t valid = min(32u, l.elements - 32 * b);
+  if (valid < 32 && (nonzero >> valid) != 0) note_error(error, ChunkError::PaddingNotZero);
   if (high_planes == 0) {
     transpose32_planes16(v);
   } else {
     transpose32(v);
   }
-  const std::uint32_t valid = min(32u, l.elements - 32 * b);
   const bool delta = x.mode == ChunkMode::Delta;
   std::uint32_t running = carry;
 #pragma unroll
   for (unsigned i = 0; i < 32; ++i) {
-    if (i >= valid && v[i] != 0) note_error(error, ChunkError::PaddingNotZero);
     const std::uint32_t d =
         Bits == 16 ? std::uint32_t(unzigzag16(std::uint16_t(v[i]))) : unzigzag32(v[i]);
     running = delta ? running + d : d;
     v[i] = running;
   }
+  // A warp whose 32 blocks are all full stores through the staging rows. Its lanes take
+  // consecutive blocks, so when the last one exists every lane is here and takes part in the vote.
+  const bool full = valid == 32 && x.out_aligned16;
+  const bool warp_whole = b - threadIdx.x % 32 + 32 <= l.blocks;
+  const bool staged = warp_whole && __all_sync(~0u, full);
   const DecodePlan& p = *x.plan;
   if constexpr (Bits == 16) {
-    auto* o = reinterpret_cast<std::uint16_t*>(x.out) + 32 * b;
-    if (valid == 32 && x.out_aligned16) {
-      auto* q = reinterpret_cast<uint4*>(o);
+    if (full) {
+      uint4 q[4];
 #pragma unroll
       for (unsigned k = 0; k < 4; ++k)
         q[k] = make_uint4((v[8 * k] & 0xFFFFu) | (v[8 * k + 1] << 16),
                           (v[8 * k + 2] & 0xFFFFu) | (v[8 * k + 3] << 16),
                           (v[8 * k + 4] & 0xFFFFu) | (v[8 * k + 5] << 16),
                           (v[8 * k + 6] & 0xFFFFu) | (v[8 * k + 7] << 16));
+      if (staged) {
+        store_blocks_staged<4>(x, b, q);
+      } else {
+        auto* o = reinterpret_cast<uint4*>(x.out) + 4 * b;
+#pragma unroll
+        for (unsigned k = 0; k < 4; ++k) o[k] = q[k];
+      }
     } else {
+      auto* o = reinterpret_cast<std::uint16_t*>(x.out) + 32 * b;
       for (unsigned i = 0; i < valid; ++i) o[i] = std::uint16_t(v[i]);
     }
     return;
@@ -374,33 +451,41 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
     if (lossy_chunk<Bits, Kind>(p)) {
       const auto* masks = reinterpret_cast<const std::uint32_t*>(x.work + x.d.masks_at);
       const std::uint32_t outliers = masks[b];
-      bool outlier_bin = false, out_of_range = false;
+      // Plain bins are the residuals: below 2^16 zigzagged, |q| <= 2^15 (small_bins), and an
+      // outlier's bin is zero when its residual is. Outliers get 0 here; their bits are written
+      // after the chunk's values.
+      if (!delta && high_planes == 0 && lossy.small.fit) {
+        if ((outliers & nonzero) != 0) note_error(error, ChunkError::OutlierBinNotZero);
+        if (lossy.small.float_width) {
 #pragma unroll
-      for (unsigned i = 0; i < 32; ++i) {
-        const auto q = std::int32_t(v[i]);
-        float r = 0;
-        if ((outliers >> i) & 1u) {
-          outlier_bin |= q != 0;
-        } else if (i < valid &&
-                   (q > std::int32_t(kLossyMaxBin) || q < -std::int32_t(kLossyMaxBin) ||
-                    !lossy_reconstruct(q, width, &r))) {
-          out_of_range = true;
+          for (unsigned i = 0; i < 32; ++i)
+            v[i] = float_bits(reconstruct_small_bin(std::int32_t(v[i]), lossy.small.width_float));
+        } else {
+#pragma unroll
+          for (unsigned i = 0; i < 32; ++i)
+            v[i] = float_bits(float(multiply_rn(double(std::int32_t(v[i])), lossy.width)));
         }
-        v[i] = float_bits(r);  // an outlier's bits are written after the block's values
+      } else {
+        reconstruct_checked(v, outliers, valid, lossy.width, error);
       }
-      if (outlier_bin) note_error(error, ChunkError::OutlierBinNotZero);
-      if (out_of_range) note_error(error, ChunkError::BinOutOfRange);
     } else {
 #pragma unroll
       for (unsigned i = 0; i < 32; ++i) v[i] = order_float_bits(v[i]);
     }
-    auto* o = reinterpret_cast<std::uint32_t*>(x.out) + 32 * b;
-    if (valid == 32 && x.out_aligned16) {
-      auto* q = reinterpret_cast<uint4*>(o);
+    if (full) {
+      uint4 q[8];
 #pragma unroll
       for (unsigned k = 0; k < 8; ++k)
         q[k] = make_uint4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+      if (staged) {
+        store_blocks_staged<8>(x, b, q);
+      } else {
+        auto* o = reinterpret_cast<uint4*>(x.out) + 8 * b;
+#pragma unroll
+        for (unsigned k = 0; k < 8; ++k) o[k] = q[k];
+      }
     } else {
+      auto* o = reinterpret_cast<std::uint32_t*>(x.out) + 32 * b;
       for (unsigned i = 0; i < valid; ++i) o[i] = v[i];
     }
   }
@@ -423,15 +508,16 @@ __device__ void decode_chunk(ChunkContext& x, unsigned* error) {
   std::uint32_t pos = 0, outliers = 0;
   if (lossy) {
     if (x.size < 4) return note_error(error, ChunkError::Truncated);
-    outliers = load_le32(x.in);
+    // The words come from the workspace's copy (aligned, filled by the checksum pass, which
+    // also zeroed the masks).
+    const auto* stored32 = reinterpret_cast<const std::uint32_t*>(x.stored);
+    outliers = stored32[0];
     if (outliers > l.elements) return note_error(error, ChunkError::OutlierCount);
     if ((x.size - 4) / 8 < outliers) return note_error(error, ChunkError::Truncated);
     pos = 4 + 8 * outliers;
-    for (std::uint32_t b = threadIdx.x; b < l.blocks; b += T) masks[b] = 0;
-    __syncthreads();
     for (std::uint32_t k = threadIdx.x; k < outliers; k += T) {
-      const std::uint32_t index = load_le32(x.in + 4 + 4 * std::size_t(k));
-      if (index >= l.elements || (k > 0 && index <= load_le32(x.in + 4 * std::size_t(k)))) {
+      const std::uint32_t index = stored32[1 + k];
+      if (index >= l.elements || (k > 0 && index <= stored32[k])) {
         note_error(error, ChunkError::OutlierOrder);
       } else {
         atomicOr(masks + index / 32, 1u << (index % 32));
@@ -529,9 +615,14 @@ __device__ void decode_chunk(ChunkContext& x, unsigned* error) {
         [&](std::uint64_t b, std::uint32_t before, std::uint32_t) { carries[b] = before; });
     __syncthreads();
   }
-  const double width = lossy_bin_width(p.error_bound);
+  LossyDecode lossy_decode{};
+  if (lossy) {
+    lossy_decode.width = lossy_bin_width(p.error_bound);
+    lossy_decode.small = small_bins(lossy_decode.width);
+  }
   for (std::uint32_t b = threadIdx.x; b < l.blocks; b += T)
-    write_block<Bits, Kind>(x, b, x.mode == ChunkMode::Delta ? carries[b] : 0u, width, error);
+    write_block<Bits, Kind>(x, b, x.mode == ChunkMode::Delta ? carries[b] : 0u, lossy_decode,
+                            error);
   if (lossy) {
     __syncthreads();  // the block's values are written; the outliers' bits replace theirs
     auto* o = reinterpret_cast<std::uint32_t*>(x.out);
@@ -653,8 +744,15 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
   const bool raw = x.mode == ChunkMode::Raw;
   auto* out32 = reinterpret_cast<std::uint32_t*>(x.out);
   auto* stored32 = reinterpret_cast<std::uint32_t*>(work + x.d.stored_at);
-  std::uint64_t terms = 0;
+  // The payload checksum's terms (word ^ key)(2 (offset + w) + 1) summed as
+  // sum (word ^ key)(2 w + 1) + 2 offset sum (word ^ key), modulo 2^64 alike: per word one 32 x 32
+  // multiply-add into 64 bits and one add, instead of a 64-bit index and product.
+  std::uint64_t weighted = 0, keyed_sum = 0;
   bool pads_clean = true;
+  if (!raw && p.codec == unsigned(Codec::Lossy)) {  // outlier flags, set by decode_chunk
+    auto* masks = reinterpret_cast<std::uint32_t*>(work + x.d.masks_at);
+    for (std::uint32_t b = threadIdx.x; b < x.layout.blocks; b += T) masks[b] = 0;
+  }
   // Each thread's loads of a batch are issued before any is used: a 16 KiB chunk arrives in two
   // memory round trips (one a few words at a time made this pass a sixth of the decoder's time).
   constexpr unsigned kBatch = 16;
@@ -667,7 +765,9 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
     for (unsigned k = 0; k < kBatch; ++k) {
       const std::uint32_t w = w0 + k * T, word = loaded[k];
       if (w >= units) break;
-      terms += checksum_word_term(word, offset + w);
+      const std::uint32_t keyed = word ^ kChecksumWordKey;
+      weighted += std::uint64_t(keyed) * (2 * w + 1);  // 2 w + 1 < 2^21: chunks are <= 1 MiB
+      keyed_sum += keyed;
       if (4 * w + 4 > x.size) {
         const std::uint32_t kept = x.size - 4 * w;  // 1..3 bytes
         if ((word >> (8 * kept)) != 0) pads_clean = false;
@@ -678,6 +778,7 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
       if (!raw) stored32[w] = word;
     }
   }
+  const std::uint64_t terms = weighted + 2 * offset * keyed_sum;
   if (!__syncthreads_and(pads_clean)) {
     if (threadIdx.x == 0) note_error(error, ChunkError::TrailingBytes);
   } else if (!raw) {
