@@ -205,6 +205,19 @@ LIVEDRP_HD void transpose32_values8(std::uint32_t a[32]) {
   transpose32_round(a, 1, 0x55555555u, 8);
 }
 
+// Its inverse: planes 0-7 in a[0..7] and zeros above, to the 32 values (each below 2^8).
+LIVEDRP_HD void transpose32_planes8(std::uint32_t a[32]) {
+  transpose32_round(a, 4, 0x0F0F0F0Fu, 8);
+  transpose32_round(a, 2, 0x33333333u, 8);
+  transpose32_round(a, 1, 0x55555555u, 8);
+  for (unsigned k = 0; k < 8; ++k) {
+    a[k + 24] = a[k] >> 24;
+    a[k + 16] = (a[k] >> 16) & 0xFFu;
+    a[k + 8] = (a[k] >> 8) & 0xFFu;
+    a[k] &= 0xFFu;
+  }
+}
+
 // Word index of (plane, block) in a chunk's shuffled data: plane-major, so the empty high planes
 // of a chunk form one long run of zero bytes for the bitmaps to skip.
 LIVEDRP_HD std::uint32_t plane_word_index(std::uint32_t plane, std::uint32_t block,
