@@ -377,16 +377,22 @@ __device__ void reconstruct_checked(std::uint32_t (&v)[32], std::uint32_t outlie
   if (out_of_range) note_error(error, ChunkError::BinOutOfRange);
 }
 
-// Writes the block's Quads 16-byte words to the output through the workspace's stored-bytes copy
-// (free once the chunk is expanded), so that the warp's stores are whole lines: written directly,
-// each thread's 64 or 128 contiguous bytes made every 16-byte store of the warp touch 32 lines,
-// and the stores' queue stalled the decoder (a fifth of its stall samples on the H200). The
-// staging rows are swizzled (16-byte word k of lane l's block at k ^ s(l)), so that neither the
-// rows' writes nor the lines' reads conflict in shared-memory banks. The caller's warp is whole
-// and all its blocks are full and 16-byte aligned in the output.
+// Writes full block b's Quads 16-byte words (16-byte aligned in the output). With `staged` (the
+// caller's warp is whole and all its blocks are full) they go through the workspace's
+// stored-bytes copy (free once the chunk is expanded), so that the warp's stores are whole lines:
+// written directly, each thread's 64 or 128 contiguous bytes made every 16-byte store of the warp
+// touch 32 lines, and the stores' queue stalled the decoder (a fifth of its stall samples on the
+// H200). The staging rows are swizzled (16-byte word k of lane l's block at k ^ s(l)), so that
+// neither the rows' writes nor the lines' reads conflict in shared-memory banks.
 template <unsigned Quads>
-__device__ void store_blocks_staged(const ChunkContext& x, std::uint32_t b,
-                                    const uint4 (&q)[Quads]) {
+__device__ void store_full_block(const ChunkContext& x, std::uint32_t b, const uint4 (&q)[Quads],
+                                 bool staged) {
+  if (!staged) {
+    auto* o = reinterpret_cast<uint4*>(x.out) + Quads * b;
+#pragma unroll
+    for (unsigned k = 0; k < Quads; ++k) o[k] = q[k];
+    return;
+  }
   const unsigned lane = threadIdx.x % 32;
   // Quads 8: a row is 128 bytes (one bank cycle), so 8 lanes' rows need 8 different columns;
   // Quads 4: two rows share a bank cycle, so lanes in pairs.
@@ -461,13 +467,7 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
                           (v[8 * k + 2] & 0xFFFFu) | (v[8 * k + 3] << 16),
                           (v[8 * k + 4] & 0xFFFFu) | (v[8 * k + 5] << 16),
                           (v[8 * k + 6] & 0xFFFFu) | (v[8 * k + 7] << 16));
-      if (staged) {
-        store_blocks_staged<4>(x, b, q);
-      } else {
-        auto* o = reinterpret_cast<uint4*>(x.out) + 4 * b;
-#pragma unroll
-        for (unsigned k = 0; k < 4; ++k) o[k] = q[k];
-      }
+      store_full_block<4>(x, b, q, staged);
     } else {
       auto* o = reinterpret_cast<std::uint16_t*>(x.out) + 32 * b;
       for (unsigned i = 0; i < valid; ++i) o[i] = std::uint16_t(v[i]);
@@ -503,13 +503,7 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
 #pragma unroll
       for (unsigned k = 0; k < 8; ++k)
         q[k] = make_uint4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
-      if (staged) {
-        store_blocks_staged<8>(x, b, q);
-      } else {
-        auto* o = reinterpret_cast<uint4*>(x.out) + 8 * b;
-#pragma unroll
-        for (unsigned k = 0; k < 8; ++k) o[k] = q[k];
-      }
+      store_full_block<8>(x, b, q, staged);
     } else {
       auto* o = reinterpret_cast<std::uint32_t*>(x.out) + 32 * b;
       for (unsigned i = 0; i < valid; ++i) o[i] = v[i];
