@@ -854,7 +854,7 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
   fill_expand_selectors();  // ordered before use by the barrier below
   __syncthreads();
   // The first chunk is claimed while thread 0 checks the header, its round trip hidden behind
-  // the checks, by a block that will decode chunks whatever they find: blocks_claims on the
+  // the checks, by a block that will decode chunks whatever they find: block_claims on the
   // header's own dtype and chunk size gives the verdict below when the fields are valid, and
   // when they are not every block claims (to sum the table's checksum terms).
   constexpr unsigned kEarlyClaimer = 32 % T;
