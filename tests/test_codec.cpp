@@ -132,6 +132,48 @@ Bytes shuffle(const std::vector<std::uint32_t>& residuals, unsigned bits) {
   return out;
 }
 
+void append32(Bytes& out, std::uint32_t v) {
+  for (int k = 0; k < 4; ++k) out.push_back(std::uint8_t(v >> (8 * k)));
+}
+
+// Sparse form (mode 3) of a chunk's plain residuals z: count, gap bytes, pad, escapes, plane masks
+// of each group of 32 listed values, then the groups' plane words.
+Bytes sparse(const std::vector<std::uint32_t>& z) {
+  std::vector<std::size_t> listed;
+  for (std::size_t i = 0; i < z.size(); ++i)
+    if (z[i] != 0) listed.push_back(i);
+  Bytes out;
+  append32(out, std::uint32_t(listed.size()));
+  std::vector<std::uint32_t> escaped;
+  long long previous = -1;
+  for (std::size_t k : listed) {
+    const auto gap = std::uint32_t((long long)k - previous - 1);
+    out.push_back(std::uint8_t(gap < 255 ? gap : 255));
+    if (gap >= 255) escaped.push_back(gap);
+    previous = (long long)k;
+  }
+  while (out.size() % 4 != 0) out.push_back(0);
+  for (std::uint32_t g : escaped) append32(out, g);
+  const std::size_t groups = (listed.size() + 31) / 32;
+  const auto value = [&](std::size_t g, std::size_t t) {
+    return 32 * g + t < listed.size() ? z[listed[32 * g + t]] : 0u;
+  };
+  std::vector<std::uint32_t> masks(groups, 0);
+  for (std::size_t g = 0; g < groups; ++g) {
+    for (std::size_t t = 0; t < 32; ++t) masks[g] |= value(g, t);
+    append32(out, masks[g]);
+  }
+  for (std::size_t g = 0; g < groups; ++g)
+    for (unsigned p = 0; p < 32; ++p) {
+      if (!((masks[g] >> p) & 1u)) continue;
+      std::uint32_t word = 0;
+      for (std::size_t t = 0; t < 32; ++t)
+        if ((value(g, t) >> p) & 1u) word |= 1u << t;
+      append32(out, word);
+    }
+  return out;
+}
+
 std::uint32_t zigzag(std::uint32_t difference, unsigned bits) {
   const std::int64_t s =
       bits == 16 ? std::int64_t(std::int16_t(difference)) : std::int64_t(std::int32_t(difference));
@@ -179,14 +221,15 @@ Bytes encode_chunk(Codec codec, DType dtype, double eb, const std::uint8_t* in, 
     }
   }
   // Mode m (1 delta, 2 plain) through residuals, zigzag, shuffle and elimination.
-  const auto pipeline = [&](unsigned m) {
+  const auto residuals_of = [&](unsigned m) {
     std::vector<std::uint32_t> residuals(n);
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint32_t prediction = (m == 1 && i > 0) ? values[i - 1] : 0;
       residuals[i] = zigzag(values[i] - prediction, bits);
     }
-    return eliminate(shuffle(residuals, bits));
+    return residuals;
   };
+  const auto pipeline = [&](unsigned m) { return eliminate(shuffle(residuals_of(m), bits)); };
   // The lossy codec tries plain first, the lossless one delta; the other mode only when the first
   // leaves the chunk (with the lossy prefix) at 7/8 of its raw bytes or more but below them (at
   // or above them the chunk is stored raw at once); the smaller wins, delta on a tie.
@@ -200,6 +243,13 @@ Bytes encode_chunk(Codec codec, DType dtype, double eb, const std::uint8_t* in, 
     if (other_wins) {
       best = std::move(other);
       *mode = 3 - first;
+    }
+  } else if (codec == Codec::Lossy && prefix_bytes + best.size() < raw - raw / 8) {
+    // Plain well below the raw size: the sparse form replaces it when strictly smaller.
+    Bytes listed = sparse(residuals_of(2));
+    if (listed.size() < best.size()) {
+      best = std::move(listed);
+      *mode = 3;
     }
   }
   Bytes out;
@@ -229,7 +279,7 @@ Bytes encode(const void* data, DType dtype, const std::vector<std::uint64_t>& sh
   Bytes header(56 + 8 * shape.size(), 0);
   const std::uint8_t magic[8] = {0x89, 'L', 'D', 'R', 'P', 'Z', '\r', '\n'};
   std::memcpy(header.data(), magic, 8);
-  header[8] = 2;  // format version 2
+  header[8] = 3;  // format version 3
   header[10] = std::uint8_t(params.codec);
   header[11] = std::uint8_t(dtype);
   header[12] = std::uint8_t(shape.size());
@@ -677,6 +727,72 @@ class TestCodec : public QObject {
     }
   }
 
+  void sparse_body_known_answer() {
+    // 1024 words, nonzero z = 2 at 3, 4 at 4 and 1 at 700 (bins 1, 2 and -1). Gaps 3, 0 and
+    // 700 - 4 - 1 = 695, escaped (>= 255). Body: count 3; gap bytes 03 00 FF and one pad byte;
+    // escape 695 = 0x2B7; one group, mask 2 | 4 | 1 = 7; plane 0 holds value 2 (z = 1) -> 0x4,
+    // plane 1 value 0 (z = 2) -> 0x1, plane 2 value 1 (z = 4) -> 0x2. 28 bytes.
+    std::vector<std::uint32_t> z(1024, 0);
+    z[3] = 2;
+    z[4] = 4;
+    z[700] = 1;
+    const Bytes expected = {3, 0, 0, 0, 3, 0, 0xFF, 0, 0xB7, 0x02, 0, 0, 7, 0,
+                            0, 0, 4, 0, 0, 0, 1,    0, 0,    0,    2, 0, 0, 0};
+    const Bytes body = sparse_encode(z.data(), 1024);
+    QCOMPARE(first_difference(body, expected), -1L);
+    QCOMPARE(first_difference(body, ref::sparse(z)), -1L);
+    const auto decode = [&](const Bytes& b, std::uint32_t elements = 1024) {
+      std::vector<std::uint32_t> back(elements, 0xDEADBEEF);
+      const ChunkError e = sparse_decode(b.data(), std::uint32_t(b.size()), elements, back.data());
+      if (e == ChunkError::None && !std::equal(back.begin(), back.end(), z.begin()))
+        return -1;  // decoded, but to other words
+      return int(e);
+    };
+    QCOMPARE(decode(expected), int(ChunkError::None));
+    // Every damage has its error.
+    for (std::size_t cut = 0; cut < expected.size(); ++cut)
+      QCOMPARE(decode(Bytes(expected.begin(), expected.begin() + long(cut))),
+               int(ChunkError::Truncated));
+    Bytes longer = expected;
+    longer.insert(longer.end(), {0, 0, 0, 0});
+    QCOMPARE(decode(longer), int(ChunkError::TrailingBytes));
+    QCOMPARE(decode(expected, 700), int(ChunkError::SparseGap));  // position 700 of 700 elements
+    Bytes count = expected;
+    count[0] = 0x01;
+    count[1] = 0x04;  // 1025 listed values in 1024 elements
+    QCOMPARE(decode(count), int(ChunkError::SparseCount));
+    Bytes pad = expected;
+    pad[7] = 1;
+    QCOMPARE(decode(pad), int(ChunkError::SparsePadding));
+    Bytes small_escape = expected;
+    small_escape[8] = 254;
+    small_escape[9] = 0;
+    QCOMPARE(decode(small_escape), int(ChunkError::SparseGap));
+    Bytes zero_word = expected;
+    zero_word[20] = 0;  // plane 1's word: value 0 becomes zero
+    QCOMPARE(decode(zero_word), int(ChunkError::SparseValues));
+    Bytes padding_value = expected;
+    padding_value[16] = 0x0C;  // plane 0 also sets value 3, past the 3 listed
+    QCOMPARE(decode(padding_value), int(ChunkError::SparseValues));
+
+    // No values: the count alone. Random sparse words against the reference, and back.
+    const std::vector<std::uint32_t> none(77, 0);
+    QCOMPARE(first_difference(sparse_encode(none.data(), 77), Bytes{0, 0, 0, 0}), -1L);
+    for (int round = 0; round < 50; ++round) {
+      std::vector<std::uint32_t> words(1 + rng_() % 5000, 0);
+      const unsigned spacing = 1 + unsigned(rng_() % 600);
+      for (auto& w : words)
+        if (rng_() % spacing == 0) w = std::uint32_t(rng_()) >> (rng_() % 32);
+      const Bytes e = sparse_encode(words.data(), std::uint32_t(words.size()));
+      QCOMPARE(first_difference(e, ref::sparse(words)), -1L);
+      std::vector<std::uint32_t> back(words.size());
+      QCOMPARE(int(sparse_decode(e.data(), std::uint32_t(e.size()), std::uint32_t(words.size()),
+                                 back.data())),
+               int(ChunkError::None));
+      QVERIFY(back == words);
+    }
+  }
+
   void constant_uint16_chunk_known_answer() {
     // 8192 x 1000 is one 16 KiB chunk. Delta residuals: 1000 then zeros; zigzag(1000) = 2000 =
     // bits 4, 6, 7, 8, 9, 10. With 256 blocks, plane p of block 0 is word p * 256, byte 1024 p,
@@ -709,7 +825,7 @@ class TestCodec : public QObject {
     const Bytes s = compress_cpu(v.data(), DType::Float32, {2, 3}, p);
     const std::uint8_t magic[8] = {0x89, 0x4C, 0x44, 0x52, 0x50, 0x5A, 0x0D, 0x0A};
     QVERIFY(std::memcmp(s.data(), magic, 8) == 0);
-    QCOMPARE(s[8], std::uint8_t(2));  // version, little-endian u16
+    QCOMPARE(s[8], std::uint8_t(3));  // version, little-endian u16
     QCOMPARE(s[9], std::uint8_t(0));
     QCOMPARE(s[10], std::uint8_t(2));  // lossy
     QCOMPARE(s[11], std::uint8_t(2));  // float32
@@ -1041,6 +1157,9 @@ class TestCodec : public QObject {
     lossy.codec = Codec::Lossy;
     lossy.error_bound = 4.75;  // half a photon
     QVERIFY(ratio_of(sparse_set, lossy) > 8);
+    // Most chunks list their photons (sparse chunks) rather than eliminate zero plane bytes.
+    const Bytes listed = compress(sparse_set, lossy);
+    QVERIFY(read_header(listed.data(), listed.size()).sparse_chunks >= 8);
     lossy.error_bound = 9.5;
     ratio_of(sparse_set, lossy);
     ratio_of(sparse_set, p);
@@ -1130,7 +1249,31 @@ class TestCodec : public QObject {
     lossy.error_bound = 0.05;
     out.push_back(compress_flat_cpu(f.data(), DType::Float32, f.size(), lossy));
     out.push_back(compress_flat_cpu(f.data(), DType::Float32, f.size(), p));
+    // Photon-sparse with an outlier: sparse chunks (checked in sparse_chunks_in_small_streams).
+    std::vector<float> photons(2500, 0.0f);
+    for (std::size_t i = 0; i < photons.size(); ++i)
+      if (i % 37 == 0 || i % 41 == 0) photons[i] = 9.5f * float(1 + (i % 5 == 0));
+    photons[20] = NAN;
+    lossy.error_bound = 4.75;
+    lossy.chunk_bytes = 4096;  // 1024, 1024 and 452 elements
+    out.push_back(compress_flat_cpu(photons.data(), DType::Float32, photons.size(), lossy));
     return out;
+  }
+
+  void sparse_chunks_in_small_streams() {
+    const Bytes s = small_streams().back();
+    QVERIFY(read_header(s.data(), s.size()).sparse_chunks >= 2);
+    // A version 2 stream is read as version 3; version 4 is refused by name.
+    const Bytes current = small_streams()[0];
+    Bytes old = current;
+    old[8] = 2;
+    reseal(old);
+    QVERIFY(decompress_cpu(old.data(), old.size()).bytes ==
+            decompress_cpu(current.data(), current.size()).bytes);
+    Bytes future = s;
+    future[8] = 4;
+    reseal(future);
+    QVERIFY_THROWS_EXCEPTION(InputError, decompress_cpu(future.data(), future.size()));
   }
 
   void truncated_streams_are_rejected_at_every_length() {

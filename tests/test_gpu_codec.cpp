@@ -21,7 +21,9 @@
 #include <vector>
 
 #include "calib/calibrate_cpu.hpp"
+#include "codec/chunk_cpu.hpp"
 #include "codec/codec.hpp"
+#include "codec/codec_math.hpp"
 #include "core/detector.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
@@ -144,6 +146,23 @@ class TestGpuCodec : public QObject {
     for (std::size_t i = 0; i < cube.size(); ++i) cube[i] = float(i) * 0.5f - 3.0f;
     out.push_back(make("f32 3-d", DType::Float32, cube, {4, 6, 8}));
     return out;
+  }
+
+  // Photon-sparse float32 (most lossy chunks stored sparse): photons on 3 % of pixels, a few
+  // bright peaks (bins far above 2^15), NaN outliers, and a stretch with photons far apart (gaps
+  // of 255 and more, escaped).
+  Dataset photon_sparse_frame() {
+    const std::size_t n = 4 * 65536 + 77;
+    std::vector<float> f(n);
+    std::normal_distribution<double> noise(0, 0.05);
+    for (std::size_t i = 0; i < n; ++i) {
+      f[i] = float(noise(rng_));
+      if (i < n / 2 ? rng_() % 33 == 0 : rng_() % 700 == 0)
+        f[i] += float(1 + rng_() % 3) * (rng_() % 4 == 0 ? 0.6f : 1.0f);
+    }
+    for (std::size_t at : {std::size_t(17), std::size_t(5000), n - 1}) f[at] = NAN;
+    for (std::size_t at : {std::size_t(100), std::size_t(70000)}) f[at] = 5.0e5f;
+    return make("f32 photon-sparse", DType::Float32, f);
   }
 
 #ifdef LIVEDRP_HAVE_CUDA
@@ -304,6 +323,101 @@ class TestGpuCodec : public QObject {
         QVERIFY2(first_difference(got, want[which]) == -1,
                  qPrintable(QString("event %1 differs from the CPU's stream").arg(e + k)));
       }
+    }
+  }
+
+  void photon_sparse_frames_give_the_cpu_bytes() {
+    const Dataset d = photon_sparse_frame();
+    for (const std::uint32_t chunk : {1024u, 4096u, 16384u, 65536u, 1u << 20}) {
+      for (const double eb : {0.25, 0.5, 1.0}) {
+        const CodecParams p{Codec::Lossy, eb, chunk};
+        check_same_as_cpu(d, p);
+        if (eb == 0.5 && chunk <= 65536u) {  // the case is there: sparse chunks are compared
+          const Bytes s = compress_cpu_of(d, p);
+          QVERIFY2(read_header(s.data(), s.size()).sparse_chunks > 0,
+                   qPrintable(QString::fromStdString(describe(d, p))));
+        }
+      }
+    }
+  }
+
+  // Damage inside a sparse chunk, behind valid checksums, is rejected by name.
+  void damaged_sparse_chunks_are_rejected() {
+    const Dataset d = photon_sparse_frame();
+    const CodecParams p{Codec::Lossy, 0.5, kDefaultChunkBytes};
+    const Bytes good = compress_cpu_of(d, p);
+    const StreamInfo info = read_header(good.data(), good.size());
+    const std::size_t table_at = 56, payload_at = table_at + 4 * info.chunk_count + 16;
+    // The first sparse chunk without outliers.
+    std::size_t at = payload_at, body = 0;
+    std::uint32_t size = 0;
+    for (std::uint64_t c = 0; c < info.chunk_count; ++c) {
+      std::uint32_t entry = 0;
+      std::memcpy(&entry, good.data() + table_at + 4 * c, 4);
+      size = entry_size(entry);
+      std::uint32_t outliers = 0;
+      std::memcpy(&outliers, good.data() + at, 4);
+      if (entry_mode_bits(entry) == unsigned(ChunkMode::Sparse) && outliers == 0) {
+        body = at + 4;
+        break;
+      }
+      at += padded_size(size);
+    }
+    QVERIFY(body != 0);
+    const auto reseal = [&](Bytes& s) {  // payload, then header checksum (docs/formats.md)
+      const auto sum = [&](std::size_t from, std::size_t bytes) {
+        std::uint64_t total = checksum_count_term(bytes / 4);
+        for (std::size_t w = 0; w < bytes / 4; ++w) {
+          std::uint32_t word = 0;
+          std::memcpy(&word, s.data() + from + 4 * w, 4);
+          total += checksum_word_term(word, w);
+        }
+        return total;
+      };
+      const std::uint64_t payload = sum(payload_at, s.size() - payload_at);
+      std::memcpy(s.data() + payload_at - 16, &payload, 8);
+      const std::uint64_t header = sum(0, payload_at - 8);
+      std::memcpy(s.data() + payload_at - 8, &header, 8);
+    };
+    const auto message = [&](const Bytes& bad) {
+      try {
+        decompress_gpu_of(bad, d.data.size());
+      } catch (const InputError& e) {
+        return QString(e.what());
+      }
+      return QString("accepted");
+    };
+    Bytes resealed = good;
+    reseal(resealed);
+    QCOMPARE(first_difference(resealed, good), -1L);  // the helper recomputes the same sums
+
+    std::uint32_t listed = 0;
+    std::memcpy(&listed, good.data() + body, 4);
+    Bytes count = good;
+    const std::uint32_t too_many = 4097;
+    std::memcpy(count.data() + body, &too_many, 4);
+    reseal(count);
+    QVERIFY2(message(count).contains(describe(ChunkError::SparseCount)),
+             qPrintable(message(count)));
+    Bytes word = good;
+    std::memset(word.data() + at + size - 4, 0, 4);  // the chunk's last plane word
+    reseal(word);
+    QVERIFY2(message(word).contains(describe(ChunkError::SparseValues)), qPrintable(message(word)));
+    Bytes far = good;
+    far[body + 4] = far[body + 4] == 254
+                        ? 253
+                        : 254;  // the first gap: the last position moves past the chunk or the data
+    reseal(far);                // changes; either way the decode differs or is refused
+    const QString far_message = message(far);
+    if (far_message == "accepted")
+      QVERIFY(first_difference(decompress_gpu_of(far, d.data.size()),
+                               decompress_cpu(good.data(), good.size()).bytes) != -1);
+    if (listed % 4 != 0) {
+      Bytes pad = good;
+      pad[body + 4 + listed] = 1;
+      reseal(pad);
+      QVERIFY2(message(pad).contains(describe(ChunkError::SparsePadding)),
+               qPrintable(message(pad)));
     }
   }
 

@@ -1,5 +1,6 @@
 #include "codec/chunk_cpu.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "codec/codec_math.hpp"
@@ -102,6 +103,120 @@ ChunkError eliminate_decode(const std::uint8_t* in, std::uint32_t size, std::uin
   return e;
 }
 
+// The sparse form (docs/formats.md, "Sparse chunks") of `elements` Plain words z, when it is
+// smaller than `limit` bytes: writes its body (from the count word on) to `out` (room for `limit`
+// bytes) and returns its size; returns `limit` (writing nothing useful) when it cannot be smaller.
+std::size_t encode_sparse(const std::uint32_t* z, std::uint32_t elements, std::size_t limit,
+                          std::vector<std::uint32_t>& listed, std::uint8_t* out) {
+  std::uint32_t nonzero = 0;
+  for (std::uint32_t i = 0; i < elements; ++i) nonzero += z[i] != 0;
+  if (sparse_body_least(nonzero) >= limit) return limit;
+  listed.clear();
+  std::uint32_t escapes = 0, previous = ~0u;  // i_{-1} = -1
+  for (std::uint32_t i = 0; i < elements; ++i) {
+    if (z[i] == 0) continue;
+    escapes += i - previous - 1 >= kSparseGapEscape;
+    listed.push_back(i);
+    previous = i;
+  }
+  const std::uint32_t groups = sparse_groups(nonzero);
+  std::uint64_t plane_words = 0;
+  for (std::uint32_t g = 0; g < groups; ++g) {
+    std::uint32_t mask = 0;
+    for (std::uint32_t k = 32 * g; k < nonzero && k < 32 * g + 32; ++k) mask |= z[listed[k]];
+    plane_words += popcount32(mask);
+  }
+  const std::uint64_t size = sparse_body_bytes(nonzero, escapes, plane_words);
+  if (size >= limit) return limit;
+
+  std::memset(out, 0, std::size_t(size));
+  store_le32(out, nonzero);
+  std::uint8_t* gaps = out + sparse_gaps_at();
+  std::uint8_t* escaped = out + sparse_escapes_at(nonzero);
+  previous = ~0u;
+  for (std::uint32_t k = 0; k < nonzero; ++k) {
+    const std::uint32_t gap = listed[k] - previous - 1;
+    gaps[k] = std::uint8_t(sparse_gap_byte(gap));
+    if (gap >= kSparseGapEscape) {
+      store_le32(escaped, gap);
+      escaped += 4;
+    }
+    previous = listed[k];
+  }
+  std::uint8_t* masks = out + sparse_masks_at(nonzero, escapes);
+  std::uint8_t* words = masks + 4 * std::size_t(groups);
+  for (std::uint32_t g = 0; g < groups; ++g) {
+    std::uint32_t group[32] = {};
+    for (std::uint32_t t = 0; t < 32 && 32 * g + t < nonzero; ++t) group[t] = z[listed[32 * g + t]];
+    std::uint32_t mask = 0;
+    for (const std::uint32_t value : group) mask |= value;
+    store_le32(masks + 4 * std::size_t(g), mask);
+    transpose32(group);  // group[p]: bit t is bit p of value t
+    for (std::uint32_t m = mask; m != 0; m &= m - 1) {
+      store_le32(words, group[__builtin_ctz(m)]);
+      words += 4;
+    }
+  }
+  return std::size_t(size);
+}
+
+// Reads a sparse body of `size` bytes into z[0, elements) (unlisted elements 0).
+ChunkError decode_sparse(const std::uint8_t* in, std::uint32_t size, std::uint32_t elements,
+                         std::uint32_t* z) {
+  if (size < 4) return ChunkError::Truncated;
+  const std::uint32_t nonzero = load_le32(in);
+  if (nonzero > elements) return ChunkError::SparseCount;
+  if (size < sparse_escapes_at(nonzero)) return ChunkError::Truncated;
+  const std::uint8_t* gaps = in + sparse_gaps_at();
+  for (std::uint64_t b = sparse_gaps_at() + nonzero; b < sparse_escapes_at(nonzero); ++b)
+    if (in[b] != 0) return ChunkError::SparsePadding;
+  std::uint32_t escapes = 0;
+  for (std::uint32_t k = 0; k < nonzero; ++k) escapes += gaps[k] == kSparseGapEscape;
+  const std::uint32_t groups = sparse_groups(nonzero);
+  const std::uint64_t masks_at = sparse_masks_at(nonzero, escapes);
+  if (size < masks_at + 4 * std::uint64_t(groups)) return ChunkError::Truncated;
+  std::uint64_t plane_words = 0;
+  for (std::uint32_t g = 0; g < groups; ++g)
+    plane_words += popcount32(load_le32(in + masks_at + 4 * std::size_t(g)));
+  const std::uint64_t expected = sparse_body_bytes(nonzero, escapes, plane_words);
+  if (size < expected) return ChunkError::Truncated;
+  if (size > expected) return ChunkError::TrailingBytes;
+
+  std::fill(z, z + elements, 0u);
+  const std::uint8_t* escaped = in + sparse_escapes_at(nonzero);
+  const std::uint8_t* words = in + masks_at + 4 * std::size_t(groups);
+  std::uint64_t position = 0;  // i_{k-1} + 1
+  for (std::uint32_t g = 0; g < groups; ++g) {
+    const std::uint32_t mask = load_le32(in + masks_at + 4 * std::size_t(g));
+    std::uint32_t group[32] = {};
+    for (std::uint32_t m = mask; m != 0; m &= m - 1) {
+      const std::uint32_t word = load_le32(words);
+      words += 4;
+      if (word == 0) return ChunkError::SparseValues;
+      group[__builtin_ctz(m)] = word;
+    }
+    transpose32(group);  // group[t]: value t
+    for (std::uint32_t t = 0; t < 32; ++t) {
+      const std::uint32_t k = 32 * g + t;
+      if (k >= nonzero) {
+        if (group[t] != 0) return ChunkError::SparseValues;  // padding of the last group
+        continue;
+      }
+      if (group[t] == 0) return ChunkError::SparseValues;
+      std::uint32_t gap = gaps[k];
+      if (gap == kSparseGapEscape) {
+        gap = load_le32(escaped);
+        escaped += 4;
+        if (gap < kSparseGapEscape) return ChunkError::SparseGap;
+      }
+      position += gap;
+      if (position >= elements) return ChunkError::SparseGap;
+      z[position++] = group[t];
+    }
+  }
+  return ChunkError::None;
+}
+
 }  // namespace
 
 const char* describe(ChunkError error) {
@@ -127,7 +242,16 @@ const char* describe(ChunkError error) {
     case ChunkError::BinOutOfRange:
       return "a bin number is outside +-2^30 or reconstructs to no finite float";
     case ChunkError::BadMode:
-      return "its chunk-table mode is not 0, 1 or 2";
+      return "its chunk-table mode is sparse (3) in a lossless stream";
+    case ChunkError::SparseCount:
+      return "its count of listed values exceeds its element count";
+    case ChunkError::SparsePadding:
+      return "the pad bytes after its gap bytes are not zero";
+    case ChunkError::SparseGap:
+      return "an escaped gap is below 255, or its positions run past its element count";
+    case ChunkError::SparseValues:
+      return "a plane word its mask announces is zero, a padding value of its last group is not "
+             "zero, or a listed value is zero";
   }
   return "unknown error";
 }
@@ -145,6 +269,8 @@ ChunkEncoder::ChunkEncoder(Codec codec, DType dtype, double error_bound, std::ui
   if (codec == Codec::Lossy) {
     outlier_index_.reserve(max_elements);
     outlier_bits_.reserve(max_elements);
+    listed_.reserve(max_elements);
+    sparse_.resize(layout.raw_bytes);  // a sparse body is kept only below the raw size
   }
 }
 
@@ -215,7 +341,18 @@ EncodedChunk ChunkEncoder::encode(const std::uint8_t* in, std::uint32_t elements
         prepare_pipeline(layout, first_slot ? ChunkMode::Delta : ChunkMode::Plain, 1 - first_slot);
     slot = size[1] < size[0] ? 1 : 0;  // ties go to Delta
   }
-  const std::size_t total = prefix + size[slot];
+  std::size_t total = prefix + size[slot];
+  // Sparse replaces Plain only where Plain alone is already well below the raw size
+  // (codec_format.hpp); then no second mode was built, and residuals_ holds Plain's words.
+  std::size_t sparse_size = 0;
+  if (sparse_considered(codec_, prefix + size[first_slot], layout.raw_bytes)) {
+    const std::size_t body =
+        encode_sparse(residuals_.data(), layout.elements, size[slot], listed_, sparse_.data());
+    if (sparse_wins(prefix + body, total)) {
+      sparse_size = body;
+      total = prefix + body;
+    }
+  }
   if (total >= layout.raw_bytes) {
     std::memcpy(out, in, layout.raw_bytes);
     return {ChunkMode::Raw, layout.raw_bytes};
@@ -230,6 +367,10 @@ EncodedChunk ChunkEncoder::encode(const std::uint8_t* in, std::uint32_t elements
     o += 4 * count;
     for (std::size_t k = 0; k < count; ++k) store_le32(o + 4 * k, outlier_bits_[k]);
     o += 4 * count;
+  }
+  if (sparse_size != 0) {
+    std::memcpy(o, sparse_.data(), sparse_size);
+    return {ChunkMode::Sparse, std::uint32_t(o + sparse_size - out)};
   }
   o = emit_eliminated(shuffled_[slot].data(), layout.shuffled_bytes,
                       {level0_[slot].data(), level1_[slot].data(), level2_[slot].data()}, o);
@@ -257,7 +398,7 @@ ChunkError ChunkDecoder::decode(ChunkMode mode, const std::uint8_t* in, std::uin
     std::memcpy(out, in, size);
     return ChunkError::None;
   }
-  if (mode != ChunkMode::Delta && mode != ChunkMode::Plain) return ChunkError::BadMode;
+  if (mode == ChunkMode::Sparse && codec_ != Codec::Lossy) return ChunkError::BadMode;
 
   std::uint32_t pos = 0, outliers = 0;
   const std::uint8_t* outlier_index = nullptr;
@@ -278,13 +419,25 @@ ChunkError ChunkDecoder::decode(ChunkMode mode, const std::uint8_t* in, std::uin
     pos = 4 + 8 * outliers;
   }
 
-  std::uint32_t consumed = 0;
-  const ChunkError e =
-      eliminate_decode(in + pos, size - pos, layout.shuffled_bytes, shuffled_.data(),
-                       level0_.data(), level1_.data(), &consumed);
-  if (e != ChunkError::None) return e;
-  if (pos + consumed != size) return ChunkError::TrailingBytes;
+  if (mode == ChunkMode::Sparse) {
+    const ChunkError e = decode_sparse(in + pos, size - pos, elements, values_.data());
+    if (e != ChunkError::None) return e;
+  } else {
+    const ChunkError e = decode_bit_planes(layout, in + pos, size - pos);
+    if (e != ChunkError::None) return e;
+  }
+  return restore_and_store(mode, elements, outliers, outlier_index, outlier_bits, out);
+}
 
+ChunkError ChunkDecoder::decode_bit_planes(const ChunkLayout& layout, const std::uint8_t* in,
+                                           std::uint32_t size) {
+  std::uint32_t consumed = 0;
+  const ChunkError e = eliminate_decode(in, size, layout.shuffled_bytes, shuffled_.data(),
+                                        level0_.data(), level1_.data(), &consumed);
+  if (e != ChunkError::None) return e;
+  if (consumed != size) return ChunkError::TrailingBytes;
+
+  const std::uint32_t elements = layout.elements;
   for (std::uint32_t b = 0; b < layout.blocks; ++b) {
     std::uint32_t block[32] = {};
     for (std::uint32_t p = 0; p < layout.bits; ++p)
@@ -304,10 +457,17 @@ ChunkError ChunkDecoder::decode(ChunkMode mode, const std::uint8_t* in, std::uin
       }
     }
   }
+  return ChunkError::None;
+}
 
+ChunkError ChunkDecoder::restore_and_store(ChunkMode mode, std::uint32_t elements,
+                                           std::uint32_t outliers,
+                                           const std::uint8_t* outlier_index,
+                                           const std::uint8_t* outlier_bits, std::uint8_t* out) {
+  const std::uint32_t bits = word_bits(dtype_);
   const bool delta = mode == ChunkMode::Delta;
   std::uint32_t previous = 0;
-  if (layout.bits == 16) {
+  if (bits == 16) {
     for (std::uint32_t i = 0; i < elements; ++i)
       values_[i] = previous = restore_word(values_[i], delta ? previous : 0, 16);
   } else {
@@ -357,6 +517,21 @@ std::vector<std::uint8_t> zero_elimination_encode(const std::uint8_t* data, std:
   std::vector<std::uint8_t> out(build_bitmaps(data, size, maps));
   emit_eliminated(data, size, maps, out.data());
   return out;
+}
+
+std::vector<std::uint8_t> sparse_encode(const std::uint32_t* z, std::uint32_t elements) {
+  // A limit no body reaches: 4 + elements gap bytes (plus pad) + 8 bytes an escape, mask and
+  // words a value at most.
+  const std::size_t limit = 4 + 4 + 8 * std::size_t(elements) + 4 * std::size_t(elements) * 34;
+  std::vector<std::uint8_t> out(limit);
+  std::vector<std::uint32_t> listed;
+  out.resize(encode_sparse(z, elements, limit, listed, out.data()));
+  return out;
+}
+
+ChunkError sparse_decode(const std::uint8_t* in, std::uint32_t size, std::uint32_t elements,
+                         std::uint32_t* z) {
+  return decode_sparse(in, size, elements, z);
 }
 
 ChunkError zero_elimination_decode(const std::uint8_t* in, std::uint32_t size,

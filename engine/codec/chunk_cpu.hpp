@@ -24,7 +24,13 @@ enum class ChunkError : std::uint8_t {
   OutlierOrder,       // outlier indices not strictly increasing within the chunk
   OutlierBinNotZero,  // an outlier's bin is not 0 as the encoder writes it
   BinOutOfRange,      // a bin outside +-2^30, or one whose reconstruction is not a finite float
-  BadMode,            // chunk-table mode 3
+  BadMode,            // chunk-table mode 3 in a lossless stream
+  // Sparse chunks (ChunkMode::Sparse):
+  SparseCount,    // more listed values than elements
+  SparsePadding,  // the pad bytes after the gap bytes are not zero
+  SparseGap,      // an escaped gap below 255, or a position at or past the element count
+  SparseValues,   // a plane word its mask announces is zero, a padding value of the last group
+                  // is not zero, or a listed value is zero
 };
 const char* describe(ChunkError error);
 
@@ -55,6 +61,8 @@ class ChunkEncoder {
   std::vector<std::uint32_t> residuals_;  // per element of whole blocks, after zigzag
   std::vector<std::uint32_t> outlier_index_, outlier_bits_;
   std::vector<std::uint8_t> shuffled_[2], level0_[2], level1_[2], level2_[2];
+  std::vector<std::uint32_t> listed_;  // a sparse chunk's listed elements
+  std::vector<std::uint8_t> sparse_;   // its body
 };
 
 class ChunkDecoder {
@@ -67,6 +75,14 @@ class ChunkDecoder {
                     std::uint32_t elements, std::uint8_t* out);
 
  private:
+  // Delta and Plain: zero-byte elimination and the bit shuffle, into values_ (the residuals).
+  ChunkError decode_bit_planes(const ChunkLayout& layout, const std::uint8_t* in,
+                               std::uint32_t size);
+  // Undoes prediction and zigzag of values_ and writes the elements (and the outliers' bits).
+  ChunkError restore_and_store(ChunkMode mode, std::uint32_t elements, std::uint32_t outliers,
+                               const std::uint8_t* outlier_index, const std::uint8_t* outlier_bits,
+                               std::uint8_t* out);
+
   Codec codec_;
   DType dtype_;
   double width_;
@@ -78,6 +94,12 @@ class ChunkDecoder {
 // Zero-byte elimination of `size` bytes (a multiple of 64), alone: level-2 bitmap, nonzero bytes
 // of the level-1 bitmap, of the level-0 bitmap, of the data. Exposed for known-answer tests.
 std::vector<std::uint8_t> zero_elimination_encode(const std::uint8_t* data, std::uint32_t size);
+// The body of a sparse chunk (from its count word on) listing the nonzero words of
+// z[0, elements), alone, whatever its size. Exposed for known-answer tests.
+std::vector<std::uint8_t> sparse_encode(const std::uint32_t* z, std::uint32_t elements);
+// Inverse: z[0, elements) from a body of exactly `size` bytes. Returns ChunkError::None on success.
+ChunkError sparse_decode(const std::uint8_t* in, std::uint32_t size, std::uint32_t elements,
+                         std::uint32_t* z);
 // Inverse; `consumed` receives the number of bytes read. Returns ChunkError::None on success.
 ChunkError zero_elimination_decode(const std::uint8_t* in, std::uint32_t size,
                                    std::uint32_t data_size, std::uint8_t* data,

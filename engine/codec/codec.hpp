@@ -45,6 +45,7 @@ struct StreamInfo {
   double error_bound = 0;  // 0 for lossless streams
   std::uint64_t chunk_count = 0;
   std::uint64_t raw_chunks = 0;     // chunks stored uncompressed (not compressible)
+  std::uint64_t sparse_chunks = 0;  // lossy chunks stored as a list of their nonzero bins
   std::uint64_t raw_bytes = 0;      // element_count * element size
   std::uint64_t payload_bytes = 0;  // chunk data, including the padding between chunks
   std::uint64_t stream_bytes = 0;   // the whole stream: header, table, checksums, payload

@@ -86,7 +86,10 @@ std::vector<std::uint8_t> compress_impl(const void* data, DType dtype,
   const unsigned ndim = unsigned(shape.size());
   const std::size_t payload_at = payload_offset(ndim, info.chunk_count);
   info.stream_bytes = payload_at + info.payload_bytes;
-  for (std::uint32_t e : entries) info.raw_chunks += entry_mode_bits(e) == 0;
+  for (std::uint32_t e : entries) {
+    info.raw_chunks += entry_mode_bits(e) == unsigned(ChunkMode::Raw);
+    info.sparse_chunks += entry_mode_bits(e) == unsigned(ChunkMode::Sparse);
+  }
 
   std::vector<std::uint8_t> out(std::size_t(info.stream_bytes), 0);
   write_header(out.data(), info);

@@ -18,7 +18,8 @@ enum class DType : std::uint8_t { UInt16 = 1, Float32 = 2 };
 // the predictor: Delta predicts each element by the previous one (smooth data), Plain predicts 0
 // (sparse data, where a delta would turn every isolated value into two). The encoder keeps
 // whichever is smaller, and stores the chunk Raw when neither is smaller than its raw bytes.
-enum class ChunkMode : std::uint8_t { Raw = 0, Delta = 1, Plain = 2 };
+// Sparse (lossy codec only, format version 3) lists the nonzero bins of Plain by position.
+enum class ChunkMode : std::uint8_t { Raw = 0, Delta = 1, Plain = 2, Sparse = 3 };
 
 // Which mode the encoder builds first: the one that wins on detector data, Plain for the lossy
 // codec's bin numbers (mostly 0 around sparse photons) and Delta for lossless values (smooth
@@ -33,7 +34,12 @@ LIVEDRP_HD bool second_mode_needed(std::uint64_t first_stored, std::uint64_t raw
   return first_stored >= raw_bytes - raw_bytes / 8 && first_stored < raw_bytes;
 }
 
-inline constexpr std::uint16_t kFormatVersion = 2;
+inline constexpr std::uint16_t kFormatVersion = 3;
+// Version 2 streams are version 3 streams without Sparse chunks: decoders read both.
+inline constexpr std::uint16_t kOldestReadableVersion = 2;
+LIVEDRP_HD bool version_readable(std::uint32_t version) {
+  return version >= kOldestReadableVersion && version <= kFormatVersion;
+}
 inline constexpr std::uint32_t kDefaultChunkBytes = 16384;
 inline constexpr std::uint32_t kMinChunkBytes = 1024;
 inline constexpr std::uint32_t kMaxChunkBytes = 1u << 20;
@@ -109,6 +115,68 @@ LIVEDRP_HD ChunkLayout chunk_layout(DType dtype, std::uint32_t elements) {
   l.level1_bytes = l.level0_bytes / 8;
   l.level2_bytes = (l.level1_bytes + 7) / 8;
   return l;
+}
+
+// --- Sparse chunks (ChunkMode::Sparse, docs/formats.md) ---
+//
+// After the lossy prefix: u32 N (the chunk's nonzero Plain words z, i.e. nonzero bins), N gap
+// bytes (elements skipped before each listed one; 255 escapes a gap of 255 or more), zero bytes
+// to a multiple of 4, one u32 per escape (the gap itself), one u32 plane mask per group of 32
+// listed values, then each group's plane words for the set bits of its mask, in plane order.
+// Photon-sparse bins cost about a byte a photon this way, where zero-byte elimination of their
+// bit planes spends about two (a nonzero plane byte carries one photon's bit in eight).
+inline constexpr std::uint32_t kSparseGapEscape = 255;
+
+LIVEDRP_HD std::uint32_t sparse_gap_byte(std::uint32_t gap) {
+  return gap < kSparseGapEscape ? gap : kSparseGapEscape;
+}
+LIVEDRP_HD std::uint32_t sparse_groups(std::uint32_t nonzero) {
+  return (nonzero + 31) / 32;
+}
+// Byte offsets inside a sparse chunk's body (from its count word): gap bytes, escapes, masks.
+LIVEDRP_HD std::uint32_t sparse_gaps_at() {
+  return 4;
+}
+LIVEDRP_HD std::uint64_t sparse_escapes_at(std::uint32_t nonzero) {
+  return 4 + padded_size(nonzero);
+}
+LIVEDRP_HD std::uint64_t sparse_masks_at(std::uint32_t nonzero, std::uint32_t escapes) {
+  return sparse_escapes_at(nonzero) + 4 * std::uint64_t(escapes);
+}
+// The body's size for `plane_words` words over all groups.
+LIVEDRP_HD std::uint64_t sparse_body_bytes(std::uint32_t nonzero, std::uint32_t escapes,
+                                           std::uint64_t plane_words) {
+  return sparse_masks_at(nonzero, escapes) + 4 * std::uint64_t(sparse_groups(nonzero)) +
+         4 * plane_words;
+}
+// No sparse body of N values is smaller: every listed value is nonzero, so each group has at
+// least one plane word. An encoder that finds this bound no smaller than what it already has
+// need not build the sparse form (it could not win).
+LIVEDRP_HD std::uint64_t sparse_body_least(std::uint32_t nonzero) {
+  return sparse_body_bytes(nonzero, 0, sparse_groups(nonzero));
+}
+// The encoder sizes the sparse form of a lossy chunk only when its first (Plain) pipeline needs no
+// second one (second_mode_needed) and is below the raw bytes, i.e. below 7/8 of them; it then
+// replaces Plain only when strictly smaller. (Where Plain is not that small the chunk is dense,
+// and a listed value could not cost less than its share of the bit planes.)
+LIVEDRP_HD bool sparse_considered(Codec codec, std::uint64_t first_stored,
+                                  std::uint64_t raw_bytes) {
+  return codec == Codec::Lossy && first_stored < raw_bytes - raw_bytes / 8;
+}
+LIVEDRP_HD bool sparse_wins(std::uint64_t sparse_stored, std::uint64_t plain_stored) {
+  return sparse_stored < plain_stored;
+}
+
+// Is a chunk-table entry possible for a chunk of this layout in a stream of this codec? Raw
+// chunks hold exactly their raw bytes; the others are smaller, Delta and Plain at least their
+// level-2 bitmap and Sparse at least its count word, both after the lossy prefix's count.
+LIVEDRP_HD bool entry_possible(Codec codec, const ChunkLayout& l, std::uint32_t entry) {
+  const std::uint32_t mode = entry_mode_bits(entry), stored = entry_size(entry);
+  const std::uint32_t prefix = codec == Codec::Lossy ? 4 : 0;
+  if (mode == unsigned(ChunkMode::Raw)) return stored == l.raw_bytes;
+  if (mode == unsigned(ChunkMode::Sparse) && codec != Codec::Lossy) return false;
+  const std::uint32_t least = prefix + (mode == unsigned(ChunkMode::Sparse) ? 4 : l.level2_bytes);
+  return stored < l.raw_bytes && stored >= least;
 }
 
 // Elements per full chunk, and the element count of chunk `index` of `count` elements.

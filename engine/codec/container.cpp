@@ -122,9 +122,9 @@ ParsedStream parse_stream(const std::uint8_t* bytes, std::size_t size) {
     fail("truncated: " + std::to_string(size) + " bytes, the fixed header alone has " +
          std::to_string(kFixedHeaderBytes));
   const unsigned version = load_le16(bytes + kVersionAt);
-  if (version != kFormatVersion)
+  if (!version_readable(version))
     fail("format version " + std::to_string(version) + " is not supported (this build reads " +
-         std::to_string(kFormatVersion) + ")");
+         std::to_string(kOldestReadableVersion) + " to " + std::to_string(kFormatVersion) + ")");
   const unsigned ndim = bytes[kNdimAt];
   if (ndim > kMaxNdim)
     fail("ndim " + std::to_string(ndim) + " exceeds " + std::to_string(kMaxNdim) +
@@ -209,20 +209,22 @@ ParsedStream parse_stream(const std::uint8_t* bytes, std::size_t size) {
     const ChunkLayout layout =
         chunk_layout(info.dtype, elements_in_chunk(info.element_count, per_chunk, c));
     const std::string which = "chunk table entry " + std::to_string(c) + ": ";
-    if (mode == unsigned(ChunkMode::Raw)) {
-      if (stored != layout.raw_bytes)
+    // entry_possible (codec_format.hpp) is the GPU decoder's verdict too; the branches only
+    // say why an entry fails it.
+    if (!entry_possible(info.codec, layout, e)) {
+      if (mode == unsigned(ChunkMode::Raw))
         fail(which + "a raw chunk of " + std::to_string(layout.raw_bytes) +
              " bytes is said to store " + std::to_string(stored));
-      ++info.raw_chunks;
-    } else if (mode == unsigned(ChunkMode::Delta) || mode == unsigned(ChunkMode::Plain)) {
-      const std::uint32_t least = layout.level2_bytes + (info.codec == Codec::Lossy ? 4 : 0);
-      if (stored >= layout.raw_bytes || stored < least)
-        fail(which + "compressed size " + std::to_string(stored) + " is outside [" +
-             std::to_string(least) + ", " + std::to_string(layout.raw_bytes) + ") for a chunk of " +
-             std::to_string(layout.elements) + " elements");
-    } else {
-      fail(which + "mode " + std::to_string(mode) + " is not raw (0), delta (1) or plain (2)");
+      if (mode == unsigned(ChunkMode::Sparse) && info.codec != Codec::Lossy)
+        fail(which + "mode 3 (sparse) is for lossy streams only");
+      const std::uint32_t least = (info.codec == Codec::Lossy ? 4 : 0) +
+                                  (mode == unsigned(ChunkMode::Sparse) ? 4 : layout.level2_bytes);
+      fail(which + "compressed size " + std::to_string(stored) + " is outside [" +
+           std::to_string(least) + ", " + std::to_string(layout.raw_bytes) + ") for a chunk of " +
+           std::to_string(layout.elements) + " elements");
     }
+    info.raw_chunks += mode == unsigned(ChunkMode::Raw);
+    info.sparse_chunks += mode == unsigned(ChunkMode::Sparse);
     s.offsets[c] = offset;
     offset += padded_size(stored);
   }

@@ -138,8 +138,9 @@ void report(const char* what, const codec::StreamInfo& info, double seconds,
             << ", " << info.element_count << " elements, " << info.raw_bytes << " -> "
             << info.stream_bytes << " bytes, ratio " << std::fixed << std::setprecision(3)
             << info.ratio() << ", " << info.raw_chunks << " of " << info.chunk_count
-            << " chunks stored raw, " << gbps(info.raw_bytes, seconds)
-            << (backend == "cuda" ? " (GPU kernels)" : " (CPU)") << "\n";
+            << " chunks stored raw, " << info.sparse_chunks << " sparse, "
+            << gbps(info.raw_bytes, seconds) << (backend == "cuda" ? " (GPU kernels)" : " (CPU)")
+            << "\n";
 }
 
 #ifdef LIVEDRP_HAVE_CUDA
