@@ -9,8 +9,9 @@
 //      chunks up to 32 KiB, else the chunk's global slot.
 //   3. Warps build that pipeline's three bitmap levels and a block sum gives its size; only when
 //      the chunk stays near but below its raw size (second_mode_needed) is the other mode built
-//      too and the smaller kept. Raw when neither is smaller than the raw bytes. All as on the
-//      CPU.
+//      too and the smaller kept. A lossy chunk that Plain leaves below 7/8 of its raw size is
+//      also sized as a list of its nonzero bins (ChunkMode::Sparse, sparse_considered), kept when
+//      strictly smaller. Raw when nothing is smaller than the raw bytes. All as on the CPU.
 //   4. Decoupled look-back: the chunk publishes its padded size at once (flag "aggregate"), packs
 //      its stored bytes into the other pipeline's workspace (each group of 8 bytes compacted by
 //      byte permutes, compact_selectors), then reads its predecessors'
@@ -63,9 +64,13 @@ struct ChunkSpace {
   std::uint8_t* level1[2];
   std::uint8_t* level2[2];
   std::uint32_t* outlier_masks;  // lossy: bit i of word b set iff value 32 b + i is an outlier
-  std::uint32_t* bins;           // lossy: every element's bin, at bin_index
-  bool bins_in_plain;            // the bins are the Plain pipeline's shuffled words
-  const uint4* staged;           // lossy: the chunk's input in shared memory, or null
+  // Lossy: bit i of word b set iff Plain's z of value 32 b + i is nonzero, for the sparse form; in
+  // the Delta pipeline's level-0 bitmap, which a second mode (after which no sparse form is
+  // sized) overwrites.
+  std::uint32_t* plain_nonzero;
+  std::uint32_t* bins;  // lossy: every element's bin, at bin_index
+  bool bins_in_plain;   // the bins are the Plain pipeline's shuffled words
+  const uint4* staged;  // lossy: the chunk's input in shared memory, or null
 };
 
 __device__ ChunkSpace chunk_space(std::uint8_t* base, const EncodeLayout& e,
@@ -79,6 +84,7 @@ __device__ ChunkSpace chunk_space(std::uint8_t* base, const EncodeLayout& e,
     s.level2[slot] = base + e.level2_at + slot * e.level2_stride;
   }
   s.outlier_masks = reinterpret_cast<std::uint32_t*>(base + e.masks_at);
+  s.plain_nonzero = reinterpret_cast<std::uint32_t*>(s.level0[0]);
   s.bins = reinterpret_cast<std::uint32_t*>(base + e.bins_at);
   s.bins_in_plain = e.bins_at == e.shuffled_stride;
   s.staged = nullptr;
@@ -237,22 +243,34 @@ __device__ void stage_chunk(const std::uint8_t* in, std::uint32_t bytes, std::ui
   __pipeline_wait_prior(0);
 }
 
+// A thread's counts of the lossy values it quantised: outliers, and nonzero bins (Plain's
+// nonzero z, the values a sparse form lists).
+struct LossyCounts {
+  std::uint32_t outliers, nonzero;
+};
+
 // Lossy: the bin of every element of the chunk (0 for an outlier, and past the chunk's end), one
-// warp per shuffle block and one element per lane, so the quantiser's code appears once; a ballot
-// gives the block's outlier flags. The input is read from `staged` (shared memory, filled by
-// stage_chunk: a full chunk) when that is not null. Returns this thread's outlier count.
-__device__ std::uint32_t quantize_chunk(const CompressArgs& a, const std::uint8_t* in,
-                                        const std::uint32_t* staged, const ChunkSpace& s) {
+// warp per shuffle block and one element per lane, so the quantiser's code appears once; ballots
+// give the block's outlier flags and nonzero flags (s.plain_nonzero). The input is read from
+// `staged` (shared memory, filled by stage_chunk: a full chunk) when that is not null. Adds to
+// this thread's counts.
+__device__ void quantize_chunk(const CompressArgs& a, const std::uint8_t* in,
+                               const std::uint32_t* staged, const ChunkSpace& s,
+                               LossyCounts* counts) {
   const ChunkLayout& l = s.layout;
   const LossyScale scale = lossy_scale(a.error_bound);
   const unsigned lane = threadIdx.x % 32;
-  std::uint32_t outliers = 0;
   // Bin q of element 32 b + lane; q is left 0 for an outlier (lossy_quantize writes only bins).
   const auto keep = [&](std::uint32_t b, std::int32_t q, bool outlier) {
     s.bins[bin_index(b, lane)] = std::uint32_t(q);
     const std::uint32_t mask = __ballot_sync(~0u, outlier);
-    if (lane == 0) s.outlier_masks[b] = mask;
-    outliers += outlier;
+    const std::uint32_t nonzero = __ballot_sync(~0u, q != 0);
+    if (lane == 0) {
+      s.outlier_masks[b] = mask;
+      s.plain_nonzero[b] = nonzero;
+    }
+    counts->outliers += outlier;
+    counts->nonzero += q != 0;
   };
   if (staged) {
     // Every element is there: no bounds test, and several blocks' quantisations interleave.
@@ -274,7 +292,6 @@ __device__ std::uint32_t quantize_chunk(const CompressArgs& a, const std::uint8_
       keep(b, q, outlier);
     }
   }
-  return outliers;
 }
 
 // The 32 values of block b (`valid` of them, all but in the chunk's last block; the rest 0) and
@@ -416,11 +433,12 @@ __device__ std::uint32_t block_planes_used(const std::uint32_t v[32]) {
 // in shared memory and no barrier. The single-precision path (lossy_quantize_settled) runs for
 // all 32 values; the few it leaves open take the double path one at a time after the shuffle,
 // their bits put into the plane words directly (a value's index is then a shift, not a register
-// index). Stores the block's outlier flags and adds its outliers to *outliers; returns the planes
-// the block leaves nonzero. `staged`: the chunk in shared memory (stage_chunk, rotated), or null.
+// index). Stores the block's outlier and nonzero flags and adds them to *counts; returns the
+// planes the block leaves nonzero. `staged`: the chunk in shared memory (stage_chunk, rotated),
+// or null.
 __device__ std::uint32_t quantize_shuffle_plain(const CompressArgs& a, const std::uint8_t* in,
                                                 const uint4* staged, const ChunkSpace& s,
-                                                std::uint32_t* outliers) {
+                                                LossyCounts* counts) {
   const ChunkLayout& l = s.layout;
   const std::uint32_t b = threadIdx.x;
   if (b >= l.blocks) return 0;
@@ -469,21 +487,28 @@ __device__ std::uint32_t quantize_shuffle_plain(const CompressArgs& a, const std
 #pragma unroll
     for (unsigned p = 0; p < 32; ++p) v[p] |= ((z >> p) & 1u) << i;
   }
+  // The nonzero values' flags are the or of the planes (a few instructions a block, where the
+  // sparse form would otherwise read every plane word again).
+  std::uint32_t nonzero = 0;
+#pragma unroll
+  for (unsigned p = 0; p < 32; ++p) nonzero |= v[p];
   s.outlier_masks[b] = mask;
-  *outliers += unsigned(__popc(mask));
+  s.plain_nonzero[b] = nonzero;
+  counts->outliers += unsigned(__popc(mask));
+  counts->nonzero += unsigned(__popc(nonzero));
   store_planes<32>(v, s.shuffled[1], b, l.blocks);
   return planes_used(any);
 }
 
 // Every block of the chunk, one thread per block, one mode's residuals bit-shuffled into its
 // plane words (slot 0 Delta, slot 1 Plain). Lossy chunks of at most a block a thread quantise
-// here: Plain in quantize_shuffle_plain (adding to *outliers), a later Delta again from the input
+// here: Plain in quantize_shuffle_plain (adding to *lossy), a later Delta again from the input
 // (requantized_block); larger lossy chunks had their bins formed by quantize_chunk before.
 // Returns the planes this thread's blocks leave nonzero (every plane at or above the most of any
 // thread is zero in every block).
 template <unsigned Bits, bool Lossy>
 __device__ std::uint32_t shuffle_mode(const CompressArgs& a, const std::uint8_t* in,
-                                      const ChunkSpace& s, int slot, std::uint32_t* outliers) {
+                                      const ChunkSpace& s, int slot, LossyCounts* lossy) {
   static_assert(!Lossy || Bits == 32, "the lossy codec is for float32");
   const ChunkLayout& l = s.layout;
   std::uint32_t planes = 0;
@@ -492,7 +517,7 @@ __device__ std::uint32_t shuffle_mode(const CompressArgs& a, const std::uint8_t*
     const std::uint32_t valid = b < l.blocks ? min(32u, l.elements - 32 * b) : 0u;
     std::uint32_t v[32], previous = 0;
     if (slot == 1) {
-      return quantize_shuffle_plain(a, in, s.staged, s, outliers);
+      return quantize_shuffle_plain(a, in, s.staged, s, lossy);
     } else if (valid) {
       requantized_block(a, in, b, valid, v, &previous);
       delta_residuals<Bits>(v, previous, valid);
@@ -672,6 +697,327 @@ __device__ void emit_eliminated(const ChunkLayout& l, const std::uint8_t* shuffl
       });
 }
 
+// --- The sparse form (lossy codec, ChunkMode::Sparse) ---
+//
+// Sized only when Plain is kept with no second mode built (sparse_considered), and only when a
+// sparse body of the chunk's nonzero values (counted by the quantiser) could be smaller. The
+// Delta pipeline's workspace is then free: its shuffled words are the staging area, as for any
+// chunk, and its bitmaps hold the lists below (level 0, after each shuffle block's nonzero flags
+// that the quantiser left there) and the listing's per-warp sums (levels 1 and 2, at least 16
+// bytes each). The listed values are the nonzero Plain words z in element order.
+//   1. list_nonzero_blocks: the shuffle blocks holding a listed value and the rank of their first
+//      listed value (a compaction over the blocks).
+//   2. sparse_body_size: one thread per listed block finds whether its first gap is escaped and
+//      or-s the planes its values use into the masks of the (one or two) groups they fall in; the
+//      masks give the plane words. No work per value.
+//   3. emit_sparse: a warp takes a group of 32 listed values, one a lane. The group's values lie
+//      in the 32 listed blocks from the one holding its first value, so an or of the blocks'
+//      starts tells each lane its block; a lane finds its element in the block's flags, reads its
+//      z from the plane words, and takes its gap from the lane before. Each warp takes a
+//      contiguous run of groups, so that its escapes and plane words follow those of the warps
+//      before it, and the block holding its next group's first value follows from its last lane.
+// Cross-warp sums meet in the workspace: static shared memory would come out of every lossy
+// block's share of the SM, sparse or not.
+
+// A listed block's rank and number in one word (rank << kPlaceBlockBits | block): ranks are below
+// 2^18 (the most elements a chunk holds) and blocks below 2^13.
+constexpr unsigned kPlaceBlockBits = 13;
+static_assert(kMaxChunkBytes / 4 <= (1u << 18) && kMaxChunkBytes / 128 <= (1u << kPlaceBlockBits),
+              "a listed block's rank and number fit in one word");
+// The level-0 bitmap holds 16 bytes per shuffle block of a full chunk: the nonzero flags, the
+// places and the masks take three words per shuffle block of this chunk, and the sizing's
+// per-warp sums fit beside them from 8 blocks (1 KiB) on. The level-1 and level-2 bitmaps hold a
+// word per warp each from 8 blocks on.
+static_assert(2 * kWarps <= kMinChunkBytes / kChunkBytesMultiple && kWarps <= 4,
+              "the sparse lists fit in the Delta pipeline's bitmaps");
+
+struct SparseSpace {
+  // Per warp, of its segment of the shuffle blocks: the blocks holding a listed value, and those
+  // values (list_nonzero_blocks).
+  std::uint32_t* warp_held_blocks;  // [kWarps]
+  std::uint32_t* warp_held_values;  // [kWarps]
+  std::uint32_t* warp_words;        // [kWarps] plane words of each warp's run of groups
+  std::uint32_t* warp_escapes;      // [kWarps] escaped gaps of each warp's run of groups
+  const std::uint32_t* nonzero;     // per shuffle block b: bit i set iff z of 32 b + i is nonzero
+  // Per shuffle block holding a listed value, in block order: its first value's rank and its
+  // number (kPlaceBlockBits).
+  std::uint32_t* place;
+  std::uint32_t* masks;              // [groups] each group's plane mask
+  const std::uint32_t* plain_words;  // the Plain pipeline's plane words
+  std::uint32_t planes;              // planes any block leaves nonzero (mode_planes[1])
+  std::uint32_t blocks;              // the chunk's shuffle blocks: the planes' stride
+  std::uint32_t listed;              // N, the listed values
+  std::uint32_t listed_blocks;       // the blocks holding one (list_nonzero_blocks)
+};
+
+__device__ SparseSpace sparse_space(const ChunkSpace& s, std::uint32_t planes,
+                                    std::uint32_t listed) {
+  SparseSpace sp{};
+  sp.warp_held_blocks = reinterpret_cast<std::uint32_t*>(s.level1[0]);
+  sp.warp_held_values = reinterpret_cast<std::uint32_t*>(s.level2[0]);
+  sp.nonzero = s.plain_nonzero;  // the start of the level-0 bitmap
+  sp.warp_words = s.plain_nonzero + s.layout.blocks;
+  sp.warp_escapes = sp.warp_words + kWarps;
+  sp.place = sp.warp_escapes + kWarps;
+  sp.masks = sp.place + s.layout.blocks;
+  sp.plain_words = reinterpret_cast<const std::uint32_t*>(s.shuffled[1]);
+  sp.planes = planes;
+  sp.blocks = s.layout.blocks;
+  sp.listed = listed;
+  return sp;
+}
+
+__device__ std::uint32_t place_rank(std::uint32_t place) {
+  return place >> kPlaceBlockBits;
+}
+__device__ std::uint32_t place_block(std::uint32_t place) {
+  return place & ((1u << kPlaceBlockBits) - 1);
+}
+
+// One past the last listed element of listed block k.
+__device__ std::uint32_t after_listed_block(const SparseSpace& sp, std::uint32_t k) {
+  const std::uint32_t b = place_block(sp.place[k]);
+  return 32 * b + 32 - unsigned(__clz(sp.nonzero[b]));
+}
+
+// The position of the set bit of `flags` with `k` set bits below it (k < popc(flags)): five
+// halvings by population count, fewer instructions than __fns.
+__device__ unsigned select_bit(std::uint32_t flags, unsigned k) {
+  unsigned position = 0;
+#pragma unroll
+  for (unsigned width = 16; width != 0; width /= 2) {
+    const auto below = unsigned(__popc(flags & ((1u << width) - 1)));
+    if (k >= below) {
+      k -= below;
+      position += width;
+      flags >>= width;
+    }
+  }
+  return position;
+}
+
+// z of element 32 b + i, gathered from the plane words. Planes from sp.planes on are zero, and
+// are not read.
+__device__ std::uint32_t plain_value(const SparseSpace& sp, std::uint32_t b, unsigned i) {
+  std::uint32_t z = 0;
+#pragma unroll 4
+  for (std::uint32_t p = 0; p < sp.planes; ++p)
+    z |= ((sp.plain_words[plane_word_index(p, b, sp.blocks)] >> i) & 1u) << p;
+  return z;
+}
+
+// The groups of 32 listed values that warp `warp` takes: a contiguous run, in warp order.
+__device__ std::uint32_t groups_per_warp(std::uint32_t listed) {
+  return (sparse_groups(listed) + kWarps - 1) / kWarps;
+}
+__device__ void warp_groups(std::uint32_t listed, unsigned warp, std::uint32_t* begin,
+                            std::uint32_t* end) {
+  const std::uint32_t groups = sparse_groups(listed);
+  *begin = min(groups, warp * groups_per_warp(listed));
+  *end = min(groups, *begin + groups_per_warp(listed));
+}
+
+// Lists the shuffle blocks holding a nonzero value with their places, sets sp.listed_blocks, and
+// zeroes what sparse_body_size adds to. Every thread must call it; nothing to list and no barrier
+// when no value is nonzero (a chunk between sparse photons). As block_compact: each warp walks a
+// contiguous segment of the blocks twice (sums, then 32 blocks at a time with their positions).
+__device__ void list_nonzero_blocks(SparseSpace& sp) {
+  if (threadIdx.x < 2 * kWarps) sp.warp_words[threadIdx.x] = 0;  // and sp.warp_escapes
+  if (sp.listed == 0) return;
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const std::uint32_t segment = ((sp.blocks + kWarps - 1) / kWarps + 31) / 32 * 32;
+  const std::uint32_t begin = min(sp.blocks, warp * segment);
+  const std::uint32_t end = min(sp.blocks, begin + segment);
+  std::uint32_t held_blocks = 0, held_values = 0;
+#pragma unroll 1
+  for (std::uint32_t tile = begin; tile < end; tile += 32) {
+    const std::uint32_t b = tile + lane;
+    const std::uint32_t flags = b < end ? sp.nonzero[b] : 0u;
+    held_blocks += unsigned(__popc(__ballot_sync(~0u, flags != 0)));
+    held_values += __reduce_add_sync(~0u, unsigned(__popc(flags)));
+  }
+  if (lane == 0) {
+    sp.warp_held_blocks[warp] = held_blocks;
+    sp.warp_held_values[warp] = held_values;
+  }
+  for (std::uint32_t j = threadIdx.x; j < sparse_groups(sp.listed); j += T) sp.masks[j] = 0;
+  __syncthreads();
+  std::uint32_t blocks_before = 0, values_before = 0;
+  sp.listed_blocks = 0;
+  for (unsigned w = 0; w < kWarps; ++w) {
+    if (w < warp) {
+      blocks_before += sp.warp_held_blocks[w];
+      values_before += sp.warp_held_values[w];
+    }
+    sp.listed_blocks += sp.warp_held_blocks[w];
+  }
+#pragma unroll 1
+  for (std::uint32_t tile = begin; tile < end; tile += 32) {
+    const std::uint32_t b = tile + lane;
+    const std::uint32_t flags = b < end ? sp.nonzero[b] : 0u;
+    const std::uint32_t holding = __ballot_sync(~0u, flags != 0);
+    const auto values = unsigned(__popc(flags));
+    std::uint32_t inclusive = values;
+    for (unsigned d = 1; d < 32; d *= 2) {
+      const std::uint32_t y = __shfl_up_sync(~0u, inclusive, d);
+      if (lane >= d) inclusive += y;
+    }
+    if (flags != 0) {
+      const std::uint32_t k = blocks_before + unsigned(__popc(holding & ((1u << lane) - 1)));
+      sp.place[k] = ((values_before + inclusive - values) << kPlaceBlockBits) | b;
+    }
+    blocks_before += unsigned(__popc(holding));
+    values_before += __shfl_sync(~0u, inclusive, 31);
+  }
+  __syncthreads();  // the lists and zeroed sums visible to the block
+}
+
+// The sparse body's size in bytes (sparse_body_bytes); leaves the groups' masks and each warp's
+// plane words and escapes for emit_sparse. Every thread must call it, after list_nonzero_blocks.
+__device__ std::uint64_t sparse_body_size(const SparseSpace& sp) {
+  if (sp.listed == 0) return sparse_body_bytes(0, 0, 0);  // the count word alone
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const std::uint32_t per_warp = groups_per_warp(sp.listed);
+#pragma unroll 1
+  for (std::uint32_t k = threadIdx.x; k < sp.listed_blocks; k += T) {
+    const std::uint32_t place = sp.place[k];
+    const std::uint32_t b = place_block(place), rank = place_rank(place), flags = sp.nonzero[b];
+    const std::uint32_t group = rank / 32;
+    // The block's first value: its gap is the only one of the block that can be escaped.
+    const std::uint32_t first_element = 32 * b + unsigned(__ffs(int(flags)) - 1);
+    const std::uint32_t after_previous = k > 0 ? after_listed_block(sp, k - 1) : 0u;
+    if (first_element - after_previous >= kSparseGapEscape)
+      atomicAdd(&sp.warp_escapes[group / per_warp], 1u);
+    // The values past the group's room (at most 32 values a block, so in the next group).
+    const std::uint32_t room = 32 - rank % 32;
+    const std::uint32_t next_flags =
+        unsigned(__popc(flags)) > room ? flags & (~0u << select_bit(flags, room)) : 0u;
+    std::uint32_t mask = 0, next_mask = 0;
+#pragma unroll 1
+    for (std::uint32_t p = 0; p < sp.planes; ++p) {
+      // A plane word's bits lie within the flags.
+      const std::uint32_t word = sp.plain_words[plane_word_index(p, b, sp.blocks)];
+      mask |= std::uint32_t((word & ~next_flags) != 0) << p;
+      next_mask |= std::uint32_t((word & next_flags) != 0) << p;
+    }
+    atomicOr(&sp.masks[group], mask);
+    if (next_flags != 0) atomicOr(&sp.masks[group + 1], next_mask);
+  }
+  __syncthreads();
+  std::uint32_t begin, end, words = 0;
+  warp_groups(sp.listed, warp, &begin, &end);
+  for (std::uint32_t j = begin + lane; j < end; j += 32) words += unsigned(__popc(sp.masks[j]));
+  words = __reduce_add_sync(~0u, words);
+  if (lane == 0) sp.warp_words[warp] = words;
+  __syncthreads();
+  std::uint32_t all_words = 0, all_escapes = 0;
+  for (unsigned w = 0; w < kWarps; ++w) {
+    all_words += sp.warp_words[w];
+    all_escapes += sp.warp_escapes[w];
+  }
+  return sparse_body_bytes(sp.listed, all_escapes, all_words);
+}
+
+// The listed block holding listed value r (every lane alike): the last whose rank is at most r.
+__device__ std::uint32_t listed_block_holding(const SparseSpace& sp, std::uint32_t r) {
+  std::uint32_t low = 0, high = sp.listed_blocks;  // rank[low] <= r < rank[high]
+  while (high - low > 1) {
+    const std::uint32_t middle = (low + high) / 2;
+    if (place_rank(sp.place[middle]) <= r) {
+      low = middle;
+    } else {
+      high = middle;
+    }
+  }
+  return low;
+}
+
+// The sparse body (docs/formats.md) at `body`, a 4-byte aligned place after the lossy prefix:
+// count, gap bytes and their zero pad, escaped gaps, group masks, plane words. A barrier must
+// follow before the body is read.
+__device__ void emit_sparse(const SparseSpace& sp, std::uint32_t* body) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const std::uint32_t n = sp.listed;
+  std::uint32_t words_before = 0, escapes_before = 0, all_escapes = 0;
+  for (unsigned w = 0; w < kWarps; ++w) {
+    if (w < warp) {
+      words_before += sp.warp_words[w];
+      escapes_before += sp.warp_escapes[w];
+    }
+    all_escapes += sp.warp_escapes[w];
+  }
+  auto* gaps = reinterpret_cast<std::uint8_t*>(body) + sparse_gaps_at();
+  std::uint32_t* escaped_gaps = body + sparse_escapes_at(n) / 4;
+  std::uint32_t* masks = body + sparse_masks_at(n, all_escapes) / 4;
+  std::uint32_t* plane_words = masks + sparse_groups(n);
+  if (threadIdx.x == 0) {
+    body[0] = n;
+    for (std::uint32_t k = n; k < padded_size(n); ++k) gaps[k] = 0;
+  }
+  std::uint32_t begin, end;
+  warp_groups(n, warp, &begin, &end);
+  if (begin == end) return;
+  // The listed block holding the run's first value, and one past the listed element before it.
+  std::uint32_t first = listed_block_holding(sp, 32 * begin);
+  std::uint32_t after_last = 0;
+  if (begin > 0) {
+    const std::uint32_t offset = 32 * begin - place_rank(sp.place[first]);
+    const std::uint32_t b = place_block(sp.place[first]);
+    after_last = offset > 0 ? 32 * b + select_bit(sp.nonzero[b], offset - 1) + 1
+                            : after_listed_block(sp, first - 1);
+  }
+#pragma unroll 1
+  for (std::uint32_t j = begin; j < end; ++j) {
+    const std::uint32_t base = 32 * j, r = base + lane;
+    // Lane s reads listed block first + s (a rank past any value when there is none).
+    std::uint32_t entry_place = ~0u, entry_flags = 0;
+    if (first + lane < sp.listed_blocks) {
+      entry_place = sp.place[first + lane];
+      entry_flags = sp.nonzero[place_block(entry_place)];
+    }
+    // Bit v set iff a listed block after `first` starts at value base + v (so v >= 1).
+    const std::uint32_t entry_rank = place_rank(entry_place);
+    const std::uint32_t starts =
+        __reduce_or_sync(~0u, lane > 0 && entry_rank < base + 32 ? 1u << (entry_rank - base) : 0u);
+    // This lane's listed block is first + s: the starts at or below its value.
+    const auto s = unsigned(__popc(starts & ((2u << lane) - 1)));
+    const std::uint32_t place = __shfl_sync(~0u, entry_place, s);
+    const std::uint32_t flags = __shfl_sync(~0u, entry_flags, s);
+    const bool valid = r < n;
+    const std::uint32_t b = place_block(place);
+    const unsigned i = valid ? select_bit(flags, r - place_rank(place)) : 0u;
+    const std::uint32_t element = 32 * b + i;
+    const std::uint32_t z = valid ? plain_value(sp, b, i) : 0u;
+    std::uint32_t after_previous = __shfl_up_sync(~0u, element + 1, 1);
+    if (lane == 0) after_previous = after_last;
+    const std::uint32_t gap = valid ? element - after_previous : 0u;
+    // For the next group: its first value follows lane 31's, in the same block unless that one
+    // ends there.
+    after_last = __shfl_sync(~0u, element + 1, 31);
+    const bool block_ends = place_rank(place) + unsigned(__popc(flags)) == r + 1;
+    first += __shfl_sync(~0u, s, 31) + unsigned(__shfl_sync(~0u, int(block_ends), 31));
+
+    if (valid) gaps[r] = std::uint8_t(sparse_gap_byte(gap));
+    const bool escaped = gap >= kSparseGapEscape;
+    const std::uint32_t escaped_lanes = __ballot_sync(~0u, escaped);
+    if (escaped) escaped_gaps[escapes_before + __popc(escaped_lanes & ((1u << lane) - 1))] = gap;
+    escapes_before += unsigned(__popc(escaped_lanes));
+    const std::uint32_t mask = sp.masks[j];
+    if (lane == 0) masks[j] = mask;
+    // Plane word k of the group (the k-th set bit of the mask) is kept by lane k, so that the
+    // group's words are stored at once.
+    std::uint32_t my_word = 0;
+    unsigned k = 0;
+    for (std::uint32_t left = mask; left != 0; left &= left - 1, ++k) {
+      const unsigned p = unsigned(__ffs(int(left)) - 1);
+      const std::uint32_t word = __ballot_sync(~0u, (z >> p) & 1u);
+      if (lane == k) my_word = word;
+    }
+    if (lane < k) plane_words[words_before + lane] = my_word;
+    words_before += k;
+  }
+}
+
 // --- Step 4: look-back ---
 
 // Run by one whole warp for chunk c > 0: the payload offset of chunk c in 4-byte units, the sum
@@ -783,7 +1129,7 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   // The lossy bins and outlier flags, then the first mode (codec_format.hpp's first_mode), and
   // the second only when the first is not enough (second_mode_needed), as on the CPU. With at
   // most a block a thread the bins are formed in the first mode's shuffle itself.
-  std::uint32_t my_outliers = 0;
+  LossyCounts my_lossy = {0, 0};
   if constexpr (Lossy) {
     // The Delta pipeline's words are free until a second mode is built: they hold the input.
     const bool stage = SharedWorkspace && a.input_aligned16 && l.elements == per_chunk;
@@ -793,8 +1139,8 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
       if (s.bins_in_plain) s.staged = reinterpret_cast<const uint4*>(s.shuffled[0]);
     }
     if (!s.bins_in_plain) {
-      my_outliers = quantize_chunk(
-          a, in, stage ? reinterpret_cast<const std::uint32_t*>(s.shuffled[0]) : nullptr, s);
+      quantize_chunk(a, in, stage ? reinterpret_cast<const std::uint32_t*>(s.shuffled[0]) : nullptr,
+                     s, &my_lossy);
       __syncthreads();
     }
   }
@@ -805,7 +1151,7 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   // also orders the level-2 writes.
   const auto build_mode = [&](int slot) {
     const std::uint32_t planes =
-        __reduce_max_sync(~0u, shuffle_mode<Bits, Lossy>(a, in, s, slot, &my_outliers));
+        __reduce_max_sync(~0u, shuffle_mode<Bits, Lossy>(a, in, s, slot, &my_lossy));
     if (threadIdx.x % 32 == 0) atomicMax(&mode_planes[slot], planes);
     __syncthreads();
     level0_used[slot] = level0_bytes_used(l, mode_planes[slot]);
@@ -818,7 +1164,10 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
            std::uint32_t(block_sum(counts.level1_kept + counts.level0_kept + counts.data_kept));
   };
   const std::uint32_t first_size = build_mode(first_slot);
-  const auto outliers = std::uint32_t(block_sum(my_outliers));
+  // Both lossy counts in one sum (each below 2^32; 0 for the lossless codec).
+  const std::uint64_t lossy_sums =
+      block_sum(my_lossy.outliers + (std::uint64_t(my_lossy.nonzero) << 32));
+  const auto outliers = std::uint32_t(lossy_sums);
   const std::uint64_t prefix = Lossy ? 4 + 8 * std::uint64_t(outliers) : 0;
   int slot = first_slot;
   std::uint32_t kept_size = first_size;
@@ -828,6 +1177,21 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
     const std::uint32_t plain_size = first_slot ? first_size : second_size;
     slot = plain_size < delta_size ? 1 : 0;  // ties go to Delta, as on the CPU
     kept_size = slot ? plain_size : delta_size;
+  }
+  // A lossy chunk Plain keeps alone may list its nonzero bins instead (ChunkMode::Sparse), when
+  // that is strictly smaller; the form is built only when its least size could be.
+  bool sparse = false;
+  SparseSpace listed{};
+  if constexpr (Lossy) {
+    if (sparse_considered(codec, prefix + first_size, l.raw_bytes)) {  // the same in every thread
+      listed = sparse_space(s, mode_planes[1], std::uint32_t(lossy_sums >> 32));
+      if (sparse_body_least(listed.listed) < first_size) {
+        list_nonzero_blocks(listed);
+        const std::uint64_t body = sparse_body_size(listed);
+        sparse = sparse_wins(prefix + body, prefix + first_size);
+        if (sparse) kept_size = std::uint32_t(body);
+      }
+    }
   }
   const std::uint64_t total = prefix + kept_size;
   const bool raw = total >= l.raw_bytes;
@@ -842,7 +1206,9 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   auto* staging = reinterpret_cast<std::uint32_t*>(slot ? s.shuffled[0] : s.shuffled[1]);
   if (!raw) {
     if constexpr (Lossy) emit_outliers(s, in, outliers, staging);
-    if (slot) {
+    if (sparse) {
+      if constexpr (Lossy) emit_sparse(listed, staging + prefix / 4);  // prefix: 4-byte words
+    } else if (slot) {
       emit_eliminated(l, s.shuffled[1], s.level0[1], s.level1[1], s.level2[1], level0_used[1],
                       reinterpret_cast<std::uint8_t*>(staging) + prefix);
     } else {
@@ -900,7 +1266,10 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
       terms += checksum_word_term(word, offset + w);
     }
   }
-  const ChunkMode mode = raw ? ChunkMode::Raw : slot ? ChunkMode::Plain : ChunkMode::Delta;
+  const ChunkMode mode = raw      ? ChunkMode::Raw
+                         : sparse ? ChunkMode::Sparse
+                         : slot   ? ChunkMode::Plain
+                                  : ChunkMode::Delta;
   const std::uint32_t entry = make_table_entry(mode, stored);
   if (threadIdx.x == 0) {
     reinterpret_cast<std::uint32_t*>(a.out + header_bytes(a.shape.ndim))[c] = entry;

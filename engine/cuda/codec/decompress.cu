@@ -14,7 +14,9 @@
 //      running sum starts from the sum of the residuals before it, which a first pass gets from
 //      popcounts of the plane words alone. Lossy bins below 2^15 become floats in one multiply
 //      (small_bins), and each warp's 32 blocks reach the output as whole lines, staged in the
-//      workspace's copy of the stored bytes;
+//      workspace's copy of the stored bytes. A Sparse chunk (lossy only) zeroes its output, finds
+//      its listed elements' positions by block-wide scans over the gap bytes and a warp rebuilds
+//      each group of 32 values from its plane words (decode_sparse);
 //   4. the last block to finish compares both checksums and the payload size, writes the plan
 //      (status, first damaged chunk, decoded size) and puts the counters back to zero.
 // Every read is checked against the buffer and every write against the output capacity before
@@ -74,7 +76,7 @@ __device__ DecodeStatus check_header(const std::uint8_t* b, std::uint64_t size, 
       if (b[i] != std::uint8_t(kExpectedMagicWord >> (8 * i))) return DecodeStatus::NotLivedrp;
   }
   if (size < kFixedHeaderBytes) return DecodeStatus::Truncated;
-  if (field<std::uint16_t>(b, kVersionAt) != kFormatVersion) return DecodeStatus::Version;
+  if (!version_readable(field<std::uint16_t>(b, kVersionAt))) return DecodeStatus::Version;
   ndim = b[kNdimAt];
   if (ndim > kMaxNdim) return DecodeStatus::Ndim;
   const std::uint64_t shape_end = header_bytes(ndim);
@@ -137,17 +139,15 @@ __device__ DecodeStatus check_fields(const DecompressArgs& a, const std::uint8_t
   return DecodeStatus::Ok;
 }
 
-// Is a table entry's mode and size possible for its chunk? (container.cpp's table check.)
+// Is a table entry's mode and size possible for its chunk? (container.cpp's table check.) A kind
+// of one dtype and codec knows them: check_fields refused every other.
+template <DecodeKind Kind>
 __device__ bool entry_valid(const DecodePlan& p, std::uint32_t entry, std::uint64_t c) {
-  const std::uint32_t per_chunk = chunk_elements(DType(p.dtype), p.chunk_bytes);
-  const ChunkLayout l = chunk_layout(DType(p.dtype), elements_in_chunk(p.count, per_chunk, c));
-  const std::uint32_t mode = entry_mode_bits(entry), stored = entry_size(entry);
-  if (mode == unsigned(ChunkMode::Raw)) return stored == l.raw_bytes;
-  if (mode == unsigned(ChunkMode::Delta) || mode == unsigned(ChunkMode::Plain)) {
-    const std::uint32_t least = l.level2_bytes + (p.codec == unsigned(Codec::Lossy) ? 4 : 0);
-    return stored < l.raw_bytes && stored >= least;
-  }
-  return false;
+  const DType dtype = Kind == DecodeKind::Any ? DType(p.dtype) : kind_dtype(Kind);
+  const Codec codec = Kind == DecodeKind::Any ? Codec(p.codec) : kind_codec(Kind);
+  const std::uint32_t per_chunk = chunk_elements(dtype, p.chunk_bytes);
+  const ChunkLayout l = chunk_layout(dtype, elements_in_chunk(p.count, per_chunk, c));
+  return entry_possible(codec, l, entry);
 }
 
 // Lowers the block's chunk error to `e` (the lowest code wins, so the report is deterministic).
@@ -511,6 +511,48 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
   }
 }
 
+// A lossy chunk's prefix, from the workspace's copy (aligned, filled by the checksum pass, which
+// also zeroed the masks): outlier count, indices (strictly increasing, inside the chunk), their
+// bits. Each index sets its flag in its shuffle block's mask. Every thread calls it; false when
+// the prefix is damaged (the error is noted).
+__device__ bool read_outliers(const ChunkContext& x, unsigned* error, std::uint32_t& outliers) {
+  if (x.size < 4) {
+    note_error(error, ChunkError::Truncated);
+    return false;
+  }
+  const auto* stored32 = reinterpret_cast<const std::uint32_t*>(x.stored);
+  outliers = stored32[0];
+  if (outliers > x.layout.elements) {
+    note_error(error, ChunkError::OutlierCount);
+    return false;
+  }
+  if ((x.size - 4) / 8 < outliers) {
+    note_error(error, ChunkError::Truncated);
+    return false;
+  }
+  auto* masks = reinterpret_cast<std::uint32_t*>(x.work + x.d.masks_at);
+  for (std::uint32_t k = threadIdx.x; k < outliers; k += T) {
+    const std::uint32_t index = stored32[1 + k];
+    if (index >= x.layout.elements || (k > 0 && index <= stored32[k])) {
+      note_error(error, ChunkError::OutlierOrder);
+    } else {
+      atomicOr(masks + index / 32, 1u << (index % 32));
+    }
+  }
+  __syncthreads();
+  return *error == unsigned(ChunkError::None);
+}
+
+// The outliers' exact bits over the zeros written for them, once the chunk's values are written.
+// Every thread calls it.
+__device__ void write_outlier_bits(const ChunkContext& x, std::uint32_t outliers) {
+  __syncthreads();  // the block's values are written; the outliers' bits replace theirs
+  auto* o = reinterpret_cast<std::uint32_t*>(x.out);
+  for (std::uint32_t k = threadIdx.x; k < outliers; k += T)
+    o[load_le32(x.in + 4 + 4 * std::size_t(k))] =
+        load_le32(x.in + 4 + 4 * std::size_t(outliers + k));
+}
+
 // Decodes a Delta or Plain chunk whose stored bytes passed the checksum pass. Every thread calls
 // it; the chunk's error (or None) is in *error afterwards.
 template <unsigned Bits, DecodeKind Kind>
@@ -518,33 +560,15 @@ __device__ void decode_chunk(ChunkContext& x, unsigned* error) {
   const ChunkLayout& l = x.layout;
   const DecodePlan& p = *x.plan;
   const bool lossy = lossy_chunk<Bits, Kind>(p);
-  auto* masks = reinterpret_cast<std::uint32_t*>(x.work + x.d.masks_at);
   auto* carries = reinterpret_cast<std::uint32_t*>(x.work + x.d.carries_at);
   std::uint8_t* level0 = x.work + x.d.level0_at;
   std::uint8_t* level1 = x.work + x.d.level1_at;
   std::uint8_t* shuffled = x.work;
 
-  // Lossy prefix: outlier count, indices (strictly increasing, inside the chunk), their bits.
   std::uint32_t pos = 0, outliers = 0;
   if (lossy) {
-    if (x.size < 4) return note_error(error, ChunkError::Truncated);
-    // The words come from the workspace's copy (aligned, filled by the checksum pass, which
-    // also zeroed the masks).
-    const auto* stored32 = reinterpret_cast<const std::uint32_t*>(x.stored);
-    outliers = stored32[0];
-    if (outliers > l.elements) return note_error(error, ChunkError::OutlierCount);
-    if ((x.size - 4) / 8 < outliers) return note_error(error, ChunkError::Truncated);
+    if (!read_outliers(x, error, outliers)) return;
     pos = 4 + 8 * outliers;
-    for (std::uint32_t k = threadIdx.x; k < outliers; k += T) {
-      const std::uint32_t index = stored32[1 + k];
-      if (index >= l.elements || (k > 0 && index <= stored32[k])) {
-        note_error(error, ChunkError::OutlierOrder);
-      } else {
-        atomicOr(masks + index / 32, 1u << (index % 32));
-      }
-    }
-    __syncthreads();
-    if (*error != unsigned(ChunkError::None)) return;
   }
 
   const std::uint8_t* z = x.stored + pos;
@@ -643,13 +667,177 @@ __device__ void decode_chunk(ChunkContext& x, unsigned* error) {
   for (std::uint32_t b = threadIdx.x; b < l.blocks; b += T)
     write_block<Bits, Kind>(x, b, x.mode == ChunkMode::Delta ? carries[b] : 0u, lossy_decode,
                             error);
-  if (lossy) {
-    __syncthreads();  // the block's values are written; the outliers' bits replace theirs
-    auto* o = reinterpret_cast<std::uint32_t*>(x.out);
-    for (std::uint32_t k = threadIdx.x; k < outliers; k += T)
-      o[load_le32(x.in + 4 + 4 * std::size_t(k))] =
-          load_le32(x.in + 4 + 4 * std::size_t(outliers + k));
+  if (lossy) write_outlier_bits(x, outliers);
+}
+
+// Exclusive prefix sum over the block of each thread's `x` (in thread order), and the block's total
+// in `total`. Every thread calls it. The warp-scans algorithm keeps CUB's shared storage to a few
+// words (the default raking one takes 672 bytes; the lossy kernels' static shared memory, beside
+// the 40 KiB workspace, must leave room for 5 blocks an SM).
+__device__ std::uint32_t block_exclusive_sum(std::uint32_t x, std::uint32_t& total) {
+  using Scan = cub::BlockScan<std::uint32_t, T, cub::BLOCK_SCAN_WARP_SCANS>;
+  __shared__ typename Scan::TempStorage storage;
+  std::uint32_t before;
+  Scan(storage).ExclusiveSum(x, before, total);
+  __syncthreads();  // the storage is reused by the next scan
+  return before;
+}
+
+// Every element a sparse chunk does not list decodes to +0.0f: the whole chunk is zeroed first, in
+// 16-byte stores where the output allows (a warp's stores then fill whole lines), and a barrier
+// orders these stores before the listed values'.
+__device__ void zero_chunk_output(const ChunkContext& x) {
+  const std::uint32_t words = x.layout.elements;  // float32: a word an element
+  std::uint32_t zeroed = 0;
+  if (x.out_aligned16) {
+    auto* out = reinterpret_cast<uint4*>(x.out);
+    for (std::uint32_t q = threadIdx.x; q < words / 4; q += T) out[q] = make_uint4(0, 0, 0, 0);
+    zeroed = words / 4 * 4;
   }
+  auto* out = reinterpret_cast<std::uint32_t*>(x.out);
+  for (std::uint32_t w = zeroed + threadIdx.x; w < words; w += T) out[w] = 0;
+}
+
+// Decodes a Sparse chunk (lossy float32; see codec_format.hpp) whose stored bytes passed the
+// checksum pass. Every thread calls it; the chunk's error (or None) is in *error afterwards. The
+// chunk has no shuffled words or bitmaps, so their workspace regions hold the listing: each listed
+// value's element index in the shuffled words' region (4 bytes an element, so room for all of
+// them) and each group's first plane word in the carries (a word a shuffle block of 32 elements,
+// and a group lists 32 values). Every section's size is checked against the chunk's stored size
+// before it is read, and every position against the element count before it is written to.
+__device__ void decode_sparse(const ChunkContext& x, unsigned* error) {
+  const ChunkLayout& l = x.layout;
+  zero_chunk_output(x);  // its stores drain while the listing is parsed
+  std::uint32_t outliers = 0;
+  if (!read_outliers(x, error, outliers)) return;
+  // The body, after the prefix: it starts at a multiple of 4, as its sections do.
+  const std::uint32_t body_at = 4 + 8 * outliers;
+  const std::uint32_t available = x.size - body_at;
+  const auto* body = reinterpret_cast<const std::uint32_t*>(x.stored + body_at);
+  if (available < 4) return note_error(error, ChunkError::Truncated);
+  const std::uint32_t listed = body[0];
+  if (listed > l.elements) return note_error(error, ChunkError::SparseCount);
+  const auto escapes_at = std::uint32_t(sparse_escapes_at(listed));  // listed <= 2^18: no wrap
+  if (escapes_at > available) return note_error(error, ChunkError::Truncated);
+
+  // Positions: i_k = (sum over m <= k of g_m + 1) - 1, a block-wide scan over the gap bytes, a
+  // word of 4 a thread; an escape byte's gap is escape word e, e the escape bytes before it (a
+  // first scan). A gap counts at most `elements` (a larger one puts its position past the chunk
+  // anyway) and the running position stops at `elements`, so no sum wraps: a tile of 512 gaps
+  // adds at most 512 (2^18 + 1) < 2^28.
+  const std::uint32_t gap_words = (listed + 3) / 4;
+  const std::uint32_t* gaps = body + 1;
+  const std::uint32_t* escape_words = body + escapes_at / 4;
+  const std::uint32_t escape_room = (available - escapes_at) / 4;  // escape words the bytes hold
+  auto* positions = reinterpret_cast<std::uint32_t*>(x.work);
+  std::uint32_t escapes = 0, next_position = 0;  // before the tile
+  bool bad_padding = false, bad_gap = false, short_escapes = false;
+  for (std::uint32_t w0 = 0; w0 < gap_words; w0 += T) {
+    const std::uint32_t w = w0 + threadIdx.x;
+    const std::uint32_t word = w < gap_words ? gaps[w] : 0u;
+    const std::uint32_t gap_bytes = w < gap_words ? min(4u, listed - 4 * w) : 0u;
+    const std::uint32_t gap_mask = gap_bytes == 4 ? ~0u : (1u << (8 * gap_bytes)) - 1u;
+    bad_padding |= (word & ~gap_mask) != 0;  // the last word's bytes past the gaps are padding
+    const auto word_escapes = std::uint32_t(__popc(zero_bytes(~word) & gap_mask));  // 255 bytes
+    std::uint32_t tile_escapes = 0;
+    std::uint32_t escape = escapes + block_exclusive_sum(word_escapes, tile_escapes);
+    std::uint32_t steps[4], run = 0;  // run: sum of g + 1 over the word's bytes up to j
+#pragma unroll
+    for (unsigned j = 0; j < 4; ++j) {
+      std::uint32_t gap = (word >> (8 * j)) & 0xFFu;
+      if (j < gap_bytes && gap == kSparseGapEscape) {
+        if (escape < escape_room) {
+          gap = escape_words[escape];
+          bad_gap |= gap < kSparseGapEscape;
+        } else {
+          short_escapes = true;
+        }
+        ++escape;
+      }
+      if (j < gap_bytes) run += min(gap, l.elements) + 1;
+      steps[j] = run;
+    }
+    std::uint32_t tile_steps = 0;
+    const std::uint32_t before = next_position + block_exclusive_sum(run, tile_steps);
+#pragma unroll
+    for (unsigned j = 0; j < 4; ++j) {
+      const std::uint32_t position = before + steps[j] - 1;
+      if (j >= gap_bytes) break;
+      if (position < l.elements)
+        positions[4 * w + j] = position;
+      else
+        bad_gap = true;
+    }
+    escapes += tile_escapes;
+    next_position = min(next_position + tile_steps, l.elements);
+  }
+  if (bad_padding) note_error(error, ChunkError::SparsePadding);
+  if (bad_gap) note_error(error, ChunkError::SparseGap);
+  if (short_escapes) note_error(error, ChunkError::Truncated);
+  __syncthreads();
+  if (*error != unsigned(ChunkError::None)) return;
+
+  // Plane masks, and each group's first plane word: a scan over the masks' popcounts. Then the
+  // chunk must end exactly after the last plane word.
+  const std::uint32_t groups = sparse_groups(listed);
+  const std::uint32_t masks_at = escapes_at + 4 * escapes;  // escapes <= escape_room
+  if (available - masks_at < 4 * groups) return note_error(error, ChunkError::Truncated);
+  const std::uint32_t* group_masks = body + masks_at / 4;
+  auto* first_words = reinterpret_cast<std::uint32_t*>(x.work + x.d.carries_at);
+  std::uint32_t plane_words = 0;
+  for (std::uint32_t g0 = 0; g0 < groups; g0 += T) {
+    const std::uint32_t g = g0 + threadIdx.x;
+    const auto count = g < groups ? std::uint32_t(__popc(group_masks[g])) : 0u;
+    std::uint32_t tile_words = 0;
+    const std::uint32_t first = plane_words + block_exclusive_sum(count, tile_words);
+    if (g < groups) first_words[g] = first;
+    plane_words += tile_words;
+  }
+  const std::uint32_t words_at = masks_at + 4 * groups;  // 32 plane words a group at most: no wrap
+  if (available - words_at < 4 * plane_words) return note_error(error, ChunkError::Truncated);
+  if (available - words_at > 4 * plane_words) return note_error(error, ChunkError::TrailingBytes);
+  __syncthreads();  // positions and first words are written; the zeros are stored before the values
+
+  // Values: a warp a group, lane t taking the group's value t from the plane words (each read by
+  // the whole warp at once), reconstructed as write_block does Plain bins.
+  const std::uint32_t* words = group_masks + groups;
+  const auto* outlier_flags = reinterpret_cast<const std::uint32_t*>(x.work + x.d.masks_at);
+  auto* out = reinterpret_cast<std::uint32_t*>(x.out);
+  const double width = lossy_bin_width(x.plan->error_bound);
+  const SmallBins small = small_bins(width);
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  bool bad_values = false, outlier_listed = false, out_of_range = false;
+  for (std::uint32_t g = warp; g < groups; g += kDecodeWarps) {
+    std::uint32_t z = 0, at = first_words[g];
+    for (std::uint32_t m = group_masks[g]; m != 0; m &= m - 1) {
+      const std::uint32_t plane = words[at++];
+      bad_values |= plane == 0;
+      z |= ((plane >> lane) & 1u) << (__ffs(int(m)) - 1);
+    }
+    const std::uint32_t k = 32 * g + lane;
+    if (k >= listed) {  // the last group's padding
+      bad_values |= z != 0;
+      continue;
+    }
+    bad_values |= z == 0;
+    const std::uint32_t i = positions[k];
+    outlier_listed |= ((outlier_flags[i / 32] >> (i % 32)) & 1u) != 0;
+    // Zigzagged below 2^16: |q| <= 2^15, small_bins' range (write_block's Plain fast path).
+    const auto q = std::int32_t(unzigzag32(z));
+    float r = 0;
+    if (z < 65536 && small.fit) {
+      r = small.float_width ? reconstruct_small_bin(q, small.width_float)
+                            : float(multiply_rn(double(q), width));
+    } else if (q > std::int32_t(kLossyMaxBin) || q < -std::int32_t(kLossyMaxBin) ||
+               !lossy_reconstruct(q, width, &r)) {
+      out_of_range = true;
+    }
+    out[i] = float_bits(r);
+  }
+  if (bad_values) note_error(error, ChunkError::SparseValues);
+  if (outlier_listed) note_error(error, ChunkError::OutlierBinNotZero);
+  if (out_of_range) note_error(error, ChunkError::BinOutOfRange);
+  write_outlier_bits(x, outliers);
 }
 
 // The chunk table's entries: aligned 32-bit loads when the stream is 4-byte aligned (it always is
@@ -822,6 +1010,8 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
   const std::uint64_t terms = weighted + 2 * offset * keyed_sum;
   if (!__syncthreads_and(pads_clean)) {
     if (threadIdx.x == 0) note_error(error, ChunkError::TrailingBytes);
+  } else if (lossy_chunk<32, Kind>(p) && x.mode == ChunkMode::Sparse) {
+    decode_sparse(x, error);  // entry_valid lets Sparse through for lossy streams alone
   } else if (!raw) {
     if constexpr (Kind == DecodeKind::Any) {
       if (dtype == DType::UInt16)
@@ -913,7 +1103,7 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
           .store(kInclusive | (offset + units), cuda::memory_order_relaxed);
       table_terms += checksum_word_term(entry, header_bytes(verdict.ndim) / 4 + c);
     }
-    if (!entry_valid(plan, entry, c)) {
+    if (!entry_valid<Kind>(plan, entry, c)) {
       if (threadIdx.x == 0) DeviceWord(k.bad_entry).store(1, cuda::memory_order_relaxed);
       continue;
     }
