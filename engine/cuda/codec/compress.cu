@@ -12,6 +12,8 @@
 //      too and the smaller kept. A lossy chunk that Plain leaves below 7/8 of its raw size is
 //      also sized as a list of its nonzero bins (ChunkMode::Sparse, sparse_considered), kept when
 //      strictly smaller. Raw when nothing is smaller than the raw bytes. All as on the CPU.
+//      For the lossy codec one block scan of the quantiser's flags (scan_lossy_blocks) gives the
+//      outlier count and tells each thread where its outliers and listed values go.
 //   4. Decoupled look-back: the chunk publishes its padded size at once (flag "aggregate"), packs
 //      its stored bytes into the other pipeline's workspace (each group of 8 bytes compacted by
 //      byte permutes, compact_selectors), then reads its predecessors'
@@ -243,20 +245,13 @@ __device__ void stage_chunk(const std::uint8_t* in, std::uint32_t bytes, std::ui
   __pipeline_wait_prior(0);
 }
 
-// A thread's counts of the lossy values it quantised: outliers, and nonzero bins (Plain's
-// nonzero z, the values a sparse form lists).
-struct LossyCounts {
-  std::uint32_t outliers, nonzero;
-};
-
 // Lossy: the bin of every element of the chunk (0 for an outlier, and past the chunk's end), one
 // warp per shuffle block and one element per lane, so the quantiser's code appears once; ballots
-// give the block's outlier flags and nonzero flags (s.plain_nonzero). The input is read from
-// `staged` (shared memory, filled by stage_chunk: a full chunk) when that is not null. Adds to
-// this thread's counts.
+// give the block's outlier flags and nonzero flags (s.plain_nonzero; scan_lossy_blocks counts
+// them). The input is read from `staged` (shared memory, filled by stage_chunk: a full chunk) when
+// that is not null.
 __device__ void quantize_chunk(const CompressArgs& a, const std::uint8_t* in,
-                               const std::uint32_t* staged, const ChunkSpace& s,
-                               LossyCounts* counts) {
+                               const std::uint32_t* staged, const ChunkSpace& s) {
   const ChunkLayout& l = s.layout;
   const LossyScale scale = lossy_scale(a.error_bound);
   const unsigned lane = threadIdx.x % 32;
@@ -269,8 +264,6 @@ __device__ void quantize_chunk(const CompressArgs& a, const std::uint8_t* in,
       s.outlier_masks[b] = mask;
       s.plain_nonzero[b] = nonzero;
     }
-    counts->outliers += outlier;
-    counts->nonzero += q != 0;
   };
   if (staged) {
     // Every element is there: no bounds test, and several blocks' quantisations interleave.
@@ -433,12 +426,11 @@ __device__ std::uint32_t block_planes_used(const std::uint32_t v[32]) {
 // in shared memory and no barrier. The single-precision path (lossy_quantize_settled) runs for
 // all 32 values; the few it leaves open take the double path one at a time after the shuffle,
 // their bits put into the plane words directly (a value's index is then a shift, not a register
-// index). Stores the block's outlier and nonzero flags and adds them to *counts; returns the
-// planes the block leaves nonzero. `staged`: the chunk in shared memory (stage_chunk, rotated),
-// or null.
+// index). Stores the block's outlier and nonzero flags (scan_lossy_blocks counts them); returns
+// the planes the block leaves nonzero. `staged`: the chunk in shared memory (stage_chunk,
+// rotated), or null.
 __device__ std::uint32_t quantize_shuffle_plain(const CompressArgs& a, const std::uint8_t* in,
-                                                const uint4* staged, const ChunkSpace& s,
-                                                LossyCounts* counts) {
+                                                const uint4* staged, const ChunkSpace& s) {
   const ChunkLayout& l = s.layout;
   const std::uint32_t b = threadIdx.x;
   if (b >= l.blocks) return 0;
@@ -494,21 +486,19 @@ __device__ std::uint32_t quantize_shuffle_plain(const CompressArgs& a, const std
   for (unsigned p = 0; p < 32; ++p) nonzero |= v[p];
   s.outlier_masks[b] = mask;
   s.plain_nonzero[b] = nonzero;
-  counts->outliers += unsigned(__popc(mask));
-  counts->nonzero += unsigned(__popc(nonzero));
   store_planes<32>(v, s.shuffled[1], b, l.blocks);
   return planes_used(any);
 }
 
 // Every block of the chunk, one thread per block, one mode's residuals bit-shuffled into its
 // plane words (slot 0 Delta, slot 1 Plain). Lossy chunks of at most a block a thread quantise
-// here: Plain in quantize_shuffle_plain (adding to *lossy), a later Delta again from the input
+// here: Plain in quantize_shuffle_plain, a later Delta again from the input
 // (requantized_block); larger lossy chunks had their bins formed by quantize_chunk before.
 // Returns the planes this thread's blocks leave nonzero (every plane at or above the most of any
 // thread is zero in every block).
 template <unsigned Bits, bool Lossy>
 __device__ std::uint32_t shuffle_mode(const CompressArgs& a, const std::uint8_t* in,
-                                      const ChunkSpace& s, int slot, LossyCounts* lossy) {
+                                      const ChunkSpace& s, int slot) {
   static_assert(!Lossy || Bits == 32, "the lossy codec is for float32");
   const ChunkLayout& l = s.layout;
   std::uint32_t planes = 0;
@@ -517,7 +507,7 @@ __device__ std::uint32_t shuffle_mode(const CompressArgs& a, const std::uint8_t*
     const std::uint32_t valid = b < l.blocks ? min(32u, l.elements - 32 * b) : 0u;
     std::uint32_t v[32], previous = 0;
     if (slot == 1) {
-      return quantize_shuffle_plain(a, in, s.staged, s, lossy);
+      return quantize_shuffle_plain(a, in, s.staged, s);
     } else if (valid) {
       requantized_block(a, in, b, valid, v, &previous);
       delta_residuals<Bits>(v, previous, valid);
@@ -611,24 +601,155 @@ __device__ void build_level2(const ChunkLayout& l, const std::uint8_t* level1, s
   counts.level1_kept += __popc(m);
 }
 
+// --- Step 3, lossy: one scan of the quantiser's flags ---
+//
+// Each thread takes a contiguous run of shuffle blocks (thread_blocks: one block a thread up to
+// 16 KiB chunks) and one block-wide scan over the runs gives every thread, for the blocks before
+// its run, the outliers, the nonzero bins (the values a sparse form lists), the blocks holding
+// one, and one past the last nonzero element; and the chunk's totals. It takes the place of the
+// block sum of the lossy counts that the encoder needs anyway (two barriers either way), so that
+// the outlier prefix and the sparse form need no compaction of their own: the positions they
+// write to follow from the scan.
+//
+// Its per-warp sums meet in the Delta pipeline's bitmaps, whose first writes (by a second mode)
+// come after a barrier that every thread reaches only after reading them. The sparse form's lists
+// use the rest of its level-0 bitmap (sparse_space); static shared memory would come out of every
+// lossy block's share of the SM.
+
+// The counts scanned, packed in one word: outliers from bit 0, nonzero bins from bit 20, blocks
+// holding one from bit 40. A chunk has at most 2^18 elements and 2^13 blocks, so no field of a
+// sum carries into the next.
+constexpr unsigned kScanValuesShift = 20, kScanHoldingShift = 40;
+constexpr std::uint64_t kScanFieldMask = (1u << kScanValuesShift) - 1;
+static_assert(kMaxChunkBytes / 4 < (1u << kScanValuesShift) &&
+                  kMaxChunkBytes / 128 < (1u << (64 - kScanHoldingShift)),
+              "the scanned counts fit their fields");
+
+__device__ std::uint32_t scanned_outliers(std::uint64_t packed) {
+  return std::uint32_t(packed & kScanFieldMask);
+}
+__device__ std::uint32_t scanned_values(std::uint64_t packed) {
+  return std::uint32_t((packed >> kScanValuesShift) & kScanFieldMask);
+}
+__device__ std::uint32_t scanned_holding(std::uint64_t packed) {
+  return std::uint32_t(packed >> kScanHoldingShift);
+}
+
+// The shuffle blocks [begin, end) this thread takes in the lossy scan and in what follows from
+// it (outlier prefix, sparse sizing and gaps): contiguous, in thread order.
+struct BlockRun {
+  std::uint32_t begin, end;
+};
+__device__ BlockRun thread_blocks(std::uint32_t blocks) {
+  const std::uint32_t per_thread = (blocks + T - 1) / T;
+  const std::uint32_t begin = min(blocks, threadIdx.x * per_thread);
+  return {begin, min(blocks, begin + per_thread)};
+}
+
+// One past the last set flag of shuffle block b (flags nonzero): one past its last nonzero element.
+__device__ std::uint32_t after_last_flag(std::uint32_t b, std::uint32_t flags) {
+  return 32 * b + 32 - unsigned(__clz(flags));
+}
+
+struct LossyScan {
+  std::uint64_t before;          // packed counts of the blocks before this thread's run
+  std::uint64_t total;           // packed counts of the chunk
+  std::uint32_t after_previous;  // one past the last nonzero element before the run, else 0
+};
+
+// Where the scan's and the sparse sizing's per-warp sums meet, and the sparse lists: words of
+// the Delta pipeline's bitmaps. Level 0 holds 16 bytes per shuffle block of a full chunk (at least
+// 8 blocks): the nonzero flags (quantiser), the listed blocks' places and the group masks take
+// three words per block of this chunk, two words per warp follow. Levels 1 and 2 hold at least
+// 16 bytes each.
+static_assert(2 * kWarps <= kMinChunkBytes / kChunkBytesMultiple && kWarps <= 4,
+              "the lossy scan's sums and the sparse lists fit in the Delta pipeline's bitmaps");
+struct LossyScratch {
+  std::uint32_t* place;       // [blocks] sparse: the listed blocks (sparse_body_size)
+  std::uint32_t* masks;       // [blocks] sparse: each group's plane mask (at most a group a block)
+  std::uint32_t* warp_after;  // [kWarps] the scan's last nonzero element of each warp, plus one
+  std::uint32_t* warp_sizes;  // [kWarps] sparse: escapes and plane words of each warp
+  std::uint32_t* warp_low;    // [kWarps] the scan's packed sums of each warp, low half
+  std::uint32_t* warp_high;   // [kWarps] high half
+};
+__device__ LossyScratch lossy_scratch(const ChunkSpace& s) {
+  LossyScratch x;
+  x.place = s.plain_nonzero + s.layout.blocks;
+  x.masks = x.place + s.layout.blocks;
+  x.warp_after = x.masks + s.layout.blocks;
+  x.warp_sizes = x.warp_after + kWarps;
+  x.warp_low = reinterpret_cast<std::uint32_t*>(s.level1[0]);
+  x.warp_high = reinterpret_cast<std::uint32_t*>(s.level2[0]);
+  return x;
+}
+
+// The lossy scan (above), after the barrier that follows the quantiser's flags. Also zeroes the
+// group masks the sparse sizing ors into (before its barrier, so before any of those ors). Every
+// thread must call it; two barriers.
+__device__ LossyScan scan_lossy_blocks(const ChunkSpace& s) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const LossyScratch x = lossy_scratch(s);
+  const BlockRun run = thread_blocks(s.layout.blocks);
+  std::uint64_t mine = 0;
+  std::uint32_t after = 0;
+#pragma unroll 1
+  for (std::uint32_t b = run.begin; b < run.end; ++b) {
+    const std::uint32_t flags = s.plain_nonzero[b];
+    mine += unsigned(__popc(s.outlier_masks[b])) +
+            (std::uint64_t(__popc(flags)) << kScanValuesShift) +
+            (std::uint64_t(flags != 0) << kScanHoldingShift);
+    if (flags != 0) after = after_last_flag(b, flags);
+  }
+  // Blocks rise with the lane, so the running max of `after` is the last nonzero element's.
+  std::uint64_t inclusive = mine;
+  std::uint32_t after_inclusive = after;
+  for (unsigned d = 1; d < 32; d *= 2) {
+    const std::uint64_t y = __shfl_up_sync(~0u, inclusive, d);
+    const std::uint32_t a = __shfl_up_sync(~0u, after_inclusive, d);
+    if (lane >= d) {
+      inclusive += y;
+      after_inclusive = max(after_inclusive, a);
+    }
+  }
+  if (lane == 31) {
+    x.warp_low[warp] = std::uint32_t(inclusive);
+    x.warp_high[warp] = std::uint32_t(inclusive >> 32);
+    x.warp_after[warp] = after_inclusive;
+  }
+  for (std::uint32_t j = threadIdx.x; j < s.layout.blocks; j += T) x.masks[j] = 0;
+  const std::uint32_t after_in_warp = __shfl_up_sync(~0u, after_inclusive, 1);
+  __syncthreads();
+  LossyScan scan{inclusive - mine, 0, lane > 0 ? after_in_warp : 0u};
+  for (unsigned w = 0; w < kWarps; ++w) {
+    const std::uint64_t sum = x.warp_low[w] | (std::uint64_t(x.warp_high[w]) << 32);
+    if (w < warp) {
+      scan.before += sum;
+      scan.after_previous = max(scan.after_previous, x.warp_after[w]);
+    }
+    scan.total += sum;
+  }
+  return scan;
+}
+
 // --- Step 4: the stored bytes, into the staging area ---
 
-// Lossy prefix: u32 count, the outliers' indices, then their bits, in index order.
-__device__ void emit_outliers(const ChunkSpace& s, const std::uint8_t* in, std::uint32_t outliers,
+// Lossy prefix: u32 count, the outliers' indices, then their bits, in index order. Each thread
+// writes the outliers of its run of blocks, from the rank the lossy scan gave it.
+__device__ void emit_outliers(const ChunkSpace& s, const std::uint8_t* in, const LossyScan& scan,
                               std::uint32_t* staging) {
-  if (threadIdx.x == 0) staging[0] = outliers;
+  const std::uint32_t total = scanned_outliers(scan.total);
+  if (threadIdx.x == 0) staging[0] = total;
   const auto* in32 = reinterpret_cast<const std::uint32_t*>(in);
-  block_compact(
-      s.layout.blocks, [&](std::uint32_t b) { return std::uint32_t(__popc(s.outlier_masks[b])); },
-      as_count,
-      [&](std::uint32_t b, std::uint64_t at, std::uint64_t total) {
-        auto position = std::uint32_t(at);
-        for (std::uint32_t m = s.outlier_masks[b]; m != 0; m &= m - 1, ++position) {
-          const std::uint32_t index = 32 * b + unsigned(__ffs(int(m)) - 1);
-          staging[1 + position] = index;
-          staging[1 + std::uint32_t(total) + position] = __ldg(in32 + index);
-        }
-      });
+  std::uint32_t position = scanned_outliers(scan.before);
+  const BlockRun run = thread_blocks(s.layout.blocks);
+#pragma unroll 1
+  for (std::uint32_t b = run.begin; b < run.end; ++b) {
+    for (std::uint32_t m = s.outlier_masks[b]; m != 0; m &= m - 1, ++position) {
+      const std::uint32_t index = 32 * b + unsigned(__ffs(int(m)) - 1);
+      staging[1 + position] = index;
+      staging[1 + total + position] = __ldg(in32 + index);
+    }
+  }
 }
 
 // Byte-permute selectors that move the nonzero bytes of 8 (flagged by an 8-bit mask) to the front,
@@ -700,70 +821,62 @@ __device__ void emit_eliminated(const ChunkLayout& l, const std::uint8_t* shuffl
 // --- The sparse form (lossy codec, ChunkMode::Sparse) ---
 //
 // Sized only when Plain is kept with no second mode built (sparse_considered), and only when a
-// sparse body of the chunk's nonzero values (counted by the quantiser) could be smaller. The
+// sparse body of the chunk's nonzero values (counted by the lossy scan) could be smaller. The
 // Delta pipeline's workspace is then free: its shuffled words are the staging area, as for any
-// chunk, and its bitmaps hold the lists below (level 0, after each shuffle block's nonzero flags
-// that the quantiser left there) and the listing's per-warp sums (levels 1 and 2, at least 16
-// bytes each). The listed values are the nonzero Plain words z in element order.
-//   1. list_nonzero_blocks: the shuffle blocks holding a listed value and the rank of their first
-//      listed value (a compaction over the blocks).
-//   2. sparse_body_size: one thread per listed block finds whether its first gap is escaped and
-//      or-s the planes its values use into the masks of the (one or two) groups they fall in; the
-//      masks give the plane words. No work per value.
-//   3. emit_sparse: a warp takes a group of 32 listed values, one a lane. The group's values lie
-//      in the 32 listed blocks from the one holding its first value, so an or of the blocks'
-//      starts tells each lane its block; a lane finds its element in the block's flags, reads its
-//      z from the plane words, and takes its gap from the lane before. Each warp takes a
-//      contiguous run of groups, so that its escapes and plane words follow those of the warps
-//      before it, and the block holding its next group's first value follows from its last lane.
-// Cross-warp sums meet in the workspace: static shared memory would come out of every lossy
-// block's share of the SM, sparse or not.
+// chunk, and its bitmaps hold the lists (lossy_scratch). The listed values are the nonzero Plain
+// words z in element order; the lossy scan gave each thread the rank of the first value in its
+// run of shuffle blocks, the listed blocks before the run, and one past the listed element before
+// it, so:
+//   1. sparse_body_size: each thread, for each block of its run holding a value, lists the block
+//      with its first value's rank (for step 3), counts its first gap if escaped (the only gap of
+//      a block that can be) and ors the planes its values use into the masks of the (one or two)
+//      groups they fall in. The or returns the mask before, so the thread also counts the plane
+//      words it was first to announce: summed over the chunk they are the masks' bits, with no
+//      barrier between the ors and the count. One scan of (escapes, plane words) then gives the
+//      size, and each thread the escapes before its run. One barrier.
+//   2. emit_sparse, gaps: each thread writes its values' gap bytes at their ranks, and its escaped
+//      gaps after the escapes before its run.
+//   3. emit_sparse, plane words: a warp takes a group of 32 listed values, one a lane. The group's
+//      values lie in the 32 listed blocks from the one holding its first value, so an or of the
+//      blocks' starts tells each lane its block; a lane finds its element in the block's flags and
+//      reads its z from the plane words. Each warp takes a contiguous run of groups, so that its
+//      plane words follow those of the warps before it (the popcounts of their masks), and the
+//      block holding its next group's first value follows from its last lane.
 
 // A listed block's rank and number in one word (rank << kPlaceBlockBits | block): ranks are below
 // 2^18 (the most elements a chunk holds) and blocks below 2^13.
 constexpr unsigned kPlaceBlockBits = 13;
 static_assert(kMaxChunkBytes / 4 <= (1u << 18) && kMaxChunkBytes / 128 <= (1u << kPlaceBlockBits),
               "a listed block's rank and number fit in one word");
-// The level-0 bitmap holds 16 bytes per shuffle block of a full chunk: the nonzero flags, the
-// places and the masks take three words per shuffle block of this chunk, and the sizing's
-// per-warp sums fit beside them from 8 blocks (1 KiB) on. The level-1 and level-2 bitmaps hold a
-// word per warp each from 8 blocks on.
-static_assert(2 * kWarps <= kMinChunkBytes / kChunkBytesMultiple && kWarps <= 4,
-              "the sparse lists fit in the Delta pipeline's bitmaps");
+// The sizing's scan packs the escapes above the plane words: at most 2^18 words (32 a group) and
+// 2^10 escapes (each follows a gap of at least 255 elements) in a chunk.
+constexpr unsigned kEscapesShift = 20;
+static_assert(kMaxChunkBytes / 4 < (1u << kEscapesShift) &&
+                  kMaxChunkBytes / 4 / (kSparseGapEscape + 1) < (1u << (32 - kEscapesShift)),
+              "a chunk's plane words and escapes fit one word");
 
 struct SparseSpace {
-  // Per warp, of its segment of the shuffle blocks: the blocks holding a listed value, and those
-  // values (list_nonzero_blocks).
-  std::uint32_t* warp_held_blocks;  // [kWarps]
-  std::uint32_t* warp_held_values;  // [kWarps]
-  std::uint32_t* warp_words;        // [kWarps] plane words of each warp's run of groups
-  std::uint32_t* warp_escapes;      // [kWarps] escaped gaps of each warp's run of groups
-  const std::uint32_t* nonzero;     // per shuffle block b: bit i set iff z of 32 b + i is nonzero
-  // Per shuffle block holding a listed value, in block order: its first value's rank and its
-  // number (kPlaceBlockBits).
-  std::uint32_t* place;
-  std::uint32_t* masks;              // [groups] each group's plane mask
+  LossyScratch lists;                // place, masks, warp_sizes (lossy_scratch)
+  const std::uint32_t* nonzero;      // per shuffle block b: bit i set iff z of 32 b + i is nonzero
   const std::uint32_t* plain_words;  // the Plain pipeline's plane words
   std::uint32_t planes;              // planes any block leaves nonzero (mode_planes[1])
   std::uint32_t blocks;              // the chunk's shuffle blocks: the planes' stride
   std::uint32_t listed;              // N, the listed values
-  std::uint32_t listed_blocks;       // the blocks holding one (list_nonzero_blocks)
+  std::uint32_t listed_blocks;       // the blocks holding one
+  std::uint32_t escapes;             // the escaped gaps (sparse_body_size)
+  std::uint32_t escapes_before;      // those before this thread's run (sparse_body_size)
 };
 
 __device__ SparseSpace sparse_space(const ChunkSpace& s, std::uint32_t planes,
-                                    std::uint32_t listed) {
+                                    const LossyScan& scan) {
   SparseSpace sp{};
-  sp.warp_held_blocks = reinterpret_cast<std::uint32_t*>(s.level1[0]);
-  sp.warp_held_values = reinterpret_cast<std::uint32_t*>(s.level2[0]);
-  sp.nonzero = s.plain_nonzero;  // the start of the level-0 bitmap
-  sp.warp_words = s.plain_nonzero + s.layout.blocks;
-  sp.warp_escapes = sp.warp_words + kWarps;
-  sp.place = sp.warp_escapes + kWarps;
-  sp.masks = sp.place + s.layout.blocks;
+  sp.lists = lossy_scratch(s);
+  sp.nonzero = s.plain_nonzero;
   sp.plain_words = reinterpret_cast<const std::uint32_t*>(s.shuffled[1]);
   sp.planes = planes;
   sp.blocks = s.layout.blocks;
-  sp.listed = listed;
+  sp.listed = scanned_values(scan.total);
+  sp.listed_blocks = scanned_holding(scan.total);
   return sp;
 }
 
@@ -772,12 +885,6 @@ __device__ std::uint32_t place_rank(std::uint32_t place) {
 }
 __device__ std::uint32_t place_block(std::uint32_t place) {
   return place & ((1u << kPlaceBlockBits) - 1);
-}
-
-// One past the last listed element of listed block k.
-__device__ std::uint32_t after_listed_block(const SparseSpace& sp, std::uint32_t k) {
-  const std::uint32_t b = place_block(sp.place[k]);
-  return 32 * b + 32 - unsigned(__clz(sp.nonzero[b]));
 }
 
 // The position of the set bit of `flags` with `k` set bits below it (k < popc(flags)): five
@@ -817,81 +924,30 @@ __device__ void warp_groups(std::uint32_t listed, unsigned warp, std::uint32_t* 
   *end = min(groups, *begin + groups_per_warp(listed));
 }
 
-// Lists the shuffle blocks holding a nonzero value with their places, sets sp.listed_blocks, and
-// zeroes what sparse_body_size adds to. Every thread must call it; nothing to list and no barrier
-// when no value is nonzero (a chunk between sparse photons). As block_compact: each warp walks a
-// contiguous segment of the blocks twice (sums, then 32 blocks at a time with their positions).
-__device__ void list_nonzero_blocks(SparseSpace& sp) {
-  if (threadIdx.x < 2 * kWarps) sp.warp_words[threadIdx.x] = 0;  // and sp.warp_escapes
-  if (sp.listed == 0) return;
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const std::uint32_t segment = ((sp.blocks + kWarps - 1) / kWarps + 31) / 32 * 32;
-  const std::uint32_t begin = min(sp.blocks, warp * segment);
-  const std::uint32_t end = min(sp.blocks, begin + segment);
-  std::uint32_t held_blocks = 0, held_values = 0;
-#pragma unroll 1
-  for (std::uint32_t tile = begin; tile < end; tile += 32) {
-    const std::uint32_t b = tile + lane;
-    const std::uint32_t flags = b < end ? sp.nonzero[b] : 0u;
-    held_blocks += unsigned(__popc(__ballot_sync(~0u, flags != 0)));
-    held_values += __reduce_add_sync(~0u, unsigned(__popc(flags)));
-  }
-  if (lane == 0) {
-    sp.warp_held_blocks[warp] = held_blocks;
-    sp.warp_held_values[warp] = held_values;
-  }
-  for (std::uint32_t j = threadIdx.x; j < sparse_groups(sp.listed); j += T) sp.masks[j] = 0;
-  __syncthreads();
-  std::uint32_t blocks_before = 0, values_before = 0;
-  sp.listed_blocks = 0;
-  for (unsigned w = 0; w < kWarps; ++w) {
-    if (w < warp) {
-      blocks_before += sp.warp_held_blocks[w];
-      values_before += sp.warp_held_values[w];
-    }
-    sp.listed_blocks += sp.warp_held_blocks[w];
-  }
-#pragma unroll 1
-  for (std::uint32_t tile = begin; tile < end; tile += 32) {
-    const std::uint32_t b = tile + lane;
-    const std::uint32_t flags = b < end ? sp.nonzero[b] : 0u;
-    const std::uint32_t holding = __ballot_sync(~0u, flags != 0);
-    const auto values = unsigned(__popc(flags));
-    std::uint32_t inclusive = values;
-    for (unsigned d = 1; d < 32; d *= 2) {
-      const std::uint32_t y = __shfl_up_sync(~0u, inclusive, d);
-      if (lane >= d) inclusive += y;
-    }
-    if (flags != 0) {
-      const std::uint32_t k = blocks_before + unsigned(__popc(holding & ((1u << lane) - 1)));
-      sp.place[k] = ((values_before + inclusive - values) << kPlaceBlockBits) | b;
-    }
-    blocks_before += unsigned(__popc(holding));
-    values_before += __shfl_sync(~0u, inclusive, 31);
-  }
-  __syncthreads();  // the lists and zeroed sums visible to the block
-}
-
-// The sparse body's size in bytes (sparse_body_bytes); leaves the groups' masks and each warp's
-// plane words and escapes for emit_sparse. Every thread must call it, after list_nonzero_blocks.
-__device__ std::uint64_t sparse_body_size(const SparseSpace& sp) {
+// The sparse body's size in bytes (sparse_body_bytes); lists the blocks holding a value, leaves
+// the groups' masks for emit_sparse and sets sp.escapes and sp.escapes_before. Every thread must
+// call it, after scan_lossy_blocks (which zeroed the masks); one barrier, none when no value is
+// nonzero (a chunk between sparse photons).
+__device__ std::uint64_t sparse_body_size(SparseSpace& sp, const LossyScan& scan) {
   if (sp.listed == 0) return sparse_body_bytes(0, 0, 0);  // the count word alone
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const std::uint32_t per_warp = groups_per_warp(sp.listed);
+  const BlockRun run = thread_blocks(sp.blocks);
+  std::uint32_t rank = scanned_values(scan.before), k = scanned_holding(scan.before);
+  std::uint32_t after_previous = scan.after_previous, escapes = 0, words = 0;
 #pragma unroll 1
-  for (std::uint32_t k = threadIdx.x; k < sp.listed_blocks; k += T) {
-    const std::uint32_t place = sp.place[k];
-    const std::uint32_t b = place_block(place), rank = place_rank(place), flags = sp.nonzero[b];
-    const std::uint32_t group = rank / 32;
+  for (std::uint32_t b = run.begin; b < run.end; ++b) {
+    const std::uint32_t flags = sp.nonzero[b];
+    if (flags == 0) continue;
+    sp.lists.place[k++] = (rank << kPlaceBlockBits) | b;
     // The block's first value: its gap is the only one of the block that can be escaped.
     const std::uint32_t first_element = 32 * b + unsigned(__ffs(int(flags)) - 1);
-    const std::uint32_t after_previous = k > 0 ? after_listed_block(sp, k - 1) : 0u;
-    if (first_element - after_previous >= kSparseGapEscape)
-      atomicAdd(&sp.warp_escapes[group / per_warp], 1u);
+    escapes += first_element - after_previous >= kSparseGapEscape;
+    after_previous = after_last_flag(b, flags);
+    const std::uint32_t group = rank / 32;
     // The values past the group's room (at most 32 values a block, so in the next group).
     const std::uint32_t room = 32 - rank % 32;
-    const std::uint32_t next_flags =
-        unsigned(__popc(flags)) > room ? flags & (~0u << select_bit(flags, room)) : 0u;
+    const auto values = unsigned(__popc(flags));
+    const std::uint32_t next_flags = values > room ? flags & (~0u << select_bit(flags, room)) : 0u;
     std::uint32_t mask = 0, next_mask = 0;
 #pragma unroll 1
     for (std::uint32_t p = 0; p < sp.planes; ++p) {
@@ -900,79 +956,98 @@ __device__ std::uint64_t sparse_body_size(const SparseSpace& sp) {
       mask |= std::uint32_t((word & ~next_flags) != 0) << p;
       next_mask |= std::uint32_t((word & next_flags) != 0) << p;
     }
-    atomicOr(&sp.masks[group], mask);
-    if (next_flags != 0) atomicOr(&sp.masks[group + 1], next_mask);
+    // Each bit of a final mask is counted once: by the one or that found it clear.
+    words += unsigned(__popc(mask & ~atomicOr(&sp.lists.masks[group], mask)));
+    if (next_flags != 0)
+      words += unsigned(__popc(next_mask & ~atomicOr(&sp.lists.masks[group + 1], next_mask)));
+    rank += values;
   }
-  __syncthreads();
-  std::uint32_t begin, end, words = 0;
-  warp_groups(sp.listed, warp, &begin, &end);
-  for (std::uint32_t j = begin + lane; j < end; j += 32) words += unsigned(__popc(sp.masks[j]));
-  words = __reduce_add_sync(~0u, words);
-  if (lane == 0) sp.warp_words[warp] = words;
-  __syncthreads();
-  std::uint32_t all_words = 0, all_escapes = 0;
+  const std::uint32_t mine = (escapes << kEscapesShift) | words;
+  std::uint32_t inclusive = mine;
+  for (unsigned d = 1; d < 32; d *= 2) {
+    const std::uint32_t y = __shfl_up_sync(~0u, inclusive, d);
+    if (lane >= d) inclusive += y;
+  }
+  if (lane == 31) sp.lists.warp_sizes[warp] = inclusive;
+  __syncthreads();  // also: the places and masks visible to the block, for emit_sparse
+  std::uint32_t before = inclusive - mine, total = 0;
   for (unsigned w = 0; w < kWarps; ++w) {
-    all_words += sp.warp_words[w];
-    all_escapes += sp.warp_escapes[w];
+    if (w < warp) before += sp.lists.warp_sizes[w];
+    total += sp.lists.warp_sizes[w];
   }
-  return sparse_body_bytes(sp.listed, all_escapes, all_words);
+  sp.escapes = total >> kEscapesShift;
+  sp.escapes_before = before >> kEscapesShift;
+  return sparse_body_bytes(sp.listed, sp.escapes, total & ((1u << kEscapesShift) - 1));
 }
 
 // The listed block holding listed value r (every lane alike): the last whose rank is at most r.
+// A 32-way search: each round the warp tests 32 evenly spaced places of the range left and keeps
+// the stretch after the last one at or below r (two rounds up to 1,024 listed blocks).
 __device__ std::uint32_t listed_block_holding(const SparseSpace& sp, std::uint32_t r) {
-  std::uint32_t low = 0, high = sp.listed_blocks;  // rank[low] <= r < rank[high]
-  while (high - low > 1) {
-    const std::uint32_t middle = (low + high) / 2;
-    if (place_rank(sp.place[middle]) <= r) {
-      low = middle;
-    } else {
-      high = middle;
-    }
+  const unsigned lane = threadIdx.x % 32;
+  // The answer lies in [low, low + count); place 0 has rank 0, at most r.
+  std::uint32_t low = 0, count = sp.listed_blocks;
+  while (count > 1) {
+    const std::uint32_t stride = (count + 31) / 32;
+    const std::uint32_t k = lane * stride;
+    // Ranks rise with k: the lanes at or below r are a prefix, lane 0 among them.
+    const std::uint32_t at_or_below =
+        __ballot_sync(~0u, k < count && place_rank(sp.lists.place[low + k]) <= r);
+    const std::uint32_t last = 31u - unsigned(__clz(at_or_below));
+    low += last * stride;
+    count = min(stride, count - last * stride);
   }
   return low;
 }
 
 // The sparse body (docs/formats.md) at `body`, a 4-byte aligned place after the lossy prefix:
-// count, gap bytes and their zero pad, escaped gaps, group masks, plane words. A barrier must
-// follow before the body is read.
-__device__ void emit_sparse(const SparseSpace& sp, std::uint32_t* body) {
+// count, gap bytes and their zero pad, escaped gaps, group masks, plane words. Every thread must
+// call it, after sparse_body_size. A barrier must follow before the body is read.
+__device__ void emit_sparse(const SparseSpace& sp, const LossyScan& scan, std::uint32_t* body) {
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const std::uint32_t n = sp.listed;
-  std::uint32_t words_before = 0, escapes_before = 0, all_escapes = 0;
-  for (unsigned w = 0; w < kWarps; ++w) {
-    if (w < warp) {
-      words_before += sp.warp_words[w];
-      escapes_before += sp.warp_escapes[w];
-    }
-    all_escapes += sp.warp_escapes[w];
-  }
   auto* gaps = reinterpret_cast<std::uint8_t*>(body) + sparse_gaps_at();
   std::uint32_t* escaped_gaps = body + sparse_escapes_at(n) / 4;
-  std::uint32_t* masks = body + sparse_masks_at(n, all_escapes) / 4;
+  std::uint32_t* masks = body + sparse_masks_at(n, sp.escapes) / 4;
   std::uint32_t* plane_words = masks + sparse_groups(n);
   if (threadIdx.x == 0) {
     body[0] = n;
     for (std::uint32_t k = n; k < padded_size(n); ++k) gaps[k] = 0;
   }
+  if (n == 0) return;
+  // Gaps: this thread's values, from the rank and previous element the scan gave it.
+  {
+    const BlockRun run = thread_blocks(sp.blocks);
+    std::uint32_t rank = scanned_values(scan.before), escapes = sp.escapes_before;
+    std::uint32_t after_previous = scan.after_previous;
+#pragma unroll 1
+    for (std::uint32_t b = run.begin; b < run.end; ++b) {
+      for (std::uint32_t m = sp.nonzero[b]; m != 0; m &= m - 1, ++rank) {
+        const std::uint32_t element = 32 * b + unsigned(__ffs(int(m)) - 1);
+        const std::uint32_t gap = element - after_previous;
+        gaps[rank] = std::uint8_t(sparse_gap_byte(gap));
+        if (gap >= kSparseGapEscape) escaped_gaps[escapes++] = gap;
+        after_previous = element + 1;
+      }
+    }
+  }
+  // Masks and plane words: this warp's run of groups.
   std::uint32_t begin, end;
   warp_groups(n, warp, &begin, &end);
   if (begin == end) return;
-  // The listed block holding the run's first value, and one past the listed element before it.
+  std::uint32_t words_before = 0;
+  for (std::uint32_t g = lane; g < begin; g += 32)
+    words_before += unsigned(__popc(sp.lists.masks[g]));
+  words_before = __reduce_add_sync(~0u, words_before);
+  // The listed block holding the run's first value.
   std::uint32_t first = listed_block_holding(sp, 32 * begin);
-  std::uint32_t after_last = 0;
-  if (begin > 0) {
-    const std::uint32_t offset = 32 * begin - place_rank(sp.place[first]);
-    const std::uint32_t b = place_block(sp.place[first]);
-    after_last = offset > 0 ? 32 * b + select_bit(sp.nonzero[b], offset - 1) + 1
-                            : after_listed_block(sp, first - 1);
-  }
 #pragma unroll 1
   for (std::uint32_t j = begin; j < end; ++j) {
     const std::uint32_t base = 32 * j, r = base + lane;
     // Lane s reads listed block first + s (a rank past any value when there is none).
     std::uint32_t entry_place = ~0u, entry_flags = 0;
     if (first + lane < sp.listed_blocks) {
-      entry_place = sp.place[first + lane];
+      entry_place = sp.lists.place[first + lane];
       entry_flags = sp.nonzero[place_block(entry_place)];
     }
     // Bit v set iff a listed block after `first` starts at value base + v (so v >= 1).
@@ -986,23 +1061,13 @@ __device__ void emit_sparse(const SparseSpace& sp, std::uint32_t* body) {
     const bool valid = r < n;
     const std::uint32_t b = place_block(place);
     const unsigned i = valid ? select_bit(flags, r - place_rank(place)) : 0u;
-    const std::uint32_t element = 32 * b + i;
     const std::uint32_t z = valid ? plain_value(sp, b, i) : 0u;
-    std::uint32_t after_previous = __shfl_up_sync(~0u, element + 1, 1);
-    if (lane == 0) after_previous = after_last;
-    const std::uint32_t gap = valid ? element - after_previous : 0u;
     // For the next group: its first value follows lane 31's, in the same block unless that one
     // ends there.
-    after_last = __shfl_sync(~0u, element + 1, 31);
     const bool block_ends = place_rank(place) + unsigned(__popc(flags)) == r + 1;
     first += __shfl_sync(~0u, s, 31) + unsigned(__shfl_sync(~0u, int(block_ends), 31));
 
-    if (valid) gaps[r] = std::uint8_t(sparse_gap_byte(gap));
-    const bool escaped = gap >= kSparseGapEscape;
-    const std::uint32_t escaped_lanes = __ballot_sync(~0u, escaped);
-    if (escaped) escaped_gaps[escapes_before + __popc(escaped_lanes & ((1u << lane) - 1))] = gap;
-    escapes_before += unsigned(__popc(escaped_lanes));
-    const std::uint32_t mask = sp.masks[j];
+    const std::uint32_t mask = sp.lists.masks[j];
     if (lane == 0) masks[j] = mask;
     // Plane word k of the group (the k-th set bit of the mask) is kept by lane k, so that the
     // group's words are stored at once.
@@ -1129,7 +1194,6 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   // The lossy bins and outlier flags, then the first mode (codec_format.hpp's first_mode), and
   // the second only when the first is not enough (second_mode_needed), as on the CPU. With at
   // most a block a thread the bins are formed in the first mode's shuffle itself.
-  LossyCounts my_lossy = {0, 0};
   if constexpr (Lossy) {
     // The Delta pipeline's words are free until a second mode is built: they hold the input.
     const bool stage = SharedWorkspace && a.input_aligned16 && l.elements == per_chunk;
@@ -1140,7 +1204,7 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
     }
     if (!s.bins_in_plain) {
       quantize_chunk(a, in, stage ? reinterpret_cast<const std::uint32_t*>(s.shuffled[0]) : nullptr,
-                     s, &my_lossy);
+                     s);
       __syncthreads();
     }
   }
@@ -1150,8 +1214,7 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   // One mode's bitmaps and its stored size (level 2 whole plus the kept bytes); the block sum
   // also orders the level-2 writes.
   const auto build_mode = [&](int slot) {
-    const std::uint32_t planes =
-        __reduce_max_sync(~0u, shuffle_mode<Bits, Lossy>(a, in, s, slot, &my_lossy));
+    const std::uint32_t planes = __reduce_max_sync(~0u, shuffle_mode<Bits, Lossy>(a, in, s, slot));
     if (threadIdx.x % 32 == 0) atomicMax(&mode_planes[slot], planes);
     __syncthreads();
     level0_used[slot] = level0_bytes_used(l, mode_planes[slot]);
@@ -1164,11 +1227,16 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
            std::uint32_t(block_sum(counts.level1_kept + counts.level0_kept + counts.data_kept));
   };
   const std::uint32_t first_size = build_mode(first_slot);
-  // Both lossy counts in one sum (each below 2^32; 0 for the lossless codec).
-  const std::uint64_t lossy_sums =
-      block_sum(my_lossy.outliers + (std::uint64_t(my_lossy.nonzero) << 32));
-  const auto outliers = std::uint32_t(lossy_sums);
-  const std::uint64_t prefix = Lossy ? 4 + 8 * std::uint64_t(outliers) : 0;
+  // Lossy: the outliers and nonzero bins, scanned (the prefix's size, and where each thread's
+  // outliers and sparse values go). The lossless kernels keep the block sum (of zeros) that stood
+  // here: their machine code is unchanged by the sparse form; dropping it is a change of its own.
+  LossyScan scan{};
+  if constexpr (Lossy) {
+    scan = scan_lossy_blocks(s);
+  } else {
+    block_sum(0);
+  }
+  const std::uint64_t prefix = Lossy ? 4 + 8 * std::uint64_t(scanned_outliers(scan.total)) : 0;
   int slot = first_slot;
   std::uint32_t kept_size = first_size;
   if (second_mode_needed(prefix + first_size, l.raw_bytes)) {  // the same in every thread
@@ -1184,10 +1252,9 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   SparseSpace listed{};
   if constexpr (Lossy) {
     if (sparse_considered(codec, prefix + first_size, l.raw_bytes)) {  // the same in every thread
-      listed = sparse_space(s, mode_planes[1], std::uint32_t(lossy_sums >> 32));
+      listed = sparse_space(s, mode_planes[1], scan);
       if (sparse_body_least(listed.listed) < first_size) {
-        list_nonzero_blocks(listed);
-        const std::uint64_t body = sparse_body_size(listed);
+        const std::uint64_t body = sparse_body_size(listed, scan);
         sparse = sparse_wins(prefix + body, prefix + first_size);
         if (sparse) kept_size = std::uint32_t(body);
       }
@@ -1205,9 +1272,9 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   // staging area.
   auto* staging = reinterpret_cast<std::uint32_t*>(slot ? s.shuffled[0] : s.shuffled[1]);
   if (!raw) {
-    if constexpr (Lossy) emit_outliers(s, in, outliers, staging);
+    if constexpr (Lossy) emit_outliers(s, in, scan, staging);
     if (sparse) {
-      if constexpr (Lossy) emit_sparse(listed, staging + prefix / 4);  // prefix: 4-byte words
+      if constexpr (Lossy) emit_sparse(listed, scan, staging + prefix / 4);  // prefix: 4-byte words
     } else if (slot) {
       emit_eliminated(l, s.shuffled[1], s.level0[1], s.level1[1], s.level2[1], level0_used[1],
                       reinterpret_cast<std::uint8_t*>(staging) + prefix);
