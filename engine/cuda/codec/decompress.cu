@@ -150,9 +150,10 @@ __device__ bool entry_valid(const DecodePlan& p, std::uint32_t entry, std::uint6
   return entry_possible(codec, l, entry);
 }
 
-// Lowers the block's chunk error to `e` (the lowest code wins, so the report is deterministic).
+// Raises the block's chunk error to `e`: None is 0, so any error replaces it, and of several the
+// highest code wins, so the report does not depend on which thread came first.
 __device__ void note_error(unsigned* error, ChunkError e) {
-  atomicMin(error, unsigned(e));
+  atomicMax(error, unsigned(e));
 }
 
 __device__ std::uint32_t warp_inclusive_sum(std::uint32_t x) {
