@@ -70,6 +70,9 @@ struct ChunkSpace {
   // the Delta pipeline's level-0 bitmap, which a second mode (after which no sparse form is
   // sized) overwrites.
   std::uint32_t* plain_nonzero;
+  // Lossy: word b is the or of Plain's z over shuffle block b (the planes its values use), for
+  // the sparse form's group masks; next to the nonzero flags (lossy_scratch).
+  std::uint32_t* plain_any;
   std::uint32_t* bins;  // lossy: every element's bin, at bin_index
   bool bins_in_plain;   // the bins are the Plain pipeline's shuffled words
   const uint4* staged;  // lossy: the chunk's input in shared memory, or null
@@ -87,6 +90,7 @@ __device__ ChunkSpace chunk_space(std::uint8_t* base, const EncodeLayout& e,
   }
   s.outlier_masks = reinterpret_cast<std::uint32_t*>(base + e.masks_at);
   s.plain_nonzero = reinterpret_cast<std::uint32_t*>(s.level0[0]);
+  s.plain_any = s.plain_nonzero + 3 * layout.blocks;
   s.bins = reinterpret_cast<std::uint32_t*>(base + e.bins_at);
   s.bins_in_plain = e.bins_at == e.shuffled_stride;
   s.staged = nullptr;
@@ -248,8 +252,8 @@ __device__ void stage_chunk(const std::uint8_t* in, std::uint32_t bytes, std::ui
 // Lossy: the bin of every element of the chunk (0 for an outlier, and past the chunk's end), one
 // warp per shuffle block and one element per lane, so the quantiser's code appears once; ballots
 // give the block's outlier flags and nonzero flags (s.plain_nonzero; scan_lossy_blocks counts
-// them). The input is read from `staged` (shared memory, filled by stage_chunk: a full chunk) when
-// that is not null.
+// them), a reduction the or of its Plain words (s.plain_any). The input is read from `staged`
+// (shared memory, filled by stage_chunk: a full chunk) when that is not null.
 __device__ void quantize_chunk(const CompressArgs& a, const std::uint8_t* in,
                                const std::uint32_t* staged, const ChunkSpace& s) {
   const ChunkLayout& l = s.layout;
@@ -260,9 +264,12 @@ __device__ void quantize_chunk(const CompressArgs& a, const std::uint8_t* in,
     s.bins[bin_index(b, lane)] = std::uint32_t(q);
     const std::uint32_t mask = __ballot_sync(~0u, outlier);
     const std::uint32_t nonzero = __ballot_sync(~0u, q != 0);
+    const std::uint32_t any = __reduce_or_sync(~0u, residual_word(std::uint32_t(q), 0, 32));
     if (lane == 0) {
       s.outlier_masks[b] = mask;
       s.plain_nonzero[b] = nonzero;
+      s.plain_any[b] = any;
+      s.plain_nonzero[2 * l.blocks + b] = 0;  // the sparse group mask b (lossy_scratch)
     }
   };
   if (staged) {
@@ -426,7 +433,8 @@ __device__ std::uint32_t block_planes_used(const std::uint32_t v[32]) {
 // in shared memory and no barrier. The single-precision path (lossy_quantize_settled) runs for
 // all 32 values; the few it leaves open take the double path one at a time after the shuffle,
 // their bits put into the plane words directly (a value's index is then a shift, not a register
-// index). Stores the block's outlier and nonzero flags (scan_lossy_blocks counts them); returns
+// index). Stores the block's outlier and nonzero flags (scan_lossy_blocks counts them) and the or
+// of its values (the planes they use, for the sparse form's masks); returns
 // the planes the block leaves nonzero. `staged`: the chunk in shared memory (stage_chunk,
 // rotated), or null.
 __device__ std::uint32_t quantize_shuffle_plain(const CompressArgs& a, const std::uint8_t* in,
@@ -486,6 +494,8 @@ __device__ std::uint32_t quantize_shuffle_plain(const CompressArgs& a, const std
   for (unsigned p = 0; p < 32; ++p) nonzero |= v[p];
   s.outlier_masks[b] = mask;
   s.plain_nonzero[b] = nonzero;
+  s.plain_any[b] = any;
+  s.plain_nonzero[2 * l.blocks + b] = 0;  // the sparse group mask b (lossy_scratch)
   store_planes<32>(v, s.shuffled[1], b, l.blocks);
   return planes_used(any);
 }
@@ -658,12 +668,13 @@ struct LossyScan {
 };
 
 // Where the scan's and the sparse sizing's per-warp sums meet, and the sparse lists: words of
-// the Delta pipeline's bitmaps. Level 0 holds 16 bytes per shuffle block of a full chunk (at least
-// 8 blocks): the nonzero flags (quantiser), the listed blocks' places and the group masks take
-// three words per block of this chunk, two words per warp follow. Levels 1 and 2 hold at least
-// 16 bytes each.
-static_assert(2 * kWarps <= kMinChunkBytes / kChunkBytesMultiple && kWarps <= 4,
+// the Delta pipeline's bitmaps. Level 0 holds 16 bytes per shuffle block of a full chunk: the
+// quantiser's nonzero flags and or of values (plain_nonzero, plain_any), the listed blocks' places
+// and the group masks take its four words per block of this chunk. Levels 1 and 2 hold at least
+// 16 bytes each: the packed sums. The other per-warp words are static (32 bytes).
+static_assert(kWarps <= 4,
               "the lossy scan's sums and the sparse lists fit in the Delta pipeline's bitmaps");
+__shared__ std::uint32_t lossy_warp_words[2 * kWarps];
 struct LossyScratch {
   std::uint32_t* place;       // [blocks] sparse: the listed blocks (sparse_body_size)
   std::uint32_t* masks;       // [blocks] sparse: each group's plane mask (at most a group a block)
@@ -675,17 +686,17 @@ struct LossyScratch {
 __device__ LossyScratch lossy_scratch(const ChunkSpace& s) {
   LossyScratch x;
   x.place = s.plain_nonzero + s.layout.blocks;
-  x.masks = x.place + s.layout.blocks;
-  x.warp_after = x.masks + s.layout.blocks;
-  x.warp_sizes = x.warp_after + kWarps;
+  x.masks = x.place + s.layout.blocks;  // then plain_any
+  x.warp_after = lossy_warp_words;
+  x.warp_sizes = lossy_warp_words + kWarps;
   x.warp_low = reinterpret_cast<std::uint32_t*>(s.level1[0]);
   x.warp_high = reinterpret_cast<std::uint32_t*>(s.level2[0]);
   return x;
 }
 
-// The lossy scan (above), after the barrier that follows the quantiser's flags. Also zeroes the
-// group masks the sparse sizing ors into (before its barrier, so before any of those ors). Every
-// thread must call it; two barriers.
+// The lossy scan (above), after the barrier that follows the quantiser's flags (the quantiser
+// also zeroed the group masks the sparse sizing ors into, one a block). Every thread must call
+// it; two barriers.
 __device__ LossyScan scan_lossy_blocks(const ChunkSpace& s) {
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const LossyScratch x = lossy_scratch(s);
@@ -716,7 +727,6 @@ __device__ LossyScan scan_lossy_blocks(const ChunkSpace& s) {
     x.warp_high[warp] = std::uint32_t(inclusive >> 32);
     x.warp_after[warp] = after_inclusive;
   }
-  for (std::uint32_t j = threadIdx.x; j < s.layout.blocks; j += T) x.masks[j] = 0;
   const std::uint32_t after_in_warp = __shfl_up_sync(~0u, after_inclusive, 1);
   __syncthreads();
   LossyScan scan{inclusive - mine, 0, lane > 0 ? after_in_warp : 0u};
@@ -755,23 +765,41 @@ __device__ void emit_outliers(const ChunkSpace& s, const std::uint8_t* in, const
 // Byte-permute selectors that move the nonzero bytes of 8 (flagged by an 8-bit mask) to the front,
 // in order: nibble k of entry m is the position of the k-th flagged byte, so the entry and the
 // entry shifted right by 16 are the __byte_perm(low word, high word, selector) selectors of output
-// bytes 0-3 and 4-7. Filled once per thread block (fill_compact_selectors); the emit then needs two
-// permutes a group of 8 bytes instead of a loop over its set bits.
-__shared__ std::uint32_t compact_selectors[256];
+// bytes 0-3 and 4-7. Copied once per thread block from a table built at compile time
+// (fill_compact_selectors); the emit then needs two permutes a group of 8 bytes instead of a loop
+// over its set bits.
+__shared__ __align__(16) std::uint32_t compact_selectors[256];
+
+struct alignas(16) CompactSelectorTable {
+  std::uint32_t entry[256];
+};
+constexpr CompactSelectorTable make_compact_selector_table() {
+  CompactSelectorTable table{};
+  for (unsigned m = 0; m < 256; ++m) {
+    std::uint32_t selector = 0;
+    unsigned kept = 0;
+    for (unsigned j = 0; j < 8; ++j)
+      if (m & (1u << j)) selector |= j << (4 * kept++);
+    table.entry[m] = selector;
+  }
+  return table;
+}
+__device__ const CompactSelectorTable kCompactSelectorTable = make_compact_selector_table();
+static_assert(make_compact_selector_table().entry[0xA5] == 0x7520u,
+              "bits 0, 2, 5 and 7 of 0xA5 move to bytes 0-3");
 
 // The planes each mode (slot 0 Delta, 1 Plain) leaves nonzero in the block's chunk: the most over
 // its warps, raised before the barrier that follows the mode's shuffle. Zeroed with the
 // selectors' fill, before the kernel's first barrier (a block encodes one chunk).
 __shared__ std::uint32_t mode_planes[2];
 
+// One 16-byte load and store each for the first 64 threads. (Computing the 256 entries here, a
+// loop over 8 bits each, was 5.5% of the lossy encoder's instructions: a block encodes one chunk.)
 __device__ void fill_compact_selectors() {
-  for (unsigned m = threadIdx.x; m < 256; m += T) {
-    std::uint32_t selector = 0;
-    unsigned kept = 0;
-    for (unsigned j = 0; j < 8; ++j)
-      if (m & (1u << j)) selector |= j << (4 * kept++);
-    compact_selectors[m] = selector;
-  }
+  static_assert(T >= 64, "64 threads copy the table");
+  if (threadIdx.x < 64)
+    reinterpret_cast<uint4*>(compact_selectors)[threadIdx.x] =
+        __ldg(reinterpret_cast<const uint4*>(kCompactSelectorTable.entry) + threadIdx.x);
 }
 
 // Stores the bytes of `bytes` flagged in the 8-bit mask m at out[0, popc(m)), in order.
@@ -829,18 +857,20 @@ __device__ void emit_eliminated(const ChunkLayout& l, const std::uint8_t* shuffl
 // it, so:
 //   1. sparse_body_size: each thread, for each block of its run holding a value, lists the block
 //      with its first value's rank (for step 3), counts its first gap if escaped (the only gap of
-//      a block that can be) and ors the planes its values use into the masks of the (one or two)
-//      groups they fall in. The or returns the mask before, so the thread also counts the plane
-//      words it was first to announce: summed over the chunk they are the masks' bits, with no
-//      barrier between the ors and the count. One scan of (escapes, plane words) then gives the
+//      a block that can be) and ors the planes its values use (the quantiser's or of the block's
+//      z; split plane by plane only for a block whose values fall in two groups) into the masks
+//      of the groups they fall in. The or returns the mask before, so the thread also counts the
+//      plane words it was first to announce: summed over the chunk they are the masks' bits, with
+//      no barrier between the ors and the count. One scan of (escapes, plane words) then gives the
 //      size, and each thread the escapes before its run. One barrier.
 //   2. emit_sparse, gaps: each thread writes its values' gap bytes at their ranks, and its escaped
 //      gaps after the escapes before its run.
 //   3. emit_sparse, plane words: a warp takes a group of 32 listed values, one a lane. The group's
 //      values lie in the 32 listed blocks from the one holding its first value, so an or of the
-//      blocks' starts tells each lane its block; a lane finds its element in the block's flags and
-//      reads its z from the plane words. Each warp takes a contiguous run of groups, so that its
-//      plane words follow those of the warps before it (the popcounts of their masks), and the
+//      blocks' starts tells each lane its block; a lane finds its element in the block's flags,
+//      and for each plane of the group's mask reads its bit from the Plain plane word and the
+//      warp's ballot forms the group's word. Each warp takes a contiguous run of groups, so that
+//      its plane words follow those of the warps before it (the popcounts of their masks), and the
 //      block holding its next group's first value follows from its last lane.
 
 // A listed block's rank and number in one word (rank << kPlaceBlockBits | block): ranks are below
@@ -858,8 +888,8 @@ static_assert(kMaxChunkBytes / 4 < (1u << kEscapesShift) &&
 struct SparseSpace {
   LossyScratch lists;                // place, masks, warp_sizes (lossy_scratch)
   const std::uint32_t* nonzero;      // per shuffle block b: bit i set iff z of 32 b + i is nonzero
+  const std::uint32_t* any;          // per shuffle block: the or of its z
   const std::uint32_t* plain_words;  // the Plain pipeline's plane words
-  std::uint32_t planes;              // planes any block leaves nonzero (mode_planes[1])
   std::uint32_t blocks;              // the chunk's shuffle blocks: the planes' stride
   std::uint32_t listed;              // N, the listed values
   std::uint32_t listed_blocks;       // the blocks holding one
@@ -867,13 +897,12 @@ struct SparseSpace {
   std::uint32_t escapes_before;      // those before this thread's run (sparse_body_size)
 };
 
-__device__ SparseSpace sparse_space(const ChunkSpace& s, std::uint32_t planes,
-                                    const LossyScan& scan) {
+__device__ SparseSpace sparse_space(const ChunkSpace& s, const LossyScan& scan) {
   SparseSpace sp{};
   sp.lists = lossy_scratch(s);
   sp.nonzero = s.plain_nonzero;
+  sp.any = s.plain_any;
   sp.plain_words = reinterpret_cast<const std::uint32_t*>(s.shuffled[1]);
-  sp.planes = planes;
   sp.blocks = s.layout.blocks;
   sp.listed = scanned_values(scan.total);
   sp.listed_blocks = scanned_holding(scan.total);
@@ -901,16 +930,6 @@ __device__ unsigned select_bit(std::uint32_t flags, unsigned k) {
     }
   }
   return position;
-}
-
-// z of element 32 b + i, gathered from the plane words. Planes from sp.planes on are zero, and
-// are not read.
-__device__ std::uint32_t plain_value(const SparseSpace& sp, std::uint32_t b, unsigned i) {
-  std::uint32_t z = 0;
-#pragma unroll 4
-  for (std::uint32_t p = 0; p < sp.planes; ++p)
-    z |= ((sp.plain_words[plane_word_index(p, b, sp.blocks)] >> i) & 1u) << p;
-  return z;
 }
 
 // The groups of 32 listed values that warp `warp` takes: a contiguous run, in warp order.
@@ -948,13 +967,20 @@ __device__ std::uint64_t sparse_body_size(SparseSpace& sp, const LossyScan& scan
     const std::uint32_t room = 32 - rank % 32;
     const auto values = unsigned(__popc(flags));
     const std::uint32_t next_flags = values > room ? flags & (~0u << select_bit(flags, room)) : 0u;
-    std::uint32_t mask = 0, next_mask = 0;
+    // The planes the block's values use, from the quantiser; split between the two groups (a plane
+    // at a time, for the planes used alone) only when the block's values fall in both.
+    std::uint32_t mask = sp.any[b], next_mask = 0;
+    if (next_flags != 0) {
+      std::uint32_t low = 0;
 #pragma unroll 1
-    for (std::uint32_t p = 0; p < sp.planes; ++p) {
-      // A plane word's bits lie within the flags.
-      const std::uint32_t word = sp.plain_words[plane_word_index(p, b, sp.blocks)];
-      mask |= std::uint32_t((word & ~next_flags) != 0) << p;
-      next_mask |= std::uint32_t((word & next_flags) != 0) << p;
+      for (std::uint32_t left = mask; left != 0; left &= left - 1) {
+        const unsigned p = unsigned(__ffs(int(left)) - 1);
+        // A plane word's bits lie within the flags.
+        const std::uint32_t word = sp.plain_words[plane_word_index(p, b, sp.blocks)];
+        low |= std::uint32_t((word & ~next_flags) != 0) << p;
+        next_mask |= std::uint32_t((word & next_flags) != 0) << p;
+      }
+      mask = low;
     }
     // Each bit of a final mask is counted once: by the one or that found it clear.
     words += unsigned(__popc(mask & ~atomicOr(&sp.lists.masks[group], mask)));
@@ -1059,9 +1085,8 @@ __device__ void emit_sparse(const SparseSpace& sp, const LossyScan& scan, std::u
     const std::uint32_t place = __shfl_sync(~0u, entry_place, s);
     const std::uint32_t flags = __shfl_sync(~0u, entry_flags, s);
     const bool valid = r < n;
-    const std::uint32_t b = place_block(place);
-    const unsigned i = valid ? select_bit(flags, r - place_rank(place)) : 0u;
-    const std::uint32_t z = valid ? plain_value(sp, b, i) : 0u;
+    const std::uint32_t b = valid ? place_block(place) : 0u;
+    const unsigned i = valid ? select_bit(flags, r - place_rank(place)) : 32u;
     // For the next group: its first value follows lane 31's, in the same block unless that one
     // ends there.
     const bool block_ends = place_rank(place) + unsigned(__popc(flags)) == r + 1;
@@ -1070,12 +1095,15 @@ __device__ void emit_sparse(const SparseSpace& sp, const LossyScan& scan, std::u
     const std::uint32_t mask = sp.lists.masks[j];
     if (lane == 0) masks[j] = mask;
     // Plane word k of the group (the k-th set bit of the mask) is kept by lane k, so that the
-    // group's words are stored at once.
+    // group's words are stored at once. Each lane reads its value's bit of plane p from the Plain
+    // words (i = 32 past the group's values: a shift that gives 0).
     std::uint32_t my_word = 0;
     unsigned k = 0;
+#pragma unroll 1
     for (std::uint32_t left = mask; left != 0; left &= left - 1, ++k) {
       const unsigned p = unsigned(__ffs(int(left)) - 1);
-      const std::uint32_t word = __ballot_sync(~0u, (z >> p) & 1u);
+      const std::uint32_t plane = sp.plain_words[plane_word_index(p, b, sp.blocks)];
+      const std::uint32_t word = __ballot_sync(~0u, i < 32 && ((plane >> i) & 1u));
       if (lane == k) my_word = word;
     }
     if (lane < k) plane_words[words_before + lane] = my_word;
@@ -1252,7 +1280,7 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
   SparseSpace listed{};
   if constexpr (Lossy) {
     if (sparse_considered(codec, prefix + first_size, l.raw_bytes)) {  // the same in every thread
-      listed = sparse_space(s, mode_planes[1], scan);
+      listed = sparse_space(s, scan);
       if (sparse_body_least(listed.listed) < first_size) {
         const std::uint64_t body = sparse_body_size(listed, scan);
         sparse = sparse_wins(prefix + body, prefix + first_size);
