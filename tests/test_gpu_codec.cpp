@@ -151,6 +151,28 @@ class TestGpuCodec : public QObject {
   // Photon-sparse float32 (most lossy chunks stored sparse): photons on 3 % of pixels, a few
   // bright peaks (bins far above 2^15), NaN outliers, and a stretch with photons far apart (gaps
   // of 255 and more, escaped).
+  // Photons at a given density on 0.15-wide noise, in units where the lossy tests' bounds are
+  // 0.25 and 0.5. kind 1: some photons are huge (up to 10^6: many bit planes) or negative;
+  // kind 2: some are NaN or beyond the bins' range (outliers); kind 3: no noise at all.
+  static std::vector<float> photons_at(std::uint64_t n, double density, int kind,
+                                       std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> noise(0.f, 0.15f);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<float> v(n);
+    for (float& x : v) {
+      x = kind == 3 ? 0.f : noise(rng);
+      if (u(rng) >= density) continue;
+      double amount = 1 + 30 * u(rng);
+      if (kind == 1 && u(rng) < 0.1) amount = 1e6 * u(rng);
+      if (kind == 1 && u(rng) < 0.05) amount = -amount;
+      x += float(amount);
+      if (kind == 2 && u(rng) < 0.1) x = std::nanf("");
+      if (kind == 2 && u(rng) < 0.05) x = 3e9f;
+    }
+    return v;
+  }
+
   Dataset photon_sparse_frame() {
     const std::size_t n = 4 * 65536 + 77;
     std::vector<float> f(n);
@@ -369,6 +391,43 @@ class TestGpuCodec : public QObject {
         }
       }
     }
+  }
+
+  // The choice between Plain and Sparse across what the photon-sparse frame does not reach:
+  // chunks from 1 KiB to 1 MiB (some not a power of two), photon densities from none to 60%
+  // (sparse wins below about a quarter), many planes, outliers, escaped gaps; several chunks and a
+  // short one, whole chunks, 7 elements, a chunk and one element. Each stream is compared byte
+  // for byte and decoded by both GPU decoders.
+  void photon_density_sweep_gives_the_cpu_bytes() {
+    std::uint32_t seed = 1;
+    std::uint64_t sparse = 0, chunks = 0;
+    for (const std::uint32_t chunk :
+         {1024u, 1152u, 4096u, 16384u, 16512u, 24576u, 32768u, 65536u, 262144u, 1048576u}) {
+      for (const double density : {0.0, 0.0003, 0.002, 0.01, 0.05, 0.2, 0.6}) {
+        for (int kind = 0; kind < 4; ++kind) {
+          if (kind == 3 && density != 0.01) continue;
+          const std::uint64_t per = chunk / 4;
+          for (const std::uint64_t count : {per * 5 + 37, per * 3, std::uint64_t(7), per + 1}) {
+            const Dataset d =
+                make("f32 photons at " + std::to_string(density) + ", kind " +
+                         std::to_string(kind) + ", " + std::to_string(count) + " elements",
+                     DType::Float32, photons_at(count, density, kind, seed++));
+            for (const double eb : {0.5, 0.25}) {
+              const CodecParams p{Codec::Lossy, eb, chunk};
+              check_same_as_cpu(d, p);
+              if (QTest::currentTestFailed()) return;
+              const Bytes s = compress_cpu_of(d, p);
+              const StreamInfo info = read_header(s.data(), s.size());
+              sparse += info.sparse_chunks;
+              chunks += info.chunk_count;
+            }
+          }
+        }
+      }
+    }
+    // The sweep reaches both forms (about a third of its chunks are sparse).
+    QVERIFY2(sparse > chunks / 5 && sparse < chunks - chunks / 5,
+             qPrintable(QString("%1 of %2 chunks sparse").arg(sparse).arg(chunks)));
   }
 
   // Damage inside a sparse chunk, behind valid checksums, is rejected by name.

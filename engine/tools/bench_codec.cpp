@@ -7,10 +7,12 @@
 // Cases: raw uint16 lossless; calibrated float32 lossless and lossy at 0.25, 0.5 and 1 photon
 // (the bound in keV = photons x the simulator's photon energy, 9.5 keV); and a photon-sparse
 // calibrated image (photon_sparse_image: 96% of pixels under half a photon, as the issue's LC
-// reference frame), lossless and lossy at 0.5 photon. Scopes: the whole event
-// (16 x 352 x 384), and one 352x384 segment. GPU rows: one array per launch, launches round-robin
-// over 1 and 4 streams (segments also 16, and 4 and 16 with a host thread per stream; one
-// DeviceCodec per stream), rotating over M distinct events so that the L2 cache holds none of
+// reference frame), lossless and lossy at 0.5 photon; with --hit-densities, the same kind of
+// image at other photon hit densities, lossy at 0.5 photon (how the encoder's choice between
+// zero-byte elimination and a list of nonzero bins fares as photons get denser). Scopes: the whole
+// event (16 x 352 x 384), and one 352x384 segment. GPU rows: one array per launch, launches
+// round-robin over 1 and 4 streams (segments also 16, and 4 and 16 with a host thread per stream;
+// one DeviceCodec per stream), rotating over M distinct events so that the L2 cache holds none of
 // them; N timed launches between CUDA events after a warm-up (16 N for segments). GB/s = input
 // (raw) bytes / time, for compression and decompression alike. Decoding is timed with the decoder
 // for the row's dtype and codec (the caller knows them); after the timing, event 0's stream must
@@ -69,18 +71,19 @@ std::string fixed(double v, int digits) {
 }
 
 // Which simulated arrays a case compresses.
-enum class Source { Raw, Calibrated, PhotonSparse };
+enum class Source { Raw, Calibrated, PhotonSparse, PhotonHits };
 
 struct Case {
   std::string name;
   Source source;
   codec::DType dtype;
   codec::CodecParams params;
+  std::size_t hits = 0;  // PhotonHits: the index of its density in --hit-densities
 };
 
 // Lossy bounds are given in photons, as the issue states them, and applied in the calibrated
 // image's unit (keV): k photons = k x the simulator's photon energy.
-std::vector<Case> cases(std::uint32_t chunk_bytes) {
+std::vector<Case> cases(std::uint32_t chunk_bytes, const std::vector<double>& hit_densities) {
   using codec::Codec;
   using codec::DType;
   const double photon_kev = SimulatorConfig{}.photon_energy_kev;
@@ -102,13 +105,21 @@ std::vector<Case> cases(std::uint32_t chunk_bytes) {
                   DType::Float32,
                   {Codec::Lossless, 0, chunk_bytes}});
   lossy("photon-sparse", Source::PhotonSparse, 0.5);
+  for (std::size_t k = 0; k < hit_densities.size(); ++k) {
+    std::ostringstream data;
+    data << "photon hits " << 100 * hit_densities[k] << "%";
+    lossy(data.str().c_str(), Source::PhotonHits, 0.5);
+    list.back().hits = k;
+  }
   return list;
 }
 
 // The cases whose name contains `only` (all of them when it is empty); none is an input error
 // that lists the names.
-std::vector<Case> selected_cases(std::uint32_t chunk_bytes, const std::string& only) {
-  std::vector<Case> all = cases(chunk_bytes), kept;
+std::vector<Case> selected_cases(std::uint32_t chunk_bytes,
+                                 const std::vector<double>& hit_densities,
+                                 const std::string& only) {
+  std::vector<Case> all = cases(chunk_bytes, hit_densities), kept;
   for (const Case& c : all)
     if (c.name.find(only) != std::string::npos) kept.push_back(c);
   if (kept.empty()) {
@@ -129,18 +140,20 @@ struct Arrays {
 
 struct Data {
   std::vector<Bytes> raw, calibrated, sparse;  // whole events
+  std::vector<std::vector<Bytes>> hits;        // whole events, one list per --hit-densities entry
   double sparse_under_half_photon = 0;         // fraction of the sparse images' pixels
 };
 
 // A photon-sparse calibrated ePix10ka2M image in keV, like a weakly scattering sample's frame
 // with every pixel in high gain: electronic noise of 0.1 photon rms around zero, 3% of pixels hit
-// by 1 + Poisson(0.4) photons, a quarter of those sharing part of their charge with the next
-// pixel, and 50 Bragg spots of 3x3 pixels with tens to hundreds of photons. About 96% of the
-// pixels stay under half a photon, as in the issue's LC reference frame.
-Bytes photon_sparse_image(std::uint64_t pixels, double photon_kev, std::uint64_t seed) {
+// (`hit_density`) by 1 + Poisson(0.4) photons, a quarter of those sharing part of their charge
+// with the next pixel, and 50 Bragg spots of 3x3 pixels with tens to hundreds of photons. About
+// 96% of the pixels stay under half a photon at 3%, as in the issue's LC reference frame.
+Bytes photon_sparse_image(std::uint64_t pixels, double photon_kev, std::uint64_t seed,
+                          double hit_density = 0.03) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> noise(0.0f, float(0.1 * photon_kev));
-  std::bernoulli_distribution hit(0.03), shared(0.25);
+  std::bernoulli_distribution hit(hit_density), shared(0.25);
   std::poisson_distribution<int> extra(0.4);
   std::uniform_real_distribution<float> share(0.1f, 0.5f);
   std::vector<float> image(pixels);
@@ -169,7 +182,7 @@ Bytes photon_sparse_image(std::uint64_t pixels, double photon_kev, std::uint64_t
   return bytes;
 }
 
-Data simulate(int distinct, std::uint64_t seed) {
+Data simulate(int distinct, std::uint64_t seed, const std::vector<double>& hit_densities) {
   const DetectorDescription d = find_detector("epix10ka2m");
   ThreadPool pool;
   SimulatorConfig config;
@@ -185,6 +198,12 @@ Data simulate(int distinct, std::uint64_t seed) {
                         reinterpret_cast<float*>(data.calibrated.back().data()), &pool);
     data.sparse.push_back(
         photon_sparse_image(d.pixels(), config.photon_energy_kev, seed + std::uint64_t(e)));
+  }
+  for (const double density : hit_densities) {
+    data.hits.emplace_back();
+    for (int e = 0; e < distinct; ++e)
+      data.hits.back().push_back(photon_sparse_image(d.pixels(), config.photon_energy_kev,
+                                                     seed + std::uint64_t(e), density));
   }
   std::uint64_t under = 0, total = 0;
   const float half = float(0.5 * config.photon_energy_kev);
@@ -202,6 +221,7 @@ Data simulate(int distinct, std::uint64_t seed) {
 Arrays arrays_of(const Data& data, const Case& c, bool segment) {
   const auto& source = c.source == Source::Raw          ? data.raw
                        : c.source == Source::Calibrated ? data.calibrated
+                       : c.source == Source::PhotonHits ? data.hits.at(c.hits)
                                                         : data.sparse;
   const std::size_t esize = codec::element_bytes(c.dtype);
   Arrays a;
@@ -514,6 +534,12 @@ void add_codec_options(CLI::App& command, CodecBenchOptions& o) {
                    : std::string("--chunk-bytes must be a multiple of 128, got ") + text;
       })
       ->capture_default_str();
+  command
+      .add_option("--hit-densities", o.hit_densities,
+                  "also photon-sparse images at these photon hit densities (fractions of the "
+                  "pixels, e.g. 0.002,0.01,0.05,0.2), lossy at 0.5 photon")
+      ->delimiter(',')
+      ->check(CLI::Range(1e-6, 1.0));
   command.add_option("--only", o.only,
                      "only the cases whose name contains this text (e.g. \"lossy 0.5\"), for "
                      "profiling one kind of data");
@@ -521,8 +547,8 @@ void add_codec_options(CLI::App& command, CodecBenchOptions& o) {
 }
 
 int run_codec(const CodecBenchOptions& o) {
-  const std::vector<Case> selected = selected_cases(o.chunk_bytes, o.only);
-  const Data data = simulate(std::max(o.distinct, o.cpu_events), o.seed);
+  const std::vector<Case> selected = selected_cases(o.chunk_bytes, o.hit_densities, o.only);
+  const Data data = simulate(std::max(o.distinct, o.cpu_events), o.seed, o.hit_densities);
   std::vector<GpuRow> gpu_rows;
   std::string device = "none (CPU only)";
   if (!o.cpu_only) {
@@ -533,6 +559,7 @@ int run_codec(const CodecBenchOptions& o) {
     gpu_data.raw.resize(std::size_t(o.distinct));
     gpu_data.calibrated.resize(std::size_t(o.distinct));
     gpu_data.sparse.resize(std::size_t(o.distinct));
+    for (auto& images : gpu_data.hits) images.resize(std::size_t(o.distinct));
     for (bool segment : {false, true}) {
       for (const Case& c : selected) {
         const Arrays a = arrays_of(gpu_data, c, segment);

@@ -3,6 +3,7 @@
 // (see bench_codec.cpp).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "codec/codec_format.hpp"
 
@@ -19,6 +20,7 @@ struct CodecBenchOptions {
   bool cpu_only = false;  // skip the GPU rows (no device needed)
   std::uint32_t chunk_bytes = codec::kDefaultChunkBytes;  // input bytes per chunk
   std::string only;  // when not empty: only the cases whose name contains it (for profiling)
+  std::vector<double> hit_densities;  // extra photon-sparse cases at these hit densities
   std::uint64_t seed = 20260101;
   std::string json_path, markdown_path;
 };
