@@ -2,6 +2,7 @@
 // copy of the same bytes measured in the same run, and zstd and lz4 on the CPU on the same data.
 //
 //   livedrp-bench codec [--events N] [--distinct M] [--cpu-events K] [--cpu-only]
+//                       [--chunk-bytes B] [--hit-densities D,...] [--only TEXT]
 //                       [--seed S] [--json FILE] [--markdown FILE]
 //
 // Cases: raw uint16 lossless; calibrated float32 lossless and lossy at 0.25, 0.5 and 1 photon
