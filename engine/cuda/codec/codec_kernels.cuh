@@ -228,6 +228,16 @@ __device__ T block_prefix_for(std::uint64_t n, Weight weight, Body body) {
   return carry;
 }
 
+// Sum of x over this lane and the lanes below it in the warp (every lane must call it).
+__device__ inline std::uint32_t warp_inclusive_sum(std::uint32_t x) {
+  const unsigned lane = threadIdx.x % 32;
+  for (unsigned d = 1; d < 32; d *= 2) {
+    const std::uint32_t y = __shfl_up_sync(~0u, x, d);
+    if (lane >= d) x += y;
+  }
+  return x;
+}
+
 // Sum over the block of each thread's `value`, returned to every thread.
 template <int Threads, class T>
 __device__ T block_sum(T value) {

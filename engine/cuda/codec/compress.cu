@@ -144,11 +144,7 @@ __device__ std::uint64_t block_compact(std::uint32_t n, Count count, Widen widen
   for (std::uint32_t tile = begin; tile < end; tile += 32) {
     const std::uint32_t i = tile + lane;
     const std::uint32_t c = i < end ? count(i) : 0;
-    std::uint32_t inclusive = c;
-    for (unsigned d = 1; d < 32; d *= 2) {
-      const std::uint32_t y = __shfl_up_sync(~0u, inclusive, d);
-      if (lane >= d) inclusive += y;
-    }
+    const std::uint32_t inclusive = warp_inclusive_sum(c);
     if (c != 0) emit(i, base + widen(inclusive - c), total);
     base += widen(__shfl_sync(~0u, inclusive, 31));
   }
@@ -989,11 +985,7 @@ __device__ std::uint64_t sparse_body_size(SparseSpace& sp, const LossyScan& scan
     rank += values;
   }
   const std::uint32_t mine = (escapes << kEscapesShift) | words;
-  std::uint32_t inclusive = mine;
-  for (unsigned d = 1; d < 32; d *= 2) {
-    const std::uint32_t y = __shfl_up_sync(~0u, inclusive, d);
-    if (lane >= d) inclusive += y;
-  }
+  const std::uint32_t inclusive = warp_inclusive_sum(mine);
   if (lane == 31) sp.lists.warp_sizes[warp] = inclusive;
   __syncthreads();  // also: the places and masks visible to the block, for emit_sparse
   std::uint32_t before = inclusive - mine, total = 0;

@@ -156,15 +156,6 @@ __device__ void note_error(unsigned* error, ChunkError e) {
   atomicMax(error, unsigned(e));
 }
 
-__device__ std::uint32_t warp_inclusive_sum(std::uint32_t x) {
-  const unsigned lane = threadIdx.x % 32;
-  for (unsigned d = 1; d < 32; d *= 2) {
-    const std::uint32_t y = __shfl_up_sync(~0u, x, d);
-    if (lane >= d) x += y;
-  }
-  return x;
-}
-
 // Byte-permute selectors for expanding zero-byte elimination: nibble j of entry m is the rank of
 // byte j among the bytes flagged in the 8-bit mask m (for an unflagged byte some byte below 8,
 // which a byte mask then clears), so __byte_perm(first 4, next 4 stored bytes, entry >> 16 k) gives
