@@ -238,6 +238,13 @@ __device__ inline std::uint32_t warp_inclusive_sum(std::uint32_t x) {
   return x;
 }
 
+// Counts a block done: adds 1 to a device-wide counter with release semantics (this thread's
+// earlier reads and writes, and the block's before a barrier, happen before it), as a PTX `red`,
+// which does not wait for the old value to come back.
+__device__ inline void count_done_release(unsigned long long* counter) {
+  asm volatile("red.release.gpu.add.u64 [%0], 1;" ::"l"(counter) : "memory");
+}
+
 // Sum over the block of each thread's `value`, returned to every thread.
 template <int Threads, class T>
 __device__ T block_sum(T value) {

@@ -22,8 +22,9 @@
 //   5. The chunk's words go to their final offset with their payload checksum terms (the
 //      checksum's terms depend on a word's index in the payload, which is now known), and its
 //      table entry with its header checksum term; both sums go to two device accumulators.
-//   6. The last block to finish (a done counter) writes the header and both checksums and the
-//      size word, and puts the counters and look-back words back to zero for the next launch.
+//   6. The block of the last ticket, once every other block has counted itself done (a done
+//      counter), writes the header and both checksums and the size word, and puts the counters
+//      and look-back words back to zero for the next launch.
 // Nothing here depends on a per-launch host value, so the launch can be captured in a graph.
 // The math per element and per word is codec_math.hpp's, as on the CPU, so the bytes are the
 // CPU's.
@@ -366,12 +367,14 @@ __device__ std::uint32_t block_or(const std::uint32_t v[32]) {
 // transpose, and so does a 32-bit block whose values all fit in 16 bits, or in 8 (the lossy
 // codec's zigzagged bins nearly always do); the planes above are then zero, as transpose32 would
 // give them.
+// The choice is made for the warp (the or over its lanes' blocks): lanes that chose differently
+// would run two transposes one after the other.
 template <unsigned Bits>
 __device__ void shuffle_block(std::uint32_t v[32]) {
   if constexpr (Bits == 16) {
     transpose32_values16(v);
   } else {
-    const std::uint32_t any = block_or(v);
+    const std::uint32_t any = __reduce_or_sync(__activemask(), block_or(v));
     if ((any >> 8) == 0) {
       transpose32_values8(v);
     } else if ((any >> 16) == 0) {
@@ -789,13 +792,18 @@ static_assert(make_compact_selector_table().entry[0xA5] == 0x7520u,
 // selectors' fill, before the kernel's first barrier (a block encodes one chunk).
 __shared__ std::uint32_t mode_planes[2];
 
-// One 16-byte load and store each for the first 64 threads. (Computing the 256 entries here, a
-// loop over 8 bits each, was 5.5% of the lossy encoder's instructions: a block encodes one chunk.)
+// One 16-byte asynchronous copy each for the first 64 threads, waited for just before the first
+// mode's bitmaps are built, so that the kernel's first barrier does not wait for the table's
+// round trip (H200: float32 lossless compression 626-630 -> 676-688 GB/s on 4 streams, against
+// a load and store here, before that barrier). (Computing the 256 entries here, a loop over 8 bits
+// each, was 5.5% of the lossy encoder's instructions: a block encodes one chunk.)
 __device__ void fill_compact_selectors() {
   static_assert(T >= 64, "64 threads copy the table");
   if (threadIdx.x < 64)
-    reinterpret_cast<uint4*>(compact_selectors)[threadIdx.x] =
-        __ldg(reinterpret_cast<const uint4*>(kCompactSelectorTable.entry) + threadIdx.x);
+    __pipeline_memcpy_async(
+        reinterpret_cast<uint4*>(compact_selectors) + threadIdx.x,
+        reinterpret_cast<const uint4*>(kCompactSelectorTable.entry) + threadIdx.x, 16);
+  __pipeline_commit();
 }
 
 // Stores the bytes of `bytes` flagged in the 8-bit mask m at out[0, popc(m)), in order.
@@ -1129,7 +1137,7 @@ __device__ std::uint64_t look_back(unsigned long long* words, std::uint64_t c) {
   }
 }
 
-// --- Step 6: the header, by the last block ---
+// --- Step 6: the header, by the block of the last ticket ---
 
 __device__ void write_header(const CompressArgs& a) {
   EncodeCounters& counters = *a.scratch.counters;
@@ -1246,6 +1254,8 @@ __device__ std::uint64_t encode_chunk(const CompressArgs& a, std::uint64_t c, st
     return l.level2_bytes +
            std::uint32_t(block_sum(counts.level1_kept + counts.level0_kept + counts.data_kept));
   };
+  __pipeline_wait_prior(0);  // the selectors' copy (fill_compact_selectors); the barriers of
+                             // build_mode publish it to the block
   const std::uint32_t first_size = build_mode(first_slot);
   // Lossy: the outliers and nonzero bins, scanned (the prefix's size, and where each thread's
   // outliers and sparse values go). The lossless kernels keep the block sum (of zeros) that stood
@@ -1372,7 +1382,6 @@ template <unsigned Bits, bool Lossy, bool SharedWorkspace>
 __global__ void __launch_bounds__(T, 5) compress_stream(CompressArgs a) {
   extern __shared__ uint4 shared_workspace[];
   __shared__ std::uint64_t ticket;
-  __shared__ bool last;
   EncodeCounters& counters = *a.scratch.counters;
   if (threadIdx.x == 0)
     ticket = DeviceWord(counters.ticket).fetch_add(1, cuda::memory_order_relaxed);
@@ -1391,15 +1400,26 @@ __global__ void __launch_bounds__(T, 5) compress_stream(CompressArgs a) {
                           .bytes;
     payload_terms = encode_chunk<Bits, Lossy, SharedWorkspace>(a, c, base, &table_term);
   }
+  // The block of the last ticket (claimed after every other) writes the header once every
+  // other block has counted itself done; the others count themselves and leave without waiting
+  // for the count's round trip (H200: that wait held 5.1% of the lossy encoder's stall samples).
+  // Nothing waits for the finishing block, and every block it waits for holds an earlier ticket,
+  // so is running.
+  const bool finisher = c == gridDim.x - 1;
   if (threadIdx.x == 0) {
     DeviceWord(counters.payload_terms).fetch_add(payload_terms, cuda::memory_order_relaxed);
     DeviceWord(counters.table_terms).fetch_add(table_term, cuda::memory_order_relaxed);
-    // Release: this block's sums and look-back words before its count; acquire: the last block
-    // sees every other block's.
-    last = DeviceWord(counters.done).fetch_add(1, cuda::memory_order_acq_rel) + 1 == gridDim.x;
+    if (!finisher) {
+      // Release: this block's sums and look-back reads and writes before its count.
+      count_done_release(&counters.done);
+    } else {
+      // Acquire: every other block's sums and look-back words are seen.
+      while (DeviceWord(counters.done).load(cuda::memory_order_acquire) != gridDim.x - 1)
+        __nanosleep(64);
+    }
   }
+  if (!finisher) return;
   __syncthreads();
-  if (!last) return;
   if (threadIdx.x == 0) write_header(a);
   __syncthreads();  // the last chunk's look-back word has been read
   // Every block has finished its look-back: the words go back to zero for the next launch.

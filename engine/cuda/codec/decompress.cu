@@ -425,12 +425,20 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
   const std::uint32_t valid = min(32u, l.elements - 32 * b);
   if (valid < 32 && (nonzero >> valid) != 0) note_error(error, ChunkError::PaddingNotZero);
   // Lossy bins mostly zigzag below 2^8 (planes 8-31 empty): half the 16-bit inverse's work.
+  // The choice is made for the warp (lanes that chose differently would run two inverses one
+  // after the other); a wider inverse gives the same values.
   std::uint32_t middle_planes = 0;
 #pragma unroll
   for (unsigned p = 8; p < 16; ++p) middle_planes |= v[p];
-  if (Bits == 32 && (high_planes | middle_planes) == 0) {
+  bool warp_high = false, warp_middle = true;  // 16-bit words: planes 16-31 are always empty
+  if constexpr (Bits == 32) {
+    const unsigned lanes = __activemask();
+    warp_high = __any_sync(lanes, high_planes != 0);
+    warp_middle = __any_sync(lanes, middle_planes != 0);
+  }
+  if (!warp_high && !warp_middle) {
     transpose32_planes8(v);
-  } else if (high_planes == 0) {
+  } else if (!warp_high) {
     transpose32_planes16(v);
   } else {
     transpose32(v);
@@ -848,38 +856,62 @@ struct TableReader {
 // chunks at a time). Every thread calls it; the result goes to every thread. (Reading 8 T entries
 // a window, every load at once, and the look-back words only past the first window, decoded one
 // stream faster but four streams slower on the H200: under load a block nearly always finds its
-// neighbour published, float32 lossless 1,092-1,119 GB/s against 857-860 on 4 streams.)
+// neighbour published, float32 lossless 1,092-1,119 GB/s against 857-860 on 4 streams; 2 or 4
+// entries a thread, calibrated lossy 836-854 against 863.)
 __device__ std::uint64_t find_offset(const TableReader& table, unsigned long long* lookback,
                                      std::uint64_t c) {
-  __shared__ unsigned nearest;
+  // Each warp's nearest published chunk and its sum of nearer sizes, in shared memory: a window
+  // costs two barriers and a few warp-wide instructions (it took five: a block-wide atomicMin and
+  // a 64-bit CUB reduction; CUB's reductions were 7% of the lossy decoder's instructions on the
+  // H200, most of them here).
+  // Each word is written again (next window, or next chunk) only after a barrier that every warp
+  // reaches after its last read of it, so no third barrier is needed.
+  __shared__ unsigned warp_nearest[kDecodeWarps];
+  __shared__ std::uint32_t warp_units[kDecodeWarps];
+  __shared__ unsigned long long nearest_prefix;
+  // A valid entry's chunk holds at most 1 MiB (2^18 units); a larger one makes the stream fail
+  // (TableEntry, from the chunk's own block) whatever offsets follow it, and the clamp keeps a
+  // warp's sum of 32 within 32 bits.
+  constexpr std::uint32_t kUnitsClamp = 1u << 19;
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   std::uint64_t exclusive = 0;
   for (std::int64_t top = std::int64_t(c) - 1; top >= 0; top -= T) {
     const std::int64_t j = top - std::int64_t(threadIdx.x);
     unsigned long long word = 0;
-    std::uint64_t units = 0;
+    std::uint32_t units = 0;
     if (j >= 0) {
       word = DeviceWord(lookback[j]).load(cuda::memory_order_relaxed);
-      units = padded_size(entry_size(table.entry(j))) / 4;
+      units = std::uint32_t(
+          min(padded_size(entry_size(table.entry(j))) / 4, std::uint64_t(kUnitsClamp)));
     }
-    if (threadIdx.x == 0) nearest = T;
+    const unsigned published = __ballot_sync(~0u, (word & kInclusive) != 0);
+    if (lane == 0) warp_nearest[warp] = published ? 32 * warp + __ffs(int(published)) - 1 : T;
     __syncthreads();
-    if (word & kInclusive) atomicMin(&nearest, threadIdx.x);
+    unsigned n = T;  // the nearest published chunk's thread, T when none is
+    for (unsigned w = 0; w < kDecodeWarps; ++w) n = min(n, warp_nearest[w]);
+    const std::uint32_t nearer = __reduce_add_sync(~0u, threadIdx.x < n ? units : 0u);
+    if (lane == 0) warp_units[warp] = nearer;
+    if (threadIdx.x == n) nearest_prefix = word & ~kInclusive;
     __syncthreads();
-    const unsigned n = nearest;
-    const std::uint64_t mine = threadIdx.x < n    ? units
-                               : threadIdx.x == n ? (word & ~kInclusive)
-                                                  : 0;
-    exclusive += block_sum<T, std::uint64_t>(mine);
-    if (n < T) break;
+    for (unsigned w = 0; w < kDecodeWarps; ++w) exclusive += warp_units[w];
+    if (n < T) return exclusive + nearest_prefix;
   }
   return exclusive;
 }
 
-// Whether this block decodes chunks of the given dtype and size: always when their workspace fits
-// in shared memory; above 16 KiB only the blocks that have a global slot (as many as fit).
-__device__ bool block_claims(const DecompressArgs& a, DType dtype, std::uint32_t chunk_bytes) {
+// How many thread blocks decode chunks of the given dtype and size: every block when their
+// workspace fits in shared memory; above 16 KiB only those that have a global slot (as many as
+// fit), the lowest-numbered ones.
+__device__ std::uint64_t chunk_decoders(const DecompressArgs& a, DType dtype,
+                                        std::uint32_t chunk_bytes) {
   const std::uint32_t bytes = decode_layout(dtype, chunk_bytes).bytes;
-  return bytes <= kDecodeSharedBytes || blockIdx.x < a.scratch.workspace_bytes / bytes;
+  if (bytes <= kDecodeSharedBytes) return gridDim.x;
+  return min(std::uint64_t(gridDim.x), a.scratch.workspace_bytes / bytes);
+}
+
+// Whether this block decodes chunks of the given dtype and size.
+__device__ bool block_claims(const DecompressArgs& a, DType dtype, std::uint32_t chunk_bytes) {
+  return blockIdx.x < chunk_decoders(a, dtype, chunk_bytes);
 }
 
 // Header checks of one block, as the status they give (Ok when the chunks may be decoded).
@@ -1060,8 +1092,10 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
   const bool decodable = verdict.fields == DecodeStatus::Ok;
   std::uint8_t* work = reinterpret_cast<std::uint8_t*>(shared_workspace);
   bool claims = true;
+  std::uint64_t claimers = gridDim.x;  // every block claims when the fields are not valid
   if (decodable) {
-    claims = block_claims(a, DType(plan.dtype), plan.chunk_bytes);
+    claimers = chunk_decoders(a, DType(plan.dtype), plan.chunk_bytes);
+    claims = blockIdx.x < claimers;
     const std::uint32_t bytes = decode_layout(DType(plan.dtype), plan.chunk_bytes).bytes;
     if (bytes > kDecodeSharedBytes) work = a.scratch.workspace + blockIdx.x * std::uint64_t(bytes);
   }
@@ -1069,8 +1103,13 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
                           reinterpret_cast<std::uintptr_t>(a.in) % 4 == 0};
   const std::uint64_t chunks = table_readable ? plan.chunks : 0;
   std::uint64_t table_terms = 0, payload_terms = 0;
+  // With at least as many claiming blocks as chunks, every chunk goes to some block's first
+  // claim, so a block stops after its first chunk instead of claiming again to learn that none is
+  // left (an atomic round trip at the end of every block's life).
+  const bool one_chunk_each = claimers >= chunks;
   bool first = true;
   while (claims) {
+    if (!first && one_chunk_each) break;
     if (threadIdx.x == 0) {
       if (!first || !claimed_early)
         ticket = DeviceWord(k.ticket).fetch_add(1, cuda::memory_order_relaxed);
