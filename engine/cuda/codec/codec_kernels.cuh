@@ -2,7 +2,6 @@
 // What the codec kernels share: the per-chunk scratch layouts, block-wide scans and sums over
 // ranges longer than the block, and the launch functions device_codec.cu calls.
 #include <cstdint>
-#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include "codec/codec_format.hpp"
@@ -245,19 +244,19 @@ __device__ inline void count_done_release(unsigned long long* counter) {
   asm volatile("red.release.gpu.add.u64 [%0], 1;" ::"l"(counter) : "memory");
 }
 
-// Sum over the block of each thread's `value`, returned to every thread.
-template <int Threads, class T>
-__device__ T block_sum(T value) {
-  using Reduce = cub::BlockReduce<T, Threads>;
-  __shared__ typename Reduce::TempStorage storage;
-  __shared__ T result;
-  const T total = Reduce(storage).Sum(value);
-  if (threadIdx.x == 0) result = total;
-  __syncthreads();
-  const T out = result;
-  __syncthreads();
-  return out;
+// Sum over the warp of a 64-bit value, modulo 2^64, from four warp reductions (REDUX) of its
+// 16-bit pieces: each piece's sum over 32 lanes stays below 2^21, so none wraps, and shifted back
+// into place they add up to the sum. Four instructions where a butterfly of 64-bit shuffles
+// takes ten shuffles and ten adds. Every lane of the warp must call it.
+__device__ inline std::uint64_t warp_sum64(std::uint64_t x) {
+  const auto low = std::uint32_t(x), high = std::uint32_t(x >> 32);
+  const std::uint64_t p0 = __reduce_add_sync(~0u, low & 0xFFFFu);
+  const std::uint64_t p1 = __reduce_add_sync(~0u, low >> 16);
+  const std::uint64_t p2 = __reduce_add_sync(~0u, high & 0xFFFFu);
+  const std::uint64_t p3 = __reduce_add_sync(~0u, high >> 16);
+  return p0 + (p1 << 16) + (p2 << 32) + (p3 << 48);
 }
+
 #endif
 
 }  // namespace livedrp::gpu::codec_kernels

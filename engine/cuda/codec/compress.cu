@@ -99,8 +99,7 @@ __device__ ChunkSpace chunk_space(std::uint8_t* base, const EncodeLayout& e,
 }
 
 __device__ std::uint64_t warp_sum(std::uint64_t x) {
-  for (int d = 16; d > 0; d /= 2) x += __shfl_xor_sync(~0u, x, d);
-  return x;
+  return warp_sum64(x);
 }
 
 // Sum over the block, returned to every thread. Every thread must call it.

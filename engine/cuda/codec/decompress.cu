@@ -1146,7 +1146,13 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
       DeviceWord(k.failure).fetch_max(~((static_cast<unsigned long long>(c) << 8) | error),
                                       cuda::memory_order_relaxed);
   }
-  payload_terms = block_sum<T, std::uint64_t>(payload_terms);
+  // The block's payload terms, for thread 0: one barrier (CUB's 64-bit reduction took two more).
+  __shared__ std::uint64_t warp_terms[kDecodeWarps];
+  payload_terms = warp_sum64(payload_terms);
+  if (threadIdx.x % 32 == 0) warp_terms[threadIdx.x / 32] = payload_terms;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (unsigned w = 1; w < kDecodeWarps; ++w) payload_terms += warp_terms[w];
   if (threadIdx.x == 0) {
     DeviceWord(k.payload_terms).fetch_add(payload_terms, cuda::memory_order_relaxed);
     DeviceWord(k.table_terms).fetch_add(table_terms, cuda::memory_order_relaxed);
