@@ -394,12 +394,18 @@ __device__ void store_full_block(const ChunkContext& x, std::uint32_t b, const u
 #pragma unroll
   for (unsigned k = 0; k < Quads; ++k) stage[lane * Quads + (k ^ swizzle(lane))] = q[k];
   __syncwarp();
-  auto* out = reinterpret_cast<uint4*>(x.out) + first;
+  // Word 32 i + lane is row (32 / Quads) i + lane / Quads, column lane % Quads: its row's swizzle
+  // depends on i through its parity alone, so two offsets a lane, computed once, leave every
+  // load and store an immediate offset (this runs once per block, straight-line, and its
+  // instructions are fetched anew by each warp: the lossy decoder's top stall).
+  const unsigned column = lane % Quads, row0 = lane / Quads, row1 = row0 + 32 / Quads;
+  const unsigned at_even = row0 * Quads + (column ^ swizzle(row0));
+  const unsigned at_odd = row1 * Quads + (column ^ swizzle(row1)) - 32;
+  const uint4* stage_even = stage + at_even;
+  const uint4* stage_odd = stage + at_odd;
+  auto* out = reinterpret_cast<uint4*>(x.out) + first + lane;
 #pragma unroll
-  for (unsigned i = 0; i < Quads; ++i) {
-    const unsigned word = 32 * i + lane, row = word / Quads, k = word % Quads;
-    out[word] = stage[row * Quads + (k ^ swizzle(row))];
-  }
+  for (unsigned i = 0; i < Quads; ++i) out[32 * i] = (i % 2 ? stage_odd : stage_even)[32 * i];
 }
 
 // The 32 values of shuffle block b into the output, Delta running sums starting from `carry`.
@@ -443,14 +449,23 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
   } else {
     transpose32(v);
   }
+  // Residuals to values. Two loops rather than one with a select per value: the loop runs once
+  // per block, straight-line, and every instruction of it is fetched anew by each warp
+  // (instruction fetch is the lossy decoder's top stall; Plain, its common mode, needs no sums).
   const bool delta = x.mode == ChunkMode::Delta;
-  std::uint32_t running = carry;
+  const auto residual = [](std::uint32_t z) {
+    return Bits == 16 ? std::uint32_t(unzigzag16(std::uint16_t(z))) : unzigzag32(z);
+  };
+  if (delta) {
+    std::uint32_t running = carry;
 #pragma unroll
-  for (unsigned i = 0; i < 32; ++i) {
-    const std::uint32_t d =
-        Bits == 16 ? std::uint32_t(unzigzag16(std::uint16_t(v[i]))) : unzigzag32(v[i]);
-    running = delta ? running + d : d;
-    v[i] = running;
+    for (unsigned i = 0; i < 32; ++i) {
+      running += residual(v[i]);
+      v[i] = running;
+    }
+  } else {
+#pragma unroll
+    for (unsigned i = 0; i < 32; ++i) v[i] = residual(v[i]);
   }
   // A warp whose 32 blocks are all full stores through the staging rows. Its lanes take
   // consecutive blocks, so when the last one exists every lane is here and takes part in the vote.
