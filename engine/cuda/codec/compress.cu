@@ -98,14 +98,10 @@ __device__ ChunkSpace chunk_space(std::uint8_t* base, const EncodeLayout& e,
   return s;
 }
 
-__device__ std::uint64_t warp_sum(std::uint64_t x) {
-  return warp_sum64(x);
-}
-
 // Sum over the block, returned to every thread. Every thread must call it.
 __device__ std::uint64_t block_sum(std::uint64_t x) {
   __shared__ std::uint64_t warp_totals[kWarps];
-  x = warp_sum(x);
+  x = warp_sum64(x);
   if (threadIdx.x % 32 == 0) warp_totals[threadIdx.x / 32] = x;
   __syncthreads();
   std::uint64_t total = 0;
@@ -130,7 +126,7 @@ __device__ std::uint64_t block_compact(std::uint32_t n, Count count, Widen widen
   std::uint64_t mine = 0;
 #pragma unroll 4
   for (std::uint32_t i = begin + lane; i < end; i += 32) mine += widen(count(i));
-  mine = warp_sum(mine);
+  mine = warp_sum64(mine);
   if (lane == 0) warp_totals[warp] = mine;
   __syncthreads();
   std::uint64_t base = 0, total = 0;
@@ -1131,7 +1127,7 @@ __device__ std::uint64_t look_back(unsigned long long* words, std::uint64_t c) {
     const std::uint32_t inclusive = __ballot_sync(~0u, (word & kInclusive) != 0);
     // Lanes up to and including the nearest inclusive one count (all of them when none is).
     const unsigned nearest = inclusive ? unsigned(__ffs(int(inclusive)) - 1) : 31u;
-    exclusive += warp_sum(lane <= nearest ? (word & kUnitsMask) : 0);
+    exclusive += warp_sum64(lane <= nearest ? (word & kUnitsMask) : 0);
     if (inclusive) return exclusive;
   }
 }
