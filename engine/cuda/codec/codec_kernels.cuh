@@ -25,30 +25,33 @@ LIVEDRP_HD std::uint32_t round_up16(std::uint32_t n) {
 }
 
 // The decoder's workspace for one chunk: the expanded shuffled words and the two expanded bitmap
-// levels, per shuffle block the Delta carry and the lossy outlier flags, and a copy of the chunk's
-// stored bytes (its expansion reads them in no particular order). Every region starts at a multiple
-// of 16 bytes. Chunks up to 16 KiB decode in shared memory; larger ones in a global slot per thread
-// block.
+// levels, per shuffle block the Delta carry and, for lossy chunks, the outlier flags, and a copy of
+// the chunk's stored bytes (its expansion reads them in no particular order). The carries live in
+// level 0's bytes: they are computed once the data level is expanded, when level 0 is no longer
+// read (a Sparse chunk, which keeps its groups' first words there, has no bitmaps). Every region
+// starts at a multiple of 16 bytes. Chunks up to 16 KiB decode in shared memory; larger ones in a
+// global slot per thread block.
 struct DecodeLayout {
   std::uint32_t level0_at, level1_at, carries_at, masks_at, stored_at, bytes;
 };
 
-LIVEDRP_HD DecodeLayout decode_layout(DType dtype, std::uint32_t chunk_bytes) {
+LIVEDRP_HD DecodeLayout decode_layout(DType dtype, std::uint32_t chunk_bytes, Codec codec) {
   const ChunkLayout l = chunk_layout(dtype, chunk_elements(dtype, chunk_bytes));
   DecodeLayout d{};
   d.level0_at = l.shuffled_bytes;  // a multiple of 64
+  // 4 bytes a shuffle block, within level 0's Bits / 2 >= 8 a block.
+  d.carries_at = d.level0_at;
   d.level1_at = d.level0_at + round_up16(l.level0_bytes);
   // Level 1 is expanded in whole groups of 8 flags of level 2.
-  d.carries_at = d.level1_at + round_up16(8 * l.level2_bytes);
-  d.masks_at = d.carries_at + round_up16(4 * l.blocks);
-  d.stored_at = d.masks_at + round_up16(4 * l.blocks);
+  d.masks_at = d.level1_at + round_up16(8 * l.level2_bytes);
+  d.stored_at = d.masks_at + (codec == Codec::Lossy ? round_up16(4 * l.blocks) : 0u);
   // A stored chunk is never above its raw size; 16 bytes more because the data level's expansion
   // reads the 12 aligned bytes around each group's up to 8 stored bytes.
   d.bytes = d.stored_at + round_up16(l.raw_bytes) + 16;
   return d;
 }
-// Shared memory the decoder asks for: the workspace of a 16 KiB chunk of either dtype.
-inline constexpr std::uint32_t kDecodeSharedBytes = 40 * 1024;
+// The largest chunk whose workspace is in shared memory.
+inline constexpr std::uint32_t kDecodeSharedChunkBytes = 16 * 1024;
 
 // The encoder's workspace for one chunk: both pipelines' shuffled words and bitmap levels (slot 0
 // Delta, slot 1 Plain), the lossy outlier flags (one 32-bit word per shuffle block) and, for the
@@ -173,6 +176,22 @@ constexpr DType kind_dtype(DecodeKind k) {
 }
 constexpr Codec kind_codec(DecodeKind k) {
   return k == DecodeKind::Float32Lossy ? Codec::Lossy : Codec::Lossless;
+}
+
+// The dynamic shared memory a decode kind asks for: the workspace of a kDecodeSharedChunkBytes
+// chunk of its dtype and codec (Any: the largest of the three pairs). Asking for no more than that
+// matters: the uint16 lossless decoder's 35,088 bytes (and 80 registers) leave room for 6 blocks
+// an SM where 40 KiB allowed 5.
+LIVEDRP_HD std::uint32_t decode_shared_bytes(DecodeKind k) {
+  const auto bytes = [](DType dtype, Codec codec) {
+    return decode_layout(dtype, kDecodeSharedChunkBytes, codec).bytes;
+  };
+  if (k != DecodeKind::Any) return bytes(kind_dtype(k), kind_codec(k));
+  const std::uint32_t uint16 = bytes(DType::UInt16, Codec::Lossless);
+  const std::uint32_t float32 = bytes(DType::Float32, Codec::Lossless);
+  const std::uint32_t lossy = bytes(DType::Float32, Codec::Lossy);
+  const std::uint32_t lossless = uint16 > float32 ? uint16 : float32;
+  return lossless > lossy ? lossless : lossy;
 }
 
 // What the parse kernel finds, for the chunk decoder and the host.

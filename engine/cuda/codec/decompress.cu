@@ -688,7 +688,7 @@ __device__ void decode_chunk(ChunkContext& x, unsigned* error) {
 // Exclusive prefix sum over the block of each thread's `x` (in thread order), and the block's total
 // in `total`. Every thread calls it. The warp-scans algorithm keeps CUB's shared storage to a few
 // words (the default raking one takes 672 bytes; the lossy kernels' static shared memory, beside
-// the 40 KiB workspace, must leave room for 5 blocks an SM).
+// their 35,600-byte workspace, must leave room for 5 blocks an SM).
 __device__ std::uint32_t block_exclusive_sum(std::uint32_t x, std::uint32_t& total) {
   using Scan = cub::BlockScan<std::uint32_t, T, cub::BLOCK_SCAN_WARP_SCANS>;
   __shared__ typename Scan::TempStorage storage;
@@ -917,16 +917,19 @@ __device__ std::uint64_t find_offset(const TableReader& table, unsigned long lon
 // How many thread blocks decode chunks of the given dtype and size: every block when their
 // workspace fits in shared memory; above 16 KiB only those that have a global slot (as many as
 // fit), the lowest-numbered ones.
+template <DecodeKind Kind>
 __device__ std::uint64_t chunk_decoders(const DecompressArgs& a, DType dtype,
-                                        std::uint32_t chunk_bytes) {
-  const std::uint32_t bytes = decode_layout(dtype, chunk_bytes).bytes;
-  if (bytes <= kDecodeSharedBytes) return gridDim.x;
+                                        std::uint32_t chunk_bytes, Codec codec) {
+  const std::uint32_t bytes = decode_layout(dtype, chunk_bytes, codec).bytes;
+  if (bytes <= decode_shared_bytes(Kind)) return gridDim.x;
   return min(std::uint64_t(gridDim.x), a.scratch.workspace_bytes / bytes);
 }
 
 // Whether this block decodes chunks of the given dtype and size.
-__device__ bool block_claims(const DecompressArgs& a, DType dtype, std::uint32_t chunk_bytes) {
-  return blockIdx.x < chunk_decoders(a, dtype, chunk_bytes);
+template <DecodeKind Kind>
+__device__ bool block_claims(const DecompressArgs& a, DType dtype, std::uint32_t chunk_bytes,
+                             Codec codec) {
+  return blockIdx.x < chunk_decoders<Kind>(a, dtype, chunk_bytes, codec);
 }
 
 // Header checks of one block, as the status they give (Ok when the chunks may be decoded).
@@ -1001,7 +1004,7 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
   x.out = a.out + c * std::uint64_t(per_chunk) * element_bytes(dtype);
   x.out_aligned16 = a.output_aligned16;
   x.work = work;
-  x.d = decode_layout(dtype, p.chunk_bytes);
+  x.d = decode_layout(dtype, p.chunk_bytes, Codec(p.codec));
   x.stored = work + x.d.stored_at;
   x.planes = 32;  // decode_chunk narrows it once the bitmaps are expanded
 
@@ -1090,7 +1093,8 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
   if (threadIdx.x == kEarlyClaimer) {
     claimed_early =
         a.size >= kFixedHeaderBytes &&
-        block_claims(a, DType(header[kDTypeAt]), field<std::uint32_t>(header, kChunkBytesAt));
+        block_claims<Kind>(a, DType(header[kDTypeAt]), field<std::uint32_t>(header, kChunkBytesAt),
+                           Codec(header[kCodecAt]));
     if (claimed_early) ticket = DeviceWord(k.ticket).fetch_add(1, cuda::memory_order_relaxed);
   }
   if (threadIdx.x == 0) {
@@ -1109,10 +1113,12 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
   bool claims = true;
   std::uint64_t claimers = gridDim.x;  // every block claims when the fields are not valid
   if (decodable) {
-    claimers = chunk_decoders(a, DType(plan.dtype), plan.chunk_bytes);
+    claimers = chunk_decoders<Kind>(a, DType(plan.dtype), plan.chunk_bytes, Codec(plan.codec));
     claims = blockIdx.x < claimers;
-    const std::uint32_t bytes = decode_layout(DType(plan.dtype), plan.chunk_bytes).bytes;
-    if (bytes > kDecodeSharedBytes) work = a.scratch.workspace + blockIdx.x * std::uint64_t(bytes);
+    const std::uint32_t bytes =
+        decode_layout(DType(plan.dtype), plan.chunk_bytes, Codec(plan.codec)).bytes;
+    if (bytes > decode_shared_bytes(Kind))
+      work = a.scratch.workspace + blockIdx.x * std::uint64_t(bytes);
   }
   const TableReader table{a.in + header_bytes(verdict.ndim),
                           reinterpret_cast<std::uintptr_t>(a.in) % 4 == 0};
@@ -1191,16 +1197,16 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
   }
 }
 
-// The lossless kinds keep the compiler's register choice; the kinds that decode lossy bins must
-// leave room for 5 blocks an SM (what the shared workspace allows), or their unrolled
-// reconstruction takes 113 registers and 4 blocks. Forcing 5 on the lossless kinds measured
-// slower (H200: float32 985-992 against 1,021-1,032 GB/s, uint16 456 against 461).
+// Blocks an SM each kind's registers must leave room for: as many as its shared workspace
+// allows (uint16 lossless: 6 at 80 registers, no spills; H200, 4 streams: 555-558 GB/s against
+// 519-524 with 5). Unbounded, the lossy kinds' unrolled reconstruction takes 113 registers (4
+// blocks) and the float32 lossless kind 128. Lossy at 6 (80 registers, 84 bytes spilled) measured
+// 2-3% faster on 4 streams but 6-8% slower on one: not taken.
 template <DecodeKind Kind>
-__global__ void __launch_bounds__(T) decompress_stream(DecompressArgs a) {
-  decompress_body<Kind>(a);
-}
+constexpr int kDecodeMinBlocks = Kind == DecodeKind::UInt16Lossless ? 6 : 5;
+
 template <DecodeKind Kind>
-__global__ void __launch_bounds__(T, 5) decompress_bins_stream(DecompressArgs a) {
+__global__ void __launch_bounds__(T, kDecodeMinBlocks<Kind>) decompress_stream(DecompressArgs a) {
   decompress_body<Kind>(a);
 }
 
@@ -1216,11 +1222,11 @@ DecompressKernel decompress_kernel(DecodeKind kind) {
     case DecodeKind::Float32Lossless:
       return decompress_stream<DecodeKind::Float32Lossless>;
     case DecodeKind::Float32Lossy:
-      return decompress_bins_stream<DecodeKind::Float32Lossy>;
+      return decompress_stream<DecodeKind::Float32Lossy>;
     case DecodeKind::Any:
       break;
   }
-  return decompress_bins_stream<DecodeKind::Any>;
+  return decompress_stream<DecodeKind::Any>;
 }
 
 }  // namespace
@@ -1239,7 +1245,7 @@ void prepare_decompress_kernels() {
 unsigned decompress_grid(DecodeKind kind) {
   int per_sm = 0;
   const cudaError_t status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &per_sm, decompress_kernel(kind), T, kDecodeSharedBytes);
+      &per_sm, decompress_kernel(kind), T, decode_shared_bytes(kind));
   if (status != cudaSuccess)
     throw RuntimeFault(std::string("cudaOccupancyMaxActiveBlocksPerMultiprocessor: ") +
                        cudaGetErrorString(status));
@@ -1247,7 +1253,8 @@ unsigned decompress_grid(DecodeKind kind) {
 }
 
 void launch_decompress(const DecompressArgs& args, DecodeKind kind, unsigned grid, void* stream) {
-  decompress_kernel(kind)<<<grid, T, kDecodeSharedBytes, static_cast<cudaStream_t>(stream)>>>(args);
+  decompress_kernel(
+      kind)<<<grid, T, decode_shared_bytes(kind), static_cast<cudaStream_t>(stream)>>>(args);
   check_launch("decompress_stream");
 }
 
