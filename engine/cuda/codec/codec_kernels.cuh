@@ -45,9 +45,10 @@ LIVEDRP_HD DecodeLayout decode_layout(DType dtype, std::uint32_t chunk_bytes, Co
   // Level 1 is expanded in whole groups of 8 flags of level 2.
   d.masks_at = d.level1_at + round_up16(8 * l.level2_bytes);
   d.stored_at = d.masks_at + (codec == Codec::Lossy ? round_up16(4 * l.blocks) : 0u);
-  // A stored chunk is never above its raw size; 16 bytes more because the data level's expansion
-  // reads the 12 aligned bytes around each group's up to 8 stored bytes.
-  d.bytes = d.stored_at + round_up16(l.raw_bytes) + 16;
+  // A stored chunk is never above its raw size; 32 bytes more because its copy may start 12 bytes
+  // in (decompress.cu's bulk copy moves whole 16-byte words) and the data level's expansion reads
+  // the 12 aligned bytes around each group's up to 8 stored bytes.
+  d.bytes = d.stored_at + round_up16(l.raw_bytes) + 32;
   return d;
 }
 // The largest chunk whose workspace is in shared memory.
@@ -180,7 +181,7 @@ constexpr Codec kind_codec(DecodeKind k) {
 
 // The dynamic shared memory a decode kind asks for: the workspace of a kDecodeSharedChunkBytes
 // chunk of its dtype and codec (Any: the largest of the three pairs). Asking for no more than that
-// matters: the uint16 lossless decoder's 35,088 bytes (and 80 registers) leave room for 6 blocks
+// matters: the uint16 lossless decoder's 35,104 bytes (and 80 registers) leave room for 6 blocks
 // an SM where 40 KiB allowed 5.
 LIVEDRP_HD std::uint32_t decode_shared_bytes(DecodeKind k) {
   const auto bytes = [](DType dtype, Codec codec) {

@@ -5,18 +5,20 @@
 //   2. finds its chunk's payload offset: the table holds every chunk's size from the start, so a
 //      block adds its predecessors' sizes back to the nearest chunk that has published its
 //      inclusive prefix, never waiting for anyone, and publishes its own;
-//   3. reads the chunk's words once for the payload checksum, copying them into its workspace (a
-//      Raw chunk straight to the output), then expands zero-byte elimination's levels (the data
-//      level's groups found by a rank table, a prefix count of set flags per 32-bit word, and
-//      spread by byte permutes, expand_selectors), and unshuffles: one thread per 32-value block
-//      transposes the plane words back in registers (codec_math.hpp's transpose32, its own
-//      inverse, or its 16-bit form when planes 16-31 are empty). For Delta chunks a block's
-//      running sum starts from the sum of the residuals before it, which a first pass gets from
-//      popcounts of the plane words alone. Lossy bins below 2^15 become floats in one multiply
-//      (small_bins), and each warp's 32 blocks reach the output as whole lines, staged in the
-//      workspace's copy of the stored bytes. A Sparse chunk (lossy only) zeroes its output, finds
-//      its listed elements' positions by block-wide scans over the gap bytes and a warp rebuilds
-//      each group of 32 values from its plane words (decode_sparse);
+//   3. brings the chunk's words into its shared workspace by one bulk copy (the Tensor Memory
+//      Accelerator's cp.async.bulk; a Raw chunk, a chunk in a global workspace and one whose
+//      16-byte words reach past the buffer are loaded by every thread instead, a Raw one straight
+//      to the output) and reads them once for the payload checksum, then expands zero-byte
+//      elimination's levels (the data level's groups found by a rank table, a prefix count of set
+//      flags per 32-bit word, and spread by byte permutes, expand_selectors), and unshuffles: one
+//      thread per 32-value block transposes the plane words back in registers (codec_math.hpp's
+//      transpose32, its own inverse, or its 16-bit form when planes 16-31 are empty). For Delta
+//      chunks a block's running sum starts from the sum of the residuals before it, which a first
+//      pass gets from popcounts of the plane words alone. Lossy bins below 2^15 become floats in
+//      one multiply (small_bins), and each warp's 32 blocks reach the output as whole lines, staged
+//      in the workspace's copy of the stored bytes. A Sparse chunk (lossy only) zeroes its output,
+//      finds its listed elements' positions by block-wide scans over the gap bytes and a warp
+//      rebuilds each group of 32 values from its plane words (decode_sparse);
 //   4. the last block to finish compares both checksums and the payload size, writes the plan
 //      (status, first damaged chunk, decoded size) and puts the counters back to zero.
 // Every read is checked against the buffer and every write against the output capacity before
@@ -688,7 +690,7 @@ __device__ void decode_chunk(ChunkContext& x, unsigned* error) {
 // Exclusive prefix sum over the block of each thread's `x` (in thread order), and the block's total
 // in `total`. Every thread calls it. The warp-scans algorithm keeps CUB's shared storage to a few
 // words (the default raking one takes 672 bytes; the lossy kernels' static shared memory, beside
-// their 35,600-byte workspace, must leave room for 5 blocks an SM).
+// their 35,616-byte workspace, must leave room for 5 blocks an SM).
 __device__ std::uint32_t block_exclusive_sum(std::uint32_t x, std::uint32_t& total) {
   using Scan = cub::BlockScan<std::uint32_t, T, cub::BLOCK_SCAN_WARP_SCANS>;
   __shared__ typename Scan::TempStorage storage;
@@ -987,12 +989,59 @@ __device__ void finish(const DecompressArgs& a, const DecodePlan& plan, const He
   *a.plan = out;
 }
 
+// A chunk's stored bytes into the shared workspace by one bulk copy of the Tensor Memory
+// Accelerator (cp.async.bulk, sm_90), issued by one thread and awaited on a shared mbarrier: one
+// memory round trip for the whole chunk and no load or store instruction per word (the checksum
+// pass loaded 32 words a thread in two round trips and stored each to shared memory). The copy
+// moves whole 16-byte words, so it covers the chunk's bytes from the 16-byte word holding the
+// first to the one holding the last: up to 12 bytes either side, inside the buffer (checked).
+__device__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ void bulk_barrier_init(std::uint64_t* barrier) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(barrier)) : "memory");
+}
+// Thread 0's part. The fence orders the block's earlier generic accesses to `to` (ordered before
+// this thread by a barrier) before the copy's writes, which go through the async proxy.
+__device__ void bulk_copy_to_shared(void* to, const void* from, std::uint32_t bytes,
+                                    std::uint64_t* barrier) {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  asm volatile(
+      "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(barrier)),
+      "r"(bytes)
+      : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(shared_address(to)),
+      "l"(from), "r"(bytes), "r"(shared_address(barrier))
+      : "memory");
+}
+// Every thread's wait for the copy of phase `phase` (0, 1, 0, ... for successive copies).
+__device__ void bulk_wait(std::uint64_t* barrier, unsigned phase) {
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, "
+        "p; }"
+        : "=r"(done)
+        : "r"(shared_address(barrier)), "r"(phase)
+        : "memory");
+  } while (!done);
+}
+
+// Where a block's bulk copies are awaited: the mbarrier and the parity of the next copy's phase
+// (the same in every thread).
+struct BulkCopy {
+  std::uint64_t* barrier;  // nullptr when the workspace is in global memory
+  unsigned phase;
+};
+
 // Decodes chunk c (its table entry `entry`, payload offset `offset` units): the checksum pass,
 // then the chunk. Returns this thread's payload checksum terms.
 template <DecodeKind Kind>
 __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p, std::uint64_t c,
                                     std::uint32_t entry, std::uint64_t offset, std::uint8_t* work,
-                                    unsigned* error) {
+                                    BulkCopy& bulk, unsigned* error) {
   const DType dtype = DType(p.dtype);
   const std::uint32_t per_chunk = chunk_elements(dtype, p.chunk_bytes);
   ChunkContext x;
@@ -1007,12 +1056,25 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
   x.d = decode_layout(dtype, p.chunk_bytes, Codec(p.codec));
   x.stored = work + x.d.stored_at;
   x.planes = 32;  // decode_chunk narrows it once the bitmaps are expanded
+  const std::uint32_t units = std::uint32_t(padded_size(x.size) / 4);
+  const bool raw = x.mode == ChunkMode::Raw;
+  // A stored (not Raw) chunk in shared memory comes in by a bulk copy when the 16-byte words
+  // around it are inside the buffer (the last chunk's often are not: it then takes the loads).
+  const auto first_word = reinterpret_cast<std::uintptr_t>(x.in) & ~std::uintptr_t(15);
+  const auto end_word =
+      (reinterpret_cast<std::uintptr_t>(x.in) + 4 * units + 15) & ~std::uintptr_t(15);
+  const bool by_bulk = bulk.barrier && !raw && units > 0 &&
+                       end_word <= reinterpret_cast<std::uintptr_t>(a.in) + a.size;
+  if (by_bulk) {
+    x.stored += reinterpret_cast<std::uintptr_t>(x.in) & 15u;
+    if (threadIdx.x == 0)
+      bulk_copy_to_shared(work + x.d.stored_at, reinterpret_cast<const void*>(first_word),
+                          std::uint32_t(end_word - first_word), bulk.barrier);
+  }
 
   // Checksum pass: every stored word with its index in the payload; pad bytes must be zero; a
   // Raw chunk goes straight to the output (a uint16 chunk of odd count ends in half a word).
-  const std::uint32_t units = std::uint32_t(padded_size(x.size) / 4);
   const auto* in32 = reinterpret_cast<const std::uint32_t*>(x.in);
-  const bool raw = x.mode == ChunkMode::Raw;
   auto* out32 = reinterpret_cast<std::uint32_t*>(x.out);
   auto* stored32 = reinterpret_cast<std::uint32_t*>(work + x.d.stored_at);
   // The payload checksum's terms (word ^ key)(2 (offset + w) + 1) summed as
@@ -1024,10 +1086,26 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
     auto* masks = reinterpret_cast<std::uint32_t*>(work + x.d.masks_at);
     for (std::uint32_t b = threadIdx.x; b < x.layout.blocks; b += T) masks[b] = 0;
   }
+  if (by_bulk) {
+    bulk_wait(bulk.barrier, bulk.phase);
+    bulk.phase ^= 1u;
+    const auto* copied32 = reinterpret_cast<const std::uint32_t*>(x.stored);
+#pragma unroll 8
+    for (std::uint32_t w = threadIdx.x; w < units; w += T) {
+      const std::uint32_t word = copied32[w];
+      const std::uint32_t keyed = word ^ kChecksumWordKey;
+      weighted += std::uint64_t(keyed) * (2 * w + 1);  // 2 w + 1 < 2^21: chunks are <= 1 MiB
+      keyed_sum += keyed;
+      if (4 * w + 4 > x.size) {
+        const std::uint32_t kept = x.size - 4 * w;  // 1..3 bytes
+        if ((word >> (8 * kept)) != 0) pads_clean = false;
+      }
+    }
+  }
   // Each thread's loads of a batch are issued before any is used: a 16 KiB chunk arrives in two
   // memory round trips (one a few words at a time made this pass a sixth of the decoder's time).
   constexpr unsigned kBatch = 16;
-  for (std::uint32_t w0 = threadIdx.x; w0 < units; w0 += kBatch * T) {
+  for (std::uint32_t w0 = threadIdx.x; !by_bulk && w0 < units; w0 += kBatch * T) {
     std::uint32_t loaded[kBatch];
 #pragma unroll
     for (unsigned k = 0; k < kBatch; ++k)
@@ -1081,9 +1159,11 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
   // shared memory instead of waiting for a chain of dependent global loads.
   __shared__ alignas(8) std::uint8_t header[kMaxHeaderBytes];
   __shared__ bool claimed_early;
+  __shared__ std::uint64_t bulk_barrier;
   for (std::uint32_t i = threadIdx.x; i < kMaxHeaderBytes && i < a.size; i += T)
     header[i] = a.in[i];
   fill_expand_selectors();  // ordered before use by the barrier below
+  if (threadIdx.x == 0) bulk_barrier_init(&bulk_barrier);
   __syncthreads();
   // The first chunk is claimed while thread 0 checks the header, its round trip hidden behind
   // the checks, by a block that will decode chunks whatever they find: block_claims on the
@@ -1120,6 +1200,8 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
     if (bytes > decode_shared_bytes(Kind))
       work = a.scratch.workspace + blockIdx.x * std::uint64_t(bytes);
   }
+  BulkCopy bulk{work == reinterpret_cast<std::uint8_t*>(shared_workspace) ? &bulk_barrier : nullptr,
+                0u};
   const TableReader table{a.in + header_bytes(verdict.ndim),
                           reinterpret_cast<std::uintptr_t>(a.in) % 4 == 0};
   const std::uint64_t chunks = table_readable ? plan.chunks : 0;
@@ -1161,7 +1243,7 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
     }
     // Past the buffer's end the final size check reports it; nothing is read there.
     if (4 * (offset + units) > a.size - plan.payload_at) continue;
-    payload_terms += decode_one<Kind>(a, plan, c, entry, offset, work, &error);
+    payload_terms += decode_one<Kind>(a, plan, c, entry, offset, work, bulk, &error);
     __syncthreads();
     if (threadIdx.x == 0 && error != unsigned(ChunkError::None))
       DeviceWord(k.failure).fetch_max(~((static_cast<unsigned long long>(c) << 8) | error),
@@ -1198,12 +1280,15 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
 }
 
 // Blocks an SM each kind's registers must leave room for: as many as its shared workspace
-// allows (uint16 lossless: 6 at 80 registers, no spills; H200, 4 streams: 555-558 GB/s against
-// 519-524 with 5). Unbounded, the lossy kinds' unrolled reconstruction takes 113 registers (4
-// blocks) and the float32 lossless kind 128. Lossy at 6 (80 registers, 84 bytes spilled) measured
-// 2-3% faster on 4 streams but 6-8% slower on one: not taken.
+// allows. Six for the uint16 lossless and float32 lossy kinds (80 registers; the lossy one
+// spills 8 bytes): H200, 4 streams, uint16 decompression 519-524 -> 555-558 GB/s (with 5), lossy
+// at 0.5 photon 929-931 -> 1,014-1,021 with the bulk copy (at 5 it spilled 84 bytes and was
+// slower on one stream). Unbounded, the lossy kinds' unrolled reconstruction takes 113
+// registers (4 blocks) and the float32 lossless kind 128. Any stays at 5: its larger static
+// shared memory leaves room for no more.
 template <DecodeKind Kind>
-constexpr int kDecodeMinBlocks = Kind == DecodeKind::UInt16Lossless ? 6 : 5;
+constexpr int kDecodeMinBlocks =
+    Kind == DecodeKind::UInt16Lossless || Kind == DecodeKind::Float32Lossy ? 6 : 5;
 
 template <DecodeKind Kind>
 __global__ void __launch_bounds__(T, kDecodeMinBlocks<Kind>) decompress_stream(DecompressArgs a) {
