@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cuda/atomic>
 #include <string>
+#include <type_traits>
 
 #include "codec/chunk_cpu.hpp"
 #include "codec/container.hpp"
@@ -120,9 +121,13 @@ __device__ DecodeStatus check_fields(const DecompressArgs& a, const std::uint8_t
           width <= 1.7976931348623157e308))
       return DecodeStatus::ErrorBound;
   }
+  // No 64-bit division below: thread 0 runs these checks while its block waits, and each one is
+  // a long dependent chain of instructions on the GPU (five of them were about a tenth of a
+  // block's life when it decodes one chunk). The dtype is valid here, so esize is 2 or 4.
   const std::uint32_t esize = element_bytes(DType(p.dtype));
+  const unsigned esize_shift = esize == 4 ? 2u : 1u;
   p.count = field<std::uint64_t>(b, kCountAt);
-  if (p.count > ~std::uint64_t(0) / 2 / esize) return DecodeStatus::Count;
+  if (p.count > (~std::uint64_t(0) / 2) >> esize_shift) return DecodeStatus::Count;
   p.raw_bytes = p.count * esize;
   if (p.count > a.max_elements) return DecodeStatus::TooManyElements;
   if (ndim > 0) {
@@ -130,13 +135,19 @@ __device__ DecodeStatus check_fields(const DecompressArgs& a, const std::uint8_t
     bool overflow = false;
     for (unsigned d = 0; d < ndim; ++d) {
       const std::uint64_t n = field<std::uint64_t>(b, kFixedHeaderBytes + 8 * d);
-      if (n != 0 && product > ~std::uint64_t(0) / n) overflow = true;
+      if (__umul64hi(product, n) != 0) overflow = true;  // product * n >= 2^64
       product *= n;
     }
     if (overflow || product != p.count) return DecodeStatus::Shape;
   }
-  const std::uint32_t per_chunk = chunk_elements(DType(p.dtype), p.chunk_bytes);
-  if (p.chunks != p.count / per_chunk + (p.count % per_chunk != 0)) return DecodeStatus::ChunkCount;
+  // chunks == ceil(count / per_chunk): (chunks - 1) per_chunk < count <= chunks per_chunk.
+  const std::uint64_t per_chunk = p.chunk_bytes >> esize_shift;
+  const std::uint64_t covered = p.chunks * per_chunk;
+  const bool chunk_count_right = p.chunks == 0
+                                     ? p.count == 0
+                                     : __umul64hi(p.chunks, per_chunk) == 0 && p.count <= covered &&
+                                           p.count > covered - per_chunk;
+  if (!chunk_count_right) return DecodeStatus::ChunkCount;
   if (p.raw_bytes > a.capacity) return DecodeStatus::OutputCapacity;
   return DecodeStatus::Ok;
 }
@@ -1042,7 +1053,8 @@ template <DecodeKind Kind>
 __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p, std::uint64_t c,
                                     std::uint32_t entry, std::uint64_t offset, std::uint8_t* work,
                                     BulkCopy& bulk, unsigned* error) {
-  const DType dtype = DType(p.dtype);
+  // A kind's dtype is a constant (check_fields refused any other): no division by its size.
+  const DType dtype = Kind == DecodeKind::Any ? DType(p.dtype) : kind_dtype(Kind);
   const std::uint32_t per_chunk = chunk_elements(dtype, p.chunk_bytes);
   ChunkContext x;
   x.plan = &p;
@@ -1058,73 +1070,77 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
   x.planes = 32;  // decode_chunk narrows it once the bitmaps are expanded
   const std::uint32_t units = std::uint32_t(padded_size(x.size) / 4);
   const bool raw = x.mode == ChunkMode::Raw;
-  // A stored (not Raw) chunk in shared memory comes in by a bulk copy when the 16-byte words
-  // around it are inside the buffer (the last chunk's often are not: it then takes the loads).
-  const auto first_word = reinterpret_cast<std::uintptr_t>(x.in) & ~std::uintptr_t(15);
-  const auto end_word =
-      (reinterpret_cast<std::uintptr_t>(x.in) + 4 * units + 15) & ~std::uintptr_t(15);
-  const bool by_bulk = bulk.barrier && !raw && units > 0 &&
-                       end_word <= reinterpret_cast<std::uintptr_t>(a.in) + a.size;
-  if (by_bulk) {
-    x.stored += reinterpret_cast<std::uintptr_t>(x.in) & 15u;
-    if (threadIdx.x == 0)
-      bulk_copy_to_shared(work + x.d.stored_at, reinterpret_cast<const void*>(first_word),
-                          std::uint32_t(end_word - first_word), bulk.barrier);
-  }
+  // In a shared workspace the chunk comes in by a bulk copy of the 16-byte words around it, cut
+  // at the last whole 16-byte word inside the buffer; the few words past that cut (the last
+  // chunk's, at most 3) are loaded by threads.
+  const auto chunk_at = reinterpret_cast<std::uintptr_t>(x.in);
+  const auto first_word = chunk_at & ~std::uintptr_t(15);
+  const auto buffer_end_word =
+      (reinterpret_cast<std::uintptr_t>(a.in) + a.size) & ~std::uintptr_t(15);
+  const auto end_word = min((chunk_at + 4 * units + 15) & ~std::uintptr_t(15), buffer_end_word);
+  const bool in_shared = bulk.barrier != nullptr;
+  const bool by_bulk = in_shared && end_word > first_word;
+  std::uint8_t* const stored_bytes = work + x.d.stored_at + (in_shared ? chunk_at & 15u : 0u);
+  x.stored = stored_bytes;
+  if (by_bulk && threadIdx.x == 0)
+    bulk_copy_to_shared(work + x.d.stored_at, reinterpret_cast<const void*>(first_word),
+                        std::uint32_t(end_word - first_word), bulk.barrier);
 
   // Checksum pass: every stored word with its index in the payload; pad bytes must be zero; a
-  // Raw chunk goes straight to the output (a uint16 chunk of odd count ends in half a word).
+  // Raw chunk goes to the output (a uint16 chunk of odd count ends in half a word).
   const auto* in32 = reinterpret_cast<const std::uint32_t*>(x.in);
   auto* out32 = reinterpret_cast<std::uint32_t*>(x.out);
-  auto* stored32 = reinterpret_cast<std::uint32_t*>(work + x.d.stored_at);
+  auto* stored32 = reinterpret_cast<std::uint32_t*>(stored_bytes);
   // The payload checksum's terms (word ^ key)(2 (offset + w) + 1) summed as
   // sum (word ^ key)(2 w + 1) + 2 offset sum (word ^ key), modulo 2^64 alike: per word one 32 x 32
   // multiply-add into 64 bits and one add, instead of a 64-bit index and product.
   std::uint64_t weighted = 0, keyed_sum = 0;
   bool pads_clean = true;
+  // Word w's terms; a Raw chunk's (is_raw: std::true_type) also to the output.
+  const auto take = [&](std::uint32_t w, std::uint32_t word, auto is_raw) {
+    constexpr bool kRaw = decltype(is_raw)::value;
+    const std::uint32_t keyed = word ^ kChecksumWordKey;
+    weighted += std::uint64_t(keyed) * (2 * w + 1);  // 2 w + 1 < 2^21: chunks are <= 1 MiB
+    keyed_sum += keyed;
+    if (4 * w + 4 > x.size) {
+      const std::uint32_t kept = x.size - 4 * w;  // 1..3 bytes
+      if ((word >> (8 * kept)) != 0) pads_clean = false;
+      if (kRaw) reinterpret_cast<std::uint16_t*>(out32 + w)[0] = std::uint16_t(word);
+    } else if (kRaw) {
+      out32[w] = word;
+    }
+  };
   if (!raw && p.codec == unsigned(Codec::Lossy)) {  // outlier flags, set by decode_chunk
     auto* masks = reinterpret_cast<std::uint32_t*>(work + x.d.masks_at);
     for (std::uint32_t b = threadIdx.x; b < x.layout.blocks; b += T) masks[b] = 0;
   }
-  if (by_bulk) {
-    bulk_wait(bulk.barrier, bulk.phase);
-    bulk.phase ^= 1u;
-    const auto* copied32 = reinterpret_cast<const std::uint32_t*>(x.stored);
-#pragma unroll 8
-    for (std::uint32_t w = threadIdx.x; w < units; w += T) {
-      const std::uint32_t word = copied32[w];
-      const std::uint32_t keyed = word ^ kChecksumWordKey;
-      weighted += std::uint64_t(keyed) * (2 * w + 1);  // 2 w + 1 < 2^21: chunks are <= 1 MiB
-      keyed_sum += keyed;
-      if (4 * w + 4 > x.size) {
-        const std::uint32_t kept = x.size - 4 * w;  // 1..3 bytes
-        if ((word >> (8 * kept)) != 0) pads_clean = false;
-      }
+  if (in_shared) {
+    const auto copied = std::uint32_t(end_word > chunk_at ? (end_word - chunk_at) / 4 : 0);
+    if (copied < units) {  // the same in every thread
+      for (std::uint32_t w = copied + threadIdx.x; w < units; w += T) stored32[w] = __ldg(in32 + w);
+      __syncthreads();
     }
-  }
-  // Each thread's loads of a batch are issued before any is used: a 16 KiB chunk arrives in two
-  // memory round trips (one a few words at a time made this pass a sixth of the decoder's time).
-  constexpr unsigned kBatch = 16;
-  for (std::uint32_t w0 = threadIdx.x; !by_bulk && w0 < units; w0 += kBatch * T) {
-    std::uint32_t loaded[kBatch];
-#pragma unroll
-    for (unsigned k = 0; k < kBatch; ++k)
-      loaded[k] = w0 + k * T < units ? __ldg(in32 + w0 + k * T) : 0u;
-#pragma unroll
-    for (unsigned k = 0; k < kBatch; ++k) {
-      const std::uint32_t w = w0 + k * T, word = loaded[k];
-      if (w >= units) break;
-      const std::uint32_t keyed = word ^ kChecksumWordKey;
-      weighted += std::uint64_t(keyed) * (2 * w + 1);  // 2 w + 1 < 2^21: chunks are <= 1 MiB
-      keyed_sum += keyed;
-      if (4 * w + 4 > x.size) {
-        const std::uint32_t kept = x.size - 4 * w;  // 1..3 bytes
-        if ((word >> (8 * kept)) != 0) pads_clean = false;
-        if (raw) reinterpret_cast<std::uint16_t*>(out32 + w)[0] = std::uint16_t(word);
-      } else if (raw) {
-        out32[w] = word;
+    if (by_bulk) {
+      bulk_wait(bulk.barrier, bulk.phase);
+      bulk.phase ^= 1u;
+    }
+    if (raw) {
+      for (std::uint32_t w = threadIdx.x; w < units; w += T) take(w, stored32[w], std::true_type{});
+    } else {
+#pragma unroll 8
+      for (std::uint32_t w = threadIdx.x; w < units; w += T)
+        take(w, stored32[w], std::false_type{});
+    }
+  } else {
+#pragma unroll 4
+    for (std::uint32_t w = threadIdx.x; w < units; w += T) {
+      const std::uint32_t word = __ldg(in32 + w);
+      if (raw) {
+        take(w, word, std::true_type{});
+      } else {
+        take(w, word, std::false_type{});
+        stored32[w] = word;
       }
-      if (!raw) stored32[w] = word;
     }
   }
   const std::uint64_t terms = weighted + 2 * offset * keyed_sum;
@@ -1280,15 +1296,13 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
 }
 
 // Blocks an SM each kind's registers must leave room for: as many as its shared workspace
-// allows. Six for the uint16 lossless and float32 lossy kinds (80 registers; the lossy one
-// spills 8 bytes): H200, 4 streams, uint16 decompression 519-524 -> 555-558 GB/s (with 5), lossy
-// at 0.5 photon 929-931 -> 1,014-1,021 with the bulk copy (at 5 it spilled 84 bytes and was
-// slower on one stream). Unbounded, the lossy kinds' unrolled reconstruction takes 113
-// registers (4 blocks) and the float32 lossless kind 128. Any stays at 5: its larger static
-// shared memory leaves room for no more.
+// allows, 6 for the three fixed kinds (76-80 registers, no spills; H200, 4 streams, uint16
+// decompression 519-524 -> 555-558 GB/s going from 5 to 6, float32 lossless 1,157-1,178 ->
+// 1,211-1,231). Unbounded, the lossy kinds' unrolled reconstruction takes 113 registers (4
+// blocks) and the float32 lossless kind 128. Any stays at 5: its larger static shared memory
+// leaves room for no more.
 template <DecodeKind Kind>
-constexpr int kDecodeMinBlocks =
-    Kind == DecodeKind::UInt16Lossless || Kind == DecodeKind::Float32Lossy ? 6 : 5;
+constexpr int kDecodeMinBlocks = Kind != DecodeKind::Any ? 6 : 5;
 
 template <DecodeKind Kind>
 __global__ void __launch_bounds__(T, kDecodeMinBlocks<Kind>) decompress_stream(DecompressArgs a) {
