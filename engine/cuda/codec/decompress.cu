@@ -449,26 +449,37 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
   std::uint32_t middle_planes = 0;
 #pragma unroll
   for (unsigned p = 8; p < 16; ++p) middle_planes |= v[p];
-  bool warp_high = false, warp_middle = true;  // 16-bit words: planes 16-31 are always empty
-  if constexpr (Bits == 32) {
-    const unsigned lanes = __activemask();
-    warp_high = __any_sync(lanes, high_planes != 0);
-    warp_middle = __any_sync(lanes, middle_planes != 0);
-  }
-  if (!warp_high && !warp_middle) {
-    transpose32_planes8(v);
-  } else if (!warp_high) {
-    transpose32_planes16(v);
+  if constexpr (Bits == 16) {
+    // The 16-bit inverse stops before unpacking: word k holds residuals k (low half) and k + 16
+    // (high half), and the zigzag is undone on both halves at once (a third of the
+    // instructions of undoing it value by value; these run once per block, straight-line, and
+    // were the uint16 decoder's top stall, instruction fetch). Only each value's low 16 bits
+    // are stored, so word k stands for value k as it is: carries only move up.
+    transpose16_rounds(v);
+#pragma unroll
+    for (unsigned k = 0; k < 16; ++k) {
+      const std::uint32_t z = v[k];
+      v[k] = ((z >> 1) & 0x7FFF7FFFu) ^ ((z & 0x00010001u) * 0xFFFFu);
+      v[k + 16] = v[k] >> 16;
+    }
   } else {
-    transpose32(v);
+    const unsigned lanes = __activemask();
+    const bool warp_high = __any_sync(lanes, high_planes != 0);
+    const bool warp_middle = __any_sync(lanes, middle_planes != 0);
+    if (!warp_high && !warp_middle) {
+      transpose32_planes8(v);
+    } else if (!warp_high) {
+      transpose32_planes16(v);
+    } else {
+      transpose32(v);
+    }
   }
   // Residuals to values. Two loops rather than one with a select per value: the loop runs once
   // per block, straight-line, and every instruction of it is fetched anew by each warp
   // (instruction fetch is the lossy decoder's top stall; Plain, its common mode, needs no sums).
   const bool delta = x.mode == ChunkMode::Delta;
-  const auto residual = [](std::uint32_t z) {
-    return Bits == 16 ? std::uint32_t(unzigzag16(std::uint16_t(z))) : unzigzag32(z);
-  };
+  // 16-bit residuals are unzigzagged above.
+  const auto residual = [](std::uint32_t z) { return Bits == 16 ? z : unzigzag32(z); };
   if (delta) {
     std::uint32_t running = carry;
 #pragma unroll
@@ -476,7 +487,7 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
       running += residual(v[i]);
       v[i] = running;
     }
-  } else {
+  } else if (Bits == 32) {
 #pragma unroll
     for (unsigned i = 0; i < 32; ++i) v[i] = residual(v[i]);
   }
@@ -491,10 +502,10 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
       uint4 q[4];
 #pragma unroll
       for (unsigned k = 0; k < 4; ++k)
-        q[k] = make_uint4((v[8 * k] & 0xFFFFu) | (v[8 * k + 1] << 16),
-                          (v[8 * k + 2] & 0xFFFFu) | (v[8 * k + 3] << 16),
-                          (v[8 * k + 4] & 0xFFFFu) | (v[8 * k + 5] << 16),
-                          (v[8 * k + 6] & 0xFFFFu) | (v[8 * k + 7] << 16));
+        q[k] = make_uint4(__byte_perm(v[8 * k], v[8 * k + 1], 0x5410),
+                          __byte_perm(v[8 * k + 2], v[8 * k + 3], 0x5410),
+                          __byte_perm(v[8 * k + 4], v[8 * k + 5], 0x5410),
+                          __byte_perm(v[8 * k + 6], v[8 * k + 7], 0x5410));
       store_full_block<4>(x, b, q, staged);
     } else {
       auto* o = reinterpret_cast<std::uint16_t*>(x.out) + 32 * b;
