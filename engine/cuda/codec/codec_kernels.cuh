@@ -181,8 +181,8 @@ constexpr Codec kind_codec(DecodeKind k) {
 
 // The dynamic shared memory a decode kind asks for: the workspace of a kDecodeSharedChunkBytes
 // chunk of its dtype and codec (Any: the largest of the three pairs). Asking for no more than that
-// matters: the uint16 lossless decoder's 35,104 bytes (and 80 registers) leave room for 6 blocks
-// an SM where 40 KiB allowed 5.
+// matters: the uint16 lossless decoder's 35,104 bytes (and at most 80 registers) leave room for 6
+// blocks an SM where 40 KiB allowed 5.
 LIVEDRP_HD std::uint32_t decode_shared_bytes(DecodeKind k) {
   const auto bytes = [](DType dtype, Codec codec) {
     return decode_layout(dtype, kDecodeSharedChunkBytes, codec).bytes;

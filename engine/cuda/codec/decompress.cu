@@ -1307,7 +1307,7 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
 }
 
 // Blocks an SM each kind's registers must leave room for: as many as its shared workspace
-// allows, 6 for the three fixed kinds (76-80 registers, no spills; H200, 4 streams, uint16
+// allows, 6 for the three fixed kinds (72-80 registers, no spills; H200, 4 streams, uint16
 // decompression 519-524 -> 555-558 GB/s going from 5 to 6, float32 lossless 1,157-1,178 ->
 // 1,211-1,231). Unbounded, the lossy kinds' unrolled reconstruction takes 113 registers (4
 // blocks) and the float32 lossless kind 128. Any stays at 5: its larger static shared memory
