@@ -6,9 +6,9 @@
 //      block adds its predecessors' sizes back to the nearest chunk that has published its
 //      inclusive prefix, never waiting for anyone, and publishes its own;
 //   3. brings the chunk's words into its shared workspace by one bulk copy (the Tensor Memory
-//      Accelerator's cp.async.bulk; a Raw chunk, a chunk in a global workspace and one whose
-//      16-byte words reach past the buffer are loaded by every thread instead, a Raw one straight
-//      to the output) and reads them once for the payload checksum, then expands zero-byte
+//      Accelerator's cp.async.bulk; the last chunk's few words past the buffer's last whole 16-byte
+//      word, and every word of a chunk in a global workspace, are loaded by threads) and reads them
+//      once for the payload checksum (a Raw chunk's then go to the output), then expands zero-byte
 //      elimination's levels (the data level's groups found by a rank table, a prefix count of set
 //      flags per 32-bit word, and spread by byte permutes, expand_selectors), and unshuffles: one
 //      thread per 32-value block transposes the plane words back in registers (codec_math.hpp's
