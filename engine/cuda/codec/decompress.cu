@@ -443,12 +443,6 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
   nonzero |= high_planes;
   const std::uint32_t valid = min(32u, l.elements - 32 * b);
   if (valid < 32 && (nonzero >> valid) != 0) note_error(error, ChunkError::PaddingNotZero);
-  // Lossy bins mostly zigzag below 2^8 (planes 8-31 empty): half the 16-bit inverse's work.
-  // The choice is made for the warp (lanes that chose differently would run two inverses one
-  // after the other); a wider inverse gives the same values.
-  std::uint32_t middle_planes = 0;
-#pragma unroll
-  for (unsigned p = 8; p < 16; ++p) middle_planes |= v[p];
   if constexpr (Bits == 16) {
     // The 16-bit inverse stops before unpacking: word k holds residuals k (low half) and k + 16
     // (high half), and the zigzag is undone on both halves at once (a third of the
@@ -463,6 +457,12 @@ __device__ void write_block(const ChunkContext& x, std::uint32_t b, std::uint32_
       v[k + 16] = v[k] >> 16;
     }
   } else {
+    // Lossy bins mostly zigzag below 2^8 (planes 8-31 empty): half the 16-bit inverse's work.
+    // The choice is made for the warp (lanes that chose differently would run two inverses one
+    // after the other); a wider inverse gives the same values.
+    std::uint32_t middle_planes = 0;
+#pragma unroll
+    for (unsigned p = 8; p < 16; ++p) middle_planes |= v[p];
     const unsigned lanes = __activemask();
     const bool warp_high = __any_sync(lanes, high_planes != 0);
     const bool warp_middle = __any_sync(lanes, middle_planes != 0);
