@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -112,6 +113,32 @@ void* allocate_pinned(std::size_t bytes) {
 void free_pinned(void* pointer) noexcept {
   if (pointer) cudaFreeHost(pointer);
 }
+MappedHostBuffer::MappedHostBuffer(std::size_t bytes) {
+  if (const cudaError_t status =
+          cudaHostAlloc(&host_, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+      status != cudaSuccess)
+    fail(status, "cudaHostAlloc(" + std::to_string(bytes) + " bytes, mapped)");
+  std::memset(host_, 0, bytes);
+  if (const cudaError_t status = cudaHostGetDevicePointer(&device_, host_, 0);
+      status != cudaSuccess) {
+    cudaFreeHost(std::exchange(host_, nullptr));
+    fail(status, "cudaHostGetDevicePointer");
+  }
+}
+MappedHostBuffer::~MappedHostBuffer() {
+  if (host_) cudaFreeHost(host_);
+}
+MappedHostBuffer::MappedHostBuffer(MappedHostBuffer&& other) noexcept
+    : host_(std::exchange(other.host_, nullptr)), device_(std::exchange(other.device_, nullptr)) {}
+MappedHostBuffer& MappedHostBuffer::operator=(MappedHostBuffer&& other) noexcept {
+  if (this != &other) {
+    if (host_) cudaFreeHost(host_);
+    host_ = std::exchange(other.host_, nullptr);
+    device_ = std::exchange(other.device_, nullptr);
+  }
+  return *this;
+}
+
 bool is_pinned_host(const void* pointer) {
   cudaPointerAttributes attributes{};
   check(cudaPointerGetAttributes(&attributes, pointer), "cudaPointerGetAttributes");

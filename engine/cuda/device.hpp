@@ -24,12 +24,12 @@ using EventHandle = CUevent_st*;
 std::optional<std::string> unavailable_reason();
 
 struct DeviceProperties {
-  std::string name;                  // "NVIDIA H200"
+  std::string name;  // "NVIDIA H200"
   int compute_major = 0, compute_minor = 0;
   int multiprocessors = 0;
   std::size_t global_memory_bytes = 0;
   std::size_t l2_bytes = 0;
-  int runtime_version = 0;           // e.g. 13000
+  int runtime_version = 0;  // e.g. 13000
   int driver_version = 0;
 };
 DeviceProperties device_properties();  // of device 0; makes it current
@@ -53,7 +53,9 @@ class DeviceBuffer {
 
   void* get() const { return pointer_; }
   template <typename T>
-  T* as() const { return static_cast<T*>(pointer_); }
+  T* as() const {
+    return static_cast<T*>(pointer_);
+  }
   std::size_t bytes() const { return bytes_; }
 
  private:
@@ -80,12 +82,36 @@ class PinnedBuffer {
 
   void* get() const { return pointer_; }
   template <typename T>
-  T* as() const { return static_cast<T*>(pointer_); }
+  T* as() const {
+    return static_cast<T*>(pointer_);
+  }
   std::size_t bytes() const { return bytes_; }
 
  private:
   void* pointer_ = nullptr;
   std::size_t bytes_ = 0;
+};
+
+// Pinned host memory mapped into the device's address space (cudaHostAllocMapped), zeroed: the
+// host and kernels read and write the same words (resident kernels' job and result rings). Each
+// word should have one writer; the device may only load and store here (atomics on host memory
+// need bus atomics the host's PCIe root may not have).
+class MappedHostBuffer {
+ public:
+  MappedHostBuffer() = default;
+  explicit MappedHostBuffer(std::size_t bytes);
+  ~MappedHostBuffer();
+  MappedHostBuffer(MappedHostBuffer&& other) noexcept;
+  MappedHostBuffer& operator=(MappedHostBuffer&& other) noexcept;
+  MappedHostBuffer(const MappedHostBuffer&) = delete;
+  MappedHostBuffer& operator=(const MappedHostBuffer&) = delete;
+
+  void* host() const { return host_; }
+  void* device() const { return device_; }  // the same memory, as kernels address it
+
+ private:
+  void* host_ = nullptr;
+  void* device_ = nullptr;
 };
 
 // A non-blocking stream (it never serialises with the legacy default stream).

@@ -14,7 +14,11 @@
 // event (16 x 352 x 384), and one 352x384 segment. GPU rows: one array per launch, launches
 // round-robin over 1 and 4 streams (segments also 16, and 4 and 16 with a host thread per stream;
 // one DeviceCodec per stream), rotating over M distinct events so that the L2 cache holds none of
-// them; N timed launches between CUDA events after a warm-up (16 N for segments). GB/s = input
+// them; N timed launches between CUDA events after a warm-up (16 N for segments). Segments also
+// go through the resident kernels (cuda/codec/resident_compressor.hpp and
+// resident_decompressor.hpp: one persistent kernel each, no launch per segment) fed by 1, 4 and 16
+// host threads, 64 N segments each way timed on the host clock (every job's size checked; each
+// distinct segment's stream against DeviceCodec's, its decoding against the CPU's). GB/s = input
 // (raw) bytes / time, for compression and decompression alike. Decoding is timed with the decoder
 // for the row's dtype and codec (the caller knows them); after the timing, event 0's stream must
 // decode on the GPU to the CPU decoder's bytes (and, lossless, to the input), or the bench fails.
@@ -32,6 +36,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -55,6 +60,8 @@
 
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/codec/device_codec.hpp"
+#include "cuda/codec/resident_compressor.hpp"
+#include "cuda/codec/resident_decompressor.hpp"
 #include "cuda/device.hpp"
 #endif
 
@@ -321,6 +328,7 @@ struct GpuRow {
   std::string data, scope;
   int streams = 0;
   bool thread_per_stream = false;  // each stream's launches from a host thread of its own
+  int resident_threads = 0;        // > 0: the resident kernels fed by this many host threads
   std::size_t raw_bytes = 0;
   double ratio = 0, compress_gbps = 0, decompress_gbps = 0, copy_gbps = 0, floor_gbps = 0;
 };
@@ -416,7 +424,7 @@ GpuRow gpu_row(const Case& c, const Arrays& a, const std::string& scope, int str
     sizes[e] = codecs[0]->compressed_size(*streams[0]);
     compressed += sizes[e];
   }
-  GpuRow row{c.name, scope, stream_count, thread_per_stream, a.bytes};
+  GpuRow row{c.name, scope, stream_count, thread_per_stream, 0, a.bytes};
   row.ratio = double(distinct) * double(a.bytes) / double(compressed);
   const int warmup = std::max(8, 2 * stream_count);
   const double compress_s =
@@ -439,6 +447,138 @@ GpuRow gpu_row(const Case& c, const Arrays& a, const std::string& scope, int str
   row.decompress_gbps = double(events) * double(a.bytes) / decompress_s * 1e-9;
   row.copy_gbps = copy_rw_gbps / 2;
   row.floor_gbps = copy_rw_gbps / moved_per_input;
+  return row;
+}
+
+// `jobs` jobs over `threads` host threads through a resident codec (submit(i, output) posts job
+// i into `output`, wait(ticket, i) collects it and says whether it gave the expected result):
+// thread t takes jobs t, t + threads, ..., keeps up to `in_flight` of its own uncollected, each
+// with an output of its own (t x in_flight + k % in_flight of `outputs`), and collects the oldest
+// when at that limit. Returns the jobs that did not give the expected result.
+template <class Submit, class Wait>
+int resident_jobs(int threads, int jobs, int in_flight, std::uint8_t* outputs, std::size_t stride,
+                  Submit submit, Wait wait) {
+  std::atomic<int> wrong = 0;
+  std::vector<std::jthread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      std::vector<std::pair<gpu::ResidentTicket, int>> pending;  // (ticket, job)
+      std::size_t oldest = 0;
+      int k = 0;
+      for (int i = t; i < jobs; i += threads, ++k) {
+        if (pending.size() - oldest == std::size_t(in_flight)) {
+          const auto [ticket, job] = pending[oldest++];
+          wrong += !wait(ticket, job);
+        }
+        std::uint8_t* out = outputs + (std::size_t(t) * in_flight + k % in_flight) * stride;
+        pending.emplace_back(submit(i, out), i);
+      }
+      for (; oldest < pending.size(); ++oldest)
+        wrong += !wait(pending[oldest].first, pending[oldest].second);
+    });
+  workers.clear();  // joins
+  return wrong.load();
+}
+
+// Segments through the resident codec kernels (no launch per segment): `threads` host threads
+// share `jobs` compressions (resident_jobs), then as many decompressions of the streams
+// DeviceCodec made of the distinct segments (whose decoding gpu_row checks), each timed on the
+// host clock from the threads' start to the last result collected, after a warm-up of twice the
+// ring. Every job must give DeviceCodec's size (compression) or the raw size (decompression);
+// afterwards one job per distinct segment must give DeviceCodec's stream byte for byte, and the
+// decoding of its stream the CPU decoder's bytes, or the bench fails.
+GpuRow resident_row(const Case& c, const Arrays& a, int threads, int jobs, double copy_rw_gbps) {
+  const std::uint64_t count = a.bytes / codec::element_bytes(c.dtype);
+  const int distinct = int(a.items.size());
+  constexpr int kRingSlots = 256;
+  const int in_flight = kRingSlots / threads;
+  const std::size_t bound =
+      (codec::compressed_bound(c.dtype, count, unsigned(a.shape.size()), c.params) + 255) &
+      ~std::size_t(255);
+  const std::size_t raw_stride = (a.bytes + 255) & ~std::size_t(255);
+  const std::size_t stride = std::max(bound, raw_stride);
+  gpu::DeviceBuffer inputs(distinct * raw_stride), references(distinct * bound),
+      outputs(std::size_t(kRingSlots) * stride);
+  const gpu::Stream stream;
+  const auto in_at = [&](int i) {
+    return inputs.as<std::uint8_t>() + std::size_t(i % distinct) * raw_stride;
+  };
+  const auto reference_at = [&](int i) {
+    return references.as<std::uint8_t>() + std::size_t(i % distinct) * bound;
+  };
+  std::vector<std::uint64_t> sizes(distinct);
+  std::uint64_t compressed = 0;
+  {
+    gpu::DeviceCodec reference_codec(count);
+    for (int e = 0; e < distinct; ++e) {
+      gpu::copy_async(in_at(e), a.items[e].data(), a.bytes, stream, "bench input");
+      reference_codec.compress(in_at(e), c.dtype, count, a.shape, c.params, reference_at(e), bound,
+                               stream);
+      sizes[e] = reference_codec.compressed_size(stream);
+      compressed += sizes[e];
+    }
+  }
+  const auto to_host = [&](const std::uint8_t* device, std::size_t bytes) {
+    Bytes host(bytes);
+    gpu::copy_async(host.data(), device, bytes, stream, "resident result to the host");
+    stream.synchronize();
+    return host;
+  };
+  const auto fail = [&](const std::string& what) {
+    throw RuntimeFault("codec bench: " + c.name + " (segment, resident): " + what);
+  };
+  const auto timed = [&](auto submit, auto wait) {
+    if (resident_jobs(threads, 2 * kRingSlots, in_flight, outputs.as<std::uint8_t>(), stride,
+                      submit, wait) != 0)
+      fail("a warm-up job gave a wrong result");
+    const auto start = Clock::now();
+    const int wrong =
+        resident_jobs(threads, jobs, in_flight, outputs.as<std::uint8_t>(), stride, submit, wait);
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (wrong != 0) fail(std::to_string(wrong) + " jobs gave a wrong size");
+    return seconds;
+  };
+  // The kernels come after the references, one at a time: each holds the device's blocks until
+  // it stops, so a launch made while it runs would wait for it.
+  double compress_s = 0, decompress_s = 0;
+  {
+    gpu::ResidentCompressor resident(c.dtype, a.shape, c.params, kRingSlots);
+    compress_s =
+        timed([&](int i, std::uint8_t* out) { return resident.submit(in_at(i), out, stride); },
+              [&](const gpu::ResidentTicket& t, int i) {
+                return resident.wait(t) == sizes[i % distinct];
+              });
+    for (int e = 0; e < distinct; ++e) {
+      std::uint8_t* out = outputs.as<std::uint8_t>() + std::size_t(e) * stride;
+      resident.wait(resident.submit(in_at(e), out, stride));
+      if (to_host(out, sizes[e]) != to_host(reference_at(e), sizes[e]))
+        fail("a stream differs from DeviceCodec's");
+    }
+  }
+  {
+    const codec::CodecParams& p = c.params;
+    gpu::ResidentDecompressor resident(c.dtype, p.codec, count, p.chunk_bytes, kRingSlots);
+    decompress_s = timed(
+        [&](int i, std::uint8_t* out) {
+          return resident.submit(reference_at(i), sizes[i % distinct], out, stride);
+        },
+        [&](const gpu::ResidentTicket& t, int) { return resident.wait(t) == a.bytes; });
+    for (int e = 0; e < distinct; ++e) {
+      std::uint8_t* out = outputs.as<std::uint8_t>() + std::size_t(e) * stride;
+      resident.wait(resident.submit(reference_at(e), sizes[e], out, stride));
+      const Bytes stream_bytes = to_host(reference_at(e), sizes[e]);
+      if (to_host(out, a.bytes) !=
+          codec::decompress_cpu(stream_bytes.data(), stream_bytes.size()).bytes)
+        fail("a stream decodes to other bytes than on the CPU");
+    }
+  }
+  GpuRow row{c.name, "segment", 0, false, threads, a.bytes};
+  row.ratio = double(distinct) * double(a.bytes) / double(compressed);
+  row.compress_gbps = double(jobs) * double(a.bytes) / compress_s * 1e-9;
+  row.decompress_gbps = double(jobs) * double(a.bytes) / decompress_s * 1e-9;
+  row.copy_gbps = copy_rw_gbps / 2;
+  row.floor_gbps =
+      copy_rw_gbps / ((double(a.bytes) + double(compressed) / distinct) / double(a.bytes));
   return row;
 }
 #endif
@@ -473,10 +613,14 @@ void write_results(const CodecBenchOptions& o, const std::vector<GpuRow>& gpu_ro
     m << "| data | scope | streams | ratio | compress GB/s | x copy | of floor | decompress GB/s "
          "| x copy | copy GB/s |\n|---|---|---|---|---|---|---|---|---|---|\n";
     for (const GpuRow& r : gpu_rows) {
+      const bool resident = r.resident_threads > 0;
       j["gpu"].push_back({{"data", r.data},
                           {"scope", r.scope},
+                          {"launch", resident ? "resident" : "per array"},
                           {"streams", r.streams},
-                          {"host_threads", r.thread_per_stream ? r.streams : 1},
+                          {"host_threads", resident              ? r.resident_threads
+                                           : r.thread_per_stream ? r.streams
+                                                                 : 1},
                           {"raw_bytes", r.raw_bytes},
                           {"ratio", r.ratio},
                           {"compress_gbps", r.compress_gbps},
@@ -486,12 +630,16 @@ void write_results(const CodecBenchOptions& o, const std::vector<GpuRow>& gpu_ro
                           {"compress_x_copy", r.compress_gbps / r.copy_gbps},
                           {"compress_of_floor", r.compress_gbps / r.floor_gbps},
                           {"decompress_x_copy", r.decompress_gbps / r.copy_gbps}});
-      m << "| " << r.data << " | " << r.scope << " | " << r.streams
-        << (r.thread_per_stream ? ", a host thread each" : "") << " | " << fixed(r.ratio, 2)
-        << " | " << fixed(r.compress_gbps, 1) << " | " << fixed(r.compress_gbps / r.copy_gbps, 2)
-        << " | " << fixed(r.compress_gbps / r.floor_gbps, 2) << " | " << fixed(r.decompress_gbps, 1)
-        << " | " << fixed(r.decompress_gbps / r.copy_gbps, 2) << " | " << fixed(r.copy_gbps, 0)
-        << " |\n";
+      m << "| " << r.data << " | " << r.scope << " | ";
+      if (resident)
+        m << "resident, " << r.resident_threads << " host thread"
+          << (r.resident_threads > 1 ? "s" : "");
+      else
+        m << r.streams << (r.thread_per_stream ? ", a host thread each" : "");
+      m << " | " << fixed(r.ratio, 2) << " | " << fixed(r.compress_gbps, 1) << " | "
+        << fixed(r.compress_gbps / r.copy_gbps, 2) << " | "
+        << fixed(r.compress_gbps / r.floor_gbps, 2) << " | " << fixed(r.decompress_gbps, 1) << " | "
+        << fixed(r.decompress_gbps / r.copy_gbps, 2) << " | " << fixed(r.copy_gbps, 0) << " |\n";
     }
     m << "\n";
   }
@@ -585,6 +733,14 @@ int run_codec(const CodecBenchOptions& o) {
                     << (r.thread_per_stream ? " threads" : "") << " | ratio " << fixed(r.ratio, 2)
                     << " | " << fixed(r.compress_gbps, 1) << " / " << fixed(r.decompress_gbps, 1)
                     << " GB/s\n";
+        }
+        // Segments without a launch each: the resident kernels, fed by 1, 4 and 16 threads.
+        for (const int threads : segment ? std::vector<int>{1, 4, 16} : std::vector<int>{}) {
+          gpu_rows.push_back(resident_row(c, a, threads, 64 * o.events, copy_rw));
+          const GpuRow& r = gpu_rows.back();
+          std::cerr << r.data << " | segment resident, " << threads << " threads | ratio "
+                    << fixed(r.ratio, 2) << " | " << fixed(r.compress_gbps, 1) << " / "
+                    << fixed(r.decompress_gbps, 1) << " GB/s\n";
         }
       }
     }

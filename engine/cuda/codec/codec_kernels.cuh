@@ -3,9 +3,11 @@
 // ranges longer than the block, and the launch functions device_codec.cu calls.
 #include <cstdint>
 #include <cub/block/block_scan.cuh>
+#include <string>
 
 #include "codec/codec_format.hpp"
 #include "codec/codec_math.hpp"
+#include "cuda/codec/resident_ring.hpp"
 
 namespace livedrp::gpu::codec_kernels {
 
@@ -163,7 +165,8 @@ enum class DecodeStatus : std::uint32_t {
   OutputCapacity,
   PayloadChecksum,
   ChunkDamaged,
-  KindNotAsked,  // the header's dtype and codec are not those the decoder was launched for
+  KindNotAsked,      // the header's dtype and codec are not those the decoder was launched for
+  ResidentGeometry,  // more chunks, or larger ones, than a resident decoder was set up for
 };
 
 // The streams a decoder instantiation takes: Any holds every path; the others hold one dtype and
@@ -217,7 +220,48 @@ struct DecompressArgs {
   Scratch scratch;
 };
 
+// The fixed kind that decodes `dtype` under `codec`; InputError when there is none.
+DecodeKind decode_kind(DType dtype, Codec codec);
+// What is wrong with a stream whose decode ended in `status`, as finish_decompress says it: the
+// status's text, the first damaged chunk and its error (ChunkDamaged), or the header's dtype and
+// codec against those asked for (KindNotAsked).
+std::string decode_failure(DecodeStatus status, unsigned long long first_failure,
+                           std::uint32_t header_dtype, std::uint32_t header_codec,
+                           DecodeKind asked);
+
 void launch_compress(const CompressArgs& args, void* stream);
+// A resident compressor (resident_compressor.hpp): the queue's ring and, per work slot, the
+// look-back words, counters and size word of one compression.
+struct ResidentCompressArgs {
+  CompressArgs array;  // the arrays' shape, dtype and parameters; in, out and scratch per job
+  ResidentRing ring;
+  unsigned long long* lookback;  // work slots x chunks
+  EncodeCounters* counters;      // per work slot
+  std::uint64_t* size_words;     // per work slot
+};
+// The resident kernel for the args' dtype and codec on `stream` with `grid` blocks (block 0
+// dispatches, the others compress); it returns once the host has asked it to stop and every job
+// dispatched is done. The workspace must fit in shared memory.
+void launch_compress_resident(const ResidentCompressArgs& args, unsigned grid, void* stream);
+// Blocks of that kernel the device holds at once (the grid to launch).
+unsigned resident_compress_grid(DType dtype, Codec codec, std::uint32_t chunk_bytes);
+
+// A resident decompressor (resident_decompressor.hpp): the queue's ring and, per work slot, the
+// look-back words, counters and plan of one decode.
+struct ResidentDecompressArgs {
+  DecompressArgs array;  // max_elements; in, size, out, capacity and scratch per job
+  ResidentRing ring;
+  unsigned long long* lookback;  // work slots x chunks
+  DecodeCounters* counters;      // per work slot
+  DecodePlan* plans;             // per work slot
+  unsigned long long chunks;     // tickets per job: the most chunks a stream may have
+};
+// The resident decoder of `kind` (not Any) on `stream` with `grid` blocks, as
+// launch_compress_resident.
+void launch_decompress_resident(const ResidentDecompressArgs& args, DecodeKind kind, unsigned grid,
+                                void* stream);
+unsigned resident_decompress_grid(DecodeKind kind);
+
 // Sets the compression kernels' shared-memory limits; once per device, before the first launch.
 void prepare_compress_kernels();
 // Sets the decompression kernel's shared-memory carveout; once per device.

@@ -36,6 +36,7 @@
 
 #include "core/error.hpp"
 #include "cuda/codec/codec_kernels.cuh"
+#include "cuda/codec/resident_dispatch.cuh"
 #include "cuda/device.hpp"
 
 namespace livedrp::gpu::codec_kernels {
@@ -1422,6 +1423,84 @@ __global__ void __launch_bounds__(T, 5) compress_stream(CompressArgs a) {
     DeviceWord(a.scratch.lookback[k]).store(0, cuda::memory_order_relaxed);
 }
 
+// --- The resident compressor (resident_compressor.hpp): the same chunks, no launch per array ---
+
+// Block 0 dispatches (resident_dispatch.cuh). Every other block claims (job, chunk) tickets in
+// order and encodes the chunk exactly as compress_stream does, with the job's work slot as its
+// scratch; the block of a job's last chunk waits for the job's other blocks (all hold earlier
+// tickets, so all run), writes the header, clears the slot's words and publishes the job's size
+// to the host. A ticket only ever waits for
+// earlier ones, so whatever number of blocks the device runs at once, nothing deadlocks.
+template <unsigned Bits, bool Lossy>
+__global__ void __launch_bounds__(T, 5) compress_resident(ResidentCompressArgs r) {
+  extern __shared__ uint4 shared_workspace[];
+  // The job's arguments in shared memory: a per-thread copy would live in local memory (a 312-byte
+  // stack frame), whereas encode_chunk reads these as often as the kernel parameter.
+  __shared__ CompressArgs a;
+  __shared__ unsigned long long claimed_job, claimed_chunk;
+  __shared__ unsigned claimed_slot;
+  __shared__ bool job_running;
+  if (blockIdx.x == 0) {
+    if (threadIdx.x < 32) dispatch_jobs(r.ring);
+    return;
+  }
+  fill_compact_selectors();
+  if (threadIdx.x == 0) a = r.array;
+  const unsigned long long chunks = r.array.chunks;
+  for (;;) {
+    if (threadIdx.x == 0) {
+      const unsigned long long ticket = atomicAdd(r.ring.ticket, 1ull);
+      const unsigned long long job = ticket / chunks;
+      claimed_job = job;
+      claimed_chunk = ticket - job * chunks;
+      ResidentJob posted;
+      job_running = wait_for_job(r.ring, job, posted);
+      if (job_running) {
+        const auto slot = unsigned(posted.work_slot);
+        claimed_slot = slot;
+        a.in = posted.in;
+        a.out = posted.out;
+        a.scratch.lookback = r.lookback + std::uint64_t(slot) * chunks;
+        a.scratch.counters = r.counters + slot;
+        a.scratch.size_word = r.size_words + slot;
+      }
+    }
+    if (threadIdx.x < 2) mode_planes[threadIdx.x] = 0;
+    __syncthreads();
+    if (!job_running) return;
+    const unsigned long long c = claimed_chunk;
+    std::uint64_t table_term = 0;
+    const std::uint64_t payload_terms = encode_chunk<Bits, Lossy, true>(
+        a, c, reinterpret_cast<std::uint8_t*>(shared_workspace), &table_term);
+    EncodeCounters& counters = *a.scratch.counters;
+    const bool finisher = c == chunks - 1;
+    if (threadIdx.x == 0) {
+      DeviceWord(counters.payload_terms).fetch_add(payload_terms, cuda::memory_order_relaxed);
+      DeviceWord(counters.table_terms).fetch_add(table_term, cuda::memory_order_relaxed);
+      if (!finisher) {
+        count_done_release(&counters.done);
+      } else {
+        while (DeviceWord(counters.done).load(cuda::memory_order_acquire) != chunks - 1)
+          __nanosleep(64);
+      }
+    }
+    if (finisher) {
+      __syncthreads();
+      if (threadIdx.x == 0) write_header(a);
+      __syncthreads();
+      for (std::uint64_t k = threadIdx.x; k < chunks; k += T)
+        DeviceWord(a.scratch.lookback[k]).store(0, cuda::memory_order_relaxed);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        ResidentResult result{};
+        result.bytes = *a.scratch.size_word;
+        publish_result(r.ring, claimed_job, claimed_slot, result);
+      }
+    }
+    __syncthreads();  // the job's words are rewritten for the next ticket
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -1455,6 +1534,54 @@ void prepare_compress_kernels() {
         throw RuntimeFault(std::string("cudaFuncSetAttribute(compress_stream): ") +
                            cudaGetErrorString(status));
   }
+}
+
+namespace {
+
+using ResidentKernel = void (*)(ResidentCompressArgs);
+ResidentKernel resident_kernel(DType dtype, Codec codec) {
+  if (dtype == DType::UInt16) return compress_resident<16, false>;
+  return codec == Codec::Lossy ? compress_resident<32, true> : compress_resident<32, false>;
+}
+
+void set_shared_memory_limits(const void* kernel, const char* name) {
+  const cudaError_t limit = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSharedWorkspace));
+  const cudaError_t carveout = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributePreferredSharedMemoryCarveout, int(cudaSharedmemCarveoutMaxShared));
+  for (const cudaError_t status : {limit, carveout})
+    if (status != cudaSuccess)
+      throw RuntimeFault(std::string("cudaFuncSetAttribute(") + name +
+                         "): " + cudaGetErrorString(status));
+}
+
+}  // namespace
+
+unsigned resident_compress_grid(DType dtype, Codec codec, std::uint32_t chunk_bytes) {
+  const ResidentKernel kernel = resident_kernel(dtype, codec);
+  set_shared_memory_limits(reinterpret_cast<const void*>(kernel), "compress_resident");
+  const std::uint32_t workspace = encode_layout(dtype, chunk_bytes, codec).bytes;
+  int per_sm = 0, device = 0, sms = 0;
+  cudaError_t status =
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, T, std::size_t(workspace));
+  if (status == cudaSuccess) status = cudaGetDevice(&device);
+  if (status == cudaSuccess)
+    status = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (status != cudaSuccess)
+    throw RuntimeFault(std::string("resident compressor occupancy: ") + cudaGetErrorString(status));
+  if (per_sm < 1)
+    throw RuntimeFault("resident compressor: no block of " + std::to_string(workspace) +
+                       " bytes of shared memory fits on a multiprocessor");
+  return unsigned(per_sm * sms);
+}
+
+void launch_compress_resident(const ResidentCompressArgs& args, unsigned grid, void* stream) {
+  const std::uint32_t workspace =
+      encode_layout(args.array.dtype, args.array.chunk_bytes, args.array.codec).bytes;
+  resident_kernel(
+      args.array.dtype,
+      args.array.codec)<<<grid, T, workspace, static_cast<cudaStream_t>(stream)>>>(args);
+  check_launch("compress_resident");
 }
 
 void launch_compress(const CompressArgs& args, void* stream) {

@@ -34,6 +34,7 @@
 #include "codec/container.hpp"
 #include "core/error.hpp"
 #include "cuda/codec/codec_kernels.cuh"
+#include "cuda/codec/resident_dispatch.cuh"
 #include "cuda/device.hpp"
 
 namespace livedrp::gpu::codec_kernels {
@@ -1320,6 +1321,174 @@ __global__ void __launch_bounds__(T, kDecodeMinBlocks<Kind>) decompress_stream(D
   decompress_body<Kind>(a);
 }
 
+// --- The resident decompressor (resident_decompressor.hpp): no launch per stream ---
+
+// Block 0 dispatches (resident_dispatch.cuh). Every other block claims (job, chunk) tickets in
+// order, r.chunks a job (the most a stream may have), and for its chunk does what one iteration
+// of decompress_body's loop does, after checking the job's header itself (every block of a job
+// reaches the same verdict): a chunk the header does not have, or every chunk of a stream the
+// fields make undecodable, only adds its table entry's checksum term. The block of a job's last
+// ticket waits for the job's other blocks (all hold earlier tickets, so all run), writes the plan
+// (finish), clears the work slot's words and publishes the result. A stream with more chunks than
+// r.chunks, or chunks whose workspace exceeds shared memory, is refused as ResidentGeometry.
+// The lossy kind at 6 blocks an SM spills 144 bytes here (its job bookkeeping costs registers
+// the launched kernel does not have), so it takes 5.
+template <DecodeKind Kind>
+constexpr int kResidentDecodeMinBlocks = Kind == DecodeKind::Float32Lossy ? 5 : 6;
+
+template <DecodeKind Kind>
+__global__ void __launch_bounds__(T, kResidentDecodeMinBlocks<Kind>)
+    decompress_resident(ResidentDecompressArgs r) {
+  static_assert(Kind != DecodeKind::Any, "a resident decoder is for one dtype and codec");
+  extern __shared__ uint4 shared_workspace[];
+  // The job's arguments in shared memory (a per-thread copy would live in local memory).
+  __shared__ DecompressArgs a;
+  __shared__ DecodePlan plan;
+  __shared__ HeaderVerdict verdict;
+  __shared__ unsigned long long claimed_job, claimed_chunk;
+  __shared__ unsigned claimed_slot, error;
+  __shared__ bool job_running;
+  __shared__ alignas(8) std::uint8_t header[kMaxHeaderBytes];
+  __shared__ std::uint64_t bulk_barrier;
+  __shared__ std::uint64_t warp_terms[kDecodeWarps];
+  if (blockIdx.x == 0) {
+    if (threadIdx.x < 32) dispatch_jobs(r.ring);
+    return;
+  }
+  fill_expand_selectors();  // ordered before use by the loop's barriers
+  if (threadIdx.x == 0) {
+    bulk_barrier_init(&bulk_barrier);
+    a = r.array;
+  }
+  BulkCopy bulk{&bulk_barrier, 0u};
+  std::uint8_t* const work = reinterpret_cast<std::uint8_t*>(shared_workspace);
+  const unsigned long long tickets = r.chunks;
+  for (;;) {
+    if (threadIdx.x == 0) {
+      const unsigned long long ticket = atomicAdd(r.ring.ticket, 1ull);
+      const unsigned long long job = ticket / tickets;
+      claimed_job = job;
+      claimed_chunk = ticket - job * tickets;
+      ResidentJob posted;
+      job_running = wait_for_job(r.ring, job, posted);
+      if (job_running) {
+        const auto slot = unsigned(posted.work_slot);
+        claimed_slot = slot;
+        a.in = posted.in;
+        a.size = posted.in_bytes;
+        a.out = posted.out;
+        a.capacity = posted.out_capacity;
+        a.output_aligned16 = reinterpret_cast<std::uintptr_t>(posted.out) % 16 == 0;
+        a.plan = r.plans + slot;
+        a.scratch.lookback = r.lookback + std::uint64_t(slot) * tickets;
+        a.scratch.decode_counters = r.counters + slot;
+      }
+      error = unsigned(ChunkError::None);
+    }
+    __syncthreads();
+    if (!job_running) return;
+    for (std::uint32_t i = threadIdx.x; i < kMaxHeaderBytes && i < a.size; i += T)
+      header[i] = a.in[i];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      plan = DecodePlan{};
+      unsigned ndim = 0;
+      verdict.header = check_header(header, a.size, plan, ndim);
+      verdict.ndim = ndim;
+      verdict.fields = verdict.header == DecodeStatus::Ok
+                           ? check_fields<Kind>(a, header, plan, ndim)
+                           : verdict.header;
+      plan.payload_at = payload_offset(ndim, plan.chunks);
+    }
+    __syncthreads();
+    const unsigned long long c = claimed_chunk;
+    const bool table_readable = verdict.header == DecodeStatus::Ok;
+    // The geometry this kernel decodes: no more chunks than tickets, each in shared memory.
+    const bool geometry_fits =
+        !table_readable ||
+        (plan.chunks <= tickets &&
+         (verdict.fields != DecodeStatus::Ok ||
+          decode_layout(kind_dtype(Kind), plan.chunk_bytes, kind_codec(Kind)).bytes <=
+              decode_shared_bytes(Kind)));
+    const bool decodable = verdict.fields == DecodeStatus::Ok && geometry_fits;
+    DecodeCounters& k = *a.scratch.decode_counters;
+    std::uint64_t table_terms = 0, payload_terms = 0;
+    if (table_readable && geometry_fits && c < plan.chunks) {  // the same in every thread
+      const TableReader table{a.in + header_bytes(verdict.ndim),
+                              reinterpret_cast<std::uintptr_t>(a.in) % 4 == 0};
+      const std::uint32_t entry = table.entry(c);
+      if (threadIdx.x == 0)
+        table_terms = checksum_word_term(entry, header_bytes(verdict.ndim) / 4 + c);
+      if (decodable) {
+        const std::uint64_t offset = find_offset(table, a.scratch.lookback, c);
+        const std::uint64_t units = padded_size(entry_size(entry)) / 4;
+        if (threadIdx.x == 0)
+          DeviceWord(a.scratch.lookback[c])
+              .store(kInclusive | (offset + units), cuda::memory_order_relaxed);
+        if (!entry_valid<Kind>(plan, entry, c)) {
+          if (threadIdx.x == 0) DeviceWord(k.bad_entry).store(1, cuda::memory_order_relaxed);
+        } else if (4 * (offset + units) <= a.size - plan.payload_at) {
+          // Past the buffer's end the final size check reports it; nothing is read there.
+          payload_terms = decode_one<Kind>(a, plan, c, entry, offset, work, bulk, &error);
+          __syncthreads();
+          if (threadIdx.x == 0 && error != unsigned(ChunkError::None))
+            DeviceWord(k.failure).fetch_max(~((static_cast<unsigned long long>(c) << 8) | error),
+                                            cuda::memory_order_relaxed);
+        }
+      }
+    }
+    payload_terms = warp_sum64(payload_terms);
+    if (threadIdx.x % 32 == 0) warp_terms[threadIdx.x / 32] = payload_terms;
+    __syncthreads();
+    const bool finisher = c == tickets - 1;
+    if (threadIdx.x == 0) {
+      for (unsigned w = 1; w < kDecodeWarps; ++w) payload_terms += warp_terms[w];
+      DeviceWord(k.payload_terms).fetch_add(payload_terms, cuda::memory_order_relaxed);
+      DeviceWord(k.table_terms).fetch_add(table_terms, cuda::memory_order_relaxed);
+      if (!finisher) {
+        count_done_release(&k.done);
+      } else {
+        while (DeviceWord(k.done).load(cuda::memory_order_acquire) != tickets - 1) __nanosleep(64);
+      }
+    }
+    if (finisher) {
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        if (geometry_fits) {
+          finish(a, plan, verdict);
+        } else {
+          DecodePlan out = plan;
+          out.first_failure = kNoFailure;
+          out.status = std::uint32_t(DecodeStatus::ResidentGeometry);
+          *a.plan = out;
+        }
+      }
+      __syncthreads();
+      for (std::uint64_t j = threadIdx.x; j < tickets; j += T)
+        DeviceWord(a.scratch.lookback[j]).store(0, cuda::memory_order_relaxed);
+      if (threadIdx.x == 0) {
+        DeviceWord(k.done).store(0, cuda::memory_order_relaxed);
+        DeviceWord(k.payload_terms).store(0, cuda::memory_order_relaxed);
+        DeviceWord(k.table_terms).store(0, cuda::memory_order_relaxed);
+        DeviceWord(k.bad_entry).store(0, cuda::memory_order_relaxed);
+        DeviceWord(k.failure).store(0, cuda::memory_order_relaxed);
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        const DecodePlan& done = *a.plan;
+        ResidentResult result{};
+        result.status = done.status;
+        result.bytes = done.status == std::uint32_t(DecodeStatus::Ok) ? done.raw_bytes : 0;
+        result.first_failure = done.first_failure;
+        result.dtype = done.dtype;
+        result.codec = done.codec;
+        publish_result(r.ring, claimed_job, claimed_slot, result);
+      }
+    }
+    __syncthreads();  // the job's shared words are rewritten for the next ticket
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -1360,6 +1529,46 @@ unsigned decompress_grid(DecodeKind kind) {
     throw RuntimeFault(std::string("cudaOccupancyMaxActiveBlocksPerMultiprocessor: ") +
                        cudaGetErrorString(status));
   return unsigned(std::max(1, per_sm) * std::max(1, device_properties().multiprocessors));
+}
+
+namespace {
+
+using ResidentDecoder = void (*)(ResidentDecompressArgs);
+ResidentDecoder resident_decoder(DecodeKind kind) {
+  switch (kind) {
+    case DecodeKind::UInt16Lossless:
+      return decompress_resident<DecodeKind::UInt16Lossless>;
+    case DecodeKind::Float32Lossless:
+      return decompress_resident<DecodeKind::Float32Lossless>;
+    case DecodeKind::Float32Lossy:
+      return decompress_resident<DecodeKind::Float32Lossy>;
+    case DecodeKind::Any:
+      break;
+  }
+  throw InputError("resident decompressor: it decodes one dtype and codec, not any");
+}
+
+}  // namespace
+
+unsigned resident_decompress_grid(DecodeKind kind) {
+  const ResidentDecoder kernel = resident_decoder(kind);
+  cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                            int(cudaSharedmemCarveoutMaxShared));
+  int per_sm = 0;
+  if (status == cudaSuccess)
+    status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, T,
+                                                           decode_shared_bytes(kind));
+  if (status != cudaSuccess)
+    throw RuntimeFault(std::string("resident decompressor occupancy: ") +
+                       cudaGetErrorString(status));
+  return unsigned(std::max(0, per_sm) * std::max(1, device_properties().multiprocessors));
+}
+
+void launch_decompress_resident(const ResidentDecompressArgs& args, DecodeKind kind, unsigned grid,
+                                void* stream) {
+  resident_decoder(kind)<<<grid, T, decode_shared_bytes(kind), static_cast<cudaStream_t>(stream)>>>(
+      args);
+  check_launch("decompress_resident");
 }
 
 void launch_decompress(const DecompressArgs& args, DecodeKind kind, unsigned grid, void* stream) {

@@ -157,15 +157,6 @@ std::uint64_t DeviceCodec::compressed_size(const Stream& stream) {
 
 namespace {
 
-DecodeKind decode_kind(codec::DType dtype, codec::Codec codec) {
-  if (dtype == codec::DType::UInt16 && codec == codec::Codec::Lossless)
-    return DecodeKind::UInt16Lossless;
-  if (dtype == codec::DType::Float32)
-    return codec == codec::Codec::Lossy ? DecodeKind::Float32Lossy : DecodeKind::Float32Lossless;
-  throw InputError("GPU codec: no decoder for " + std::string(codec::to_string(dtype)) +
-                   " under the " + codec::to_string(codec) + " codec");
-}
-
 std::string kind_name(DecodeKind kind) {
   if (kind == DecodeKind::Any) return "any";
   return std::string(codec::to_string(kind_dtype(kind))) + ", " +
@@ -260,11 +251,40 @@ const char* describe(DecodeStatus status) {
       return "a chunk cannot be decoded";
     case DecodeStatus::KindNotAsked:
       return "the header's dtype and codec are not the ones the decode was asked for";
+    case DecodeStatus::ResidentGeometry:
+      return "more chunks, or larger ones, than the resident decoder was set up for";
   }
   return "unknown error";
 }
 
 }  // namespace
+
+namespace codec_kernels {
+
+DecodeKind decode_kind(codec::DType dtype, codec::Codec codec) {
+  if (dtype == codec::DType::UInt16 && codec == codec::Codec::Lossless)
+    return DecodeKind::UInt16Lossless;
+  if (dtype == codec::DType::Float32)
+    return codec == codec::Codec::Lossy ? DecodeKind::Float32Lossy : DecodeKind::Float32Lossless;
+  throw InputError("GPU codec: no decoder for " + std::string(codec::to_string(dtype)) +
+                   " under the " + codec::to_string(codec) + " codec");
+}
+
+std::string decode_failure(DecodeStatus status, unsigned long long first_failure,
+                           std::uint32_t header_dtype, std::uint32_t header_codec,
+                           DecodeKind asked) {
+  std::string what = std::string("compressed stream: ") + describe(status);
+  if (status == DecodeStatus::ChunkDamaged)
+    what += " (chunk " + std::to_string(first_failure >> 8) + ": " +
+            codec::describe(codec::ChunkError(first_failure & 0xFF)) + ")";
+  if (status == DecodeStatus::KindNotAsked)
+    what += " (the header says " + std::string(codec::to_string(codec::DType(header_dtype))) +
+            ", " + codec::to_string(codec::Codec(header_codec)) + "; asked for " +
+            kind_name(asked) + ")";
+  return what;
+}
+
+}  // namespace codec_kernels
 
 std::uint64_t DeviceCodec::finish_decompress(const Stream& stream) {
   copy_async(buffers_->host_plan.get(), buffers_->plan.get(), sizeof(DecodePlan), stream,
@@ -273,15 +293,8 @@ std::uint64_t DeviceCodec::finish_decompress(const Stream& stream) {
   const auto& plan = *buffers_->host_plan.as<DecodePlan>();
   const auto status = DecodeStatus(plan.status);
   if (status == DecodeStatus::Ok) return plan.raw_bytes;
-  std::string what = std::string("compressed stream: ") + describe(status);
-  if (status == DecodeStatus::ChunkDamaged)
-    what += " (chunk " + std::to_string(plan.first_failure >> 8) + ": " +
-            codec::describe(codec::ChunkError(plan.first_failure & 0xFF)) + ")";
-  if (status == DecodeStatus::KindNotAsked)
-    what += " (the header says " + std::string(codec::to_string(codec::DType(plan.dtype))) + ", " +
-            codec::to_string(codec::Codec(plan.codec)) + "; asked for " +
-            kind_name(buffers_->asked) + ")";
-  throw InputError(what);
+  throw InputError(
+      decode_failure(status, plan.first_failure, plan.dtype, plan.codec, buffers_->asked));
 }
 
 }  // namespace livedrp::gpu

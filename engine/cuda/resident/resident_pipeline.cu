@@ -287,34 +287,6 @@ Kernels kernels_for(RawEncoding encoding, bool common_mode, bool checksum) {
   }
 }
 
-// Pinned host memory mapped into the device's address space (cudaHostAllocMapped), zeroed.
-class MappedHostBuffer {
- public:
-  MappedHostBuffer() = default;
-  explicit MappedHostBuffer(std::size_t bytes) {
-    check(cudaHostAlloc(&host_, bytes, cudaHostAllocMapped | cudaHostAllocPortable),
-          "cudaHostAlloc(mapped)");
-    std::memset(host_, 0, bytes);
-    check(cudaHostGetDevicePointer(&device_, host_, 0), "cudaHostGetDevicePointer");
-  }
-  ~MappedHostBuffer() {
-    if (host_) cudaFreeHost(host_);
-  }
-  MappedHostBuffer(const MappedHostBuffer&) = delete;
-  MappedHostBuffer& operator=(const MappedHostBuffer&) = delete;
-  MappedHostBuffer& operator=(MappedHostBuffer&& other) noexcept {
-    std::swap(host_, other.host_);
-    std::swap(device_, other.device_);
-    return *this;
-  }
-  void* host() const { return host_; }
-  void* device() const { return device_; }
-
- private:
-  void* host_ = nullptr;
-  void* device_ = nullptr;
-};
-
 std::size_t round_up(std::size_t value, std::size_t to) {
   return (value + to - 1) / to * to;
 }
