@@ -19,21 +19,94 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Spins, yielding now and then: a result is usually microseconds away, and a sleeping thread
-// would add the scheduler's wake-up to every job. `failed` (which throws on a kernel failure) runs
-// every 1024 rounds, as does the deadline check.
+// Spins (with the CPU's pause hint), yielding now and then: a result is usually microseconds
+// away, and a sleeping thread would add the scheduler's wake-up to every job. The deadline is read
+// every 256 rounds; `failed` (which throws on a kernel failure) runs about once a millisecond: it
+// asks the CUDA driver, whose lock every host thread shares, and asked on every few rounds it made
+// 16 waiting threads slower than one.
 template <class Done, class Failed>
 bool poll_until(Done done, Failed failed, double timeout_s) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-  for (unsigned round = 0;; ++round) {
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration<double>(timeout_s);
+  auto next_check = start + std::chrono::milliseconds(1);
+  for (unsigned round = 1;; ++round) {
     if (done()) return true;
-    if (round % 1024 == 1023) {
-      failed();
-      if (Clock::now() > deadline) return false;
-      std::this_thread::yield();
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (round % 256 == 0) {
+      const auto now = Clock::now();
+      if (now >= next_check) {
+        failed();
+        next_check = now + std::chrono::milliseconds(1);
+        std::this_thread::yield();
+      }
+      if (now > deadline) return done();
     }
   }
 }
+
+// The free work slots: a bounded lock-free queue for many producers and consumers (D. Vyukov's
+// design: each cell's sequence number says whether it is ready to be written or read on the
+// current lap), so that threads taking and returning slots never sleep on a lock.
+class FreeSlots {
+ public:
+  explicit FreeSlots(int slots) {
+    std::size_t capacity = 1;
+    while (capacity < std::size_t(slots)) capacity *= 2;
+    cells_ = std::vector<Cell>(capacity);
+    mask_ = capacity - 1;
+    for (std::size_t i = 0; i < capacity; ++i) cells_[i].sequence.store(i);
+    for (int k = 0; k < slots; ++k) push(k);
+  }
+  void push(int slot) {
+    std::size_t at = tail_.load(std::memory_order_relaxed);
+    for (;;) {
+      Cell& cell = cells_[at & mask_];
+      const std::size_t sequence = cell.sequence.load(std::memory_order_acquire);
+      if (sequence == at) {
+        if (tail_.compare_exchange_weak(at, at + 1, std::memory_order_relaxed)) {
+          cell.slot = slot;
+          cell.sequence.store(at + 1, std::memory_order_release);
+          return;
+        }
+      } else {
+        // Another thread took this cell (never full: each slot is pushed once per pop, and the
+        // cells are at least as many as the slots).
+        at = tail_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+  // A free slot, or -1 when none is.
+  int pop() {
+    std::size_t at = head_.load(std::memory_order_relaxed);
+    for (;;) {
+      Cell& cell = cells_[at & mask_];
+      const std::size_t sequence = cell.sequence.load(std::memory_order_acquire);
+      if (sequence == at + 1) {
+        if (head_.compare_exchange_weak(at, at + 1, std::memory_order_relaxed)) {
+          const int slot = cell.slot;
+          cell.sequence.store(at + mask_ + 1, std::memory_order_release);
+          return slot;
+        }
+      } else if (sequence < at + 1) {
+        return -1;  // empty
+      } else {
+        at = head_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+ private:
+  struct alignas(64) Cell {
+    std::atomic<std::size_t> sequence{0};
+    int slot = -1;
+  };
+  std::vector<Cell> cells_;
+  std::size_t mask_ = 0;
+  alignas(64) std::atomic<std::size_t> head_{0};
+  alignas(64) std::atomic<std::size_t> tail_{0};
+};
 
 template <class T>
 std::atomic_ref<T> shared_word(T& word) {
@@ -47,11 +120,15 @@ struct ResidentQueue::State {
   MappedHostBuffer jobs, results, control;
   DeviceBuffer device_jobs, device_done, words;  // words: ticket, limit
   std::vector<DeviceBuffer> owned;
-  std::vector<std::atomic<std::uint64_t>> held_by;  // per work slot: sequence + 1, 0 when free
-  std::mutex free_mutex;
-  std::condition_variable slot_freed;
-  std::vector<int> free_slots;
-  std::atomic<std::uint64_t> next_sequence{0};
+  // Per work slot (a cache line each: neighbouring slots belong to different threads): the
+  // sequence + 1 of the job holding it, 0 when free.
+  struct alignas(64) Holder {
+    std::atomic<std::uint64_t> sequence_plus_one{0};
+  };
+  std::vector<Holder> held_by;
+  std::unique_ptr<FreeSlots> free_slots;
+  alignas(64) std::atomic<std::uint64_t> next_sequence{0};
+  alignas(64) std::atomic<std::uint64_t> dispatched_seen{0};  // a past value of `dispatched`
   std::atomic<bool> stopped{false};
   bool launched = false, kernel_done = false, abandoned = false;
 
@@ -82,8 +159,8 @@ ResidentQueue::ResidentQueue(std::string name, int work_slots)
   fill_async(s.device_done.get(), 0, s.device_done.bytes(), s.stream);
   fill_async(s.words.get(), 0, 8, s.stream);                      // ticket
   fill_async(s.words.as<std::uint8_t>() + 8, 0xFF, 8, s.stream);  // limit: ~0
-  s.held_by = std::vector<std::atomic<std::uint64_t>>(slots);
-  for (int k = work_slots - 1; k >= 0; --k) s.free_slots.push_back(k);
+  s.held_by = std::vector<State::Holder>(slots);
+  s.free_slots = std::make_unique<FreeSlots>(work_slots);
 }
 
 ResidentQueue::~ResidentQueue() {
@@ -134,28 +211,32 @@ ResidentTicket ResidentQueue::submit(const void* in, void* out, std::uint64_t in
                                      std::uint64_t out_capacity, double timeout_s) {
   State& s = *state_;
   if (s.stopped.load(std::memory_order_acquire)) throw RuntimeFault(name_ + ": submit after stop");
-  int slot = -1;
-  {
-    std::unique_lock lock(s.free_mutex);
-    if (!s.slot_freed.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                               [&] { return !s.free_slots.empty(); }))
-      throw RuntimeFault(name_ + ": no work slot came free within " + std::to_string(timeout_s) +
-                         " s: all " + std::to_string(slots_) +
-                         " are held by jobs not yet collected with wait()");
-    slot = s.free_slots.back();
-    s.free_slots.pop_back();
-  }
+  int slot = s.free_slots->pop();
+  if (slot < 0 && !poll_until([&] { return (slot = s.free_slots->pop()) >= 0; },
+                              [&] { check_kernel(); }, timeout_s))
+    throw RuntimeFault(name_ + ": no work slot came free within " + std::to_string(timeout_s) +
+                       " s: all " + std::to_string(slots_) +
+                       " are held by jobs not yet collected with wait()");
   const std::uint64_t sequence = s.next_sequence.fetch_add(1, std::memory_order_relaxed);
-  s.held_by[std::size_t(slot)].store(sequence + 1, std::memory_order_relaxed);
+  s.held_by[std::size_t(slot)].sequence_plus_one.store(sequence + 1, std::memory_order_relaxed);
   // The post entry is free once the job a ring turn earlier has been dispatched, which needs
   // nothing from the host but the jobs before it, all posted or about to be.
   const std::uint64_t entry = sequence % std::uint64_t(slots_);
   const std::uint64_t needed = sequence < std::uint64_t(slots_) ? 0 : sequence - slots_ + 1;
-  const bool free = poll_until(
-      [&] {
-        return shared_word(s.host_control()->dispatched).load(std::memory_order_acquire) >= needed;
-      },
-      [&] { check_kernel(); }, timeout_s);
+  // The device rewrites `dispatched` after every batch, so reading it costs a cache miss: a
+  // count seen before that is already high enough saves it.
+  const auto dispatched_enough = [&] {
+    std::uint64_t seen = s.dispatched_seen.load(std::memory_order_acquire);
+    if (seen >= needed) return true;
+    const std::uint64_t now =
+        shared_word(s.host_control()->dispatched).load(std::memory_order_acquire);
+    while (seen < now && !s.dispatched_seen.compare_exchange_weak(seen, now)) {
+    }
+    return now >= needed;
+  };
+  const bool free =
+      dispatched_enough() || poll_until(
+                                 dispatched_enough, [&] { check_kernel(); }, timeout_s);
   if (!free) {
     // The sequence number is claimed but will never be posted: nothing after it can run.
     s.host_control()->abort = 1;
@@ -176,7 +257,7 @@ ResidentTicket ResidentQueue::submit(const void* in, void* out, std::uint64_t in
 ResidentResult ResidentQueue::wait(const ResidentTicket& ticket, double timeout_s) {
   State& s = *state_;
   if (ticket.work_slot < 0 || ticket.work_slot >= slots_ ||
-      s.held_by[std::size_t(ticket.work_slot)].load(std::memory_order_relaxed) !=
+      s.held_by[std::size_t(ticket.work_slot)].sequence_plus_one.load(std::memory_order_relaxed) !=
           ticket.sequence + 1)
     throw InputError(name_ + ": job " + std::to_string(ticket.sequence) +
                      " was not submitted here, or was already collected");
@@ -196,12 +277,12 @@ ResidentResult ResidentQueue::wait(const ResidentTicket& ticket, double timeout_
   result.dtype = record.dtype;
   result.codec = record.codec;
   result.ready = ticket.sequence + 1;
-  s.held_by[std::size_t(ticket.work_slot)].store(0, std::memory_order_relaxed);
-  {
-    const std::lock_guard lock(s.free_mutex);
-    s.free_slots.push_back(ticket.work_slot);
-  }
-  s.slot_freed.notify_one();
+  // One collection per ticket, even when two threads wait for it at once.
+  std::uint64_t holder = ticket.sequence + 1;
+  if (!s.held_by[std::size_t(ticket.work_slot)].sequence_plus_one.compare_exchange_strong(
+          holder, 0, std::memory_order_relaxed))
+    throw InputError(name_ + ": job " + std::to_string(ticket.sequence) + " was already collected");
+  s.free_slots->push(ticket.work_slot);
   return result;
 }
 

@@ -7,11 +7,9 @@
 // The queue owns every device buffer the kernel uses (device_buffer()), so that a kernel that does
 // not stop can be abandoned with its memory: freeing memory a running kernel uses would wait for
 // it forever.
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
