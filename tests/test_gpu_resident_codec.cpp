@@ -2,11 +2,11 @@
 // against the CPU codec, the reference: every compression job's stream is compress_cpu's bytes for
 // its array and every decoding job's output is decompress_cpu's, through many turns of a small
 // ring, from one and from several host threads, for simulated ePix10ka2M segments (raw uint16,
-// calibrated float32 lossless and lossy) and arrays that end inside a chunk. Jobs collected out of
-// order keep their work slots. stop() finishes every job submitted; damaged streams are rejected
-// with DeviceCodec's words while the jobs around them still decode; bad parameters and buffers are
-// refused with an error naming them; a ring nobody collects fails after the timeout instead of
-// hanging.
+// calibrated float32 lossless and lossy), whole raw events and arrays that end inside a chunk. Jobs
+// collected out of order keep their work slots. stop() finishes every job submitted; damaged
+// streams are rejected with DeviceCodec's words while the jobs around them still decode; bad
+// parameters and buffers are refused with an error naming them; a ring nobody collects fails after
+// the timeout instead of hanging.
 //
 // Without a usable CUDA device the suite skips, unless LIVEDRP_REQUIRE_GPU=1, where it fails.
 #include <QtTest>
@@ -52,8 +52,10 @@ struct Workload {
   std::vector<Bytes> arrays, expected;
 };
 
-// Four distinct segments of simulated ePix10ka2M events (segment k of event k), raw and calibrated.
-void simulated_segments(std::vector<Bytes>& raw, std::vector<Bytes>& calibrated) {
+// Four distinct segments of simulated ePix10ka2M events (segment k of event k), raw and
+// calibrated, and the first two whole raw events.
+void simulated_segments(std::vector<Bytes>& raw, std::vector<Bytes>& calibrated,
+                        std::vector<Bytes>& raw_events) {
   const DetectorDescription detector = find_detector("epix10ka2m");
   ThreadPool pool;
   SimulatorConfig config;
@@ -72,6 +74,10 @@ void simulated_segments(std::vector<Bytes>& raw, std::vector<Bytes>& calibrated)
     std::memcpy(raw.back().data(), event.data() + first, segment * 2);
     calibrated.emplace_back(segment * 4);
     std::memcpy(calibrated.back().data(), image.data() + first, segment * 4);
+    if (e < 2) {
+      raw_events.emplace_back(event.size() * 2);
+      std::memcpy(raw_events.back().data(), event.data(), event.size() * 2);
+    }
   }
 }
 
@@ -134,8 +140,8 @@ class TestGpuResidentCodec : public QObject {
   void initTestCase() {
     LIVEDRP_SKIP_WITHOUT_GPU();
 #ifdef LIVEDRP_HAVE_CUDA
-    std::vector<Bytes> raw, calibrated;
-    simulated_segments(raw, calibrated);
+    std::vector<Bytes> raw, calibrated, raw_events;
+    simulated_segments(raw, calibrated, raw_events);
     const std::vector<std::uint64_t> segment = {kRows, kColumns};
     workloads_.push_back(workload("raw uint16 segment, lossless", DType::UInt16, segment,
                                   {Codec::Lossless, 0, kDefaultChunkBytes}, raw));
@@ -166,6 +172,10 @@ class TestGpuResidentCodec : public QObject {
                                   {Codec::Lossless, 0, 1024}, odd_u16));
     workloads_.push_back(workload("3001 float32, lossy 0.5, 4 KiB chunks", DType::Float32, {3001},
                                   {Codec::Lossy, 0.5, 4096}, odd_f32));
+    // Whole events: 264 chunks a job.
+    workloads_.push_back(workload("raw uint16 event, lossless", DType::UInt16,
+                                  {16, kRows, kColumns}, {Codec::Lossless, 0, kDefaultChunkBytes},
+                                  raw_events));
 #endif
   }
 

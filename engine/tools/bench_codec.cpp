@@ -14,11 +14,12 @@
 // event (16 x 352 x 384), and one 352x384 segment. GPU rows: one array per launch, launches
 // round-robin over 1 and 4 streams (segments also 16, and 4 and 16 with a host thread per stream;
 // one DeviceCodec per stream), rotating over M distinct events so that the L2 cache holds none of
-// them; N timed launches between CUDA events after a warm-up (16 N for segments). Segments also
+// them; N timed launches between CUDA events after a warm-up (16 N for segments). Both scopes also
 // go through the resident kernels (cuda/codec/resident_compressor.hpp and
-// resident_decompressor.hpp: one persistent kernel each, no launch per segment) fed by 1, 4 and 16
-// host threads, 64 N segments each way timed on the host clock (every job's size checked; each
-// distinct segment's stream against DeviceCodec's, its decoding against the CPU's). GB/s = input
+// resident_decompressor.hpp: one persistent kernel each, no launch per array): segments fed by 1,
+// 4 and 16 host threads (64 N each way), whole events by one (16 N), timed on the host clock
+// (every job's size checked; each distinct array's stream against DeviceCodec's, its decoding
+// against the CPU's). GB/s = input
 // (raw) bytes / time, for compression and decompression alike. Decoding is timed with the decoder
 // for the row's dtype and codec (the caller knows them); after the timing, event 0's stream must
 // decode on the GPU to the CPU decoder's bytes (and, lossless, to the input), or the bench fails.
@@ -480,14 +481,16 @@ int resident_jobs(int threads, int jobs, int in_flight, std::uint8_t* outputs, s
   return wrong.load();
 }
 
-// Segments through the resident codec kernels (no launch per segment): `threads` host threads
+// Arrays (segments or whole events) through the resident codec kernels (no launch per array):
+// `threads` host threads
 // share `jobs` compressions (resident_jobs), then as many decompressions of the streams
 // DeviceCodec made of the distinct segments (whose decoding gpu_row checks), each timed on the
 // host clock from the threads' start to the last result collected, after a warm-up of twice the
 // ring. Every job must give DeviceCodec's size (compression) or the raw size (decompression);
 // afterwards one job per distinct segment must give DeviceCodec's stream byte for byte, and the
 // decoding of its stream the CPU decoder's bytes, or the bench fails.
-GpuRow resident_row(const Case& c, const Arrays& a, int threads, int jobs, double copy_rw_gbps) {
+GpuRow resident_row(const Case& c, const Arrays& a, bool segment, int threads, int jobs,
+                    double copy_rw_gbps) {
   const std::uint64_t count = a.bytes / codec::element_bytes(c.dtype);
   const int distinct = int(a.items.size());
   constexpr int kRingSlots = 256;
@@ -525,7 +528,8 @@ GpuRow resident_row(const Case& c, const Arrays& a, int threads, int jobs, doubl
     return host;
   };
   const auto fail = [&](const std::string& what) {
-    throw RuntimeFault("codec bench: " + c.name + " (segment, resident): " + what);
+    throw RuntimeFault("codec bench: " + c.name + " (" + (segment ? "segment" : "event") +
+                       ", resident): " + what);
   };
   const auto timed = [&](auto submit, auto wait) {
     if (resident_jobs(threads, 2 * kRingSlots, in_flight, outputs.as<std::uint8_t>(), stride,
@@ -572,7 +576,7 @@ GpuRow resident_row(const Case& c, const Arrays& a, int threads, int jobs, doubl
         fail("a stream decodes to other bytes than on the CPU");
     }
   }
-  GpuRow row{c.name, "segment", 0, false, threads, a.bytes};
+  GpuRow row{c.name, segment ? "segment" : "event", 0, false, threads, a.bytes};
   row.ratio = double(distinct) * double(a.bytes) / double(compressed);
   row.compress_gbps = double(jobs) * double(a.bytes) / compress_s * 1e-9;
   row.decompress_gbps = double(jobs) * double(a.bytes) / decompress_s * 1e-9;
@@ -734,11 +738,13 @@ int run_codec(const CodecBenchOptions& o) {
                     << " | " << fixed(r.compress_gbps, 1) << " / " << fixed(r.decompress_gbps, 1)
                     << " GB/s\n";
         }
-        // Segments without a launch each: the resident kernels, fed by 1, 4 and 16 threads.
-        for (const int threads : segment ? std::vector<int>{1, 4, 16} : std::vector<int>{}) {
-          gpu_rows.push_back(resident_row(c, a, threads, 64 * o.events, copy_rw));
+        // Without a launch each: the resident kernels, segments fed by 1, 4 and 16 host threads
+        // (64 N of them), whole events by one (16 N).
+        for (const int threads : segment ? std::vector<int>{1, 4, 16} : std::vector<int>{1}) {
+          gpu_rows.push_back(
+              resident_row(c, a, segment, threads, (segment ? 64 : 16) * o.events, copy_rw));
           const GpuRow& r = gpu_rows.back();
-          std::cerr << r.data << " | segment resident, " << threads << " threads | ratio "
+          std::cerr << r.data << " | " << r.scope << " resident, " << threads << " threads | ratio "
                     << fixed(r.ratio, 2) << " | " << fixed(r.compress_gbps, 1) << " / "
                     << fixed(r.decompress_gbps, 1) << " GB/s\n";
         }
