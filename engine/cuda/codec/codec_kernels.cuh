@@ -3,8 +3,11 @@
 // ranges longer than the block, and the launch functions device_codec.cu calls.
 #include <cstdint>
 #include <cub/block/block_scan.cuh>
+#include <cuda/atomic>
 #include <string>
+#include <vector>
 
+#include "codec/codec.hpp"
 #include "codec/codec_format.hpp"
 #include "codec/codec_math.hpp"
 #include "cuda/codec/resident_ring.hpp"
@@ -229,6 +232,12 @@ std::string decode_failure(DecodeStatus status, unsigned long long first_failure
                            std::uint32_t header_dtype, std::uint32_t header_codec,
                            DecodeKind asked);
 
+// The arguments of compressing `count` elements of `dtype` (C order `shape`, or flat when it is
+// empty) with `params` (already checked): everything but the buffers (in, out, input_aligned16,
+// scratch), which the caller sets.
+CompressArgs compress_args(DType dtype, std::uint64_t count,
+                           const std::vector<std::uint64_t>& shape, const CodecParams& params);
+
 void launch_compress(const CompressArgs& args, void* stream);
 // A resident compressor (resident_compressor.hpp): the queue's ring and, per work slot, the
 // look-back words, counters and size word of one compression.
@@ -306,6 +315,24 @@ __device__ inline std::uint32_t warp_inclusive_sum(std::uint32_t x) {
 // which does not wait for the old value to come back.
 __device__ inline void count_done_release(unsigned long long* counter) {
   asm volatile("red.release.gpu.add.u64 [%0], 1;" ::"l"(counter) : "memory");
+}
+
+// Thread 0 of a block at its end: adds the block's checksum terms to the launch's (or job's)
+// sums, then either counts the block done (release: its sums, look-back reads and writes before
+// the count; no wait for the count's round trip) or, in the finishing block, waits until `others`
+// blocks have (acquire: their sums and look-back words are seen).
+__device__ inline void add_terms_and_count(unsigned long long& payload_sum,
+                                           unsigned long long& table_sum, unsigned long long& done,
+                                           std::uint64_t payload_terms, std::uint64_t table_terms,
+                                           bool finisher, unsigned long long others) {
+  using Word = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
+  Word(payload_sum).fetch_add(payload_terms, cuda::memory_order_relaxed);
+  Word(table_sum).fetch_add(table_terms, cuda::memory_order_relaxed);
+  if (!finisher) {
+    count_done_release(&done);
+  } else {
+    while (Word(done).load(cuda::memory_order_acquire) != others) __nanosleep(64);
+  }
 }
 
 // Sum over the warp of a 64-bit value, modulo 2^64, from four warp reductions (REDUX) of its

@@ -1402,18 +1402,9 @@ __global__ void __launch_bounds__(T, 5) compress_stream(CompressArgs a) {
   // Nothing waits for the finishing block, and every block it waits for holds an earlier ticket,
   // so is running.
   const bool finisher = c == gridDim.x - 1;
-  if (threadIdx.x == 0) {
-    DeviceWord(counters.payload_terms).fetch_add(payload_terms, cuda::memory_order_relaxed);
-    DeviceWord(counters.table_terms).fetch_add(table_term, cuda::memory_order_relaxed);
-    if (!finisher) {
-      // Release: this block's sums and look-back reads and writes before its count.
-      count_done_release(&counters.done);
-    } else {
-      // Acquire: every other block's sums and look-back words are seen.
-      while (DeviceWord(counters.done).load(cuda::memory_order_acquire) != gridDim.x - 1)
-        __nanosleep(64);
-    }
-  }
+  if (threadIdx.x == 0)
+    add_terms_and_count(counters.payload_terms, counters.table_terms, counters.done, payload_terms,
+                        table_term, finisher, gridDim.x - 1);
   if (!finisher) return;
   __syncthreads();
   if (threadIdx.x == 0) write_header(a);
@@ -1437,8 +1428,7 @@ __global__ void __launch_bounds__(T, 5) compress_resident(ResidentCompressArgs r
   // The job's arguments in shared memory: a per-thread copy would live in local memory (a 312-byte
   // stack frame), whereas encode_chunk reads these as often as the kernel parameter.
   __shared__ CompressArgs a;
-  __shared__ unsigned long long claimed_job, claimed_chunk;
-  __shared__ unsigned claimed_slot;
+  __shared__ ClaimedTicket claimed;
   __shared__ bool job_running;
   if (blockIdx.x == 0) {
     if (threadIdx.x < 32) dispatch_jobs(r.ring);
@@ -1449,18 +1439,12 @@ __global__ void __launch_bounds__(T, 5) compress_resident(ResidentCompressArgs r
   const unsigned long long chunks = r.array.chunks;
   for (;;) {
     if (threadIdx.x == 0) {
-      const unsigned long long ticket = atomicAdd(r.ring.ticket, 1ull);
-      const unsigned long long job = ticket / chunks;
-      claimed_job = job;
-      claimed_chunk = ticket - job * chunks;
-      ResidentJob posted;
-      job_running = wait_for_job(r.ring, job, posted);
+      job_running = claim_ticket(r.ring, chunks, claimed);
       if (job_running) {
-        const auto slot = unsigned(posted.work_slot);
-        claimed_slot = slot;
-        a.in = posted.in;
-        a.out = posted.out;
-        a.scratch.lookback = r.lookback + std::uint64_t(slot) * chunks;
+        const std::uint64_t slot = claimed.job.work_slot;
+        a.in = claimed.job.in;
+        a.out = claimed.job.out;
+        a.scratch.lookback = r.lookback + slot * chunks;
         a.scratch.counters = r.counters + slot;
         a.scratch.size_word = r.size_words + slot;
       }
@@ -1468,22 +1452,15 @@ __global__ void __launch_bounds__(T, 5) compress_resident(ResidentCompressArgs r
     if (threadIdx.x < 2) mode_planes[threadIdx.x] = 0;
     __syncthreads();
     if (!job_running) return;
-    const unsigned long long c = claimed_chunk;
+    const unsigned long long c = claimed.chunk;
     std::uint64_t table_term = 0;
     const std::uint64_t payload_terms = encode_chunk<Bits, Lossy, true>(
         a, c, reinterpret_cast<std::uint8_t*>(shared_workspace), &table_term);
     EncodeCounters& counters = *a.scratch.counters;
     const bool finisher = c == chunks - 1;
-    if (threadIdx.x == 0) {
-      DeviceWord(counters.payload_terms).fetch_add(payload_terms, cuda::memory_order_relaxed);
-      DeviceWord(counters.table_terms).fetch_add(table_term, cuda::memory_order_relaxed);
-      if (!finisher) {
-        count_done_release(&counters.done);
-      } else {
-        while (DeviceWord(counters.done).load(cuda::memory_order_acquire) != chunks - 1)
-          __nanosleep(64);
-      }
-    }
+    if (threadIdx.x == 0)
+      add_terms_and_count(counters.payload_terms, counters.table_terms, counters.done,
+                          payload_terms, table_term, finisher, chunks - 1);
     if (finisher) {
       __syncthreads();
       if (threadIdx.x == 0) write_header(a);
@@ -1494,7 +1471,7 @@ __global__ void __launch_bounds__(T, 5) compress_resident(ResidentCompressArgs r
       if (threadIdx.x == 0) {
         ResidentResult result{};
         result.bytes = *a.scratch.size_word;
-        publish_result(r.ring, claimed_job, claimed_slot, result);
+        publish_result(r.ring, claimed.sequence, claimed.job.work_slot, result);
       }
     }
     __syncthreads();  // the job's words are rewritten for the next ticket

@@ -1345,8 +1345,8 @@ __global__ void __launch_bounds__(T, kResidentDecodeMinBlocks<Kind>)
   __shared__ DecompressArgs a;
   __shared__ DecodePlan plan;
   __shared__ HeaderVerdict verdict;
-  __shared__ unsigned long long claimed_job, claimed_chunk;
-  __shared__ unsigned claimed_slot, error;
+  __shared__ ClaimedTicket claimed;
+  __shared__ unsigned error;
   __shared__ bool job_running;
   __shared__ alignas(8) std::uint8_t header[kMaxHeaderBytes];
   __shared__ std::uint64_t bulk_barrier;
@@ -1365,22 +1365,17 @@ __global__ void __launch_bounds__(T, kResidentDecodeMinBlocks<Kind>)
   const unsigned long long tickets = r.chunks;
   for (;;) {
     if (threadIdx.x == 0) {
-      const unsigned long long ticket = atomicAdd(r.ring.ticket, 1ull);
-      const unsigned long long job = ticket / tickets;
-      claimed_job = job;
-      claimed_chunk = ticket - job * tickets;
-      ResidentJob posted;
-      job_running = wait_for_job(r.ring, job, posted);
+      job_running = claim_ticket(r.ring, tickets, claimed);
       if (job_running) {
-        const auto slot = unsigned(posted.work_slot);
-        claimed_slot = slot;
+        const ResidentJob& posted = claimed.job;
+        const std::uint64_t slot = posted.work_slot;
         a.in = posted.in;
         a.size = posted.in_bytes;
         a.out = posted.out;
         a.capacity = posted.out_capacity;
         a.output_aligned16 = reinterpret_cast<std::uintptr_t>(posted.out) % 16 == 0;
         a.plan = r.plans + slot;
-        a.scratch.lookback = r.lookback + std::uint64_t(slot) * tickets;
+        a.scratch.lookback = r.lookback + slot * tickets;
         a.scratch.decode_counters = r.counters + slot;
       }
       error = unsigned(ChunkError::None);
@@ -1401,7 +1396,7 @@ __global__ void __launch_bounds__(T, kResidentDecodeMinBlocks<Kind>)
       plan.payload_at = payload_offset(ndim, plan.chunks);
     }
     __syncthreads();
-    const unsigned long long c = claimed_chunk;
+    const unsigned long long c = claimed.chunk;
     const bool table_readable = verdict.header == DecodeStatus::Ok;
     // The geometry this kernel decodes: no more chunks than tickets, each in shared memory.
     const bool geometry_fits =
@@ -1443,13 +1438,8 @@ __global__ void __launch_bounds__(T, kResidentDecodeMinBlocks<Kind>)
     const bool finisher = c == tickets - 1;
     if (threadIdx.x == 0) {
       for (unsigned w = 1; w < kDecodeWarps; ++w) payload_terms += warp_terms[w];
-      DeviceWord(k.payload_terms).fetch_add(payload_terms, cuda::memory_order_relaxed);
-      DeviceWord(k.table_terms).fetch_add(table_terms, cuda::memory_order_relaxed);
-      if (!finisher) {
-        count_done_release(&k.done);
-      } else {
-        while (DeviceWord(k.done).load(cuda::memory_order_acquire) != tickets - 1) __nanosleep(64);
-      }
+      add_terms_and_count(k.payload_terms, k.table_terms, k.done, payload_terms, table_terms,
+                          finisher, tickets - 1);
     }
     if (finisher) {
       __syncthreads();
@@ -1482,7 +1472,7 @@ __global__ void __launch_bounds__(T, kResidentDecodeMinBlocks<Kind>)
         result.first_failure = done.first_failure;
         result.dtype = done.dtype;
         result.codec = done.codec;
-        publish_result(r.ring, claimed_job, claimed_slot, result);
+        publish_result(r.ring, claimed.sequence, claimed.job.work_slot, result);
       }
     }
     __syncthreads();  // the job's shared words are rewritten for the next ticket

@@ -121,23 +121,9 @@ void DeviceCodec::compress(const void* device_in, codec::DType dtype, std::uint6
   if ((count && !device_in) || !device_out || !aligned4(device_in) || !aligned4(device_out))
     throw InputError("GPU codec: input and output must be 4-byte aligned device memory");
 
-  CompressArgs args{};
+  CompressArgs args = compress_args(dtype, count, shape, params);
   args.in = static_cast<const std::uint8_t*>(device_in);
   args.out = static_cast<std::uint8_t*>(device_out);
-  args.dtype = dtype;
-  args.codec = params.codec;
-  args.error_bound = params.codec == codec::Codec::Lossy ? params.error_bound : 0.0;
-  if (params.codec == codec::Codec::Lossy) {
-    const codec::LossyScale scale = codec::lossy_scale(args.error_bound);
-    args.lossy_inverse_width_float = scale.inverse_width_float;
-    args.lossy_float_path_limit = scale.float_path_limit;
-  }
-  args.chunk_bytes = params.chunk_bytes;
-  args.count = count;
-  const std::uint32_t per_chunk = codec::chunk_elements(dtype, params.chunk_bytes);
-  args.chunks = count / per_chunk + (count % per_chunk != 0);
-  args.shape.ndim = std::uint32_t(shape.size());
-  std::copy(shape.begin(), shape.end(), args.shape.dims);
   args.input_aligned16 = reinterpret_cast<std::uintptr_t>(device_in) % 16 == 0;
   args.scratch = buffers_->scratch;
   buffers_->check_fits(dtype, params, args.chunks);
@@ -260,6 +246,26 @@ const char* describe(DecodeStatus status) {
 }  // namespace
 
 namespace codec_kernels {
+
+CompressArgs compress_args(DType dtype, std::uint64_t count,
+                           const std::vector<std::uint64_t>& shape, const CodecParams& params) {
+  CompressArgs args{};
+  args.dtype = dtype;
+  args.codec = params.codec;
+  args.error_bound = params.codec == codec::Codec::Lossy ? params.error_bound : 0.0;
+  if (params.codec == codec::Codec::Lossy) {
+    const codec::LossyScale scale = codec::lossy_scale(args.error_bound);
+    args.lossy_inverse_width_float = scale.inverse_width_float;
+    args.lossy_float_path_limit = scale.float_path_limit;
+  }
+  args.chunk_bytes = params.chunk_bytes;
+  args.count = count;
+  const std::uint32_t per_chunk = codec::chunk_elements(dtype, params.chunk_bytes);
+  args.chunks = count / per_chunk + (count % per_chunk != 0);
+  args.shape.ndim = std::uint32_t(shape.size());
+  std::copy(shape.begin(), shape.end(), args.shape.dims);
+  return args;
+}
 
 DecodeKind decode_kind(codec::DType dtype, codec::Codec codec) {
   if (dtype == codec::DType::UInt16 && codec == codec::Codec::Lossless)

@@ -1,6 +1,5 @@
 #include "cuda/codec/resident_compressor.hpp"
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -27,22 +26,8 @@ ResidentCompressor::ResidentCompressor(codec::DType dtype, std::vector<std::uint
   raw_bytes_ = std::size_t(count) * codec::element_bytes(dtype);
 
   ResidentCompressArgs args{};
-  CompressArgs& array = args.array;
-  array.dtype = dtype;
-  array.codec = params.codec;
-  array.error_bound = params.codec == codec::Codec::Lossy ? params.error_bound : 0.0;
-  if (params.codec == codec::Codec::Lossy) {
-    const codec::LossyScale scale = codec::lossy_scale(array.error_bound);
-    array.lossy_inverse_width_float = scale.inverse_width_float;
-    array.lossy_float_path_limit = scale.float_path_limit;
-  }
-  array.chunk_bytes = params.chunk_bytes;
-  array.count = count;
-  const std::uint32_t per_chunk = codec::chunk_elements(dtype, params.chunk_bytes);
-  array.chunks = count / per_chunk + (count % per_chunk != 0);
-  array.shape.ndim = std::uint32_t(shape.size());
-  std::copy(shape.begin(), shape.end(), array.shape.dims);
-  array.input_aligned16 = true;  // submit checks it
+  args.array = compress_args(dtype, count, shape, params);
+  args.array.input_aligned16 = true;  // submit checks it
 
   queue_ = std::make_unique<ResidentQueue>("resident compressor", ring_slots);  // checks slots
   grid_ = resident_compress_grid(dtype, params.codec, params.chunk_bytes);
@@ -50,7 +35,8 @@ ResidentCompressor::ResidentCompressor(codec::DType dtype, std::vector<std::uint
     throw RuntimeFault("resident compressor: the device holds one block at a time; it needs two");
   const auto slots = std::size_t(ring_slots);
   args.ring = queue_->ring();
-  args.lookback = static_cast<unsigned long long*>(queue_->device_buffer(slots * array.chunks * 8));
+  args.lookback =
+      static_cast<unsigned long long*>(queue_->device_buffer(slots * args.array.chunks * 8));
   args.counters =
       static_cast<EncodeCounters*>(queue_->device_buffer(slots * sizeof(EncodeCounters)));
   args.size_words = static_cast<std::uint64_t*>(queue_->device_buffer(slots * 8));

@@ -115,6 +115,22 @@ __device__ inline bool wait_for_job(const ResidentRing& r, unsigned long long jo
   }
 }
 
+// A worker block's ticket: chunk `chunk` of the job with sequence number `sequence`, as posted.
+struct ClaimedTicket {
+  unsigned long long sequence, chunk;
+  ResidentJob job;
+};
+
+// Thread 0 of a worker block: claims the next (job, chunk) ticket, `chunks_per_job` a job, and
+// waits for its job (true), or learns that the run ends before it (false).
+__device__ inline bool claim_ticket(const ResidentRing& r, unsigned long long chunks_per_job,
+                                    ClaimedTicket& claimed) {
+  const unsigned long long ticket = atomicAdd(r.ticket, 1ull);
+  claimed.sequence = ticket / chunks_per_job;
+  claimed.chunk = ticket - claimed.sequence * chunks_per_job;
+  return wait_for_job(r, claimed.sequence, claimed.job);
+}
+
 // Thread 0 of the block that finished `job` (after the job's words and the work slot's scratch
 // are final): the result goes to the host, then the device entry is released to the dispatcher.
 // The system-scope fence orders every write of the job's blocks that this thread has seen

@@ -270,13 +270,7 @@ ResidentResult ResidentQueue::wait(const ResidentTicket& ticket, double timeout_
   if (!done)
     throw RuntimeFault(name_ + ": job " + std::to_string(ticket.sequence) + " not done within " +
                        std::to_string(timeout_s) + " s (" + diagnostics() + ")");
-  ResidentResult result;
-  result.bytes = record.bytes;
-  result.first_failure = record.first_failure;
-  result.status = record.status;
-  result.dtype = record.dtype;
-  result.codec = record.codec;
-  result.ready = ticket.sequence + 1;
+  const ResidentResult result = record;  // complete: its ready word was seen (acquire)
   // One collection per ticket, even when two threads wait for it at once.
   std::uint64_t holder = ticket.sequence + 1;
   if (!s.held_by[std::size_t(ticket.work_slot)].sequence_plus_one.compare_exchange_strong(
