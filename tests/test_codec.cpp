@@ -18,6 +18,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "calib/calibrate_cpu.hpp"
@@ -1226,6 +1227,42 @@ class TestCodec : public QObject {
       std::vector<std::uint16_t> back(v.size());
       decompress_cpu_into(serial.data(), serial.size(), back.data(), back.size() * 2, &pool);
       QVERIFY(back == v);
+    }
+  }
+
+  void a_reused_compressor_writes_the_reference_bytes() {
+    // One CpuCompressor, serial and pooled, keeps its output and staging between calls without
+    // clearing them: every stream after the first lands on bytes an earlier, larger or
+    // different one left. Random data first (raw chunks fill the buffers with nonzero bytes),
+    // then smaller arrays whose chunks have pad bytes, fewer dimensions and other codecs; each
+    // must be the independent reference encoder's stream, byte for byte.
+    std::vector<Dataset> sequence;
+    sequence.push_back(make_u16("u16 random 3-D", random_u16(4 * 8192), {4, 64, 128}));
+    for (const Dataset& d : lossless_datasets()) sequence.push_back(d);
+    std::vector<float> photons(9000, 0.0f);
+    for (std::size_t i = 0; i < photons.size(); i += 29) photons[i] = 9.5f;
+    sequence.push_back(make_f32("f32 photon-sparse", photons));
+    CpuCompressor serial, pooled;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const Dataset& d : sequence) {
+        const bool lossy = d.dtype == DType::Float32 && pass == 1;
+        CodecParams p;
+        p.codec = lossy ? Codec::Lossy : Codec::Lossless;
+        p.error_bound = lossy ? 0.5 : 0.0;
+        p.chunk_bytes = pass == 0 ? 1024 : 4224;
+        const Bytes reference = ref::encode(d.data.data(), d.dtype, d.shape, d.count, p);
+        for (CpuCompressor* compressor : {&serial, &pooled}) {
+          ThreadPool* pool = compressor == &pooled ? &pool_ : nullptr;
+          const std::span<const std::uint8_t> s =
+              d.shape.empty() ? compressor->compress_flat(d.data.data(), d.dtype, d.count, p, pool)
+                              : compressor->compress(d.data.data(), d.dtype, d.shape, p, pool);
+          const Bytes stream(s.begin(), s.end());
+          if (first_difference(stream, reference) != -1)
+            qWarning() << d.name << "pass" << pass << (pool ? "pooled" : "serial")
+                       << "differs at byte" << first_difference(stream, reference);
+          QCOMPARE(first_difference(stream, reference), -1L);
+        }
+      }
     }
   }
 

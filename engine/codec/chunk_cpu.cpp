@@ -39,20 +39,41 @@ std::size_t build_bitmaps(const std::uint8_t* data, std::uint32_t size, const Bi
   return n2 + level1_nonzero + level0_nonzero + data_nonzero;
 }
 
+// Writes the eliminated form (level 2, the nonzero level-1 and level-0 bitmap bytes, the nonzero
+// data bytes) to `out`, which has room for exactly `total` bytes (build_bitmaps' size).
 std::uint8_t* emit_eliminated(const std::uint8_t* data, std::uint32_t size, const Bitmaps& maps,
-                              std::uint8_t* out) {
+                              std::uint8_t* out, std::size_t total) {
   const std::uint32_t n0 = size / 8, n1 = n0 / 8, n2 = (n1 + 7) / 8;
+  std::uint8_t* const end = out + total;
   std::memcpy(out, maps.level2, n2);
   out += n2;
-  for (std::uint32_t j = 0; j < n1; ++j)
-    if (maps.level1[j]) *out++ = maps.level1[j];
-  for (std::uint32_t i = 0; i < n0; ++i)
-    if (maps.level0[i]) *out++ = maps.level0[i];
+  // Bitmap bytes: each is written, and kept by advancing past it only when it is nonzero (no
+  // data-dependent branch to mispredict). Once `out` reaches the end every byte left is zero.
+  for (std::uint32_t j = 0; j < n1 && out != end; ++j) {
+    *out = maps.level1[j];
+    out += maps.level1[j] != 0;
+  }
+  for (std::uint32_t i = 0; i < n0 && out != end; ++i) {
+    *out = maps.level0[i];
+    out += maps.level0[i] != 0;
+  }
   for (std::uint32_t j = 0; j < n1; ++j) {
     if (!maps.level1[j]) continue;  // 64 zero data bytes
     for (std::uint32_t i = 8 * j; i < 8 * j + 8; ++i) {
-      for (std::uint32_t m = maps.level0[i]; m != 0; m &= m - 1)
-        *out++ = data[8 * std::size_t(i) + unsigned(__builtin_ctz(m))];
+      const unsigned m = maps.level0[i];
+      const std::uint8_t* group = data + 8 * std::size_t(i);
+      if (m == 0xFFu) {  // every byte kept: the common case of dense low planes
+        std::memcpy(out, group, 8);
+        out += 8;
+      } else if (end - out >= 8) {
+        // Each byte written, kept when its flag is set: 8 stores and no branch per byte.
+        for (unsigned k = 0; k < 8; ++k) {
+          out[0] = group[k];
+          out += (m >> k) & 1u;
+        }
+      } else {
+        for (unsigned f = m; f != 0; f &= f - 1) *out++ = group[__builtin_ctz(f)];
+      }
     }
   }
   return out;
@@ -67,22 +88,23 @@ ChunkError expand_level(const std::uint8_t* flags, std::uint32_t count, const st
   for (; k + 8 <= flag_bytes; k += 8) needed += popcount64(load_le64(flags + k));
   for (; k < flag_bytes; ++k) needed += popcount32(flags[k]);
   if (available - *pos < needed) return ChunkError::Truncated;
-  const std::uint8_t* next = in + *pos;
+  const std::uint8_t* next = in + *pos;  // `needed` bytes from here are inside `in`
   for (std::uint32_t f = 0; f < flag_bytes; ++f) {
     std::uint8_t* o = out + 8 * std::size_t(f);
     const unsigned m = flags[f];
-    if (m == 0) {
-      std::memset(o, 0, 8);
+    if (m == 0xFFu) {  // eight stored bytes in a row: the dense low planes
+      if (nonzero_byte_mask(load_le64(next)) != 0xFFu) return ChunkError::FlaggedByteIsZero;
+      std::memcpy(o, next, 8);
+      next += 8;
       continue;
     }
-    for (unsigned j = 0; j < 8; ++j) {
-      if ((m >> j) & 1u) {
-        if (*next == 0) return ChunkError::FlaggedByteIsZero;
-        o[j] = *next++;
-      } else {
-        o[j] = 0;
-      }
+    // The group as one little-endian word: zero bytes where the flags are clear.
+    std::uint64_t group = 0;
+    for (unsigned bits = m; bits != 0; bits &= bits - 1) {
+      if (*next == 0) return ChunkError::FlaggedByteIsZero;
+      group |= std::uint64_t(*next++) << (8 * unsigned(__builtin_ctz(bits)));
     }
+    store_le64(o, group);
   }
   *pos += needed;
   return ChunkError::None;
@@ -289,17 +311,22 @@ std::size_t ChunkEncoder::prepare_pipeline(const ChunkLayout& layout, ChunkMode 
   }
   for (std::uint32_t i = n; i < 32 * layout.blocks; ++i) r[i] = 0;
 
+  // The layout's fields in locals: stores through the byte pointer below may alias anything,
+  // and would otherwise make the compiler reload them at every plane word.
+  const std::uint32_t blocks = layout.blocks, bits = layout.bits;
   std::uint8_t* shuffled = shuffled_[slot].data();
-  for (std::uint32_t b = 0; b < layout.blocks; ++b) {
+  for (std::uint32_t b = 0; b < blocks; ++b) {
     std::uint32_t block[32];
     std::memcpy(block, r + 32 * std::size_t(b), sizeof block);
-    if (layout.bits == 16) {
+    if (bits == 16) {
       transpose32_values16(block);  // zigzagged 16-bit residuals are below 2^16
+      for (std::uint32_t p = 0; p < 16; ++p)
+        store_le32(shuffled + 4 * std::size_t(plane_word_index(p, b, blocks)), block[p]);
     } else {
       transpose32(block);
+      for (std::uint32_t p = 0; p < 32; ++p)
+        store_le32(shuffled + 4 * std::size_t(plane_word_index(p, b, blocks)), block[p]);
     }
-    for (std::uint32_t p = 0; p < layout.bits; ++p)
-      store_le32(shuffled + 4 * std::size_t(plane_word_index(p, b, layout.blocks)), block[p]);
   }
   return build_bitmaps(shuffled, layout.shuffled_bytes,
                        {level0_[slot].data(), level1_[slot].data(), level2_[slot].data()});
@@ -373,7 +400,8 @@ EncodedChunk ChunkEncoder::encode(const std::uint8_t* in, std::uint32_t elements
     return {ChunkMode::Sparse, std::uint32_t(o + sparse_size - out)};
   }
   o = emit_eliminated(shuffled_[slot].data(), layout.shuffled_bytes,
-                      {level0_[slot].data(), level1_[slot].data(), level2_[slot].data()}, o);
+                      {level0_[slot].data(), level1_[slot].data(), level2_[slot].data()}, o,
+                      size[slot]);
   return {slot ? ChunkMode::Plain : ChunkMode::Delta, std::uint32_t(o - out)};
 }
 
@@ -437,21 +465,32 @@ ChunkError ChunkDecoder::decode_bit_planes(const ChunkLayout& layout, const std:
   if (e != ChunkError::None) return e;
   if (consumed != size) return ChunkError::TrailingBytes;
 
-  const std::uint32_t elements = layout.elements;
-  for (std::uint32_t b = 0; b < layout.blocks; ++b) {
-    std::uint32_t block[32] = {};
-    for (std::uint32_t p = 0; p < layout.bits; ++p)
-      block[p] =
-          load_le32(shuffled_.data() + 4 * std::size_t(plane_word_index(p, b, layout.blocks)));
+  // Locals for the layout and the buffers: the compiler cannot keep members in registers
+  // across stores it cannot prove apart from them.
+  const std::uint32_t elements = layout.elements, blocks = layout.blocks;
+  const std::uint32_t full_blocks = elements / 32;
+  const std::uint8_t* shuffled = shuffled_.data();
+  std::uint32_t* values = values_.data();
+  const auto plane = [&](std::uint32_t p, std::uint32_t b) {
+    return load_le32(shuffled + 4 * std::size_t(plane_word_index(p, b, blocks)));
+  };
+  for (std::uint32_t b = 0; b < blocks; ++b) {
+    std::uint32_t block[32];
     if (layout.bits == 16) {
-      transpose32_planes16(block);
+      for (std::uint32_t p = 0; p < 16; ++p) block[p] = plane(p, b);
+      transpose32_planes16(block);  // reads planes 0-15 only, writes all 32 values
     } else {
+      for (std::uint32_t p = 0; p < 32; ++p) block[p] = plane(p, b);
       transpose32(block);
     }
-    for (std::uint32_t i = 0; i < 32; ++i) {
+    if (b < full_blocks) {
+      std::memcpy(values + 32 * std::size_t(b), block, sizeof block);
+      continue;
+    }
+    for (std::uint32_t i = 0; i < 32; ++i) {  // the last, partial block: its padding is zero
       const std::uint32_t index = 32 * b + i;
       if (index < elements) {
-        values_[index] = block[i];
+        values[index] = block[i];
       } else if (block[i] != 0) {
         return ChunkError::PaddingNotZero;
       }
@@ -466,22 +505,25 @@ ChunkError ChunkDecoder::restore_and_store(ChunkMode mode, std::uint32_t element
                                            const std::uint8_t* outlier_bits, std::uint8_t* out) {
   const std::uint32_t bits = word_bits(dtype_);
   const bool delta = mode == ChunkMode::Delta;
+  // A local pointer: stores through `out` may alias the vector's own, which would be reloaded
+  // at every element (and keep the store loops from being vectorised).
+  std::uint32_t* const values = values_.data();
   std::uint32_t previous = 0;
   if (bits == 16) {
     for (std::uint32_t i = 0; i < elements; ++i)
-      values_[i] = previous = restore_word(values_[i], delta ? previous : 0, 16);
+      values[i] = previous = restore_word(values[i], delta ? previous : 0, 16);
   } else {
     for (std::uint32_t i = 0; i < elements; ++i)
-      values_[i] = previous = restore_word(values_[i], delta ? previous : 0, 32);
+      values[i] = previous = restore_word(values[i], delta ? previous : 0, 32);
   }
 
   if (codec_ == Codec::Lossless) {
     if (dtype_ == DType::UInt16) {
       for (std::uint32_t i = 0; i < elements; ++i)
-        store_le16(out + 2 * std::size_t(i), std::uint16_t(values_[i]));
+        store_le16(out + 2 * std::size_t(i), std::uint16_t(values[i]));
     } else {
       for (std::uint32_t i = 0; i < elements; ++i)
-        store_le32(out + 4 * std::size_t(i), order_float_bits(values_[i]));
+        store_le32(out + 4 * std::size_t(i), order_float_bits(values[i]));
     }
     return ChunkError::None;
   }
@@ -489,7 +531,7 @@ ChunkError ChunkDecoder::restore_and_store(ChunkMode mode, std::uint32_t element
   std::uint32_t next_outlier = 0;
   std::uint32_t next_index = outliers ? load_le32(outlier_index) : elements;
   for (std::uint32_t i = 0; i < elements; ++i) {
-    const std::int32_t q = std::int32_t(values_[i]);
+    const std::int32_t q = std::int32_t(values[i]);
     if (i == next_index) {
       if (q != 0) return ChunkError::OutlierBinNotZero;
       store_le32(out + 4 * std::size_t(i), load_le32(outlier_bits + 4 * std::size_t(next_outlier)));
@@ -515,7 +557,7 @@ std::vector<std::uint8_t> zero_elimination_encode(const std::uint8_t* data, std:
   std::vector<std::uint8_t> level0(size / 8), level1(size / 64), level2((size / 64 + 7) / 8);
   const Bitmaps maps{level0.data(), level1.data(), level2.data()};
   std::vector<std::uint8_t> out(build_bitmaps(data, size, maps));
-  emit_eliminated(data, size, maps, out.data());
+  emit_eliminated(data, size, maps, out.data(), out.size());
   return out;
 }
 

@@ -1,6 +1,8 @@
-// The CPU backend of the codecs: chunks are encoded into a staging area (each into its own slot,
-// so threads never share output), then packed behind the header at the offsets the chunk table's
-// prefix sum gives; checksums are sums of per-chunk partial sums, so they too split over threads.
+// The CPU backend of the codecs. On one thread chunks are encoded in order straight behind the
+// chunk table; with a pool, into a staging area (each into its own slot, so threads never share
+// output), then packed at the offsets the chunk table's prefix sum gives. Checksums are sums of
+// per-chunk partial sums, so they too split over threads. CpuCompressor keeps both buffers
+// between calls; compress_cpu is one call of a fresh one.
 #include <algorithm>
 #include <bit>
 #include <cstdio>
@@ -43,10 +45,29 @@ void for_ranges(ThreadPool* pool, std::size_t count, Body&& body) {
   if (failure) std::rethrow_exception(failure);
 }
 
-std::vector<std::uint8_t> compress_impl(const void* data, DType dtype,
-                                        const std::vector<std::uint64_t>& shape,
-                                        std::uint64_t count, const CodecParams& params,
-                                        ThreadPool* pool) {
+// Zeroes a chunk's padding (its bytes from `size` up to padded_size(size)) and returns the
+// chunk's payload checksum terms, its first word being payload word `offset` / 4.
+std::uint64_t pad_and_sum(std::uint8_t* chunk, std::uint32_t size, std::uint64_t offset) {
+  const std::uint64_t padded = padded_size(size);
+  std::memset(chunk + size, 0, std::size_t(padded - size));
+  return checksum_terms(chunk, std::size_t(padded / 4), offset / 4);
+}
+
+}  // namespace
+
+std::uint8_t* CpuCompressor::Bytes::reserve(std::size_t size) {
+  if (size > capacity || !data) {
+    data = std::make_unique_for_overwrite<std::uint8_t[]>(size ? size : 1);
+    capacity = size;
+  }
+  return data.get();
+}
+
+std::span<const std::uint8_t> CpuCompressor::compress_array(const void* data, DType dtype,
+                                                            const std::vector<std::uint64_t>& shape,
+                                                            std::uint64_t count,
+                                                            const CodecParams& params,
+                                                            ThreadPool* pool) {
   check_params(dtype, params, shape.size());
   const std::uint32_t esize = element_bytes(dtype);
   if (count > std::numeric_limits<std::uint64_t>::max() / 2 / esize)
@@ -65,51 +86,92 @@ std::vector<std::uint8_t> compress_impl(const void* data, DType dtype,
   info.chunk_count = count / per_chunk + (count % per_chunk != 0);
   info.raw_bytes = count * esize;
   const std::size_t chunks = std::size_t(info.chunk_count);
-
-  const auto* in = static_cast<const std::uint8_t*>(data);
-  std::vector<std::uint8_t> staging(std::size_t(info.raw_bytes));
-  std::vector<std::uint32_t> entries(chunks);
-  for_ranges(pool, chunks, [&](std::size_t begin, std::size_t end) {
-    ChunkEncoder encoder(info.codec, dtype, info.error_bound, per_chunk);
-    for (std::size_t c = begin; c < end; ++c) {
-      const std::size_t at = c * params.chunk_bytes;
-      const EncodedChunk e =
-          encoder.encode(in + at, elements_in_chunk(count, per_chunk, c), staging.data() + at);
-      entries[c] = make_table_entry(e.mode, e.bytes);
-    }
-  });
-
-  std::vector<std::uint64_t> offsets(chunks + 1, 0);
-  for (std::size_t c = 0; c < chunks; ++c)
-    offsets[c + 1] = offsets[c] + padded_size(entry_size(entries[c]));
-  info.payload_bytes = offsets[chunks];
   const unsigned ndim = unsigned(shape.size());
   const std::size_t payload_at = payload_offset(ndim, info.chunk_count);
-  info.stream_bytes = payload_at + info.payload_bytes;
-  for (std::uint32_t e : entries) {
-    info.raw_chunks += entry_mode_bits(e) == unsigned(ChunkMode::Raw);
-    info.sparse_chunks += entry_mode_bits(e) == unsigned(ChunkMode::Sparse);
+
+  // Room for every chunk stored raw (compressed_bound): a chunk's encoding never exceeds its
+  // input, and only the last chunk's padding can go past the input's size.
+  std::uint8_t* const out =
+      output_.reserve(payload_at + std::size_t(info.raw_bytes) + kPayloadAlignment);
+  std::uint8_t* const payload = out + payload_at;
+  entries_.resize(chunks);
+  offsets_.resize(chunks + 1);
+  partial_.resize(chunks);
+  const auto* in = static_cast<const std::uint8_t*>(data);
+  const auto chunk_input = [&](std::size_t c) { return in + c * params.chunk_bytes; };
+  const auto chunk_count = [&](std::size_t c) {
+    return elements_in_chunk(count, per_chunk, std::uint64_t(c));
+  };
+  if (!pool || pool->size() <= 1 || chunks <= 1) {
+    // In order, straight to each chunk's place: its offset is known once its predecessors are
+    // encoded, and its checksum is taken while its bytes are still in cache.
+    ChunkEncoder encoder(info.codec, dtype, info.error_bound, per_chunk);
+    std::uint64_t offset = 0;
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const EncodedChunk e = encoder.encode(chunk_input(c), chunk_count(c), payload + offset);
+      entries_[c] = make_table_entry(e.mode, e.bytes);
+      offsets_[c] = offset;
+      partial_[c] = pad_and_sum(payload + offset, e.bytes, offset);
+      offset += padded_size(e.bytes);
+    }
+    offsets_[chunks] = offset;
+  } else {
+    // Each chunk into its own slot of the staging area (threads never share output), then
+    // packed behind the table at the offsets the prefix sum gives.
+    std::uint8_t* const staging = staging_.reserve(std::size_t(info.raw_bytes));
+    for_ranges(pool, chunks, [&](std::size_t begin, std::size_t end) {
+      ChunkEncoder encoder(info.codec, dtype, info.error_bound, per_chunk);
+      for (std::size_t c = begin; c < end; ++c) {
+        const EncodedChunk e =
+            encoder.encode(chunk_input(c), chunk_count(c), staging + c * params.chunk_bytes);
+        entries_[c] = make_table_entry(e.mode, e.bytes);
+      }
+    });
+    offsets_[0] = 0;
+    for (std::size_t c = 0; c < chunks; ++c)
+      offsets_[c + 1] = offsets_[c] + padded_size(entry_size(entries_[c]));
+    for_ranges(pool, chunks, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t c = begin; c < end; ++c) {
+        const std::uint32_t size = entry_size(entries_[c]);
+        std::memcpy(payload + offsets_[c], staging + c * params.chunk_bytes, size);
+        partial_[c] = pad_and_sum(payload + offsets_[c], size, offsets_[c]);
+      }
+    });
   }
 
-  std::vector<std::uint8_t> out(std::size_t(info.stream_bytes), 0);
-  write_header(out.data(), info);
+  info.payload_bytes = offsets_[chunks];
+  info.stream_bytes = payload_at + info.payload_bytes;
+  write_header(out, info);
   for (std::size_t c = 0; c < chunks; ++c)
-    store_le32(out.data() + header_bytes(ndim) + 4 * c, entries[c]);
-  std::vector<std::uint64_t> partial(chunks, 0);
-  std::uint8_t* payload = out.data() + payload_at;
-  for_ranges(pool, chunks, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t c = begin; c < end; ++c) {
-      std::memcpy(payload + offsets[c], staging.data() + c * params.chunk_bytes,
-                  entry_size(entries[c]));
-      partial[c] =
-          checksum_terms(payload + offsets[c], (offsets[c + 1] - offsets[c]) / 4, offsets[c] / 4);
-    }
-  });
+    store_le32(out + header_bytes(ndim) + 4 * c, entries_[c]);
   std::uint64_t checksum = checksum_count_term(info.payload_bytes / 4);
-  for (std::uint64_t p : partial) checksum += p;
-  write_checksums(out.data(), ndim, info.chunk_count, checksum);
-  return out;
+  for (std::uint64_t p : partial_) checksum += p;
+  write_checksums(out, ndim, info.chunk_count, checksum);
+  return {out, std::size_t(info.stream_bytes)};
 }
+
+std::span<const std::uint8_t> CpuCompressor::compress(const void* data, DType dtype,
+                                                      const std::vector<std::uint64_t>& shape,
+                                                      const CodecParams& params, ThreadPool* pool) {
+  if (shape.empty())
+    fail("a shape needs at least one dimension (use compress_flat_cpu for a flat array)");
+  std::uint64_t count = 1;
+  for (std::uint64_t d : shape) {
+    if (d != 0 && count > std::numeric_limits<std::uint64_t>::max() / d)
+      fail("the shape's element count overflows 64 bits");
+    count *= d;
+  }
+  return compress_array(data, dtype, shape, count, params, pool);
+}
+
+std::span<const std::uint8_t> CpuCompressor::compress_flat(const void* data, DType dtype,
+                                                           std::uint64_t count,
+                                                           const CodecParams& params,
+                                                           ThreadPool* pool) {
+  return compress_array(data, dtype, {}, count, params, pool);
+}
+
+namespace {
 
 StreamInfo decode_into(const ParsedStream& s, std::uint8_t* out, ThreadPool* pool) {
   const StreamInfo& info = s.info;
@@ -173,20 +235,18 @@ StreamInfo decode_into(const ParsedStream& s, std::uint8_t* out, ThreadPool* poo
 std::vector<std::uint8_t> compress_cpu(const void* data, DType dtype,
                                        const std::vector<std::uint64_t>& shape,
                                        const CodecParams& params, ThreadPool* pool) {
-  if (shape.empty())
-    fail("a shape needs at least one dimension (use compress_flat_cpu for a flat array)");
-  std::uint64_t count = 1;
-  for (std::uint64_t d : shape) {
-    if (d != 0 && count > std::numeric_limits<std::uint64_t>::max() / d)
-      fail("the shape's element count overflows 64 bits");
-    count *= d;
-  }
-  return compress_impl(data, dtype, shape, count, params, pool);
+  CpuCompressor compressor;
+  const std::span<const std::uint8_t> stream =
+      compressor.compress(data, dtype, shape, params, pool);
+  return {stream.begin(), stream.end()};
 }
 
 std::vector<std::uint8_t> compress_flat_cpu(const void* data, DType dtype, std::uint64_t count,
                                             const CodecParams& params, ThreadPool* pool) {
-  return compress_impl(data, dtype, {}, count, params, pool);
+  CpuCompressor compressor;
+  const std::span<const std::uint8_t> stream =
+      compressor.compress_flat(data, dtype, count, params, pool);
+  return {stream.begin(), stream.end()};
 }
 
 StreamInfo read_header(const std::uint8_t* bytes, std::size_t size) {

@@ -280,6 +280,14 @@ LIVEDRP_HD float nearest_integer(float v) {
 #ifdef __CUDA_ARCH__
   return rintf(v);
 #else
+  // Below 2^22 in magnitude, v + 1.5 * 2^23 lies in [2^23, 2^24), where floats are the integers:
+  // the addition rounds v to its nearest integer as nearbyint would (both in the current mode)
+  // and the subtraction is exact. On x86-64 without SSE4.1 nearbyint is a library call per
+  // element. Larger values (and NaN) take the call.
+  if (v > -4194304.0f && v < 4194304.0f) {
+    const float shifted = v + 12582912.0f;
+    return shifted - 12582912.0f;
+  }
   return std::nearbyint(v);
 #endif
 }

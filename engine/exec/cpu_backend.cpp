@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <new>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -174,11 +175,11 @@ class CpuBackend final : public Backend {
     const codec::DType dtype = dtype_for(*compression_);
     const std::uint64_t count = detector_.pixels();
     const auto start = std::chrono::steady_clock::now();
-    const std::vector<std::uint8_t> stream =
-        codec::compress_cpu(data, dtype,
-                            {std::uint64_t(detector_.segments), std::uint64_t(detector_.rows),
-                             std::uint64_t(detector_.cols)},
-                            *compression_, &pool_);
+    const std::span<const std::uint8_t> stream =
+        compressor_.compress(data, dtype,
+                             {std::uint64_t(detector_.segments), std::uint64_t(detector_.rows),
+                              std::uint64_t(detector_.cols)},
+                             *compression_, &pool_);
     const auto end = std::chrono::steady_clock::now();
     done.compress_bytes_in = count * (dtype == codec::DType::Float32 ? 4 : 2);
     done.compress_bytes_out = stream.size();
@@ -191,6 +192,7 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   std::vector<float> output_;
   std::optional<codec::CodecParams> compression_;
+  codec::CpuCompressor compressor_;  // its buffers are reused event after event
   std::optional<integrate::Integrator> integrator_;
   std::optional<peaks::PeakFinder8> finder_;
   std::uint64_t params_version_ = 0;
