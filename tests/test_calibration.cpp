@@ -12,12 +12,14 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <random>
 #include <set>
 #include <vector>
 
 #include "calib/calibrate_cpu.hpp"
 #include "calib/calibration_math.hpp"
 #include "calib/constants.hpp"
+#include "calib/middle_order_statistics.hpp"
 #include "core/detector.hpp"
 #include "core/thread_pool.hpp"
 #include "sim/simulator.hpp"
@@ -261,6 +263,54 @@ class TestCalibration : public QObject {
     params.common_mode_min_pixels = 61;
     calibrate_bank_row_cpu(d.encoding, c, params, raw.data(), 0, 64, out.data());
     QCOMPARE(out[60], 3000.0f * 0.5f);
+  }
+
+  void middle_order_statistics_equal_a_full_sort() {
+    // Every row length the bank rows can have, rows of distinct values, of few values (long runs
+    // of ties), constant, sorted either way and with both zeros; against std::sort's ranks.
+    std::mt19937 rng(20261204);
+    std::uniform_real_distribution<float> wide(-40.0f, 40.0f);
+    std::uniform_int_distribution<int> few(-3, 3);
+    for (int n = 1; n <= calib::kMaxBankColumns; ++n) {
+      for (int trial = 0; trial < 300; ++trial) {
+        std::vector<float> row(std::size_t(n), 0.0f);
+        const int kind = trial % 6;
+        for (int i = 0; i < n; ++i) {
+          float& v = row[std::size_t(i)];
+          switch (kind) {
+            case 0:
+              v = wide(rng);
+              break;
+            case 1:
+              v = float(few(rng));
+              break;
+            case 2:
+              v = 7.25f;
+              break;
+            case 3:
+              v = float(i) * 0.5f;
+              break;
+            case 4:
+              v = float(n - i);
+              break;
+            default:
+              v = (i % 3 == 0) ? -0.0f : (i % 3 == 1 ? 0.0f : float(few(rng)));
+              break;
+          }
+        }
+        std::vector<float> sorted = row;
+        std::sort(sorted.begin(), sorted.end());
+        const calib::MiddleOrderStatistics m = calib::middle_order_statistics(row.data(), n);
+        if (m.lower != sorted[std::size_t((n - 1) / 2)] || m.upper != sorted[std::size_t(n / 2)])
+          QFAIL(qPrintable(QString("n %1, kind %2: got %3, %4; sorted gives %5, %6")
+                               .arg(n)
+                               .arg(kind)
+                               .arg(m.lower)
+                               .arg(m.upper)
+                               .arg(sorted[std::size_t((n - 1) / 2)])
+                               .arg(sorted[std::size_t(n / 2)])));
+      }
+    }
   }
 
   void float32_detector_passes_values_through_and_masks() {

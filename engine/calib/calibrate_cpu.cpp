@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "calib/middle_order_statistics.hpp"
 #include "core/thread_pool.hpp"
 
 namespace livedrp {
@@ -31,13 +32,9 @@ void calibrate_bank_row_cpu(RawEncoding encoding, const CalibrationConstants& co
   float common_mode = 0.0f;
   if (quiet_count > 0) {
     // The two middle order statistics, v[(n-1)/2] and v[n/2].
-    const int lower_rank = (quiet_count - 1) / 2, upper_rank = quiet_count / 2;
-    std::nth_element(quiet.begin(), quiet.begin() + upper_rank, quiet.begin() + quiet_count);
-    const float upper = quiet[upper_rank];
-    const float lower = lower_rank == upper_rank
-                            ? upper
-                            : *std::max_element(quiet.begin(), quiet.begin() + upper_rank);
-    common_mode = calib::common_mode_from_order_statistics(lower, upper, quiet_count,
+    const calib::MiddleOrderStatistics middle =
+        calib::middle_order_statistics(quiet.data(), quiet_count);
+    common_mode = calib::common_mode_from_order_statistics(middle.lower, middle.upper, quiet_count,
                                                            params.common_mode_min_pixels);
   }
   for (int i = 0; i < width; ++i) {
