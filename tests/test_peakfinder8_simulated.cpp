@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "calib/calibrate_cpu.hpp"
@@ -24,6 +25,88 @@ class TestPeakFinder8Simulated : public QObject {
   Q_OBJECT
 
  private slots:
+  void radial_statistics_follow_the_documented_order_with_or_without_a_pool() {
+    // The statistics summed here as radial_threshold.hpp defines them, with plain branches:
+    // each bin's good pixels in ascending order, entry k to lane k % kRadialLanes in double,
+    // lanes added pairwise, five iterations. The finder's must be the same floats, bit for bit,
+    // on one thread and on a pool, and the pool must not change the peak list.
+    ThreadPool pool(3);
+    const DetectorDescription detector = find_detector("epix10ka2m");
+    const DetectorSimulator simulator(detector, SimulatorConfig{}, &pool);
+    const std::vector<float> radius = radius_map(detector, simulator.powder_geometry().beam_x_px,
+                                                 simulator.powder_geometry().beam_y_px);
+    std::vector<std::uint8_t> bad(detector.pixels());
+    for (std::size_t p = 0; p < bad.size(); ++p) bad[p] = simulator.constants().masked(p) ? 1 : 0;
+    PeakFinderParams params;
+    params.min_res = 40.0f;  // a resolution limit, so that some good pixels are left out
+    PeakFinder8 finder(slab_layout(detector), radius, bad, params);
+    std::vector<std::uint8_t> raw(detector.raw_event_bytes());
+    std::vector<float> image(detector.pixels());
+    simulator.generate(1, raw.data(), nullptr, &pool);
+    calibrate_event_cpu(detector, simulator.constants(), {}, raw.data(), image.data(), &pool);
+
+    std::vector<std::vector<float>> bins;
+    for (std::size_t p = 0; p < image.size(); ++p) {
+      if (bad[p] || !(radius[p] > params.min_res && radius[p] < params.max_res)) continue;
+      const auto b = std::size_t(radius_bin(radius[p]));
+      if (bins.size() <= b) bins.resize(b + 1);
+      bins[b].push_back(image[p]);
+    }
+    std::vector<RadialBinStats> expected(bins.size());
+    for (std::size_t b = 0; b < bins.size(); ++b) {
+      RadialBinStats bin;
+      for (int iteration = 0; iteration < params.iterations; ++iteration) {
+        std::vector<double> sum(kRadialLanes, 0.0), squares(kRadialLanes, 0.0);
+        std::uint32_t count = 0;
+        for (std::size_t k = 0; k < bins[b].size(); ++k) {
+          const float v = bins[b][k];
+          if (!(v < bin.upper && v > bin.lower)) continue;
+          sum[k % kRadialLanes] += double(v);
+          squares[k % kRadialLanes] += double(v) * double(v);
+          ++count;
+        }
+        for (int stride = kRadialLanes / 2; stride > 0; stride /= 2)
+          for (int lane = 0; lane < stride; ++lane) {
+            sum[std::size_t(lane)] += sum[std::size_t(lane + stride)];
+            squares[std::size_t(lane)] += squares[std::size_t(lane + stride)];
+          }
+        bin =
+            finish_radial_bin(sum[0], squares[0], count, params.minimum_snr, params.adc_threshold);
+      }
+      expected[b] = bin;
+    }
+    const auto same_floats = [](const RadialBinStats& a, const RadialBinStats& b) {
+      return std::memcmp(&a, &b, sizeof a) == 0;
+    };
+    const PeakList serial = finder.find(image.data());
+    const std::vector<RadialBinStats> serial_stats = finder.radial_stats();
+    QVERIFY(serial_stats.size() >= expected.size());
+    int nonempty = 0;
+    for (std::size_t b = 0; b < serial_stats.size(); ++b) {
+      const RadialBinStats want =
+          b < expected.size()
+              ? expected[b]
+              : finish_radial_bin(0, 0, 0, params.minimum_snr, params.adc_threshold);
+      if (!same_floats(serial_stats[b], want))
+        QFAIL(qPrintable(QString("bin %1: mean %2 sigma %3, expected %4 and %5")
+                             .arg(b)
+                             .arg(double(serial_stats[b].mean), 0, 'g', 9)
+                             .arg(double(serial_stats[b].sigma), 0, 'g', 9)
+                             .arg(double(want.mean), 0, 'g', 9)
+                             .arg(double(want.sigma), 0, 'g', 9)));
+      nonempty += b < bins.size() && !bins[b].empty() ? 1 : 0;
+    }
+    QVERIFY(nonempty > 500);  // the ePix10ka2M spans hundreds of 1-pixel radius bins
+
+    const PeakList pooled = finder.find(image.data(), &pool);
+    for (std::size_t b = 0; b < serial_stats.size(); ++b)
+      QVERIFY(same_floats(finder.radial_stats()[b], serial_stats[b]));
+    QCOMPARE(pooled.found, serial.found);
+    QCOMPARE(pooled.peaks.size(), serial.peaks.size());
+    QVERIFY(std::memcmp(pooled.peaks.data(), serial.peaks.data(),
+                        serial.peaks.size() * sizeof(Peak)) == 0);
+  }
+
   void simulated_hits_match_the_ground_truth_data() {
     QTest::addColumn<QString>("detector_name");
     QTest::newRow("jungfrau4m") << "jungfrau4m";

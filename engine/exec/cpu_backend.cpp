@@ -95,7 +95,7 @@ class CpuBackend final : public Backend {
     for (std::size_t k = kept - n; k < kept; ++k) {
       // Entry of the k-th oldest kept frame: the ring's oldest is at recent_next_ once full.
       const std::size_t entry = kept < recent_capacity_ ? k : (recent_next_ + k) % kept;
-      out.push_back({recent_headers_[entry], finder_->find(recent_[entry].data())});
+      out.push_back({recent_headers_[entry], finder_->find(recent_[entry].data(), &pool_)});
     }
     return out;
   }
@@ -114,7 +114,7 @@ class CpuBackend final : public Backend {
     }
     if (finder_) {
       const auto search_start = std::chrono::steady_clock::now();
-      done.peaks = finder_->find(output_.data());
+      done.peaks = finder_->find(output_.data(), &pool_);
       done.peaks_us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - search_start)
               .count();

@@ -1,10 +1,12 @@
 #include "peaks/peakfinder8.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/thread_pool.hpp"
 
 namespace livedrp::peaks {
 
@@ -84,6 +86,7 @@ PeakFinder8::PeakFinder8(SlabLayout layout, std::vector<float> radius,
   for (std::size_t p = 0; p < pixels; ++p)
     if (good_[p]) bin_pixels_[fill[std::size_t(bin_[p])]++] = std::uint32_t(p);
   stats_.resize(std::size_t(bins));
+  binned_values_.resize(bin_pixels_.size());
   in_peak_.resize(pixels);
   std::size_t largest_asic = 0;
   for (const Asic& a : layout_.asics)
@@ -91,36 +94,66 @@ PeakFinder8::PeakFinder8(SlabLayout layout, std::vector<float> radius,
   members_.resize(largest_asic);
 }
 
-void PeakFinder8::compute_radial_statistics(const float* data) {
-  std::fill(stats_.begin(), stats_.end(), RadialBinStats{});
-  double lane_sum[kRadialLanes], lane_squares[kRadialLanes];
-  for (int iteration = 0; iteration < params_.iterations; ++iteration) {
-    for (std::size_t b = 0; b < stats_.size(); ++b) {
-      const RadialBinStats bin = stats_[b];
-      std::fill(std::begin(lane_sum), std::end(lane_sum), 0.0);
-      std::fill(std::begin(lane_squares), std::end(lane_squares), 0.0);
-      std::uint32_t count = 0;
+void PeakFinder8::compute_radial_statistics(const float* data, ThreadPool* pool) {
+  // The bins' values gathered once, in summation order (each bin's good pixels, ascending): the
+  // iterations then read them in a row instead of gathering from the image five times.
+  const std::size_t entries = bin_pixels_.size();
+  float* const values = binned_values_.data();
+  const auto gather = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t j = begin; j < end; ++j) values[j] = data[bin_pixels_[j]];
+  };
+  // A bin's statistics depend on its own values alone, so each bin runs all its iterations in
+  // turn, and bins go to the pool's threads independently.
+  const auto bins = [&](std::size_t begin, std::size_t end) {
+    double lane_sum[kRadialLanes], lane_squares[kRadialLanes];
+    for (std::size_t b = begin; b < end; ++b) {
       const std::uint32_t first = bin_offsets_[b], n = bin_offsets_[b + 1] - first;
-      for (std::uint32_t k = 0; k < n; ++k) {
-        const float value = data[bin_pixels_[first + k]];
-        if (!enters_radial_statistics(value, bin)) continue;
-        lane_sum[k % kRadialLanes] += double(value);
-        lane_squares[k % kRadialLanes] += double(value) * double(value);
-        ++count;
-      }
-      for (int stride = kRadialLanes / 2; stride > 0; stride /= 2)
-        for (int lane = 0; lane < stride; ++lane) {
-          lane_sum[lane] += lane_sum[lane + stride];
-          lane_squares[lane] += lane_squares[lane + stride];
+      const float* const bin_values = values + first;
+      RadialBinStats bin{};
+      for (int iteration = 0; iteration < params_.iterations; ++iteration) {
+        std::fill(std::begin(lane_sum), std::end(lane_sum), 0.0);
+        std::fill(std::begin(lane_squares), std::end(lane_squares), 0.0);
+        std::uint32_t count = 0;
+        // Entry k goes to lane k % kRadialLanes whether it enters or not; one that does not adds
+        // +0.0, which leaves every lane's sum as it was (a lane starts at +0.0 and +0.0 + -0.0
+        // is +0.0), so the sums are those of radial_threshold.hpp's order, without a branch.
+        for (std::uint32_t base = 0; base < n; base += kRadialLanes) {
+          const std::uint32_t lanes = std::min<std::uint32_t>(kRadialLanes, n - base);
+          for (std::uint32_t lane = 0; lane < lanes; ++lane) {
+            const float value = bin_values[base + lane];
+            const bool enters = enters_radial_statistics(value, bin);
+            // The value, or +0.0 when it does not enter: a mask of its bits (a select the
+            // vectoriser accepts, where `enters ? value : 0.0f` became a branch).
+            const std::uint32_t keep = 0u - std::uint32_t(enters);
+            const double term =
+                double(std::bit_cast<float>(std::bit_cast<std::uint32_t>(value) & keep));
+            lane_sum[lane] += term;
+            lane_squares[lane] += term * term;
+            count += std::uint32_t(enters);
+          }
         }
-      stats_[b] = finish_radial_bin(lane_sum[0], lane_squares[0], count, params_.minimum_snr,
-                                    params_.adc_threshold);
+        for (int stride = kRadialLanes / 2; stride > 0; stride /= 2)
+          for (int lane = 0; lane < stride; ++lane) {
+            lane_sum[lane] += lane_sum[lane + stride];
+            lane_squares[lane] += lane_squares[lane + stride];
+          }
+        bin = finish_radial_bin(lane_sum[0], lane_squares[0], count, params_.minimum_snr,
+                                params_.adc_threshold);
+      }
+      stats_[b] = bin;
     }
+  };
+  if (pool) {
+    pool->parallel_for(entries, gather);
+    pool->parallel_for(stats_.size(), bins);
+  } else {
+    gather(0, entries);
+    bins(0, stats_.size());
   }
 }
 
-PeakList PeakFinder8::find(const float* data) {
-  compute_radial_statistics(data);
+PeakList PeakFinder8::find(const float* data, ThreadPool* pool) {
+  compute_radial_statistics(data, pool);
   std::memset(in_peak_.data(), 0, in_peak_.size());
   PeakList out;
   for (const Asic& asic : layout_.asics) search_asic(data, asic, out);

@@ -24,6 +24,10 @@
 #include "peaks/peak_search.hpp"
 #include "peaks/radial_threshold.hpp"
 
+namespace livedrp {
+class ThreadPool;
+}
+
 namespace livedrp::peaks {
 
 // The slab and its ASICs. For a DetectorDescription the slab stacks the segments along the slow
@@ -55,8 +59,9 @@ class PeakFinder8 {
   PeakFinder8(SlabLayout layout, std::vector<float> radius,
               const std::vector<std::uint8_t>& bad_mask, const PeakFinderParams& params);
 
-  // data: layout.pixels() calibrated values.
-  PeakList find(const float* data);
+  // data: layout.pixels() calibrated values. A pool shares the radial statistics' bins among its
+  // threads (the same sums, so the same list); the seed search stays on the calling thread.
+  PeakList find(const float* data, ThreadPool* pool = nullptr);
 
   const std::vector<RadialBinStats>& radial_stats() const { return stats_; }
   const SlabLayout& layout() const { return layout_; }
@@ -80,7 +85,7 @@ class PeakFinder8 {
   }
 
  private:
-  void compute_radial_statistics(const float* data);
+  void compute_radial_statistics(const float* data, ThreadPool* pool);
   void search_asic(const float* data, const Asic& asic, PeakList& out);
 
   SlabLayout layout_;
@@ -88,6 +93,7 @@ class PeakFinder8 {
   std::vector<std::int32_t> bin_;   // per pixel
   std::vector<std::uint8_t> good_;  // per pixel: 1 = used (mask and resolution limits)
   std::vector<std::uint32_t> bin_offsets_, bin_pixels_;
+  std::vector<float> binned_values_;  // per event: the values at bin_pixels_
   std::vector<RadialBinStats> stats_;
   std::vector<std::uint8_t> in_peak_;  // per pixel, per event: 0 free, 1 claimed, 2 in a peak
   std::vector<std::int32_t> members_;  // the growing peak's pixels (slab indices)
