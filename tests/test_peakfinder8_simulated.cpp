@@ -29,7 +29,8 @@ class TestPeakFinder8Simulated : public QObject {
     // The statistics summed here as radial_threshold.hpp defines them, with plain branches:
     // each bin's good pixels in ascending order, entry k to lane k % kRadialLanes in double,
     // lanes added pairwise, five iterations. The finder's must be the same floats, bit for bit,
-    // on one thread and on a pool, and the pool must not change the peak list.
+    // on one thread and on a pool, and the pool (which also searches ASICs side by side) must not
+    // change the peak list.
     ThreadPool pool(3);
     const DetectorDescription detector = find_detector("epix10ka2m");
     const DetectorSimulator simulator(detector, SimulatorConfig{}, &pool);
@@ -105,6 +106,19 @@ class TestPeakFinder8Simulated : public QObject {
     QCOMPARE(pooled.peaks.size(), serial.peaks.size());
     QVERIFY(std::memcmp(pooled.peaks.data(), serial.peaks.data(),
                         serial.peaks.size() * sizeof(Peak)) == 0);
+    QVERIFY(serial.found > 50);  // every ASIC searched: medium and low gain give many
+
+    // A list cut at max_num_peaks: the pool's per-ASIC lists joined in ASIC order keep the same
+    // first peaks and count all of them.
+    params.max_num_peaks = 50;
+    PeakFinder8 capped(slab_layout(detector), radius, bad, params);
+    const PeakList capped_serial = capped.find(image.data());
+    const PeakList capped_pooled = capped.find(image.data(), &pool);
+    QCOMPARE(capped_serial.found, serial.found);
+    QCOMPARE(int(capped_serial.peaks.size()), 50);
+    QCOMPARE(capped_pooled.found, serial.found);
+    QCOMPARE(int(capped_pooled.peaks.size()), 50);
+    QVERIFY(std::memcmp(capped_pooled.peaks.data(), serial.peaks.data(), 50 * sizeof(Peak)) == 0);
   }
 
   void simulated_hits_match_the_ground_truth_data() {

@@ -156,19 +156,41 @@ PeakList PeakFinder8::find(const float* data, ThreadPool* pool) {
   compute_radial_statistics(data, pool);
   std::memset(in_peak_.data(), 0, in_peak_.size());
   PeakList out;
-  for (const Asic& asic : layout_.asics) search_asic(data, asic, out);
+  const std::size_t asics = layout_.asics.size();
+  if (!pool || pool->size() <= 1 || asics <= 1) {
+    for (const Asic& asic : layout_.asics) search_asic(data, asic, members_.data(), out);
+  } else {
+    // A search reads and claims pixels of its own ASIC only (every neighbour, ring and centroid
+    // test is bounded by the ASIC), so ASICs go to threads independently, each into its own
+    // list; the lists joined in ASIC order are the one-thread list, cut at max_num_peaks.
+    asic_lists_.resize(asics);
+    pool->parallel_for(asics, [&](std::size_t begin, std::size_t end) {
+      std::vector<std::int32_t> members(members_.size());
+      for (std::size_t a = begin; a < end; ++a) {
+        asic_lists_[a].peaks.clear();
+        asic_lists_[a].found = 0;
+        search_asic(data, layout_.asics[a], members.data(), asic_lists_[a]);
+      }
+    });
+    for (const PeakList& list : asic_lists_) {
+      out.found += list.found;
+      for (const Peak& peak : list.peaks)
+        if (int(out.peaks.size()) < params_.max_num_peaks) out.peaks.push_back(peak);
+    }
+  }
   out.hit = out.found >= params_.min_peaks_for_hit;
   return out;
 }
 
-void PeakFinder8::search_asic(const float* data, const Asic& asic, PeakList& out) {
+void PeakFinder8::search_asic(const float* data, const Asic& asic, std::int32_t* members,
+                              PeakList& out) {
   SearchView view = search_settings();
   view.data = data;
   view.bin = bin_.data();
   view.good = good_.data();
   view.stats = stats_.data();
   view.in_peak = in_peak_.data();
-  view.members = members_.data();
+  view.members = members;
   const std::size_t width = std::size_t(layout_.width);
   // Seeds: not on the ASIC's border rows and columns, as the reference.
   for (int ss = asic.first_ss + 1; ss < asic.first_ss + asic.height - 1; ++ss)

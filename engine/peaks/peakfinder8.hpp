@@ -59,8 +59,8 @@ class PeakFinder8 {
   PeakFinder8(SlabLayout layout, std::vector<float> radius,
               const std::vector<std::uint8_t>& bad_mask, const PeakFinderParams& params);
 
-  // data: layout.pixels() calibrated values. A pool shares the radial statistics' bins among its
-  // threads (the same sums, so the same list); the seed search stays on the calling thread.
+  // data: layout.pixels() calibrated values. A pool shares the radial statistics' bins and the
+  // ASICs' searches among its threads: the same sums and searches, so the same list.
   PeakList find(const float* data, ThreadPool* pool = nullptr);
 
   const std::vector<RadialBinStats>& radial_stats() const { return stats_; }
@@ -86,7 +86,7 @@ class PeakFinder8 {
 
  private:
   void compute_radial_statistics(const float* data, ThreadPool* pool);
-  void search_asic(const float* data, const Asic& asic, PeakList& out);
+  void search_asic(const float* data, const Asic& asic, std::int32_t* members, PeakList& out);
 
   SlabLayout layout_;
   PeakFinderParams params_;
@@ -97,6 +97,7 @@ class PeakFinder8 {
   std::vector<RadialBinStats> stats_;
   std::vector<std::uint8_t> in_peak_;  // per pixel, per event: 0 free, 1 claimed, 2 in a peak
   std::vector<std::int32_t> members_;  // the growing peak's pixels (slab indices)
+  std::vector<PeakList> asic_lists_;   // per ASIC, when a pool searches them
 };
 
 }  // namespace livedrp::peaks
