@@ -1,7 +1,8 @@
 #pragma once
 // The integration as a sparse matrix in CSR form: one row per radial bin listing the input pixels
 // that contribute and their share (1 without pixel splitting). Built once per geometry and
-// binning; every event is then a gather per bin, which is also how a CUDA kernel walks it.
+// binning; every event is then a gather per bin, which is also how a CUDA kernel walks it (the
+// CPU walks the same entries in bands of bins, pixel by pixel: banded_entries.hpp).
 #include <cstdint>
 #include <span>
 #include <vector>

@@ -325,10 +325,15 @@ void Integrator::build_csr() {
   if (config_.splitting == Splitting::BBox) {
     if (!deltas_valid_) build_deltas();
     csr_ = build_bbox_csr();
-    csr_valid_ = true;
-    ++counts_.csr;
-    return;
+  } else {
+    csr_ = build_no_split_csr();
   }
+  banded_ = band_entries(csr_, pixels(), kBands);
+  csr_valid_ = true;
+  ++counts_.csr;
+}
+
+CsrMatrix Integrator::build_no_split_csr() {
   double lo = default_min_, hi = default_max_;
   if (config_.radial_range) {
     const double scale = unit_scale(config_.unit);
@@ -347,9 +352,7 @@ void Integrator::build_csr() {
     const bool outside = azimuth && (chi_[k] > azimuth->second || chi_[k] < azimuth->first);
     bin_of_pixel[k] = outside ? -1 : bin_index(grid_, radial_[k]);
   }
-  csr_ = build_csr_no_split(bin_of_pixel, config_.bins);
-  csr_valid_ = true;
-  ++counts_.csr;
+  return build_csr_no_split(bin_of_pixel, config_.bins);
 }
 
 void Integrator::ensure_built() {
@@ -393,11 +396,9 @@ void Integrator::check_frame(std::span<const float> frame) const {
                      std::to_string(pixels()));
 }
 
-PixelSample Integrator::sample(std::span<const float> frame, std::size_t k) const {
-  const DummyTest dummy{config_.dummy.has_value(), float(config_.dummy.value_or(0.0)),
-                        float(config_.delta_dummy)};
-  return preprocess_pixel(frame[k], dark_.empty() ? 0.0f : dark_[k], normalization_[k],
-                          config_.error_model, dummy);
+DummyTest Integrator::dummy_test() const {
+  return {config_.dummy.has_value(), float(config_.dummy.value_or(0.0)),
+          float(config_.delta_dummy)};
 }
 
 Profile Integrator::empty_profile() const {
@@ -423,25 +424,69 @@ void Integrator::store_bin(Profile& p, int bin, const BinAccumulator& acc) const
   p.count[i] = acc.count;
 }
 
+void Integrator::for_each_band(const std::function<void(std::size_t band)>& body) const {
+  const std::size_t bands = banded_.bands();
+  const auto run = [&](std::size_t first, std::size_t last) {
+    for (std::size_t band = first; band < last; ++band) body(band);
+  };
+  if (pool_ && pool_->size() > 1 && bands > 1)
+    pool_->parallel_for(bands, run);
+  else
+    run(0, bands);
+}
+
+template <bool Azimuthal, bool UnitShares>
+void Integrator::sum_band(std::span<const float> frame, std::size_t band,
+                          std::vector<BinAccumulator>& acc) const {
+  const int first_bin = banded_.band_first_bin[band];
+  acc.assign(std::size_t(banded_.band_first_bin[band + 1] - first_bin), BinAccumulator{});
+  const DummyTest dummy = dummy_test();
+  const ErrorModel model = config_.error_model;
+  const float* const dark = dark_.empty() ? nullptr : dark_.data();
+  const float* const norm = normalization_.data();
+  const std::int32_t* const pixel = banded_.pixel.data();
+  const std::int32_t* const bin = banded_.bin.data();
+  const float* const coef = banded_.coef.data();
+  const std::size_t end = banded_.band_start[band + 1];
+  // The walk runs forwards but skips between a ring's stretches of each row, which the hardware
+  // prefetcher does not follow: the pixels 64 entries ahead are asked for by hand (measured 1.5x
+  // on the development VM; 32 and 128 ahead did no better).
+  constexpr std::size_t kAhead = 64;
+  for (std::size_t e = banded_.band_start[band]; e < end; ++e) {
+    if (e + kAhead < end) {
+      const auto ahead = std::size_t(pixel[e + kAhead]);
+      __builtin_prefetch(frame.data() + ahead);
+      __builtin_prefetch(norm + ahead);
+      if (dark) __builtin_prefetch(dark + ahead);
+    }
+    const auto k = std::size_t(pixel[e]);
+    const PixelSample s = preprocess_pixel(frame[k], dark ? dark[k] : 0.0f, norm[k], model, dummy);
+    BinAccumulator& a = acc[std::size_t(bin[e] - first_bin)];
+    // A share of exactly 1 multiplies nothing away: the literal gives the same sums.
+    const double share = UnitShares ? 1.0 : double(coef[e]);
+    if constexpr (Azimuthal)
+      accumulate_azimuthal(a, s, share);
+    else
+      accumulate(a, s, share);
+  }
+}
+
 Profile Integrator::integrate(std::span<const float> frame) {
   check_frame(frame);
   ensure_built();
   const bool azimuthal = config_.error_model == ErrorModel::Azimuthal;
   Profile p = empty_profile();
-  // Bins are independent (a gather each), so any split over threads gives the same numbers.
-  parallel(std::size_t(config_.bins), [&](std::size_t first, std::size_t last) {
-    for (int b = int(first); b < int(last); ++b) {
-      BinAccumulator acc;
-      for (std::int32_t e = csr_.row_start[std::size_t(b)]; e < csr_.row_start[std::size_t(b) + 1];
-           ++e) {
-        const PixelSample s = sample(frame, std::size_t(csr_.pixel[std::size_t(e)]));
-        if (azimuthal)
-          accumulate_azimuthal(acc, s, csr_.coef[std::size_t(e)]);
-        else
-          accumulate(acc, s, csr_.coef[std::size_t(e)]);
-      }
-      store_bin(p, b, acc);
-    }
+  // Bands are independent and each bin sums its pixels in ascending order whichever thread takes
+  // its band, so any split over threads gives the same numbers.
+  for_each_band([&](std::size_t band) {
+    std::vector<BinAccumulator> acc;
+    const bool unit = banded_.unit_shares;
+    if (azimuthal)
+      unit ? sum_band<true, true>(frame, band, acc) : sum_band<true, false>(frame, band, acc);
+    else
+      unit ? sum_band<false, true>(frame, band, acc) : sum_band<false, false>(frame, band, acc);
+    const int first_bin = banded_.band_first_bin[band];
+    for (std::size_t i = 0; i < acc.size(); ++i) store_bin(p, first_bin + int(i), acc[i]);
   });
   return p;
 }
@@ -460,26 +505,32 @@ Profile Integrator::sigma_clip(std::span<const float> frame, const SigmaClip& cl
     PixelSample s;
     float coef;
   };
-  parallel(std::size_t(config_.bins), [&](std::size_t first, std::size_t last) {
-    std::vector<Entry> kept;  // the bin's valid entries still in
-    const auto sum = [&] {
-      BinAccumulator acc;
-      for (const Entry& e : kept) {
-        if (azimuthal)
-          accumulate_azimuthal(acc, e.s, e.coef);
-        else
-          accumulate(acc, e.s, e.coef);
-      }
-      return acc;
-    };
-    for (int b = int(first); b < int(last); ++b) {
-      kept.clear();
-      for (std::int32_t e = csr_.row_start[std::size_t(b)]; e < csr_.row_start[std::size_t(b) + 1];
-           ++e) {
-        const PixelSample s = sample(frame, std::size_t(csr_.pixel[std::size_t(e)]));
-        if (s.count != 0.0f && csr_.coef[std::size_t(e)] != 0.0f)
-          kept.push_back({s, csr_.coef[std::size_t(e)]});
-      }
+  const DummyTest dummy = dummy_test();
+  for_each_band([&](std::size_t band) {
+    // Each bin's valid entries still in, dealt out walking the band in pixel order: the same
+    // entries in the same order as the bin's CSR row.
+    const int first_bin = banded_.band_first_bin[band];
+    std::vector<std::vector<Entry>> kept_of(
+        std::size_t(banded_.band_first_bin[band + 1] - first_bin));
+    for (std::size_t e = banded_.band_start[band]; e < banded_.band_start[band + 1]; ++e) {
+      const auto k = std::size_t(banded_.pixel[e]);
+      const PixelSample s = preprocess_pixel(frame[k], dark_.empty() ? 0.0f : dark_[k],
+                                             normalization_[k], config_.error_model, dummy);
+      if (s.count != 0.0f && banded_.coef[e] != 0.0f)
+        kept_of[std::size_t(banded_.bin[e] - first_bin)].push_back({s, banded_.coef[e]});
+    }
+    for (std::size_t i = 0; i < kept_of.size(); ++i) {
+      std::vector<Entry>& kept = kept_of[i];
+      const auto sum = [&] {
+        BinAccumulator acc;
+        for (const Entry& e : kept) {
+          if (azimuthal)
+            accumulate_azimuthal(acc, e.s, e.coef);
+          else
+            accumulate(acc, e.s, e.coef);
+        }
+        return acc;
+      };
       BinAccumulator acc = sum();
       for (int iteration = 0; iteration < clip.max_iter; ++iteration) {
         if (acc.normalization == 0.0 || acc.count == 0.0) break;
@@ -492,7 +543,7 @@ Profile Integrator::sigma_clip(std::span<const float> frame, const SigmaClip& cl
         kept.erase(end, kept.end());
         acc = sum();
       }
-      store_bin(p, b, acc);
+      store_bin(p, first_bin + int(i), acc);
     }
   });
   return p;

@@ -20,6 +20,7 @@
 
 #include "core/thread_pool.hpp"
 #include "integrate/accumulate.hpp"
+#include "integrate/banded_entries.hpp"
 #include "integrate/corrections.hpp"
 #include "integrate/csr.hpp"
 #include "integrate/layout.hpp"
@@ -120,12 +121,19 @@ class Integrator {
   PixelOffset offset_of(std::size_t pixel) const;
   bool masked(std::size_t pixel) const;
   void check_frame(std::span<const float> frame) const;
-  PixelSample sample(std::span<const float> frame, std::size_t pixel) const;
+  DummyTest dummy_test() const;
+  // Runs body(band) for every band of banded_, on the pool when there is one.
+  void for_each_band(const std::function<void(std::size_t band)>& body) const;
+  // One band's bin sums (acc[i]: bin band_first_bin[band] + i).
+  template <bool Azimuthal, bool UnitShares>
+  void sum_band(std::span<const float> frame, std::size_t band,
+                std::vector<BinAccumulator>& acc) const;
   Profile empty_profile() const;
   void store_bin(Profile& p, int bin, const BinAccumulator& acc) const;
   void build_positions();
   void build_normalization();
   void build_csr();
+  CsrMatrix build_no_split_csr();
   void build_deltas();
   CsrMatrix build_bbox_csr();
 
@@ -145,6 +153,11 @@ class Integrator {
   std::vector<float> normalization_;
   BinGrid grid_;
   CsrMatrix csr_;
+  // csr_'s entries in bands for the per-event walk (banded_entries.hpp). 32 bands: a few per
+  // thread for balance, wide enough (about 30 bins of 1000) that neighbouring bands rarely share
+  // a cache line of the frame. Results do not depend on the number.
+  static constexpr int kBands = 32;
+  BandedEntries banded_;
   bool positions_valid_ = false, normalization_valid_ = false, csr_valid_ = false;
   bool deltas_valid_ = false;
   BuildCounts counts_;
