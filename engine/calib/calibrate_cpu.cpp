@@ -11,6 +11,20 @@ namespace livedrp {
 using calib::CalibrationParams;
 using calib::DecodedPixel;
 
+namespace {
+
+// The constants of 7 gain modes (121 MB for an ePix10ka2M) cannot stay in cache, and a pixel's
+// entry sits in the plane of its mode, so the hardware prefetcher, which sees several planes
+// touched in turns, falls behind. Asking for the entry 32 pixels ahead in the current pixel's
+// mode (neighbours mostly share it: the configuration is per ASIC) measured 1.05x on the whole
+// ePix10ka2M calibration, with common mode and without (medians of alternating runs, 2-core VM).
+void prefetch_constants(const CalibrationConstants& constants, int mode, std::size_t pixel) {
+  const std::size_t ahead = std::min(pixel + 32, constants.pixels - 1);
+  __builtin_prefetch(constants.pedestal_gain.data() + std::size_t(mode) * constants.pixels + ahead);
+}
+
+}  // namespace
+
 void calibrate_bank_row_cpu(RawEncoding encoding, const CalibrationConstants& constants,
                             const CalibrationParams& params, const void* raw,
                             std::size_t first_pixel, int width, float* out) {
@@ -24,6 +38,7 @@ void calibrate_bank_row_cpu(RawEncoding encoding, const CalibrationConstants& co
   for (int i = 0; i < width; ++i) {
     const std::size_t p = first_pixel + std::size_t(i);
     const DecodedPixel pixel = calib::decode_raw(encoding, raw, p, status[i]);
+    prefetch_constants(constants, pixel.mode, p);
     const float offset = calib::pedestal_offset(pixel, constants.at(pixel.mode, p));
     out[p] = offset;
     quiet[quiet_count] = offset;
@@ -63,6 +78,7 @@ void calibrate_event_cpu(const DetectorDescription& detector, const CalibrationC
       const std::size_t last = std::min(first + unit, pixels);
       for (std::size_t p = first; p < last; ++p) {
         const DecodedPixel pixel = calib::decode_raw(encoding, raw, p, constants.pixel_status[p]);
+        prefetch_constants(constants, pixel.mode, p);
         const calib::PedestalGain pg = constants.at(pixel.mode, p);
         out[p] = calib::calibrated_value(pixel, calib::pedestal_offset(pixel, pg), 0.0f, pg);
       }
