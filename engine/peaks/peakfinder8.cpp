@@ -100,7 +100,11 @@ void PeakFinder8::compute_radial_statistics(const float* data, ThreadPool* pool)
   const std::size_t entries = bin_pixels_.size();
   float* const values = binned_values_.data();
   const auto gather = [&](std::size_t begin, std::size_t end) {
-    for (std::size_t j = begin; j < end; ++j) values[j] = data[bin_pixels_[j]];
+    const std::uint32_t* const pixel = bin_pixels_.data();
+    for (std::size_t j = begin; j < end; ++j) {
+      if (j + 64 < end) __builtin_prefetch(data + pixel[j + 64]);
+      values[j] = data[pixel[j]];
+    }
   };
   // A bin's statistics depend on its own values alone, so each bin runs all its iterations in
   // turn, and bins go to the pool's threads independently.
@@ -137,8 +141,14 @@ void PeakFinder8::compute_radial_statistics(const float* data, ThreadPool* pool)
             lane_sum[lane] += lane_sum[lane + stride];
             lane_squares[lane] += lane_squares[lane + stride];
           }
-        bin = finish_radial_bin(lane_sum[0], lane_squares[0], count, params_.minimum_snr,
-                                params_.adc_threshold);
+        const RadialBinStats next = finish_radial_bin(lane_sum[0], lane_squares[0], count,
+                                                      params_.minimum_snr, params_.adc_threshold);
+        // Which values enter depends on the thresholds alone: once an iteration leaves them as
+        // they were, every later one sums the same values in the same order and repeats this
+        // result, so the remaining iterations are skipped (same statistics bit for bit).
+        const bool settled = next.upper == bin.upper && next.lower == bin.lower;
+        bin = next;
+        if (settled) break;
       }
       stats_[b] = bin;
     }
