@@ -1,6 +1,7 @@
 #include "core/thread_pool.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 namespace livedrp {
 namespace {
@@ -46,6 +47,24 @@ void ThreadPool::parallel_for(std::size_t count,
   std::unique_lock lock(mutex_);
   done_.wait(lock, [this] { return pending_ == 0; });
   body_ = nullptr;
+}
+
+void ThreadPool::parallel_for_dynamic(std::size_t count, std::size_t grain,
+                                      const std::function<void(std::size_t, std::size_t)>& body) {
+  if (count == 0) return;
+  grain = std::max<std::size_t>(grain, 1);
+  if (workers_.empty() || count <= grain) {
+    body(0, count);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  parallel_for(size(), [&](std::size_t, std::size_t) {
+    for (;;) {
+      const std::size_t begin = next.fetch_add(grain, std::memory_order_relaxed);
+      if (begin >= count) return;
+      body(begin, std::min(begin + grain, count));
+    }
+  });
 }
 
 void ThreadPool::worker_loop(unsigned index) {

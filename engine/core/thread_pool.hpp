@@ -20,6 +20,11 @@ class ThreadPool {
   unsigned size() const { return unsigned(workers_.size()) + 1; }
   void parallel_for(std::size_t count,
                     const std::function<void(std::size_t begin, std::size_t end)>& body);
+  // For items of uneven cost: every thread takes `grain` items at a time, [begin, end), from a
+  // shared counter until none are left, so a thread that drew cheap items takes more. Each item
+  // is handed out exactly once; which thread runs it varies from call to call.
+  void parallel_for_dynamic(std::size_t count, std::size_t grain,
+                            const std::function<void(std::size_t begin, std::size_t end)>& body);
 
  private:
   void worker_loop(unsigned index);

@@ -155,7 +155,9 @@ void PeakFinder8::compute_radial_statistics(const float* data, ThreadPool* pool)
   };
   if (pool) {
     pool->parallel_for(entries, gather);
-    pool->parallel_for(stats_.size(), bins);
+    // Bins differ in size (rings grow with the radius, the detector's corners cut them) and in
+    // how soon they settle: threads draw 16 bins at a time.
+    pool->parallel_for_dynamic(stats_.size(), 16, bins);
   } else {
     gather(0, entries);
     bins(0, stats_.size());
@@ -173,9 +175,12 @@ PeakList PeakFinder8::find(const float* data, ThreadPool* pool) {
     // A search reads and claims pixels of its own ASIC only (every neighbour, ring and centroid
     // test is bounded by the ASIC), so ASICs go to threads independently, each into its own
     // list; the lists joined in ASIC order are the one-thread list, cut at max_num_peaks.
+    // ASICs differ in cost (only some gain modes are searched, peaks cluster): threads draw one
+    // at a time. Each thread keeps its own scratch for a growing peak's pixels.
     asic_lists_.resize(asics);
-    pool->parallel_for(asics, [&](std::size_t begin, std::size_t end) {
-      std::vector<std::int32_t> members(members_.size());
+    pool->parallel_for_dynamic(asics, 1, [&](std::size_t begin, std::size_t end) {
+      thread_local std::vector<std::int32_t> members;
+      if (members.size() < members_.size()) members.resize(members_.size());
       for (std::size_t a = begin; a < end; ++a) {
         asic_lists_[a].peaks.clear();
         asic_lists_[a].found = 0;
