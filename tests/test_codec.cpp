@@ -725,6 +725,23 @@ class TestCodec : public QObject {
                                            std::uint32_t(sparse.size()), back.data(), &consumed)),
                int(ChunkError::None));
       QCOMPARE(first_difference(back, sparse), -1L);
+      // Every byte after the level-2 bitmap is a stored (flagged) byte of some level: zeroing
+      // any one of them is found, wherever it lies (groups decoded with eight bytes ahead and
+      // the last ones, full groups and partial ones).
+      if (round >= 8) continue;
+      const std::size_t level2 = (sparse.size() / 64 + 7) / 8;
+      for (std::size_t i = level2; i < e.size(); ++i) {
+        Bytes damaged = e;
+        damaged[i] = 0;
+        const ChunkError error =
+            zero_elimination_decode(damaged.data(), std::uint32_t(damaged.size()),
+                                    std::uint32_t(sparse.size()), back.data(), &consumed);
+        if (error != ChunkError::FlaggedByteIsZero)
+          QFAIL(qPrintable(QString("stored byte %1 of %2 zeroed: error %3")
+                               .arg(i)
+                               .arg(e.size())
+                               .arg(int(error))));
+      }
     }
   }
 
