@@ -12,17 +12,17 @@
 // image at other photon hit densities, lossy at 0.5 photon (how the encoder's choice between
 // zero-byte elimination and a list of nonzero bins fares as photons get denser). Scopes: the whole
 // event (16 x 352 x 384), and one 352x384 segment. GPU rows: one array per launch, launches
-// round-robin over 1 and 4 streams (segments also 16, and 4 and 16 with a host thread per stream;
-// one DeviceCodec per stream), rotating over M distinct events so that the L2 cache holds none of
-// them; N timed launches between CUDA events after a warm-up (16 N for segments). Both scopes also
-// go through the resident kernels (cuda/codec/resident_compressor.hpp and
-// resident_decompressor.hpp: one persistent kernel each, no launch per array): segments fed by 1,
-// 4 and 16 host threads (64 N each way), whole events by one (16 N), timed on the host clock
-// (every job's size checked; each distinct array's stream against DeviceCodec's, its decoding
-// against the CPU's). GB/s = input
-// (raw) bytes / time, for compression and decompression alike. Decoding is timed with the decoder
-// for the row's dtype and codec (the caller knows them); after the timing, event 0's stream must
-// decode on the GPU to the CPU decoder's bytes (and, lossless, to the input), or the bench fails.
+// round-robin over 1 and 4 streams (whole events: the counts of --event-streams; segments also 16,
+// and 4 and 16 with a host thread per stream; one DeviceCodec per stream), rotating over M distinct
+// events so that the L2 cache holds none of them; N timed launches between CUDA events after a
+// warm-up (16 N for segments). Both scopes also go through the resident kernels
+// (cuda/codec/resident_compressor.hpp and resident_decompressor.hpp: one persistent kernel each, no
+// launch per array): segments fed by 1, 4 and 16 host threads (64 N each way), whole events by one
+// (16 N), timed on the host clock (every job's size checked; each distinct array's stream against
+// DeviceCodec's, its decoding against the CPU's). GB/s = input (raw) bytes / time, for compression
+// and decompression alike. Decoding is timed with the decoder for the row's dtype and codec (the
+// caller knows them); after the timing, event 0's stream must decode on the GPU to the CPU
+// decoder's bytes (and, lossless, to the input), or the bench fails.
 //   copy     a device-to-device copy of the raw array measured here, as input bytes per second
 //            (half its read + write bandwidth): "x copy" is the codec's GB/s over it
 //   floor    the bytes the codec must move (raw in + compressed out) at the copy's read + write
@@ -710,6 +710,12 @@ void add_codec_options(CLI::App& command, CodecBenchOptions& o) {
                   "pixels, e.g. 0.002,0.01,0.05,0.2), lossy at 0.5 photon")
       ->delimiter(',')
       ->check(CLI::Range(1e-6, 1.0));
+  command
+      .add_option("--event-streams", o.event_streams,
+                  "stream counts of the whole-event rows with a launch per event (e.g. 1,4,8,16)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 32))
+      ->capture_default_str();
   command.add_option("--only", o.only,
                      "only the cases whose name contains this text (e.g. \"lossy 0.5\"), for "
                      "profiling one kind of data");
@@ -741,10 +747,11 @@ int run_codec(const CodecBenchOptions& o) {
           int streams;
           bool thread_per_stream;
         };
-        const std::vector<Setting> settings =
-            segment
-                ? std::vector<Setting>{{1, false}, {4, false}, {16, false}, {4, true}, {16, true}}
-                : std::vector<Setting>{{1, false}, {4, false}};
+        std::vector<Setting> settings{{1, false}, {4, false}, {16, false}, {4, true}, {16, true}};
+        if (!segment) {
+          settings.clear();
+          for (const int streams : o.event_streams) settings.push_back({streams, false});
+        }
         for (const Setting& setting : settings) {
           gpu_rows.push_back(gpu_row(c, a, segment ? "segment" : "event", setting.streams,
                                      setting.thread_per_stream, segment ? 16 * o.events : o.events,

@@ -20,7 +20,8 @@ struct CodecBenchOptions {
   bool cpu_only = false;  // skip the GPU rows (no device needed)
   std::uint32_t chunk_bytes = codec::kDefaultChunkBytes;  // input bytes per chunk
   std::string only;  // when not empty: only the cases whose name contains it (for profiling)
-  std::vector<double> hit_densities;  // extra photon-sparse cases at these hit densities
+  std::vector<double> hit_densities;     // extra photon-sparse cases at these hit densities
+  std::vector<int> event_streams{1, 4};  // stream counts of the whole-event launched rows
   std::uint64_t seed = 20260101;
   std::string json_path, markdown_path;
 };
