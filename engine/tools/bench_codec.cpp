@@ -3,6 +3,7 @@
 //
 //   livedrp-bench codec [--events N] [--distinct M] [--cpu-events K] [--cpu-only]
 //                       [--chunk-bytes B] [--hit-densities D,...] [--only TEXT]
+//                       [--event-streams S,...] [--scopes event,segment]
 //                       [--seed S] [--json FILE] [--markdown FILE]
 //
 // Cases: raw uint16 lossless; calibrated float32 lossless and lossy at 0.25, 0.5 and 1 photon
@@ -716,6 +717,13 @@ void add_codec_options(CLI::App& command, CodecBenchOptions& o) {
       ->delimiter(',')
       ->check(CLI::Range(1, 32))
       ->capture_default_str();
+  command
+      .add_option("--scopes", o.scopes,
+                  "the array scopes of the GPU rows: event (16 x 352 x 384), segment (352 x 384) "
+                  "or both")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"event", "segment"}))
+      ->capture_default_str();
   command.add_option("--only", o.only,
                      "only the cases whose name contains this text (e.g. \"lossy 0.5\"), for "
                      "profiling one kind of data");
@@ -737,6 +745,9 @@ int run_codec(const CodecBenchOptions& o) {
     gpu_data.sparse.resize(std::size_t(o.distinct));
     for (auto& images : gpu_data.hits) images.resize(std::size_t(o.distinct));
     for (bool segment : {false, true}) {
+      if (std::find(o.scopes.begin(), o.scopes.end(), segment ? "segment" : "event") ==
+          o.scopes.end())
+        continue;
       for (const Case& c : selected) {
         const Arrays a = arrays_of(gpu_data, c, segment);
         const double copy_rw = device_copy_gbps(a.bytes, 20);

@@ -22,6 +22,7 @@ struct CodecBenchOptions {
   std::string only;  // when not empty: only the cases whose name contains it (for profiling)
   std::vector<double> hit_densities;     // extra photon-sparse cases at these hit densities
   std::vector<int> event_streams{1, 4};  // stream counts of the whole-event launched rows
+  std::vector<std::string> scopes{"event", "segment"};  // which array scopes get GPU rows
   std::uint64_t seed = 20260101;
   std::string json_path, markdown_path;
 };
