@@ -1,15 +1,19 @@
 #pragma once
 // What the codec kernels share: the per-chunk scratch layouts, block-wide scans and sums over
 // ranges longer than the block, and the launch functions device_codec.cu calls.
+#include <cuda_runtime.h>
+
 #include <cstdint>
 #include <cub/block/block_scan.cuh>
 #include <cuda/atomic>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codec/codec.hpp"
 #include "codec/codec_format.hpp"
 #include "codec/codec_math.hpp"
+#include "core/error.hpp"
 #include "cuda/codec/resident_ring.hpp"
 
 namespace livedrp::gpu::codec_kernels {
@@ -27,6 +31,46 @@ inline constexpr std::uint32_t kMaxSharedWorkspace = 96 * 1024;
 
 LIVEDRP_HD std::uint32_t round_up16(std::uint32_t n) {
   return (n + 15) & ~15u;
+}
+
+// Programmatic dependent launch (sm_90): the launched decoder goes out with the stream
+// serialisation attribute, so that a decoder behind another kernel in its stream is scheduled
+// while the earlier one's last blocks finish instead of after it has ended and the launch latency
+// has passed. Each block does only shared-memory set-up before wait_for_prerequisite_grid, which
+// returns once every earlier kernel of the stream has finished and its writes are visible: the
+// stream to decode and the counters the previous decoder's last block reset are read after it.
+// Each block calls allow_dependent_launch once its chunks are done, so the next decoder's blocks
+// may take the SMs its blocks leave. Both are no-ops in a kernel launched without the attribute.
+// (H200, one uint16 event per launch: decompression 640-653 -> 681-685 GB/s on 4 streams. The
+// encoder launched the same way went from 655-662 to 701-702 on uint16 but lost float32
+// lossless, 685-690 -> 618-626 on 4 streams, so it stays a plain launch; docs/benchmarks.md,
+// Session 23.)
+__device__ __forceinline__ void wait_for_prerequisite_grid() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+__device__ __forceinline__ void allow_dependent_launch() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+// Launches kernel<<<grid, block, shared_bytes, stream>>>(args...) with the programmatic stream
+// serialisation attribute; throws RuntimeFault naming the kernel when the launch fails.
+template <class... Params, class... Args>
+void launch_programmatic(void (*kernel)(Params...), unsigned grid, unsigned block,
+                         std::uint32_t shared_bytes, cudaStream_t stream, const char* name,
+                         Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(block);
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1]{};
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  const cudaError_t status = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+  if (status != cudaSuccess)
+    throw RuntimeFault(std::string("launch of ") + name + ": " + cudaGetErrorString(status));
 }
 
 // The decoder's workspace for one chunk: the expanded shuffled words and the two expanded bitmap

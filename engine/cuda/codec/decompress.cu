@@ -22,7 +22,9 @@
 //   4. the last block to finish compares both checksums and the payload size, writes the plan
 //      (status, first damaged chunk, decoded size) and puts the counters back to zero.
 // Every read is checked against the buffer and every write against the output capacity before
-// it happens; a damaged stream only changes the status the host reads.
+// it happens; a damaged stream only changes the status the host reads. The kernel goes out as a
+// programmatic dependent launch (codec_kernels.cuh), so a decoder behind another in its stream
+// is scheduled while that one's last blocks finish.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -1060,11 +1062,18 @@ struct BulkCopy {
 };
 
 // Decodes chunk c (its table entry `entry`, payload offset `offset` units): the checksum pass,
-// then the chunk. Returns this thread's payload checksum terms.
-template <DecodeKind Kind>
+// then the chunk. Returns this thread's payload checksum terms. SharedWork: the workspace is the
+// block's dynamic shared memory, named as such, so that every access to it compiles to a
+// shared-memory load or store (LDS/STS, 32-bit addresses) instead of a generic one through a
+// 64-bit pointer that may point anywhere (H200, Nsight Compute: the uint16 decoder's workspace
+// reads and staging were generic loads); otherwise it is global_work, a chunk's global slot.
+template <DecodeKind Kind, bool SharedWork>
 __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p, std::uint64_t c,
-                                    std::uint32_t entry, std::uint64_t offset, std::uint8_t* work,
-                                    BulkCopy& bulk, unsigned* error) {
+                                    std::uint32_t entry, std::uint64_t offset,
+                                    std::uint8_t* global_work, BulkCopy& bulk, unsigned* error) {
+  extern __shared__ uint4 shared_workspace[];
+  std::uint8_t* const work =
+      SharedWork ? reinterpret_cast<std::uint8_t*>(shared_workspace) : global_work;
   // A kind's dtype is a constant (check_fields refused any other): no division by its size.
   const DType dtype = Kind == DecodeKind::Any ? DType(p.dtype) : kind_dtype(Kind);
   const std::uint32_t per_chunk = chunk_elements(dtype, p.chunk_bytes);
@@ -1090,7 +1099,7 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
   const auto buffer_end_word =
       (reinterpret_cast<std::uintptr_t>(a.in) + a.size) & ~std::uintptr_t(15);
   const auto end_word = min((chunk_at + 4 * units + 15) & ~std::uintptr_t(15), buffer_end_word);
-  const bool in_shared = bulk.barrier != nullptr;
+  constexpr bool in_shared = SharedWork;
   const bool by_bulk = in_shared && end_word > first_word;
   std::uint8_t* const stored_bytes = work + x.d.stored_at + (in_shared ? chunk_at & 15u : 0u);
   x.stored = stored_bytes;
@@ -1188,10 +1197,11 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
   __shared__ alignas(8) std::uint8_t header[kMaxHeaderBytes];
   __shared__ bool claimed_early;
   __shared__ std::uint64_t bulk_barrier;
-  for (std::uint32_t i = threadIdx.x; i < kMaxHeaderBytes && i < a.size; i += T)
-    header[i] = a.in[i];
   fill_expand_selectors();  // ordered before use by the barrier below
   if (threadIdx.x == 0) bulk_barrier_init(&bulk_barrier);
+  wait_for_prerequisite_grid();  // nothing global is touched before (see codec_kernels.cuh)
+  for (std::uint32_t i = threadIdx.x; i < kMaxHeaderBytes && i < a.size; i += T)
+    header[i] = a.in[i];
   __syncthreads();
   // The first chunk is claimed while thread 0 checks the header, its round trip hidden behind
   // the checks, by a block that will decode chunks whatever they find: block_claims on the
@@ -1271,12 +1281,16 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
     }
     // Past the buffer's end the final size check reports it; nothing is read there.
     if (4 * (offset + units) > a.size - plan.payload_at) continue;
-    payload_terms += decode_one<Kind>(a, plan, c, entry, offset, work, bulk, &error);
+    if (bulk.barrier)
+      payload_terms += decode_one<Kind, true>(a, plan, c, entry, offset, nullptr, bulk, &error);
+    else
+      payload_terms += decode_one<Kind, false>(a, plan, c, entry, offset, work, bulk, &error);
     __syncthreads();
     if (threadIdx.x == 0 && error != unsigned(ChunkError::None))
       DeviceWord(k.failure).fetch_max(~((static_cast<unsigned long long>(c) << 8) | error),
                                       cuda::memory_order_relaxed);
   }
+  allow_dependent_launch();
   // The block's payload terms, for thread 0: one barrier (CUB's 64-bit reduction took two more).
   __shared__ std::uint64_t warp_terms[kDecodeWarps];
   payload_terms = warp_sum64(payload_terms);
@@ -1361,7 +1375,6 @@ __global__ void __launch_bounds__(T, kResidentDecodeMinBlocks<Kind>)
     a = r.array;
   }
   BulkCopy bulk{&bulk_barrier, 0u};
-  std::uint8_t* const work = reinterpret_cast<std::uint8_t*>(shared_workspace);
   const unsigned long long tickets = r.chunks;
   for (;;) {
     if (threadIdx.x == 0) {
@@ -1424,7 +1437,7 @@ __global__ void __launch_bounds__(T, kResidentDecodeMinBlocks<Kind>)
           if (threadIdx.x == 0) DeviceWord(k.bad_entry).store(1, cuda::memory_order_relaxed);
         } else if (4 * (offset + units) <= a.size - plan.payload_at) {
           // Past the buffer's end the final size check reports it; nothing is read there.
-          payload_terms = decode_one<Kind>(a, plan, c, entry, offset, work, bulk, &error);
+          payload_terms = decode_one<Kind, true>(a, plan, c, entry, offset, nullptr, bulk, &error);
           __syncthreads();
           if (threadIdx.x == 0 && error != unsigned(ChunkError::None))
             DeviceWord(k.failure).fetch_max(~((static_cast<unsigned long long>(c) << 8) | error),
@@ -1562,9 +1575,8 @@ void launch_decompress_resident(const ResidentDecompressArgs& args, DecodeKind k
 }
 
 void launch_decompress(const DecompressArgs& args, DecodeKind kind, unsigned grid, void* stream) {
-  decompress_kernel(
-      kind)<<<grid, T, decode_shared_bytes(kind), static_cast<cudaStream_t>(stream)>>>(args);
-  check_launch("decompress_stream");
+  launch_programmatic(decompress_kernel(kind), grid, T, decode_shared_bytes(kind),
+                      static_cast<cudaStream_t>(stream), "decompress_stream", args);
 }
 
 }  // namespace livedrp::gpu::codec_kernels
