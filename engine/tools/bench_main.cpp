@@ -1,12 +1,17 @@
 // livedrp-bench: throughput of the engine's stages against the bandwidth the machine measures in
 // the same run.
 //
-//   livedrp-bench runtime ...   (the CUDA runtime's configuration matrix: bench_runtime.cpp)
-//   livedrp-bench resident ...  (the device-resident doorbell ring and its consumers:
-//   bench_resident.cpp) livedrp-bench codec ...     (GPU codecs against a device copy, zstd and
-//   lz4: bench_codec.cpp) livedrp-bench peaks ...     (peakfinder8 on the GPU against the CPU:
-//   bench_peaks.cpp) livedrp-bench calibrate [--detector epix10ka2m|jungfrau4m|generic_f32]
-//   [--backend cpu|cuda|both]
+//   livedrp-bench runtime ...   the CUDA runtime's configuration matrix (bench_runtime.cpp)
+//   livedrp-bench resident ...  the device-resident doorbell ring and its consumers
+//                               (bench_resident.cpp)
+//   livedrp-bench codec ...     GPU codecs against a device copy, zstd and lz4 (bench_codec.cpp)
+//   livedrp-bench peaks ...     peakfinder8 on the GPU against the CPU (bench_peaks.cpp)
+//   livedrp-bench integrate ... azimuthal integration on the GPU (bench_integrate.cpp)
+//   livedrp-bench replay ...    flat-out HDF5 replay (bench_replay.cpp)
+//   livedrp-bench pipeline ...  the engine's whole stage list over a configuration matrix, both
+//                               feeding paths (bench_pipeline.cpp)
+//   livedrp-bench calibrate [--detector epix10ka2m|jungfrau4m|generic_f32]
+//                           [--backend cpu|cuda|both]
 //                           [--events N] [--streams 1,2,4,8] [--common-mode on|off|both]
 //                           [--json FILE] [--markdown FILE]
 //
@@ -51,6 +56,7 @@
 #include "bench_common.hpp"
 #include "bench_integrate.hpp"
 #include "bench_peaks.hpp"
+#include "bench_pipeline.hpp"
 #include "bench_replay.hpp"
 #include "bench_resident.hpp"
 #include "bench_runtime.hpp"
@@ -626,6 +632,12 @@ int main(int argc, char** argv) {
   CLI::App* replay = app.add_subcommand(
       "replay", "flat-out HDF5 replay from the page cache: reader, CPU engine, CUDA host-fed");
   livedrp::bench::add_replay_options(*replay, replay_options);
+  livedrp::bench::PipelineBenchOptions pipeline_options;
+  CLI::App* pipeline = app.add_subcommand(
+      "pipeline",
+      "the engine's stage list on both feeding paths over a matrix (stages, codec, streams, "
+      "launch): events/s, per-stage time, the bounding stage, fraction of the memory floor");
+  livedrp::bench::add_pipeline_options(*pipeline, pipeline_options);
   calibrate->add_option("--markdown", o.markdown_path, "write the markdown table here");
   try {
     app.parse(argc, argv);
@@ -640,6 +652,7 @@ int main(int argc, char** argv) {
     if (peaks->parsed()) return livedrp::bench::run_peaks(peaks_options);
     if (integrate->parsed()) return livedrp::bench::run_integrate(integrate_options);
     if (replay->parsed()) return livedrp::bench::run_replay(replay_options);
+    if (pipeline->parsed()) return livedrp::bench::run_pipeline(pipeline_options);
     return run_calibrate(o);
   } catch (const InputError& e) {
     std::cerr << "livedrp-bench: error: " << e.what() << "\n";
