@@ -2,6 +2,9 @@
 // drawn for stats messages sent through the model.
 #include <cmath>
 #include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include <QLabel>
 #include <QProgressBar>
@@ -9,11 +12,13 @@
 
 #include <qwt_plot_curve.h>
 
+#include "protocol/message.hpp"
 #include "protocol/topics.hpp"
 #include "widgets/engine_view.hpp"
 #include "widgets/refresh_coalescer.hpp"
 #include "widgets/stats_model.hpp"
 
+using livedrp::protocol::RateBound;
 using livedrp::protocol::StatsPayload;
 using livedrp::widgets::EngineView;
 using livedrp::widgets::StatsModel;
@@ -121,6 +126,55 @@ class EngineViewTest : public QObject {
     const qreal ratio = image.devicePixelRatio();
     QCOMPARE(image.pixelColor(int(corner.x() * ratio), int(corner.y() * ratio)).name(),
              EngineView::orderErrorColor().name());
+  }
+
+  // The engine's verdict on what bounds the rate, from a stats message as the wire delivers it
+  // (encoded and decoded), shown as sent; "-" when the stats carry none (an older engine).
+  void rateBoundShowsTheEnginesVerdict() {
+    StatsModel model;
+    EngineView view(&model);
+    view.resize(500, 600);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QCOMPARE(view.rateBoundLabel()->objectName(), QStringLiteral("rateBoundLabel"));
+    QCOMPARE(view.rateBoundLabel()->text(), QStringLiteral("-"));
+
+    const auto send = [&model](const StatsPayload& payload) {
+      livedrp::protocol::Message message = livedrp::protocol::make_stats_message(payload);
+      message.run = 4;
+      const std::vector<std::string> parts = livedrp::protocol::encode(message);
+      const std::vector<std::string_view> views(parts.begin(), parts.end());
+      QVERIFY(model.apply(livedrp::protocol::decode(views)));
+    };
+    StatsPayload bound = stats(1.0, 120, 480);
+    bound.rate_bound = RateBound{"peak", 0.92, "ring 97% full"};
+    send(bound);
+    settle(view);
+    QCOMPARE(view.rateBoundLabel()->text(), QStringLiteral("peak (92% busy): ring 97% full"));
+    QCOMPARE(view.stagesLabel()->text(),
+             QString::fromUtf8("calibrate 9.5 µs mean, 31.0 µs max, 80.20 GB/s"));
+
+    // For the source and the pacing the busy fraction is the pipeline's headroom.
+    bound.rate_bound = RateBound{"source", 0.4, "ring 3% full"};
+    send(bound);
+    settle(view);
+    QCOMPARE(view.rateBoundLabel()->text(),
+             QStringLiteral("source (pipeline 40% busy): ring 3% full"));
+
+    // No busy fraction (null on the wire): the verdict alone.
+    bound.rate_bound = RateBound{"idle", 0.0, "no event processed in the last second"};
+    send(bound);
+    settle(view);
+    QCOMPARE(view.rateBoundLabel()->text(),
+             QStringLiteral("idle: no event processed in the last second"));
+    bound.rate_bound = RateBound{"pipeline", std::numeric_limits<double>::quiet_NaN(), "why"};
+    send(bound);
+    settle(view);
+    QCOMPARE(view.rateBoundLabel()->text(), QStringLiteral("pipeline: why"));
+
+    send(stats(1.25, 120, 480));  // no verdict
+    settle(view);
+    QCOMPARE(view.rateBoundLabel()->text(), QStringLiteral("-"));
   }
 
   void latencyChartKeepsFiniteIntervalsOnly() {

@@ -112,6 +112,17 @@ CompressionStats sample_compression() {
   return block;
 }
 
+// The engine's verdict on what bounds the rate, as it reads with a stage named.
+RateBound sample_rate_bound() {
+  RateBound bound;
+  bound.by = "peak";
+  bound.busy_fraction = 0.92;
+  bound.why =
+      "ring 97% full: the stages keep 1 lane 98% busy at 4.0 kHz; peak takes 230.0 µs "
+      "of their 245.0 µs per event";
+  return bound;
+}
+
 StatusPayload sample_status() {
   StatusPayload status;
   status.state = "running";
@@ -360,6 +371,83 @@ class TestProtocol : public QObject {
       QFAIL("stats_from_json accepted a bad compression block");
     } catch (const ProtocolError& error) {
       QVERIFY2(QString::fromUtf8(error.what()).contains(expected), error.what());
+    }
+  }
+
+  void rateBoundRoundTripsFieldByField() {
+    StatsPayload original = sample_stats();
+    original.rate_bound = sample_rate_bound();
+    const Message decoded = decode(views_of(encode(make_stats_message(original))));
+    QCOMPARE(decoded.payload.at("rate_bound").at("by").get<std::string>(), std::string("peak"));
+    const StatsPayload stats = stats_from_json(decoded.payload);
+    QVERIFY(stats.rate_bound.has_value());
+    QCOMPARE(stats.rate_bound->by, std::string("peak"));
+    QCOMPARE(stats.rate_bound->busy_fraction, 0.92);
+    QCOMPARE(stats.rate_bound->why, original.rate_bound->why);
+  }
+
+  // A verdict without a busy fraction (no stage time in the interval) travels as null.
+  void rateBoundBusyFractionThatIsNotANumberTravelsAsNull() {
+    StatsPayload original = sample_stats();
+    original.rate_bound = RateBound{"pipeline", std::nan(""), "ring 100% full and no stage times"};
+    const json payload = to_json(original);
+    QVERIFY(payload.at("rate_bound").at("busy_fraction").is_null());
+    const StatsPayload stats = stats_from_json(json::parse(payload.dump()));
+    QVERIFY(stats.rate_bound.has_value());
+    QVERIFY(std::isnan(stats.rate_bound->busy_fraction));
+    QCOMPARE(stats.rate_bound->by, std::string("pipeline"));
+  }
+
+  // Engines older than the verdict send none; their stats decode as before.
+  void statsWithoutRateBoundStillDecode() {
+    const json payload = to_json(sample_stats());
+    QVERIFY(!payload.contains("rate_bound"));
+    QVERIFY(!stats_from_json(payload).rate_bound.has_value());
+  }
+
+  void rateBoundRejectsBadField_data() {
+    QTest::addColumn<QByteArray>("payload");
+    QTest::addColumn<QString>("expected");
+    const auto with = [](const std::string& field, const json& value) {
+      StatsPayload stats = sample_stats();
+      stats.rate_bound = sample_rate_bound();
+      json payload = to_json(stats);
+      if (value.is_discarded())
+        payload["rate_bound"].erase(field);
+      else
+        payload["rate_bound"][field] = value;
+      return QByteArray::fromStdString(payload.dump());
+    };
+    json not_object = to_json(sample_stats());
+    not_object["rate_bound"] = "peak";
+    QTest::newRow("block not an object")
+        << QByteArray::fromStdString(not_object.dump()) << "'rate_bound' must be an object";
+    QTest::newRow("by missing") << with("by", json::value_t::discarded)
+                                << "'rate_bound.by' is missing";
+    QTest::newRow("by empty") << with("by", "") << "'rate_bound.by' must name what bounds the rate";
+    QTest::newRow("by as number") << with("by", 3) << "'rate_bound.by' must be a string";
+    QTest::newRow("busy missing") << with("busy_fraction", json::value_t::discarded)
+                                  << "'rate_bound.busy_fraction' is missing";
+    QTest::newRow("busy as string")
+        << with("busy_fraction", "92%") << "'rate_bound.busy_fraction' must be a number";
+    QTest::newRow("busy negative") << with("busy_fraction", -0.5)
+                                   << "'rate_bound.busy_fraction' must be a number >= 0 or null";
+    QTest::newRow("why missing") << with("why", json::value_t::discarded)
+                                 << "'rate_bound.why' is missing";
+    QTest::newRow("why as array") << with("why", json::array())
+                                  << "'rate_bound.why' must be a string";
+  }
+
+  void rateBoundRejectsBadField() {
+    QFETCH(QByteArray, payload);
+    QFETCH(QString, expected);
+    try {
+      stats_from_json(json::parse(payload.toStdString()));
+      QFAIL("stats_from_json accepted a bad rate_bound block");
+    } catch (const ProtocolError& error) {
+      const QString text = QString::fromUtf8(error.what());
+      QVERIFY2(text.startsWith("stats payload"), error.what());
+      QVERIFY2(text.contains(expected), error.what());
     }
   }
 

@@ -129,6 +129,22 @@ QString formatMicroseconds(double us) {
   return QString::number(us, 'f', 1) + QString::fromUtf8(" µs");
 }
 
+QString formatRateBound(const std::optional<protocol::RateBound>& bound) {
+  if (!bound) return QStringLiteral("-");
+  const QString by = QString::fromStdString(bound->by);
+  QString text = by;
+  if (std::isfinite(bound->busy_fraction) && bound->by != protocol::kRateBoundIdle) {
+    const QString busy = QString::number(std::lround(bound->busy_fraction * 100));
+    // For these two the fraction is the pipeline's headroom, not the named element's.
+    const bool pipeline_fraction =
+        bound->by == protocol::kRateBoundPacing || bound->by == protocol::kRateBoundSource;
+    text += pipeline_fraction ? EngineView::tr(" (pipeline %1% busy)").arg(busy)
+                              : EngineView::tr(" (%1% busy)").arg(busy);
+  }
+  if (!bound->why.empty()) text += QStringLiteral(": ") + QString::fromStdString(bound->why);
+  return text;
+}
+
 QColor EngineView::orderErrorColor() { return QColor(0xc6, 0x28, 0x28); }  // red
 QColor EngineView::p50Color() { return QColor(0x2c, 0xa0, 0x2c); }         // green
 QColor EngineView::p99Color() { return QColor(0x94, 0x67, 0xbd); }         // purple
@@ -162,6 +178,8 @@ EngineView::EngineView(StatsModel* model, QWidget* parent)
   drops_->setWordWrap(true);
   stages_ = makeLabel(QStringLiteral("stagesLabel"), queues);
   stages_->setWordWrap(true);
+  rate_bound_ = makeLabel(QStringLiteral("rateBoundLabel"), queues);
+  rate_bound_->setWordWrap(true);
   latency_ = makeLabel(QStringLiteral("latencyLabel"), queues);
   form->addRow(tr("ring occupancy"), ring_);
   form->addRow(tr("reorder depth"), reorder_);
@@ -169,6 +187,7 @@ EngineView::EngineView(StatsModel* model, QWidget* parent)
   form->addRow(tr("order errors"), order_errors_);
   form->addRow(tr("drops"), drops_);
   form->addRow(tr("time per stage"), stages_);
+  form->addRow(tr("rate bound by"), rate_bound_);
   form->addRow(tr("latency"), latency_);
   layout->addWidget(queues);
 
@@ -285,6 +304,7 @@ void EngineView::refreshNow() {
                        formatMicroseconds(stage.max_us), formatGbps(stage.gbps));
   }
   setTextIfChanged(stages_, stages.isEmpty() ? QStringLiteral("-") : stages.join(QLatin1Char('\n')));
+  setTextIfChanged(rate_bound_, formatRateBound(stats.rate_bound));
   setTextIfChanged(latency_, has_stats && std::isfinite(stats.latency_p50_us)
                                  ? tr("p50 %1 · p99 %2 · max %3")
                                        .arg(formatMicroseconds(stats.latency_p50_us),

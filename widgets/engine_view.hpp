@@ -1,16 +1,20 @@
 #pragma once
 // The engine seen from its `stats`: one bar per execution lane (launches in flight out of the lane's
 // capacity, events completed on it), the reorder depth, the doorbell ring's occupancy, events in
-// flight, time per stage, drops by reason, order errors (red when any), and a strip chart of the
-// doorbell-to-result latency (p50 and p99) against run time. It reads the StatsModel and redraws
-// through a RefreshCoalescer (at most ~30 Hz; nothing while hidden).
+// flight, time per stage, what bounds the rate now (the engine's `rate_bound` verdict, as sent),
+// drops by reason, order errors (red when any), and a strip chart of the doorbell-to-result
+// latency (p50 and p99) against run time. It reads the StatsModel and redraws through a
+// RefreshCoalescer (at most ~30 Hz; nothing while hidden).
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <QColor>
 #include <QPointer>
 #include <QString>
 #include <QWidget>
+
+#include "protocol/topics.hpp"
 
 class QGridLayout;
 class QLabel;
@@ -48,6 +52,7 @@ class EngineView : public QWidget {
   QLabel* orderErrorsLabel() const { return order_errors_; }
   QLabel* dropsLabel() const { return drops_; }
   QLabel* stagesLabel() const { return stages_; }
+  QLabel* rateBoundLabel() const { return rate_bound_; }
   QLabel* latencyLabel() const { return latency_; }
   QwtPlot* latencyPlot() const { return plot_; }
   QString latencyAxisTitle() const;  // "latency (µs)" or "latency (ms)"
@@ -83,6 +88,7 @@ class EngineView : public QWidget {
   QLabel* order_errors_ = nullptr;
   QLabel* drops_ = nullptr;
   QLabel* stages_ = nullptr;
+  QLabel* rate_bound_ = nullptr;
   QLabel* latency_ = nullptr;
   QwtPlot* plot_ = nullptr;
   QwtPlotCurve* p50_curve_ = nullptr;
@@ -95,5 +101,10 @@ class EngineView : public QWidget {
 
 // Formats a time in microseconds: "812.4 µs" below a millisecond, "1.5 ms" above; "-" for NaN.
 QString formatMicroseconds(double us);
+
+// Formats the engine's rate-bound verdict: "peak (92% busy): <why>"; for "pacing" and "source",
+// whose busy fraction is the pipeline's, "source (pipeline 40% busy): <why>"; without a busy
+// fraction (NaN, or "idle") "idle: <why>"; "-" when the stats carry none.
+QString formatRateBound(const std::optional<protocol::RateBound>& bound);
 
 }  // namespace livedrp::widgets

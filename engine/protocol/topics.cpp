@@ -64,6 +64,25 @@ CompressionStats compression_from_json(const PayloadReader& parent, const json& 
   return compression;
 }
 
+json to_json(const RateBound& bound) {
+  return {
+      {"by", bound.by}, {"busy_fraction", number_or_null(bound.busy_fraction)}, {"why", bound.why}};
+}
+
+RateBound rate_bound_from_json(const PayloadReader& parent, const json& object) {
+  if (!object.is_object()) parent.fail("rate_bound", "must be an object, got " + describe(object));
+  const PayloadReader reader(object, parent.topic(), "rate_bound.");
+  RateBound bound;
+  bound.by = reader.string("by");
+  if (bound.by.empty()) reader.fail("by", "must name what bounds the rate, got an empty string");
+  bound.busy_fraction = reader.number("busy_fraction");  // null (not measured) reads as NaN
+  if (!std::isnan(bound.busy_fraction) && !(bound.busy_fraction >= 0))
+    reader.fail("busy_fraction",
+                "must be a number >= 0 or null, got " + describe(object.at("busy_fraction")));
+  bound.why = reader.string("why");
+  return bound;
+}
+
 }  // namespace
 
 double ratio_histogram_lower_edge(std::size_t bin) {
@@ -115,6 +134,7 @@ json to_json(const StatsPayload& stats) {
                   {"streams", std::move(streams)}};
   if (stats.compression) payload["compression"] = to_json(*stats.compression);
   if (stats.peak_finding) payload["peak_finding"] = to_json(*stats.peak_finding);
+  if (stats.rate_bound) payload["rate_bound"] = to_json(*stats.rate_bound);
   return payload;
 }
 
@@ -183,6 +203,9 @@ StatsPayload stats_from_json(const json& payload) {
   // Optional likewise: present only when the pipeline finds peaks.
   if (const auto block = payload.find("peak_finding"); block != payload.end())
     stats.peak_finding = peak_finding_stats_from_json(*block);
+  // Optional likewise: engines older than it send no verdict.
+  if (const auto block = payload.find("rate_bound"); block != payload.end())
+    stats.rate_bound = rate_bound_from_json(reader, *block);
   return stats;
 }
 

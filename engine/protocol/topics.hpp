@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/message.hpp"
@@ -55,6 +56,26 @@ struct CompressionStats {
   std::array<std::uint64_t, kRatioHistogramBins> ratio_histogram{};  // events of the interval
 };
 
+// What bounds the processed event rate now: computed by the engine from one stats interval (the
+// rule and its thresholds: engine/exec/rate_bound.hpp). `by` is one of the words below or the
+// name of a stage of `stages`.
+inline constexpr std::string_view kRateBoundIdle = "idle";          // no event in the last second
+inline constexpr std::string_view kRateBoundPacing = "pacing";      // the pace, and it is kept
+inline constexpr std::string_view kRateBoundSource = "source";      // it cannot fill the ring
+inline constexpr std::string_view kRateBoundCopy = "copy";          // host-to-device copies
+inline constexpr std::string_view kRateBoundPipeline = "pipeline";  // the lanes, outside any stage
+inline constexpr std::string_view kRateBoundUnknown = "unknown";    // no figures to judge by
+
+struct RateBound {
+  std::string by;  // one of the words above, or a stage's name
+  // The share of its capacity that the element named by `by` uses at the current rate (a stage:
+  // rate x mean time / lanes; the copy: bytes per second / measured bandwidth). For "pacing" and
+  // "source" it is the pipeline's (the headroom before the pipeline would bound); 0 for "idle";
+  // NaN when the interval has no figures to compute it from.
+  double busy_fraction = 0;
+  std::string why;  // one sentence with the figures behind the verdict
+};
+
 // `stats`: published a few times a second while a run goes.
 struct StatsPayload {
   std::uint64_t events_in = 0;                           // events the source produced
@@ -80,6 +101,7 @@ struct StatsPayload {
   std::vector<StreamStats> streams;
   std::optional<CompressionStats> compression;   // absent: compression off (or an older engine)
   std::optional<PeakFindingStats> peak_finding;  // absent: peak finding off (or an older engine)
+  std::optional<RateBound> rate_bound;           // absent: not computed (or an older engine)
 };
 
 // `status`: on every state change and once a second.
