@@ -161,14 +161,16 @@ class TestEngineCompression : public QObject {
     QVERIFY(!protocol::to_json(run.intervals.back()).contains("compression"));
   }
 
-  void device_resident_source_with_compression_is_refused_at_construction() {
+  void persistent_device_resident_consumer_with_compression_is_refused_at_construction() {
+    // The persistent consumer calibrates only; the launched ones compress (test_gpu_resident_stages).
     EngineConfig config = small_config("lossless");
     config.runtime.source = SourcePlacement::Device;
+    config.runtime.launch = LaunchMode::Persistent;
     for (const std::string backend : {"cpu", "cuda", "auto"}) {
       config.backend = backend;
       const QString error = construction_error(config);
-      QVERIFY2(error.contains("compression 'lossless' is not implemented for runtime.source "
-                              "'device'"),
+      QVERIFY2(error.contains("runtime.launch 'persistent' with runtime.source 'device' "
+                              "calibrates only"),
                qPrintable(error));
     }
     // The host-fed source compresses on whichever backend auto picks (CPU without a device).

@@ -207,8 +207,10 @@ class TestEngineIntegration : public QObject {
 
     EngineConfig device = c;
     device.runtime.source = SourcePlacement::Device;
+    device.runtime.launch = LaunchMode::Persistent;  // the launched consumers carry the stage
     device.backend = "cuda";
-    QVERIFY2(construction_error(device).contains("integration"),
+    QVERIFY2(construction_error(device).contains("calibrates only") &&
+                 construction_error(device).contains("integration"),
              qPrintable(construction_error(device)));
   }
 };

@@ -259,11 +259,15 @@ class TestGpuLiveCompression : public QObject {
     QCOMPARE(controller.config().compression.codec, std::string("lossless"));
   }
 
-  void device_resident_source_with_compression_is_refused() {
+  void device_resident_source_compresses_with_launched_consumers_only() {
     EngineConfig config = base_config("cuda", "lossless");
     config.runtime.source = SourcePlacement::Device;
-    const QString error = construction_error(config);
-    QVERIFY2(error.contains("not implemented for runtime.source 'device'"), qPrintable(error));
+    config.runtime.launch = LaunchMode::Graph;
+    QString error = construction_error(config);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    config.runtime.launch = LaunchMode::Persistent;
+    error = construction_error(config);
+    QVERIFY2(error.contains("calibrates only"), qPrintable(error));
   }
 };
 

@@ -2,7 +2,9 @@
 // a consumer on two threads pass every event intact and in order.
 #include <QtTest>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 #include <thread>
 
 #include "ring/doorbell_ring.hpp"
@@ -109,6 +111,45 @@ class TestRing : public QObject {
     QCOMPARE(mismatches, std::uint64_t(0));
     QCOMPARE(dropped, std::uint64_t(0));
     QCOMPARE(ring.occupancy(), std::size_t(0));
+  }
+
+  void a_lent_buffer_is_shown_and_only_the_rings_own_buffers_are_freed() {
+    std::vector<void*> allocated, freed;
+    const unsigned char lent[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    void* handed_back = nullptr;
+    void* replacement = ::operator new(8);
+    {
+      DoorbellRing ring(
+          2, 8,
+          [&](std::size_t n) {
+            allocated.push_back(::operator new(n));
+            return allocated.back();
+          },
+          [&](void* p) {
+            freed.push_back(p);
+            ::operator delete(p);
+          });
+      const int slot = ring.producer_claim();
+      ring.lend_slot_data(slot, lent);
+      ring.ring_doorbell(slot);
+      const int taken = ring.consumer_peek();
+      QCOMPARE(taken, slot);
+      QVERIFY(ring.slot_data(taken) == static_cast<const void*>(lent));
+      QCOMPARE(std::memcmp(ring.slot_data(taken), lent, sizeof lent), 0);
+      ring.consumer_advance();
+      ring.rearm(taken);
+      // Exchanging a slot that shows a lent buffer hands back the ring's own one, never the lent.
+      ring.producer_claim();
+      ring.producer_claim();  // the same slot until the doorbell rings
+      handed_back = ring.exchange_slot_data(slot, replacement);
+      QVERIFY(handed_back == allocated[std::size_t(slot)]);
+      QVERIFY(ring.slot_data(slot) == replacement);
+    }
+    // The replacement and the other slot's own buffer are freed; the lent one never is.
+    QCOMPARE(freed.size(), std::size_t(2));
+    QVERIFY(std::find(freed.begin(), freed.end(), replacement) != freed.end());
+    QVERIFY(std::find(freed.begin(), freed.end(), static_cast<const void*>(lent)) == freed.end());
+    ::operator delete(handed_back);
   }
 
   void zero_slots_is_an_error() { QVERIFY_THROWS_EXCEPTION(std::exception, make_ring(0, 8)); }

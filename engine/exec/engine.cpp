@@ -22,8 +22,10 @@
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "exec/backend.hpp"
+#include "exec/host_event_buffer.hpp"
 #include "exec/live_image.hpp"
 #include "exec/live_peaks.hpp"
+#include "exec/rate_bound.hpp"
 #include "exec/reorder_buffer.hpp"
 #include "integrate/array_values.hpp"
 #include "integrate/layout.hpp"
@@ -159,7 +161,9 @@ struct Engine::Impl {
   // runtime.source = device: the simulated detector writes into a ring in GPU memory and the
   // consumers follow its doorbells on the device (cuda/resident); no host ring, no Backend.
   bool device_source = false;
-  std::vector<std::vector<std::byte>> event_pool;  // simulated events, cycled by the source
+  // Simulated events, generated ahead into the backend's host memory (pinned for CUDA) and
+  // cycled by the source: ring slots are lent these buffers, so no event is copied on the host.
+  std::vector<HostEventBuffer> event_pool;
   bool drop_when_full = false;
   std::unique_ptr<replay::ReplaySource> replay_source;  // source "replay:..."
   std::string replay_pace, replay_pace_note;
@@ -192,10 +196,10 @@ struct Engine::Impl {
   double total_calibrate_us = 0;
   std::vector<double> interval_latencies_us;  // doorbell to release, this stats interval
   // Live compression: per stats interval (reset by report) and since the run started.
-  std::uint64_t interval_compress_in = 0, interval_compress_out = 0;
-  double interval_compress_us = 0;
+  std::uint64_t interval_compress_in = 0, interval_compress_out = 0, interval_compress_events = 0;
+  double interval_compress_us = 0, interval_compress_us_max = 0;
   std::array<std::uint64_t, protocol::kRatioHistogramBins> interval_ratio_histogram{};
-  std::uint64_t total_compress_in = 0, total_compress_out = 0;
+  std::uint64_t total_compress_in = 0, total_compress_out = 0, total_compress_events = 0;
   double total_compress_us = 0;
   // Live integration (config.integration): per stats interval and since the run started.
   double interval_integrate_us_sum = 0, interval_integrate_us_max = 0;
@@ -256,15 +260,21 @@ struct Engine::Impl {
   void publish_status();
   void produce();
   void produce_replay();
-  // Claims a ring slot (waiting or dropping per policy), copies `raw` and rings the doorbell;
-  // false when the event was dropped because the ring was full.
+  // Claims a ring slot (waiting or dropping per policy), puts the event in it without a host copy
+  // and rings the doorbell; false when the event was dropped because the ring was full.
   // `hand_over`: a replay source whose acquired event `raw` is; its buffer goes into the ring
-  // slot in exchange for the slot's (no copy).
+  // slot in exchange for the slot's. Without it `raw` outlives the event (a generated event of
+  // event_pool) and the slot is lent it, as a DMA engine's event is written once and announced.
   bool admit(const void* raw, const EventHeader& header, replay::ReplaySource* hand_over = nullptr);
   void record(const EventHeader& header, const void* raw);
   void close_recorder();  // flushes the last file; a failure fails the run
   void consume();
   void run_device_source();
+#ifdef LIVEDRP_HAVE_CUDA
+  // A device-resident result's stage outputs and times, as the host-fed backends report them.
+  void fill_stage_results(const gpu::ResidentPipeline& pipeline, const gpu::ResidentResult& result,
+                          CompletedEvent& done) const;
+#endif
   void report();
   void account_completed(const CompletedEvent& done);
   protocol::StatsPayload cumulative_stats() const;
@@ -328,10 +338,10 @@ void Engine::Impl::produce() {
     {
       ThreadPool pool(config.cpu_threads == 0 ? std::thread::hardware_concurrency()
                                               : config.cpu_threads);
-      event_pool.resize(std::size_t(config.simulator_pool));
-      for (std::size_t i = 0; i < event_pool.size() && !stop_requested; ++i) {
-        event_pool[i].resize(detector.raw_event_bytes());
-        simulator->generate(i, event_pool[i].data(), nullptr, &pool);
+      event_pool.clear();
+      for (std::size_t i = 0; i < std::size_t(config.simulator_pool) && !stop_requested; ++i) {
+        event_pool.emplace_back(*active_backend.load(), detector.raw_event_bytes());
+        simulator->generate(i, event_pool.back().data(), nullptr, &pool);
       }
     }
     {
@@ -353,7 +363,7 @@ void Engine::Impl::produce() {
         if (Clock::now() - next_time > max_lag) next_time = Clock::now();
       }
       events_in.fetch_add(1, std::memory_order_relaxed);
-      const auto& raw = event_pool[i % event_pool.size()];
+      const HostEventBuffer& raw = event_pool[i % event_pool.size()];
       EventHeader header = simulator->header_for(i);
       header.timestamp_ns = wall_clock_ns();
       // Recorded whether or not the ring takes it: the recording is what the source produced.
@@ -398,7 +408,7 @@ bool Engine::Impl::admit(const void* raw, const EventHeader& header,
   if (hand_over)
     ring->exchange_slot_data(slot, hand_over->exchange_acquired_buffer(ring->slot_data(slot)));
   else
-    std::memcpy(ring->slot_data(slot), raw, detector.raw_event_bytes());
+    ring->lend_slot_data(slot, raw);
   ring->slot_header(slot) = header;
   ring->ring_doorbell(slot);
   return true;
@@ -503,6 +513,9 @@ void Engine::Impl::account_completed(const CompletedEvent& done) {
       interval_compress_in += done.compress_bytes_in;
       interval_compress_out += done.compress_bytes_out;
       interval_compress_us += done.compress_us;
+      interval_compress_us_max = std::max(interval_compress_us_max, done.compress_us);
+      ++interval_compress_events;
+      ++total_compress_events;
       total_compress_in += done.compress_bytes_in;
       total_compress_out += done.compress_bytes_out;
       total_compress_us += done.compress_us;
@@ -842,6 +855,9 @@ void Engine::Impl::run_device_source() {
     const SimulatorConfig& sim = simulator->config();
     resident.first_pulse_id = sim.first_pulse_id;
     resident.pulses_per_event = sim.pulses_per_event;
+    resident.stages.compression = compression_params(config.compression);
+    resident.stages.integrator = integrator;
+    if (peak_geometry) resident.stages.peak_finder = peak_geometry->finder(peak_param_history.front());
     gpu::ResidentPipeline pipeline(detector, constants, pool, resident);
     {
       std::lock_guard lock(mutex);
@@ -882,7 +898,10 @@ void Engine::Impl::run_device_source() {
         done.ring_slot = result->slot;
         done.admission = result->sequence;
         done.stream = result->lane;
-        done.calibrate_us = double(result->done_ns - result->doorbell_ns) * 1e-3;
+        if (resident.stages.any())
+          fill_stage_results(pipeline, *result, done);
+        else
+          done.calibrate_us = double(result->done_ns - result->doorbell_ns) * 1e-3;
         events_in.store(std::max(events_in.load(), result->sequence + 1));
         account_completed(done);
         ++per_lane[std::size_t(result->lane % lane_count)].completed;
@@ -918,6 +937,34 @@ void Engine::Impl::run_device_source() {
   producer_done = true;
   consumer_done = true;
 }
+
+#ifdef LIVEDRP_HAVE_CUDA
+void Engine::Impl::fill_stage_results(const gpu::ResidentPipeline& pipeline,
+                                      const gpu::ResidentResult& result,
+                                      CompletedEvent& done) const {
+  done.calibrate_us = result.stage_us(gpu::kStampCalibrated);
+  if (config.compression.enabled()) {
+    const bool lossy = config.compression.codec == "lossy" ||
+                       detector.encoding == RawEncoding::Float32;
+    done.compress_bytes_in = std::uint64_t(detector.pixels()) * (lossy ? 4 : 2);
+    done.compress_bytes_out = result.compressed_bytes;
+    done.compress_us = result.stage_us(gpu::kStampCompressed);
+    if (result.compressed_bytes == 0)
+      throw RuntimeFault("device-resident codec reported an empty stream for event " +
+                         std::to_string(result.sequence));
+  }
+  if (integrator) {
+    done.profile = profile_intensities(pipeline.profile(result));
+    done.integrate_us = result.stage_us(gpu::kStampIntegrated);
+  }
+  if (peak_geometry) {
+    done.peaks = pipeline.peaks(result);
+    done.searched = true;
+    done.params_version = 1;
+    done.peaks_us = result.stage_us(gpu::kStampSearched);
+  }
+}
+#endif
 
 protocol::StatsPayload Engine::Impl::cumulative_stats() const {
   protocol::StatsPayload stats;
@@ -1015,6 +1062,7 @@ void Engine::Impl::report() {
     protocol::StatsPayload stats = cumulative_stats();
     protocol::StageTiming calibrate{"calibrate"};
     protocol::StageTiming integrate_stage{"integrate"};
+    protocol::StageTiming compress_stage{"compress"};
     {
       std::lock_guard lock(mutex);
       if (interval_integrate_count > 0) {
@@ -1040,9 +1088,17 @@ void Engine::Impl::report() {
       for (std::size_t i = 0; i < lanes.size(); ++i)
         stats.streams.push_back({i, lanes[i].in_flight, lanes[i].capacity, lanes[i].completed});
       stats.reorder_depth = reorder_depth;
+      if (interval_compress_events > 0) {
+        compress_stage.mean_us = interval_compress_us / double(interval_compress_events);
+        compress_stage.max_us = interval_compress_us_max;
+        compress_stage.gbps = double(interval_compress_in) / (interval_compress_us * 1e-6) / 1e9;
+      }
+      interval_compress_events = 0;
+      interval_compress_us_max = 0;
       stats.compression = take_compression_interval();
     }
     stats.stages.push_back(calibrate);
+    if (config.compression.enabled()) stats.stages.push_back(compress_stage);
     if (integrator) stats.stages.push_back(integrate_stage);
     if (peak_book) {
       protocol::StageTiming peak_stage{"peak"};
@@ -1064,6 +1120,12 @@ void Engine::Impl::report() {
     }
     processed_history.emplace_back(now, stats.events_processed);
     last_time = now;
+    RateBoundFacts facts;
+    facts.paced_rate_hz = config.rate_hz;
+    facts.lanes = stats.backend == "cpu" ? 1 : std::uint64_t(std::max(1, config.runtime.streams));
+    facts.device_resident = device_source;
+    facts.event_bytes = detector.raw_event_bytes();
+    stats.rate_bound = rate_bound(stats, facts);
     if (publisher) {
       protocol::Message message = protocol::make_stats_message(stats);
       message.run = config.run;
@@ -1178,21 +1240,15 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   else if (!c.publish.empty())
     d.publisher = std::make_shared<Publisher>(c.publish);
 
-  // The host-fed backends (cpu, cuda) compress every event; the device-resident pipeline has no
-  // codec stage yet.
-  if (c.compression.enabled() && c.runtime.source == SourcePlacement::Device)
+  // The device-resident pipeline's persistent consumer calibrates only (resident_pipeline.hpp).
+  const bool later_stages = c.compression.enabled() || c.integration.enabled ||
+                            c.peak_finding.enabled;
+  if (later_stages && c.runtime.source == SourcePlacement::Device &&
+      c.runtime.launch == LaunchMode::Persistent)
     throw InputError(
-        "compression '" + c.compression.codec +
-        "' is not implemented for runtime.source 'device' (the device-resident pipeline has no "
-        "codec stage yet); use runtime.source 'host', where the cuda and cpu backends compress "
-        "every event, or compression 'off'");
-
-  // The device-resident pipeline has no integration stage: its events never reach a backend.
-  if (c.integration.enabled && c.runtime.source == SourcePlacement::Device)
-    throw InputError(
-        "integration is not implemented for runtime.source 'device' (the device-resident "
-        "pipeline has no integration stage); use runtime.source 'host', where the cuda and cpu "
-        "backends integrate every event, or integration.enabled false");
+        "runtime.launch 'persistent' with runtime.source 'device' calibrates only (its blocks take "
+        "tiles of any event, so no lane holds an event for later stages); compression, "
+        "integration and peak finding run with launch 'device_graph', 'graph' or 'plain'");
   if (c.integration.enabled) {
     d.integrator.emplace(make_integrator(c.integration, d.detector, d.constants));
     d.profile_unit = protocol::radial_unit_from_string(c.integration.unit);
@@ -1201,12 +1257,6 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
         d.integrator->integrate(std::vector<float>(d.detector.pixels(), 0.0f)).radial;
   }
 
-  // The device-resident pipeline has no peak-finding stage either.
-  if (c.peak_finding.enabled && c.runtime.source == SourcePlacement::Device)
-    throw InputError(
-        "peak finding is not implemented for runtime.source 'device' (the device-resident "
-        "pipeline has no peak-finding stage); use runtime.source 'host', where the cuda and cpu "
-        "backends search every event, or peak_finding.enabled false");
   if (c.peak_finding.enabled) {
     if (const std::string problem = peaks::validate(c.peak_finding.params); !problem.empty())
       throw InputError("peak_finding.params: " + problem);
@@ -1372,6 +1422,14 @@ RunSummary Engine::summary() const {
     calibrate.gbps = double(d.detector.raw_event_bytes()) / (calibrate.mean_us * 1e-6) / 1e9;
   }
   summary.stats.stages.push_back(calibrate);
+  if (d.config.compression.enabled()) {
+    protocol::StageTiming stage{"compress"};
+    if (d.total_compress_events > 0 && d.total_compress_us > 0) {
+      stage.mean_us = d.total_compress_us / double(d.total_compress_events);
+      stage.gbps = double(d.total_compress_in) / (d.total_compress_us * 1e-6) / 1e9;
+    }
+    summary.stats.stages.push_back(stage);
+  }
   if (d.integrator) {
     protocol::StageTiming stage{"integrate"};
     if (d.total_integrate_count > 0) {
@@ -1541,6 +1599,15 @@ InputError peak_finding_off() {
       "peak finding is off in this configuration; turn it on with an apply request, "
       "{\"peak_finding\": {\"enabled\": true}} (the run restarts with it)");
 }
+// The device-resident lanes' finders are recorded into their graphs at set-up, and no calibrated
+// frame is kept on the host side of that path.
+InputError fixed_on_device(const char* what) {
+  return InputError(std::string(what) +
+                    " is not available with runtime.source 'device': the device-resident lanes "
+                    "search with the finders recorded at the run's start and keep no frames; "
+                    "apply {\"peak_finding\": {\"params\": ...}} (the run restarts with them) "
+                    "or use runtime.source 'host'");
+}
 }  // namespace
 
 std::uint64_t Engine::set_peak_params(const peaks::PeakFinderParams& params) {
@@ -1548,6 +1615,7 @@ std::uint64_t Engine::set_peak_params(const peaks::PeakFinderParams& params) {
   if (!d.peak_geometry) throw peak_finding_off();
   if (const std::string problem = peaks::validate(params); !problem.empty())
     throw InputError(problem);
+  if (d.device_source) throw fixed_on_device("changing the peak finder's parameters in a run");
   // One change at a time, so that the version prepared is the version applied.
   std::lock_guard serial(d.peak_set_mutex);
   std::uint64_t version = 0;
@@ -1586,6 +1654,7 @@ std::uint64_t Engine::set_peak_params(const peaks::PeakFinderParams& params) {
 PeakRerun Engine::rerun_peaks(std::optional<std::uint64_t> frames) {
   Impl& d = *impl_;
   if (!d.peak_geometry) throw peak_finding_off();
+  if (d.device_source) throw fixed_on_device("re-running the peak finder over kept frames");
   const int kept = d.config.peak_finding.recent_frames;
   if (kept == 0)
     throw InputError(

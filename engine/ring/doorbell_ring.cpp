@@ -12,7 +12,7 @@ DoorbellRing::DoorbellRing(std::size_t slot_count, std::size_t slot_bytes, Alloc
     : slots_(slot_count), slot_bytes_(slot_bytes), free_(std::move(free)) {
   if (slot_count == 0) throw InputError("doorbell ring: the number of slots must be at least 1");
   for (auto& slot : slots_) {
-    slot.data = allocate(slot_bytes);
+    slot.data = slot.owned = allocate(slot_bytes);
     if (!slot.data && slot_bytes > 0)
       throw RuntimeFault("doorbell ring: cannot allocate " + std::to_string(slot_count) +
                          " slots of " + std::to_string(slot_bytes) + " bytes");
@@ -21,7 +21,7 @@ DoorbellRing::DoorbellRing(std::size_t slot_count, std::size_t slot_bytes, Alloc
 
 DoorbellRing::~DoorbellRing() {
   for (auto& slot : slots_)
-    if (slot.data) free_(slot.data);
+    if (slot.owned) free_(slot.owned);
 }
 
 int DoorbellRing::producer_claim() const {

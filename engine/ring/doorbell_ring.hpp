@@ -43,7 +43,16 @@ class DoorbellRing {
   // copying into it, and returns the buffer it held (the caller owns it now). A source that read
   // the event into its own pinned buffer (replay) hands it over without a host copy.
   void* exchange_slot_data(int slot, void* buffer) {
-    return std::exchange(slots_[std::size_t(slot)].data, buffer);
+    Slot& s = slots_[std::size_t(slot)];
+    s.data = buffer;
+    return std::exchange(s.owned, buffer);
+  }
+  // Producer: lets a claimed slot show `buffer` (slot_bytes, owned and kept alive by the caller
+  // until the slot has been re-armed) instead of copying it in: an event generated ahead stays
+  // where it is, as a DMA engine writes an event once and only rings the doorbell. The slot's
+  // own buffer is kept and freed with the ring. Consumers only read slot data.
+  void lend_slot_data(int slot, const void* buffer) {
+    slots_[std::size_t(slot)].data = const_cast<void*>(buffer);
   }
   // Producer: publishes the claimed slot (header and data written) and moves on.
   void ring_doorbell(int slot);
@@ -66,7 +75,8 @@ class DoorbellRing {
   struct Slot {
     std::atomic<std::uint32_t> doorbell{0};  // 0: armed (free), 1: holds an event
     EventHeader header;
-    void* data = nullptr;
+    void* data = nullptr;   // what the slot shows: its own buffer or one lent to it
+    void* owned = nullptr;  // the ring's buffer for this slot, freed with the ring
   };
   std::vector<Slot> slots_;
   std::size_t slot_bytes_;

@@ -102,6 +102,7 @@ nlohmann::json summary_json(const livedrp::EngineConfig& config,
         {"error_bound", s.compression->error_bound},
         {"bytes_in", s.compression->total_bytes_in},
         {"bytes_out", s.compression->total_bytes_out},
+        {"gbps", s.compression->gbps},
         {"ratio", s.compression->total_bytes_out > 0 ? double(s.compression->total_bytes_in) /
                                                            double(s.compression->total_bytes_out)
                                                      : 0.0}};

@@ -558,7 +558,11 @@ void DeviceIntegrator::enqueue_sigma_clip(const float* device_frame,
 }
 
 std::size_t DeviceIntegrator::result_doubles() const {
-  return kFields * std::size_t(state_->plan.bins);
+  return result_doubles_for(state_->plan.bins);
+}
+
+std::size_t DeviceIntegrator::result_doubles_for(int bins) {
+  return kFields * std::size_t(bins);
 }
 
 void DeviceIntegrator::enqueue_into(const float* device_frame, double* host_results,
@@ -571,6 +575,15 @@ void DeviceIntegrator::enqueue_into(const float* device_frame, double* host_resu
   if (!s.launch(device_frame, 1, stream, direct ? host_results : nullptr))
     copy_async(host_results, s.out.get(), result_doubles() * sizeof(double), stream,
                "integrated profile to the host");
+}
+
+void DeviceIntegrator::enqueue_into_device(const float* device_frame, double* device_results,
+                                           const Stream& stream) {
+  State& s = *state_;
+  // The pixel-major kernels write wherever they are pointed; the bin-major ones write `out`.
+  if (!s.launch(device_frame, 1, stream, device_results))
+    copy_async(device_results, s.out.get(), result_doubles() * sizeof(double), stream,
+               "integrated profile to the device results");
 }
 
 integrate::Profile DeviceIntegrator::collect(const Stream& stream, int index) {

@@ -138,7 +138,13 @@ class DeviceIntegrator {
   // enqueue has its own destination. Read it with profile_from() once the stream has passed this
   // point (a CUDA event recorded after it has completed). No host wait.
   std::size_t result_doubles() const;  // one frame's bin values
+  static std::size_t result_doubles_for(int bins);  // the same, for a plan of `bins` bins
   void enqueue_into(const float* device_frame, double* host_results, const Stream& stream);
+  // The same into device memory (result_doubles() values), for consumers that keep results on
+  // the device; capturable into a device-launched graph (no pointer queries, kernels only with
+  // the pixel-major kernel).
+  void enqueue_into_device(const float* device_frame, double* device_results,
+                           const Stream& stream);
   integrate::Profile profile_from(const double* host_results) const;
 
   // Waits for `stream`; the profile of frame `index` of the last enqueue (0 for enqueue and

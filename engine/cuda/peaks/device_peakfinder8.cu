@@ -378,10 +378,7 @@ __global__ void __launch_bounds__(32)
 }
 
 // The ASICs' lists in ASIC order, cut at max_num_peaks, as the CPU appends them.
-struct Summary {
-  int found;
-  int stored;
-};
+using Summary = DevicePeakFinder8::ListHeader;
 __global__ void gather_kernel(const Peak* per_asic_peaks, const int* per_asic_found, int asics,
                               int capacity, int max_num_peaks, Peak* out, Summary* summary) {
   // One warp, 32 ASICs at a time: lane a's list goes after the lists of the ASICs before it (a
@@ -552,6 +549,20 @@ std::unique_ptr<DevicePeakFinder8> DevicePeakFinder8::sibling() const {
 DevicePeakFinder8::~DevicePeakFinder8() = default;
 
 void DevicePeakFinder8::enqueue(const float* device_data, const Stream& stream) {
+  enqueue_on_device(device_data, stream);
+  State& s = *state_;
+  copy_async(s.host_out.get(), s.out.get(), s.out.bytes(), stream, "peak list to the host");
+}
+
+const void* DevicePeakFinder8::device_list() const {
+  return state_->out.get();
+}
+
+int DevicePeakFinder8::capacity() const {
+  return state_->shared->params.max_num_peaks;
+}
+
+void DevicePeakFinder8::enqueue_on_device(const float* device_data, const Stream& stream) {
   State& s = *state_;
   const SharedTables& t = *s.shared;
   const cudaStream_t st = stream.get();
@@ -578,19 +589,22 @@ void DevicePeakFinder8::enqueue(const float* device_data, const Stream& stream) 
                                   s.per_asic_found.as<const int>(), t.asics, t.params.max_num_peaks,
                                   t.params.max_num_peaks, out, summary);
   check_launch("gather_kernel");
-  copy_async(s.host_out.get(), s.out.get(), s.out.bytes(), stream, "peak list to the host");
 }
 
 peaks::PeakList DevicePeakFinder8::collect(const Stream& stream) {
   stream.synchronize();
-  const State& s = *state_;
-  const auto* summary = s.host_out.as<const Summary>();
-  const auto* first = reinterpret_cast<const Peak*>(s.host_out.as<const char>() + sizeof(Summary));
-  peaks::PeakList list;
-  list.found = summary->found;
-  list.peaks.assign(first, first + summary->stored);
-  list.hit = list.found >= s.shared->params.min_peaks_for_hit;
-  return list;
+  return list_from(state_->host_out.get());
+}
+
+peaks::PeakList DevicePeakFinder8::list_from(const void* list) const {
+  const auto* summary = static_cast<const Summary*>(list);
+  const auto* first = reinterpret_cast<const Peak*>(static_cast<const char*>(list) + sizeof(Summary));
+  peaks::PeakList result;
+  result.found = summary->found;
+  const int stored = std::clamp(summary->stored, 0, capacity());
+  result.peaks.assign(first, first + stored);
+  result.hit = result.found >= state_->shared->params.min_peaks_for_hit;
+  return result;
 }
 
 std::vector<RadialBinStats> DevicePeakFinder8::radial_stats(const Stream& stream) const {

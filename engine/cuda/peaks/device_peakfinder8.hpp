@@ -35,6 +35,19 @@ class DevicePeakFinder8 {
   void enqueue(const float* device_data, const Stream& stream);
   // Waits for `stream`; the list of the last enqueue.
   peaks::PeakList collect(const Stream& stream);
+
+  // For consumers that keep results on the device (the device-resident pipeline): as enqueue()
+  // without the copy to the host. The list stays at device_list(), laid out as a ListHeader and
+  // then up to capacity() peaks (`stored` of them valid), until the next enqueue on this finder.
+  struct ListHeader {
+    int found;   // peaks found in the event (may exceed stored)
+    int stored;  // peaks in the list, at most capacity()
+  };
+  void enqueue_on_device(const float* device_data, const Stream& stream);
+  const void* device_list() const;
+  int capacity() const;  // max_num_peaks
+  // A list laid out as device_list() is (header, then `stored` peaks), wherever it was copied to.
+  peaks::PeakList list_from(const void* list) const;
   // The radial statistics of the last event (waits for `stream`; tests and tools).
   std::vector<peaks::RadialBinStats> radial_stats(const Stream& stream) const;
 

@@ -26,6 +26,7 @@
 #include "core/error.hpp"
 #include "cuda/device.hpp"
 #include "cuda/resident/resident_kernels.cuh"
+#include "cuda/resident/resident_lane_stages.cuh"
 
 namespace livedrp::gpu {
 
@@ -212,14 +213,15 @@ __global__ void wait_kernel(Ring ring, LaneState* state) {
   __threadfence();
 }
 
+// A launched lane calibrates into its own image buffer (`out`), a fixed address that the stages
+// recorded behind it read.
 template <RawEncoding E, bool kCommonMode, bool kChecksum>
 __global__ void __launch_bounds__(kBlockThreads, kConsumerBlocksPerMultiprocessor)
-    calibrate_slot_kernel(Ring ring, CalibrationWork work, const LaneState* state) {
+    calibrate_slot_kernel(Ring ring, CalibrationWork work, const LaneState* state, float* out) {
   if (state->skip) return;
   const unsigned slot = unsigned(state->event % u64(ring.slots));
   u64 sum = calibrate_tile<E, kCommonMode, kChecksum>(
-      work, ring.raw + std::size_t(slot) * ring.raw_stride,
-      ring.out + std::size_t(slot) * ring.out_stride, blockIdx.x);
+      work, ring.raw + std::size_t(slot) * ring.raw_stride, out, blockIdx.x);
   if constexpr (kChecksum) {
     sum = block_sum(sum);
     if (threadIdx.x == 0) atomicAdd(ring.checksum + slot, sum);
@@ -258,7 +260,7 @@ __global__ void globaltimer_probe_kernel(HostShared* host) {
 // Kernel pointers for the detector's encoding and common-mode setting.
 struct Kernels {
   void (*persistent)(Ring, CalibrationWork) = nullptr;
-  void (*calibrate)(Ring, CalibrationWork, const LaneState*) = nullptr;
+  void (*calibrate)(Ring, CalibrationWork, const LaneState*, float*) = nullptr;
 };
 
 template <RawEncoding E, bool kChecksum>
@@ -311,6 +313,13 @@ struct ResidentPipeline::State {
       checksum;
   DeviceBuffer control, lane_state;
   MappedHostBuffer results_host, shared_host;
+  // Stages (launched modes): the payload ring (one entry per result slot), the compressed arena
+  // (likewise), its entry size, and each lane's stage buffers.
+  MappedHostBuffer payload_host;
+  DeviceBuffer arena, warm_up_state;
+  std::size_t arena_stride = 0;
+  PayloadLayout layout;
+  std::vector<std::unique_ptr<LaneStages>> lane_stages;
   PinnedBuffer stop_word;
   ResultRecord* results = nullptr;  // host view
   HostShared* shared = nullptr;     // host view
@@ -331,6 +340,27 @@ struct ResidentPipeline::State {
 
   ~State() {
     for (cudaGraphExec_t g : graphs) cudaGraphExecDestroy(g);
+  }
+
+  // A launched lane's calibrated image.
+  float* lane_out(int lane) const {
+    return const_cast<float*>(out.as<float>()) + std::size_t(lane) * ring.out_stride;
+  }
+  // One event's work on a launched lane, enqueued (or captured) on `stream`: wait for the
+  // doorbell, calibrate, the stages, then the finish kernel given.
+  // `lane`: the lane's state words (another's for the warm-up, which waits for no doorbell).
+  template <typename Finish>
+  void record_lane(int lane_index, LaneState* lane, bool wait, const Stream& stream,
+                   Finish&& finish, std::uint64_t trap_at_event) {
+    if (wait) wait_kernel<<<1, 32, 0, stream.get()>>>(ring, lane);
+    LaneStages* stages =
+        lane_stages.empty() ? nullptr : lane_stages[std::size_t(lane_index)].get();
+    if (stages) stages->record_start(lane, stream);
+    kernels.calibrate<<<work.tiles, kBlockThreads, 0, stream.get()>>>(ring, work, lane,
+                                                                     lane_out(lane_index));
+    if (stages)
+      stages->record_after_calibration(ring, lane, lane_out(lane_index), trap_at_event, stream);
+    finish(lane, stream.get());
   }
 };
 
@@ -370,6 +400,12 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
   if (constants.pixels != pixels || constants.modes != detector.modes())
     throw InputError("resident pipeline: calibration constants do not fit detector '" +
                      detector.name + "'");
+  const bool staged = config.stages.any();
+  if (staged && config.launch == LaunchMode::Persistent)
+    throw InputError(
+        "resident pipeline: the persistent consumer calibrates only (its blocks take tiles of "
+        "any event, so no lane holds an event for the later stages); compression, integration "
+        "and peak finding run with launch device_graph, graph or plain");
 
   State& s = *state_;
   s.detector = detector;
@@ -378,7 +414,10 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
   const std::size_t raw_stride = round_up(raw_bytes, 256);
   const std::size_t out_stride = round_up(pixels * sizeof(float), 256) / sizeof(float);
   const int slots = config.ring_slots;
-  const int result_slots = std::max(4 * slots, 256);
+  // With compression every result slot also holds a compressed stream on the device (up to the
+  // codec's bound, megabytes), so fewer are kept: still two ring turns of results in flight.
+  const int result_slots =
+      config.stages.compression ? std::max(2 * slots, 64) : std::max(4 * slots, 256);
   const int lanes = config.launch == LaunchMode::Persistent ? 1 : config.lanes;
 
   s.pedestal_gain = DeviceBuffer(constants.pedestal_gain.size() * sizeof(calib::PedestalGain));
@@ -390,7 +429,9 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
         "cudaMemcpy(pixel status to the device)");
 
   s.raw = DeviceBuffer(std::size_t(slots) * raw_stride);
-  s.out = DeviceBuffer(std::size_t(slots) * out_stride * sizeof(float));
+  // Persistent: an image per ring slot; launched lanes: one per lane (State::lane_out).
+  const int images = config.launch == LaunchMode::Persistent ? slots : lanes;
+  s.out = DeviceBuffer(std::size_t(images) * out_stride * sizeof(float));
   s.doorbell = DeviceBuffer(std::size_t(slots) * sizeof(u64));
   s.released = DeviceBuffer(std::size_t(slots) * sizeof(u64));
   s.header = DeviceBuffer(std::size_t(slots) * sizeof(SlotHeader));
@@ -496,7 +537,47 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
   s.control_stream = std::make_unique<Stream>();
   for (int l = 0; l < lanes; ++l) s.lane_streams.push_back(std::make_unique<Stream>());
 
-  // Graph / DeviceGraph: capture each lane's three kernels once.
+  if (staged) {
+    // The stages' rings and each lane's stage buffers. The payload ring is mapped host memory
+    // the device writes and the host reads; the arena stays on the device.
+    const std::size_t profile_doubles =
+        config.stages.integrator
+            ? DeviceIntegrator::result_doubles_for(config.stages.integrator->config().bins)
+            : 0;
+    const int peak_capacity =
+        config.stages.peak_finder ? config.stages.peak_finder->params().max_num_peaks : 0;
+    s.layout = payload_layout(config.stages, profile_doubles, peak_capacity);
+    s.payload_host = MappedHostBuffer(std::size_t(result_slots) * s.layout.stride);
+    std::memset(s.payload_host.host(), 0, std::size_t(result_slots) * s.layout.stride);
+    if (config.stages.compression) {
+      s.arena_stride = round_up(std::size_t(compressed_bound(detector, config.stages)), 256);
+      s.arena = DeviceBuffer(std::size_t(result_slots) * s.arena_stride);
+    }
+    check(cudaMemset(s.out.get(), 0, s.out.bytes()), "cudaMemset(lane images)");
+    std::optional<IntegrationPlan> plan;
+    if (config.stages.integrator) {
+      integrate::Integrator reference = *config.stages.integrator;
+      plan = plan_from(reference);
+    }
+    for (int l = 0; l < lanes; ++l)
+      s.lane_stages.push_back(std::make_unique<LaneStages>(
+          detector, config.stages, plan ? &*plan : nullptr, s.layout,
+          static_cast<char*>(s.payload_host.device()),
+          s.arena.as<char>(), s.arena_stride,
+          l == 0 ? nullptr : s.lane_stages.front()->finder()));
+    // Warm-up: each lane's stages once on its zeroed image, with a state that skips the publish,
+    // so that every kernel they launch is loaded now (see the lazy-loading note above).
+    s.warm_up_state = DeviceBuffer(sizeof(LaneState));
+    const LaneState skipping{0, 1u, 0};
+    check(cudaMemcpy(s.warm_up_state.get(), &skipping, sizeof skipping, cudaMemcpyHostToDevice),
+          "cudaMemcpy(warm-up lane state)");
+    for (int l = 0; l < lanes; ++l)
+      s.record_lane(l, s.warm_up_state.as<LaneState>(), false, *s.lane_streams[std::size_t(l)],
+                    [](LaneState*, cudaStream_t) {}, ~0ull);
+    check(cudaDeviceSynchronize(), "warm-up of the resident stages");
+  }
+
+  // Graph / DeviceGraph: capture each lane's kernels once.
   if (config.launch == LaunchMode::Graph || config.launch == LaunchMode::DeviceGraph) {
     const bool device_launch = config.launch == LaunchMode::DeviceGraph;
     for (int l = 0; l < lanes; ++l) {
@@ -505,12 +586,15 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
       cudaGraph_t graph = nullptr;
       check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
             "cudaStreamBeginCapture");
-      wait_kernel<<<1, 32, 0, stream>>>(ring, lane);
-      s.kernels.calibrate<<<work.tiles, kBlockThreads, 0, stream>>>(ring, work, lane);
-      if (device_launch)
-        finish_and_relaunch_kernel<<<1, 32, 0, stream>>>(ring, lane, unsigned(lanes), p.limit);
-      else
-        finish_kernel<<<1, 32, 0, stream>>>(ring, lane, unsigned(lanes), p.limit);
+      s.record_lane(
+          l, lane, true, *s.lane_streams[std::size_t(l)],
+          [&](LaneState* state, cudaStream_t st) {
+            if (device_launch)
+              finish_and_relaunch_kernel<<<1, 32, 0, st>>>(ring, state, unsigned(lanes), p.limit);
+            else
+              finish_kernel<<<1, 32, 0, st>>>(ring, state, unsigned(lanes), p.limit);
+          },
+          config.trap_at_event);
       check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture(resident lane)");
       cudaGraphExec_t exec = nullptr;
       const cudaError_t status = cudaGraphInstantiate(
@@ -596,9 +680,46 @@ void ResidentPipeline::abort_and_wait() {
 
 std::size_t ResidentPipeline::device_bytes() const {
   const State& s = *state_;
+  std::size_t stages = s.arena.bytes();
+  for (const auto& lane : s.lane_stages) stages += lane->device_bytes();
   return s.pedestal_gain.bytes() + s.status.bytes() + s.pool.bytes() + s.raw.bytes() +
          s.out.bytes() + s.doorbell.bytes() + s.released.bytes() + s.header.bytes() +
-         s.tiles_done.bytes() + s.checksum.bytes() + s.control.bytes() + s.lane_state.bytes();
+         s.tiles_done.bytes() + s.checksum.bytes() + s.control.bytes() + s.lane_state.bytes() +
+         stages;
+}
+
+integrate::Profile ResidentPipeline::profile(const ResidentResult& result) const {
+  const State& s = *state_;
+  if (s.lane_stages.empty() || !s.lane_stages.front()->integrator() || !result.payload)
+    throw InputError("resident pipeline: integration is off");
+  return s.lane_stages.front()->integrator()->profile_from(reinterpret_cast<const double*>(
+      static_cast<const char*>(result.payload) + s.layout.profile));
+}
+
+peaks::PeakList ResidentPipeline::peaks(const ResidentResult& result) const {
+  const State& s = *state_;
+  if (s.lane_stages.empty() || !s.lane_stages.front()->finder() || !result.payload)
+    throw InputError("resident pipeline: peak finding is off");
+  return s.lane_stages.front()->finder()->list_from(static_cast<const char*>(result.payload) +
+                                                    s.layout.peaks);
+}
+
+std::vector<std::uint8_t> ResidentPipeline::compressed(const ResidentResult& result) const {
+  const State& s = *state_;
+  if (!config_.stages.compression) throw InputError("resident pipeline: compression is off");
+  if (result.compressed_bytes > s.arena_stride)
+    throw RuntimeFault("resident pipeline: event " + std::to_string(result.sequence) +
+                       " reports a compressed stream of " +
+                       std::to_string(result.compressed_bytes) + " bytes, above its arena entry (" +
+                       std::to_string(s.arena_stride) + ")");
+  std::vector<std::uint8_t> bytes(result.compressed_bytes);
+  const std::size_t entry = std::size_t(result.sequence % std::uint64_t(s.ring.result_slots));
+  // On the control stream: a copy on the default stream would wait for the running kernels.
+  check(cudaMemcpyAsync(bytes.data(), s.arena.as<const char>() + entry * s.arena_stride,
+                        bytes.size(), cudaMemcpyDeviceToHost, s.control_stream->get()),
+        "cudaMemcpyAsync(compressed stream from the arena)");
+  s.control_stream->synchronize();
+  return bytes;
 }
 
 std::string ResidentPipeline::describe() const {
@@ -610,6 +731,13 @@ std::string ResidentPipeline::describe() const {
     text << " at " << config_.rate_hz << " Hz";
   else
     text << ", flat out";
+  if (config_.stages.any()) {
+    text << ", stages calibrate";
+    if (config_.stages.compression)
+      text << " -> compress " << codec::to_string(config_.stages.compression->codec);
+    if (config_.stages.integrator) text << " -> integrate";
+    if (config_.stages.peak_finder) text << " -> peakfinder8";
+  }
   return text.str();
 }
 
@@ -700,6 +828,9 @@ std::optional<ResidentResult> ResidentPipeline::next_result(bool block, double s
   if (s.aborted) throw RuntimeFault("resident pipeline: stopped after an earlier error");
   const int lanes = int(s.lane_streams.size());
   auto last_progress = std::chrono::steady_clock::now();
+  // The results returned so far, the last one's payload included, are done with: their entries
+  // may be reused by the producer from now on.
+  std::atomic_ref<u64>(s.shared->host_consumed).store(returned_, std::memory_order_release);
   for (;;) {
     // Graph / Plain: keep up to ring_slots events' kernels enqueued ahead (they wait on the
     // device for their doorbells; the host never waits for an event here).
@@ -714,10 +845,12 @@ std::optional<ResidentResult> ResidentPipeline::next_result(bool block, double s
           check(cudaGraphLaunch(s.graphs[std::size_t(l)], stream),
                 "cudaGraphLaunch(resident lane)");
         } else {
-          LaneState* lane = s.lane_state.as<LaneState>() + l;
-          wait_kernel<<<1, 32, 0, stream>>>(s.ring, lane);
-          s.kernels.calibrate<<<s.work.tiles, kBlockThreads, 0, stream>>>(s.ring, s.work, lane);
-          finish_kernel<<<1, 32, 0, stream>>>(s.ring, lane, unsigned(lanes), s.producer.limit);
+          s.record_lane(
+              l, s.lane_state.as<LaneState>() + l, true, *s.lane_streams[std::size_t(l)],
+              [&](LaneState* state, cudaStream_t st) {
+                finish_kernel<<<1, 32, 0, st>>>(s.ring, state, unsigned(lanes), s.producer.limit);
+              },
+              config_.trap_at_event);
           check_launch("resident lane kernels");
         }
         ++s.enqueued;
@@ -734,8 +867,17 @@ std::optional<ResidentResult> ResidentPipeline::next_result(bool block, double s
       result.slot = int(record.slot);
       result.lane = int(record.lane);
       result.seen_host_ns = host_now_ns();
+      if (!s.lane_stages.empty()) {
+        const char* payload = static_cast<const char*>(s.payload_host.host()) +
+                              std::size_t(returned_ % std::uint64_t(s.ring.result_slots)) *
+                                  s.layout.stride;
+        std::memcpy(result.stamps.data(), payload + s.layout.stamps, sizeof result.stamps);
+        if (config_.stages.compression)
+          std::memcpy(&result.compressed_bytes, payload + s.layout.compressed_size,
+                      sizeof result.compressed_bytes);
+        result.payload = payload;
+      }
       ++returned_;
-      std::atomic_ref<u64>(s.shared->host_consumed).store(returned_, std::memory_order_release);
       return result;
     }
     if (const auto final = final_count(); final && returned_ >= *final) return std::nullopt;

@@ -27,7 +27,19 @@
 // them in sequence order (so the ring itself is the reorder stage). Timestamps are the device's
 // %globaltimer (ns); to_host_ns maps them onto the host's steady clock.
 //
+// Stages after calibration (ResidentStages, launched modes only): each lane calibrates into its
+// own image buffer and records, behind the calibration, the stages configured: the codec
+// (lossless: the raw event, copied from its slot; lossy: the calibrated image) into the lane's
+// output, the integrator's bin values, and peakfinder8's list (compacted on the device), each
+// followed by a %globaltimer stamp. A publish kernel then copies the lane's results into the
+// event's entry of a pinned, mapped payload ring (stamps, compressed size, bin values, the peak
+// list's header and its stored peaks only) and the compressed stream into the event's entry of
+// a device arena, both indexed by sequence like the result ring; the finish kernel marks the
+// record ready after them. A result's payload stays valid until the next call of next_result,
+// which is when the host acknowledges it to the producer.
+//
 // Plain C++ interface (no CUDA headers).
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,13 +49,35 @@
 
 #include "calib/calibration_math.hpp"
 #include "calib/constants.hpp"
+#include "codec/codec.hpp"
 #include "core/detector.hpp"
 #include "exec/stream_config.hpp"
+#include "integrate/integrator.hpp"
+#include "peaks/peakfinder8.hpp"
 
 namespace livedrp::gpu {
 
 enum class ProducerMode { Copy, InPlace };
 std::string_view to_string(ProducerMode mode);
+
+// What each event goes through after calibration, on the device (all off: calibration only).
+// The persistent consumer calibrates only; the launched modes carry every stage.
+struct ResidentStages {
+  std::optional<codec::CodecParams> compression;  // Lossless: raw words; Lossy: calibrated
+  std::optional<integrate::Integrator> integrator;  // layout_from_detector(detector)
+  std::optional<peaks::PeakFinder8> peak_finder;    // slab_layout(detector)
+  bool any() const { return compression || integrator || peak_finder; }
+};
+
+// Device-clock stamps of one event's stages (ResidentResult::stamps), 0 where a stage is off.
+enum ResidentStamp : int {
+  kStampStart = 0,     // the lane saw the doorbell
+  kStampCalibrated,    // calibration done
+  kStampCompressed,    // compression done
+  kStampIntegrated,    // integration done
+  kStampSearched,      // peak finding done
+  kResidentStamps
+};
 
 struct ResidentConfig {
   LaunchMode launch = LaunchMode::Persistent;
@@ -57,6 +91,10 @@ struct ResidentConfig {
   std::uint64_t first_pulse_id = 1'000'000;
   std::uint64_t pulses_per_event = 3;
   calib::CalibrationParams params;
+  ResidentStages stages;
+  // Tests only: the publish kernel executes a trap instruction at this event, so that a fault in
+  // a stage's kernels can be shown to be reported (with CUDA's text) rather than hang.
+  std::uint64_t trap_at_event = ~std::uint64_t(0);
 };
 
 // One event's result as the device wrote it.
@@ -69,6 +107,18 @@ struct ResidentResult {
   int slot = 0;                   // device ring slot
   int lane = 0;                   // consumer lane (0 for Persistent)
   std::int64_t seen_host_ns = 0;  // host steady clock when next_result returned it
+  // With stages (valid until the next call of next_result): each stage's end on the device clock,
+  // the compressed stream's size (0: compression off), and where the payload lies.
+  std::array<std::uint64_t, kResidentStamps> stamps{};
+  std::uint64_t compressed_bytes = 0;
+  const void* payload = nullptr;
+  // Microseconds from the previous stamp to `stamp` (a stage's time in its lane); 0 when off.
+  double stage_us(ResidentStamp stamp) const {
+    if (stamp == kStampStart || stamps[stamp] == 0) return 0;
+    int previous = stamp - 1;
+    while (previous > kStampStart && stamps[std::size_t(previous)] == 0) --previous;
+    return double(stamps[stamp] - stamps[std::size_t(previous)]) * 1e-3;
+  }
 };
 
 class ResidentPipeline {
@@ -105,6 +155,14 @@ class ResidentPipeline {
   std::uint64_t announced() const;
   // Device-clock nanoseconds to host steady-clock nanoseconds (offset measured at start()).
   std::int64_t to_host_ns(std::uint64_t device_ns) const;
+
+  // A result's stage outputs, read from its payload (valid until the next next_result call).
+  // Each throws InputError when its stage is off.
+  integrate::Profile profile(const ResidentResult& result) const;
+  peaks::PeakList peaks(const ResidentResult& result) const;
+  // The compressed stream, copied from the device arena (a writer's or a test's read; it waits
+  // for the copy).
+  std::vector<std::uint8_t> compressed(const ResidentResult& result) const;
   std::size_t device_bytes() const;  // GPU memory this pipeline allocated
   const ResidentConfig& config() const { return config_; }
   std::string describe() const;  // "persistent, ring 32, producer copy, flat out"
