@@ -81,6 +81,12 @@ class TestCli : public QObject {
     const QJsonObject json = QJsonDocument::fromJson(file.readAll()).object();
     QCOMPARE(json["events_processed"].toInt(), 12);
     QCOMPARE(json["config"].toObject()["source"].toString(), QString("sim:jungfrau4m"));
+    // Source-to-result latency over the whole run: ordered quantiles of 12 real latencies.
+    QVERIFY(r.out.contains("latency (source to result, whole run)"));
+    const double p50 = json["latency_p50_us"].toDouble(), p99 = json["latency_p99_us"].toDouble(),
+                 max = json["latency_max_us"].toDouble();
+    QVERIFY2(p50 > 0 && p50 <= p99 && p99 <= max,
+             qPrintable(QString("p50 %1 p99 %2 max %3").arg(p50).arg(p99).arg(max)));
   }
 
   // With --control the process serves until a "shutdown" request, then prints the last run's

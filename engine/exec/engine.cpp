@@ -23,6 +23,7 @@
 #include "core/thread_pool.hpp"
 #include "exec/backend.hpp"
 #include "exec/host_event_buffer.hpp"
+#include "exec/latency_histogram.hpp"
 #include "exec/live_image.hpp"
 #include "exec/live_peaks.hpp"
 #include "exec/rate_bound.hpp"
@@ -195,6 +196,7 @@ struct Engine::Impl {
   std::uint64_t interval_calibrate_count = 0;
   double total_calibrate_us = 0;
   std::vector<double> interval_latencies_us;  // doorbell to release, this stats interval
+  LatencyHistogram run_latencies;             // the same, over the whole run (the summary's)
   // Live compression: per stats interval (reset by report) and since the run started.
   std::uint64_t interval_compress_in = 0, interval_compress_out = 0, interval_compress_events = 0;
   double interval_compress_us = 0, interval_compress_us_max = 0;
@@ -505,6 +507,7 @@ void Engine::Impl::account_completed(const CompletedEvent& done) {
   {
     std::lock_guard lock(mutex);
     interval_latencies_us.push_back(latency_us);
+    run_latencies.add(latency_us);
     interval_calibrate_us_sum += done.calibrate_us;
     interval_calibrate_us_max = std::max(interval_calibrate_us_max, done.calibrate_us);
     ++interval_calibrate_count;
@@ -857,7 +860,8 @@ void Engine::Impl::run_device_source() {
     resident.pulses_per_event = sim.pulses_per_event;
     resident.stages.compression = compression_params(config.compression);
     resident.stages.integrator = integrator;
-    if (peak_geometry) resident.stages.peak_finder = peak_geometry->finder(peak_param_history.front());
+    if (peak_geometry)
+      resident.stages.peak_finder = peak_geometry->finder(peak_param_history.front());
     gpu::ResidentPipeline pipeline(detector, constants, pool, resident);
     {
       std::lock_guard lock(mutex);
@@ -944,8 +948,8 @@ void Engine::Impl::fill_stage_results(const gpu::ResidentPipeline& pipeline,
                                       CompletedEvent& done) const {
   done.calibrate_us = result.stage_us(gpu::kStampCalibrated);
   if (config.compression.enabled()) {
-    const bool lossy = config.compression.codec == "lossy" ||
-                       detector.encoding == RawEncoding::Float32;
+    const bool lossy =
+        config.compression.codec == "lossy" || detector.encoding == RawEncoding::Float32;
     done.compress_bytes_in = std::uint64_t(detector.pixels()) * (lossy ? 4 : 2);
     done.compress_bytes_out = result.compressed_bytes;
     done.compress_us = result.stage_us(gpu::kStampCompressed);
@@ -1241,8 +1245,8 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     d.publisher = std::make_shared<Publisher>(c.publish);
 
   // The device-resident pipeline's persistent consumer calibrates only (resident_pipeline.hpp).
-  const bool later_stages = c.compression.enabled() || c.integration.enabled ||
-                            c.peak_finding.enabled;
+  const bool later_stages =
+      c.compression.enabled() || c.integration.enabled || c.peak_finding.enabled;
   if (later_stages && c.runtime.source == SourcePlacement::Device &&
       c.runtime.launch == LaunchMode::Persistent)
     throw InputError(
@@ -1416,6 +1420,9 @@ RunSummary Engine::summary() const {
           summary.stats.event_rate_hz * double(d.detector.raw_event_bytes()) / 1e9;
     }
   }
+  summary.stats.latency_p50_us = d.run_latencies.quantile_us(0.50);
+  summary.stats.latency_p99_us = d.run_latencies.quantile_us(0.99);
+  summary.stats.latency_max_us = d.run_latencies.max_us();
   protocol::StageTiming calibrate{"calibrate"};
   if (summary.stats.events_processed > 0) {
     calibrate.mean_us = d.total_calibrate_us / double(summary.stats.events_processed);

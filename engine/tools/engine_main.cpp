@@ -9,6 +9,7 @@
 // Exit status: 0 done, 1 the run failed (device fault), 2 bad input (arguments, config, endpoint).
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -77,6 +78,11 @@ nlohmann::json replay_json(const livedrp::ReplayStatus& r) {
           {"skipped_files", r.skipped_files}};
 }
 
+// JSON has no NaN: a quantity not measured (no event) is null.
+nlohmann::json finite_or_null(double value) {
+  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json();
+}
+
 nlohmann::json summary_json(const livedrp::EngineConfig& config,
                             const livedrp::RunSummary& summary) {
   const auto& s = summary.stats;
@@ -91,6 +97,9 @@ nlohmann::json summary_json(const livedrp::EngineConfig& config,
                            {"elapsed_s", s.elapsed_s},
                            {"event_rate_hz", s.event_rate_hz},
                            {"input_gbps", s.input_gbps},
+                           {"latency_p50_us", finite_or_null(s.latency_p50_us)},
+                           {"latency_p99_us", finite_or_null(s.latency_p99_us)},
+                           {"latency_max_us", finite_or_null(s.latency_max_us)},
                            {"backend", s.backend},
                            {"device", s.device},
                            {"stages", stages},
@@ -160,6 +169,9 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
               (unsigned long long)s.order_errors);
   std::printf("rate: %.1f events/s, input: %.3f GB/s, elapsed: %.2f s, backend: %s (%s)\n",
               s.event_rate_hz, s.input_gbps, s.elapsed_s, s.backend.c_str(), s.device.c_str());
+  if (s.events_processed > 0)
+    std::printf("latency (source to result, whole run): p50 %.0f us, p99 %.0f us, max %.0f us\n",
+                s.latency_p50_us, s.latency_p99_us, s.latency_max_us);
   for (const auto& stage : s.stages)
     std::printf("stage %s: %.1f us/event, %.2f GB/s\n", stage.name.c_str(), stage.mean_us,
                 stage.gbps);
