@@ -219,6 +219,22 @@ class TestCalibration : public QObject {
     QVERIFY(decode_epix10ka(low, kConfigFH | kStatusMasked).bad);
     QVERIFY(!decode_epix10ka(0xBFFF, kConfigFH).bad);  // bit 15 is not part of the word's meaning
     QCOMPARE(decode_epix10ka(0xBFFF, kConfigFH).adc, 16383.0f);
+    // Every status byte and both gain bits, against the documented table written out here.
+    const int fixed[3] = {kFH, kFM, kFL};
+    for (int status = 0; status < 256; ++status)
+      for (int bit = 0; bit < 2; ++bit) {
+        const auto word = std::uint16_t((bit << 14) | 777);
+        const DecodedPixel pixel = decode_epix10ka(word, std::uint8_t(status));
+        const int config = status & kStatusConfigBits;
+        const bool exists = config <= kConfigAML;
+        int mode = 0;
+        if (config <= kConfigFL) mode = fixed[config];
+        if (config == kConfigAHL) mode = bit ? kAHL_L : kAHL_H;
+        if (config == kConfigAML) mode = bit ? kAML_L : kAML_M;
+        QCOMPARE(pixel.bad, (status & kStatusMasked) != 0 || !exists);
+        QCOMPARE(pixel.mode, mode);
+        QCOMPARE(pixel.adc, 777.0f);
+      }
   }
 
   void jungfrau_words_decode_to_documented_stages() {

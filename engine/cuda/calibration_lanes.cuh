@@ -285,8 +285,8 @@ __device__ __forceinline__ BankRowLane calibrate_bank_row_lane(
   int quiet = 0;
 #pragma unroll
   for (int i = 0; i < kLanePixels; ++i) {
-    const bool is_quiet = i < where.count && calib::is_quiet(lane.pixel[i], lane.offset[i],
-                                                             params.common_mode_threshold_adu);
+    const bool is_quiet = (i < where.count) & calib::is_quiet(lane.pixel[i], lane.offset[i],
+                                                              params.common_mode_threshold_adu);
     keys[i] = is_quiet ? lane.offset[i] : INFINITY;  // never quiet: |offset| < threshold is finite
     quiet += is_quiet ? 1 : 0;
   }
