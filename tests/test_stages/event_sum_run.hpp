@@ -5,6 +5,7 @@
 // engine: the simulator's raw event calibrated by calibrate_event_cpu and summed exactly.
 #include <QtTest>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
