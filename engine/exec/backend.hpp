@@ -15,6 +15,7 @@
 #include "exec/stream_config.hpp"
 #include "integrate/integrator.hpp"
 #include "peaks/peakfinder8.hpp"
+#include "stages/stage.hpp"
 
 namespace livedrp {
 
@@ -49,6 +50,9 @@ struct CompletedEvent {
   double peaks_us = 0;
   std::uint64_t params_version = 0;
   int kept_frame = -1;  // backend-internal: where the backend keeps its calibrated frame
+  // The results of the stage-contract stages (Backend::set_stages), one per stage, in the
+  // list's order; empty when there are none.
+  std::vector<stages::StageOutput> stage_outputs;
 };
 
 // One kept frame searched again by Backend::rerun_peaks.
@@ -165,6 +169,16 @@ class Backend {
   virtual std::vector<RerunFrame> rerun_peaks(std::size_t frames) {
     (void)frames;
     throw InputError("peak finding is off on the " + name() + " backend");
+  }
+
+  // Runs `stages` (stages/stage.hpp), in order, on every calibrated event from the next submit
+  // on, after the built-in stages; their results are CompletedEvent::stage_outputs. An empty list
+  // turns them off. Configuration time only (before the run). Throws InputError for a stage
+  // this backend cannot run.
+  virtual void set_stages(const stages::StageList& stages) {
+    if (!stages.empty())
+      throw InputError("the " + name() + " backend runs no stages of the stage contract ('" +
+                       stages.front()->name() + "')");
   }
 
   // Copies the calibrated image of a completed event to the host (detector.pixels() floats). Valid

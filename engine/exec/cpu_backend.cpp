@@ -87,6 +87,8 @@ class CpuBackend final : public Backend {
     finder_.emplace(finder);  // events run one at a time: none is in flight with the old one
     params_version_ = version;
   }
+  void set_stages(const stages::StageList& stages) override { stages_ = stages; }
+
   std::vector<RerunFrame> rerun_peaks(std::size_t frames) override {
     if (!finder_) throw InputError("peak finding is off on the cpu backend");
     const std::size_t kept = recent_headers_.size();
@@ -123,6 +125,7 @@ class CpuBackend final : public Backend {
       keep_recent(event.header);
     }
     if (compression_) compress(event.raw, done);
+    run_stages(event, done);
     done.header = event.header;
     done.ring_slot = event.ring_slot;
     done.admission = event.admission;
@@ -152,6 +155,19 @@ class CpuBackend final : public Backend {
     return params.codec == codec::Codec::Lossy || detector_.encoding == RawEncoding::Float32
                ? codec::DType::Float32
                : codec::DType::UInt16;
+  }
+
+  // The stage-contract stages, in order, each on the calibrated image and timed on its own.
+  void run_stages(const BackendEvent& event, CompletedEvent& done) {
+    done.stage_outputs.reserve(stages_.size());
+    for (const auto& stage : stages_) {
+      const auto start = std::chrono::steady_clock::now();
+      std::any result = stage->run_cpu({event.header, event.raw, output_, &pool_});
+      const double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count();
+      done.stage_outputs.push_back({std::move(result), us});
+    }
   }
 
   // The calibrated frame into the ring of kept frames (allocated as it fills, so a short run
@@ -199,6 +215,7 @@ class CpuBackend final : public Backend {
   std::size_t recent_capacity_ = 0, recent_next_ = 0;
   std::vector<std::vector<float>> recent_;
   std::vector<EventHeader> recent_headers_;
+  stages::StageList stages_;
   std::deque<CompletedEvent> completed_;
   std::uint64_t completed_count_ = 0;
 };

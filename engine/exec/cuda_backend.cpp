@@ -32,6 +32,13 @@
 // ring of kept frames for rerun_peaks, which searches them on the GPU with the parameters in
 // force. A parameter change builds a new set of finders (a "generation"); launches in flight
 // keep theirs alive until they are launched over.
+//
+// Stage-contract stages (set_stages; stages/stage.hpp): each lane holds each stage's CUDA part
+// (its device buffers) and pinned memory for one result per event position. After the built-in
+// stages, a launch records each stage over its events on the lane's stream between two timing
+// events: directly (plain launches) or as a graph captured once per slot, stage and fill and
+// replayed (graph launches). The results are read, like the codec's sizes, when the launch's end
+// event has completed.
 #include <memory>
 #include <optional>
 #include <string>
@@ -157,6 +164,11 @@ struct LaunchSlot {
   std::shared_ptr<PeakGeneration> peak_generation;
   std::unique_ptr<gpu::Event> peaks_ready;
   std::vector<int> kept_frame;
+  // Stage-contract stages of the last launch (made by set_stages): timing events around each
+  // stage's work, and (graph launches) each stage's captured graphs, [stage][fill - 1].
+  std::vector<std::unique_ptr<gpu::Event>> stage_begin, stage_end;
+  std::vector<std::vector<std::unique_ptr<gpu::LaunchGraph>>> stage_graphs;
+  int staged = 0;  // stages the last launch ran
   // Events of this slot retired but not yet returned by next_completed: the slot (its output
   // buffers above all) is released to new submissions only when this reaches 0.
   std::atomic<int> unreturned{0};
@@ -175,6 +187,14 @@ struct Lane {
   gpu::PinnedBuffer sizes;
   std::unique_ptr<gpu::DeviceIntegrator> integrator;          // made by set_integration
   std::vector<std::unique_ptr<PeakPosition>> peak_positions;  // made by set_peak_finding
+  // Stage-contract stages (made by set_stages): each stage's CUDA part for this lane and the
+  // pinned memory its results come back to, one block of `result_stride` bytes per position.
+  struct StagePart {
+    std::unique_ptr<stages::CudaStageLane> part;
+    gpu::PinnedBuffer results;
+    std::size_t result_stride = 0;
+  };
+  std::vector<StagePart> stage_parts;
   // Launched slots form a FIFO [head, head + count) modulo slots (a stream completes in order);
   // the first `retired` of them are done, their events waiting in the ready queue or returned.
   mutable std::mutex mutex;
@@ -414,6 +434,42 @@ class CudaBackend final : public Backend {
     return out;
   }
 
+  // Configuration time: every lane gets each stage's CUDA part and pinned result memory, every
+  // launch slot its timing events and room for its graphs. Refuses a stage without a CUDA part.
+  void set_stages(const stages::StageList& stages) override {
+    // Nothing may still run on what is about to be replaced (set-up only, never per event).
+    for (auto& lane : lanes_) lane->stream.synchronize();
+    const int positions = config_.slots_per_stream * config_.batch;
+    for (auto& lane : lanes_) {
+      lane->stage_parts.clear();
+      for (const auto& stage : stages) {
+        Lane::StagePart part;
+        part.part = stage->make_cuda_lane({lane->index, positions});
+        if (!part.part)
+          throw InputError("cuda backend: stage '" + stage->name() +
+                           "' has no CUDA part; run it with backend cpu");
+        // Each position's block on its own cache lines, so results of events in flight never
+        // share one with the host reading a neighbour's.
+        part.result_stride = round_up(std::max<std::size_t>(1, part.part->result_bytes()), 64);
+        part.results = gpu::PinnedBuffer(std::size_t(positions) * part.result_stride);
+        std::memset(part.results.get(), 0, part.results.bytes());
+        lane->stage_parts.push_back(std::move(part));
+      }
+      for (auto& slot : lane->slots) {
+        slot->stage_begin.clear();
+        slot->stage_end.clear();
+        slot->stage_graphs.clear();
+        slot->staged = 0;
+        for (std::size_t k = 0; k < stages.size(); ++k) {
+          slot->stage_begin.push_back(std::make_unique<gpu::Event>(true));
+          slot->stage_end.push_back(std::make_unique<gpu::Event>(true));
+          slot->stage_graphs.emplace_back(std::size_t(config_.batch));
+        }
+      }
+    }
+    stage_count_ = int(stages.size());
+  }
+
   bool can_submit() const override {
     if (open_ > 0) return true;
     const Lane& lane = *lanes_[std::size_t(current_lane_)];
@@ -583,6 +639,8 @@ class CudaBackend final : public Backend {
     if (peak_generation_) enqueue_peaks(lane, open_slot_, fill);
     slot.compress_bytes_in = 0;
     if (compression_) enqueue_compression(lane, open_slot_, fill);
+    slot.staged = stage_count_;
+    if (stage_count_ > 0) enqueue_stages(lane, open_slot_, fill);
     // The launch ends when its searches have too (they run beside the compression).
     if (peak_generation_)
       for (int i = 0; i < fill; ++i) lane.stream.wait(peak_position(lane, open_slot_, i).end.get());
@@ -615,6 +673,39 @@ class CudaBackend final : public Backend {
     }
     slot.compress_bytes_in = count * (compress_dtype_ == codec::DType::Float32 ? 4 : 2);
     slot.compress_capacity = lane.compressed.bytes();
+  }
+
+  // After the launch's built-in stages, on the lane's stream: each stage-contract stage over the
+  // launch's events between its two timing events, recorded directly (plain launches) or
+  // through the graph captured for this slot, stage and fill (graph launches; the positions'
+  // pointers never change, so a captured recording stays valid). Only enqueues.
+  void enqueue_stages(Lane& lane, int slot_index, int fill) {
+    LaunchSlot& slot = *lane.slots[std::size_t(slot_index)];
+    for (int k = 0; k < stage_count_; ++k) {
+      const auto body = [&, k](const gpu::Stream& stream) {
+        Lane::StagePart& part = lane.stage_parts[std::size_t(k)];
+        for (int i = 0; i < fill; ++i) {
+          const int position = slot_index * config_.batch + i;
+          part.part->record({position, raw_of(lane, slot_index, i), out_of(lane, slot_index, i),
+                             stage_result(part, position)},
+                            stream);
+        }
+      };
+      slot.stage_begin[std::size_t(k)]->record(lane.stream);
+      if (config_.launch == LaunchMode::Plain) {
+        body(lane.stream);
+      } else {
+        auto& graph = slot.stage_graphs[std::size_t(k)][std::size_t(fill - 1)];
+        if (!graph)
+          graph =
+              std::make_unique<gpu::LaunchGraph>(lane.stream, std::vector<gpu::GraphCopy>{}, body);
+        graph->launch(lane.stream);
+      }
+      slot.stage_end[std::size_t(k)]->record(lane.stream);
+    }
+  }
+  void* stage_result(const Lane::StagePart& part, int position) const {
+    return part.results.as<char>() + std::size_t(position) * part.result_stride;
   }
 
   // After the launch's calibration: every event of the launch integrated on its own (one launch
@@ -710,10 +801,11 @@ class CudaBackend final : public Backend {
     const bool compressed = slot.compress_bytes_in > 0;
     // The calibration ends where the first event's integration (else compression) begins.
     const bool searched = slot.peak_generation != nullptr;
-    const gpu::Event& calibrated = slot.integrated ? *slot.integrate_begin[0]
-                                   : searched      ? *slot.peaks_ready
-                                   : compressed    ? *slot.compress_begin[0]
-                                                   : slot.end;
+    const gpu::Event& calibrated = slot.integrated   ? *slot.integrate_begin[0]
+                                   : searched        ? *slot.peaks_ready
+                                   : compressed      ? *slot.compress_begin[0]
+                                   : slot.staged > 0 ? *slot.stage_begin[0]
+                                                     : slot.end;
     const double us = 1000.0 * double(calibrated.elapsed_ms_since(slot.start));
     const int per_lane = config_.slots_per_stream * config_.batch;
     std::vector<CompletedEvent> done;
@@ -757,6 +849,7 @@ class CudaBackend final : public Backend {
         c.compress_us =
             1000.0 * double(slot.compress_end[i]->elapsed_ms_since(*slot.compress_begin[i]));
       }
+      if (slot.staged > 0) collect_stages(lane, slot, head, int(i), c);
       done.push_back(c);
     }
     slot.unreturned.store(int(done.size()));
@@ -771,6 +864,23 @@ class CudaBackend final : public Backend {
     }
     ready_cv_.notify_one();
     return true;
+  }
+
+  // A retired launch's event `i`: each stage's result from its pinned block, and its time (the
+  // stage's time for the launch shared evenly among the launch's events).
+  void collect_stages(const Lane& lane, const LaunchSlot& slot, int slot_index, int i,
+                      CompletedEvent& c) const {
+    const int position = slot_index * config_.batch + i;
+    const double events = double(slot.events.size());
+    c.stage_outputs.reserve(std::size_t(slot.staged));
+    for (int k = 0; k < slot.staged; ++k) {
+      const Lane::StagePart& part = lane.stage_parts[std::size_t(k)];
+      const double us = 1000.0 *
+                        double(slot.stage_end[std::size_t(k)]->elapsed_ms_since(
+                            *slot.stage_begin[std::size_t(k)])) /
+                        events;
+      c.stage_outputs.push_back({part.part->collect(position, stage_result(part, position)), us});
+    }
   }
 
   // per_stream: one thread per lane follows that lane's launches.
@@ -858,6 +968,7 @@ class CudaBackend final : public Backend {
   std::optional<codec::CodecParams> compression_;
   codec::DType compress_dtype_ = codec::DType::UInt16;
   bool integrating_ = false;  // live integration configured (submitting thread)
+  int stage_count_ = 0;       // stage-contract stages configured (set_stages)
   // Live peak finding (submitting thread): the finders new launches take (null: off), the ring of
   // kept frames with what each entry holds, and the stream re-runs search on.
   std::shared_ptr<PeakGeneration> peak_generation_;

@@ -28,6 +28,7 @@
 #include "exec/live_peaks.hpp"
 #include "exec/rate_bound.hpp"
 #include "exec/reorder_buffer.hpp"
+#include "exec/stage_books.hpp"
 #include "integrate/array_values.hpp"
 #include "integrate/layout.hpp"
 #include "integrate/poni.hpp"
@@ -38,6 +39,7 @@
 #include "replay/replay_source.hpp"
 #include "ring/doorbell_ring.hpp"
 #include "sim/simulator.hpp"
+#include "stages/registry.hpp"
 
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/device.hpp"
@@ -230,6 +232,11 @@ struct Engine::Impl {
 
   void add_profile(const CompletedEvent& done);
   void publish_profile();  // when a profile came since the last one published
+
+  // The stage-contract stages of the run (config.stages, in registration order; kept for a
+  // fallback backend) and their books (null when there are none).
+  stages::StageList stages;
+  std::unique_ptr<StageBooks> stage_books;
 
   // Live peak finding (config.peak_finding) and the `image` topic (config.image): see
   // live_peaks.hpp and live_image.hpp. The parameters in force and their history (version v is
@@ -538,6 +545,7 @@ void Engine::Impl::account_completed(const CompletedEvent& done) {
     add_profile(done);
   }
   account_peaks(done);
+  if (stage_books) stage_books->add(done);
   if (ring) ring->rearm(done.ring_slot);
   processed.fetch_add(1, std::memory_order_release);
 }
@@ -783,6 +791,7 @@ void Engine::Impl::consume() {
           auto cpu = make_cpu_backend(detector, constants, config.calibration, config.cpu_threads);
           cpu->set_compression(compression_params(config.compression));
           cpu->set_integration(integrator);
+          cpu->set_stages(stages);
           if (peak_geometry) {
             std::lock_guard lock(peak_mutex);
             cpu->set_peak_finding(peak_geometry->finder(peak_param_history.front()),
@@ -1062,6 +1071,8 @@ void Engine::Impl::report() {
         if (auto due = peak_book->take_due(Clock::now(), true)) publish_peaks(*due);
       if (live_image) publish_image();
     }
+    // The stage-contract books publish at every report tick, and once more at the end.
+    if (stage_books && publisher) stage_books->publish(*publisher, config.run, last_round);
     const auto now = Clock::now();
     protocol::StatsPayload stats = cumulative_stats();
     protocol::StageTiming calibrate{"calibrate"};
@@ -1112,6 +1123,7 @@ void Engine::Impl::report() {
             double(detector.pixels() * sizeof(float)) / (peak_stage.mean_us * 1e-6) / 1e9;
       stats.stages.push_back(peak_stage);
     }
+    if (stage_books) stage_books->take_interval(stats);
     // Drop samples older than the window, keeping the newest of those as the window's start.
     while (processed_history.size() > 1 && now - processed_history[1].first >= rate_window)
       processed_history.pop_front();
@@ -1281,8 +1293,15 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     }
   }
 
+  d.stages = stages::build_stages(c.stages, {d.detector, d.constants});
+  if (!d.stages.empty()) d.stage_books = std::make_unique<StageBooks>(d.stages);
+
   if (c.runtime.source == SourcePlacement::Device) {
     // The device-resident source: no host ring and no Backend; run_device_source does it all.
+    if (!d.stages.empty())
+      throw InputError("stage '" + d.stages.front()->name() +
+                       "' runs on the host-fed backends only, not yet with runtime.source "
+                       "'device'; use runtime.source 'host'");
     if (c.backend == "cpu")
       throw InputError("runtime.source 'device' needs the CUDA backend (backend is 'cpu')");
     if (const auto reason = cuda_unavailable_reason())
@@ -1313,6 +1332,7 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   d.active_backend = d.backend.get();
   d.backend->set_compression(compression_params(c.compression));
   d.backend->set_integration(d.integrator);
+  d.backend->set_stages(d.stages);
   if (d.peak_geometry)
     d.backend->set_peak_finding(d.peak_geometry->finder(c.peak_finding.params),
                                 c.peak_finding.recent_frames);
@@ -1468,6 +1488,7 @@ RunSummary Engine::summary() const {
                      : std::numeric_limits<double>::quiet_NaN();
     summary.stats.compression = block;
   }
+  if (d.stage_books) d.stage_books->add_totals(summary.stats);
   return summary;
 }
 

@@ -132,6 +132,10 @@ struct EngineConfig {
   LiveIntegrationConfig integration;
   LivePeakFindingConfig peak_finding;
   ImagePublishConfig image;
+  // Sections of the stages registered through stages/registry.hpp, by name, as each stage's
+  // parse returned them (with "enabled"); the enabled ones run after the built-in stages, in
+  // registration order.
+  std::map<std::string, nlohmann::json> stages;
 
   // Validates every field; throws InputError naming the field, the value and what is allowed.
   static EngineConfig from_json(const nlohmann::json& json, const std::string& origin);

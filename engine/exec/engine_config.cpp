@@ -6,9 +6,11 @@
 #include <set>
 
 #include "calib/constants.hpp"
+#include "core/config_fields.hpp"
 #include "core/error.hpp"
 #include "exec/engine.hpp"
 #include "peaks/peak_params.hpp"
+#include "stages/registry.hpp"
 
 namespace livedrp {
 namespace {
@@ -16,97 +18,6 @@ namespace {
 using nlohmann::json;
 
 constexpr int kConfigSchemaVersion = 1;
-
-class FieldReader {
- public:
-  FieldReader(const json& object, std::string origin, std::string prefix)
-      : object_(object), origin_(std::move(origin)), prefix_(std::move(prefix)) {
-    if (!object_.is_object())
-      fail(prefix_.empty() ? "configuration" : prefix_, "must be a JSON object");
-  }
-
-  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw InputError("configuration " + origin_ + ": field '" + field + "' " + what);
-  }
-  std::string name(const char* key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
-  const json* find(const char* key) {
-    known_.insert(key);
-    auto it = object_.find(key);
-    return it == object_.end() ? nullptr : &*it;
-  }
-
-  void read(const char* key, std::string& value) {
-    if (const json* v = find(key)) {
-      if (!v->is_string()) fail(name(key), "must be a string, got " + v->dump());
-      value = v->get<std::string>();
-    }
-  }
-  void read(const char* key, bool& value) {
-    if (const json* v = find(key)) {
-      if (!v->is_boolean()) fail(name(key), "must be true or false, got " + v->dump());
-      value = v->get<bool>();
-    }
-  }
-  template <typename Integer>
-  void read_integer(const char* key, Integer& value, long long minimum, long long maximum) {
-    if (const json* v = find(key)) {
-      if (!v->is_number_integer() || v->get<long long>() < minimum ||
-          v->get<long long>() > maximum ||
-          (v->is_number_unsigned() && v->get<unsigned long long>() > (unsigned long long)maximum))
-        fail(name(key), "must be an integer in " + std::to_string(minimum) + ".." +
-                            std::to_string(maximum) + ", got " + v->dump());
-      value = Integer(v->get<long long>());
-    }
-  }
-  void read_number(const char* key, double& value, double minimum, double maximum) {
-    if (const json* v = find(key)) {
-      if (!v->is_number() || !(v->get<double>() >= minimum) || !(v->get<double>() <= maximum))
-        fail(name(key), "must be a number in [" + std::to_string(minimum) + ", " +
-                            std::to_string(maximum) + "], got " + v->dump());
-      value = v->get<double>();
-    }
-  }
-  // [MIN, MAX]: two finite numbers, MIN < MAX unless `wrap` (an azimuth range may wrap through
-  // 180 degrees, so its end may be below its start, but not equal to it).
-  void read_range(const char* key, std::optional<std::pair<double, double>>& value, bool wrap) {
-    if (const json* v = find(key)) {
-      if (v->is_null()) {
-        value.reset();
-        return;
-      }
-      const bool pair = v->is_array() && v->size() == 2 && (*v)[0].is_number() &&
-                        (*v)[1].is_number() && std::isfinite((*v)[0].get<double>()) &&
-                        std::isfinite((*v)[1].get<double>());
-      if (!pair) fail(name(key), "must be [MIN, MAX], two finite numbers, got " + v->dump());
-      const double low = (*v)[0].get<double>(), high = (*v)[1].get<double>();
-      if (wrap ? low == high : !(low < high))
-        fail(name(key), std::string(wrap ? "must have MIN != MAX" : "must have MIN < MAX") +
-                            ", got " + v->dump());
-      value = std::make_pair(low, high);
-    }
-  }
-  void read_choice(const char* key, std::string& value, const std::set<std::string>& choices) {
-    read(key, value);
-    if (!choices.count(value)) {
-      std::string allowed;
-      for (const auto& c : choices) allowed += (allowed.empty() ? "" : ", ") + c;
-      fail(name(key), "must be one of " + allowed + ", got \"" + value + "\"");
-    }
-  }
-  // Every key of the object must have been asked for.
-  void reject_unknown_keys() const {
-    for (auto it = object_.begin(); it != object_.end(); ++it)
-      if (!known_.count(it.key()))
-        throw InputError("configuration " + origin_ + ": unknown field '" +
-                         (prefix_.empty() ? it.key() : prefix_ + "." + it.key()) + "'");
-  }
-
- private:
-  const json& object_;
-  std::string origin_;
-  std::string prefix_;
-  std::set<std::string> known_;
-};
 
 json range_json(const std::optional<std::pair<double, double>>& range) {
   return range ? json::array({range->first, range->second}) : json();
@@ -317,52 +228,59 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read_number("publish_hz", c.image.publish_hz, 0.0, 30.0);
     reader.reject_unknown_keys();
   }
+  // Sections of registered stages (stages/registry.hpp), each read by its stage.
+  for (auto it = object.begin(); it != object.end(); ++it)
+    if (stages::is_registered(it.key()))
+      c.stages[it.key()] =
+          stages::parse_stage_section(it.key(), *root.find(it.key().c_str()), origin);
   root.reject_unknown_keys();
   return c;
 }
 
 json EngineConfig::to_json() const {
-  return {{"schema_version", kConfigSchemaVersion},
-          {"source", source},
-          {"events", events},
-          {"rate_hz", rate_hz},
-          {"full_ring", full_ring},
-          {"run", run},
-          {"backend", backend},
-          {"cpu_threads", cpu_threads},
-          {"publish", publish},
-          {"constants_file", constants_file},
-          {"ring_slots", ring_slots},
-          {"stats_interval_s", stats_interval_s},
-          {"calibration",
-           {{"common_mode", calibration.common_mode},
-            {"common_mode_threshold_adu", calibration.common_mode_threshold_adu},
-            {"common_mode_min_pixels", calibration.common_mode_min_pixels}}},
-          {"runtime", livedrp::to_json(runtime)},
-          {"simulator",
-           {{"seed", seed}, {"hit_fraction", hit_fraction}, {"pool_events", simulator_pool}}},
-          {"compression",
-           {{"codec", compression.codec},
-            {"error_bound", compression.error_bound},
-            {"chunk_bytes", compression.chunk_bytes}}},
-          {"replay",
-           {{"dataset", replay.dataset},
-            {"detector", replay.detector},
-            {"pace", replay.pace},
-            {"loop", replay.loop},
-            {"prefetch_events", replay.prefetch_events},
-            {"readers", replay.readers}}},
-          {"record",
-           {{"directory", record.directory},
-            {"max_file_bytes", record.max_file_bytes},
-            {"dataset", record.dataset},
-            {"layout", record.layout},
-            {"deflate", record.deflate},
-            {"when_full", record.when_full},
-            {"queue_events", record.queue_events}}},
-          {"integration", integration_json(integration)},
-          {"peak_finding", peak_finding_json(peak_finding)},
-          {"image", {{"publish_hz", image.publish_hz}}}};
+  json out = {{"schema_version", kConfigSchemaVersion},
+              {"source", source},
+              {"events", events},
+              {"rate_hz", rate_hz},
+              {"full_ring", full_ring},
+              {"run", run},
+              {"backend", backend},
+              {"cpu_threads", cpu_threads},
+              {"publish", publish},
+              {"constants_file", constants_file},
+              {"ring_slots", ring_slots},
+              {"stats_interval_s", stats_interval_s},
+              {"calibration",
+               {{"common_mode", calibration.common_mode},
+                {"common_mode_threshold_adu", calibration.common_mode_threshold_adu},
+                {"common_mode_min_pixels", calibration.common_mode_min_pixels}}},
+              {"runtime", livedrp::to_json(runtime)},
+              {"simulator",
+               {{"seed", seed}, {"hit_fraction", hit_fraction}, {"pool_events", simulator_pool}}},
+              {"compression",
+               {{"codec", compression.codec},
+                {"error_bound", compression.error_bound},
+                {"chunk_bytes", compression.chunk_bytes}}},
+              {"replay",
+               {{"dataset", replay.dataset},
+                {"detector", replay.detector},
+                {"pace", replay.pace},
+                {"loop", replay.loop},
+                {"prefetch_events", replay.prefetch_events},
+                {"readers", replay.readers}}},
+              {"record",
+               {{"directory", record.directory},
+                {"max_file_bytes", record.max_file_bytes},
+                {"dataset", record.dataset},
+                {"layout", record.layout},
+                {"deflate", record.deflate},
+                {"when_full", record.when_full},
+                {"queue_events", record.queue_events}}},
+              {"integration", integration_json(integration)},
+              {"peak_finding", peak_finding_json(peak_finding)},
+              {"image", {{"publish_hz", image.publish_hz}}}};
+  for (const auto& [name, section] : stages) out[name] = section;
+  return out;
 }
 
 }  // namespace livedrp

@@ -135,6 +135,11 @@ json to_json(const StatsPayload& stats) {
   if (stats.compression) payload["compression"] = to_json(*stats.compression);
   if (stats.peak_finding) payload["peak_finding"] = to_json(*stats.peak_finding);
   if (stats.rate_bound) payload["rate_bound"] = to_json(*stats.rate_bound);
+  if (!stats.stage_stats.empty()) {
+    json blocks = json::object();
+    for (const auto& [name, block] : stats.stage_stats) blocks[name] = block;
+    payload["stage_stats"] = std::move(blocks);
+  }
   return payload;
 }
 
@@ -206,6 +211,17 @@ StatsPayload stats_from_json(const json& payload) {
   // Optional likewise: engines older than it send no verdict.
   if (const auto block = payload.find("rate_bound"); block != payload.end())
     stats.rate_bound = rate_bound_from_json(reader, *block);
+  // Optional likewise: present only when stages of the stage contract report; each block is the
+  // stage's own JSON object.
+  if (const auto blocks = payload.find("stage_stats"); blocks != payload.end()) {
+    if (!blocks->is_object())
+      reader.fail("stage_stats", "must be an object of stage blocks, got " + describe(*blocks));
+    for (const auto& [name, block] : blocks->items()) {
+      if (!block.is_object())
+        reader.fail("stage_stats." + name, "must be an object, got " + describe(block));
+      stats.stage_stats[name] = block;
+    }
+  }
   return stats;
 }
 

@@ -102,6 +102,9 @@ struct StatsPayload {
   std::optional<CompressionStats> compression;   // absent: compression off (or an older engine)
   std::optional<PeakFindingStats> peak_finding;  // absent: peak finding off (or an older engine)
   std::optional<RateBound> rate_bound;           // absent: not computed (or an older engine)
+  // Blocks of the stages that run through the stage contract (engine/stages), by stage name;
+  // each stage defines its own block. Absent when there are none (or an older engine).
+  std::map<std::string, nlohmann::json> stage_stats;
 };
 
 // `status`: on every state change and once a second.

@@ -1,0 +1,160 @@
+#pragma once
+// The stage contract (issue 32, "a stage is an object"; DESIGN.md, Data flow). A stage is one unit
+// with four parts, all reached through the types below, so that backends and the engine run an
+// ordered list of stages without knowing their names:
+//   configuration  a JSON section of the pipeline configuration, under the stage's name, read
+//                  with FieldReader (StageType::parse): errors name "<stage>.<field>";
+//   CPU part       Stage::run_cpu: one event's calibrated image in host memory -> its result;
+//   CUDA part      Stage::make_cuda_lane (optional): per backend lane, the device buffers it owns
+//                  and the kernels it records into the event's stream (captured into a CUDA
+//                  graph when the launch mode records graphs); its result lands in pinned host
+//                  memory the backend owns and is read by collect() once the stream is past it;
+//   book           Stage::make_book: what the engine accumulates per event, in admission order,
+//                  what it adds to `stats`, and what it publishes, on its own topic, at the
+//                  engine's report ticks.
+// A per-event result is typed in the stage and carried type-erased (std::any) through the
+// backend's CompletedEvent and the engine: only the stage's own CPU part, CUDA part and book
+// know its type.
+//
+// How the built-in stages map onto it (they do not run through it yet; see docs/stages.md):
+//   integrate  config: LiveIntegrationConfig ("integration"); CPU part: Integrator::integrate
+//              -> profile_intensities; CUDA part: a DeviceIntegrator per lane (CSR tables once
+//              per lane), bins to pinned memory per position; result: std::vector<double>;
+//              book: the running-average window, `profile` at integration.publish_hz.
+//   peaks      config: LivePeakFindingConfig; CPU part: PeakFinder8::find; CUDA part: a
+//              DevicePeakFinder8 per position (its own stream and pinned list); result:
+//              PeakList + params version; book: LivePeakBook (hit rate in stats.peak_finding,
+//              `peaks` for hits). Its run-time parameter changes and re-runs over kept frames
+//              need a control hook that this first step does not have.
+//   compress   config: CompressionConfig; CPU part: CpuCompressor on the raw words (lossless) or
+//              the calibrated image (lossy), which is why CpuEvent and CudaEvent carry both;
+//              CUDA part: a DeviceCodec per lane, size word to pinned memory; result: bytes
+//              in/out; book: stats.compression (ratio histogram, GB/s).
+//   image      no per-event work on either backend: its book takes the released event's image
+//              (today through Backend::read_output), which needs a hook of its own.
+#include <any>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "calib/constants.hpp"
+#include "core/config_fields.hpp"
+#include "core/detector.hpp"
+#include "core/event.hpp"
+#include "protocol/message.hpp"
+
+namespace livedrp {
+class ThreadPool;
+namespace gpu {
+class Stream;
+}
+}  // namespace livedrp
+
+namespace livedrp::stages {
+
+// What a stage is built against: the run's detector and calibration constants (e.g. to mask the
+// constants' bad pixels, or to size its tables).
+struct StageContext {
+  const DetectorDescription& detector;
+  const CalibrationConstants& constants;
+};
+
+// One event as the CPU part sees it, on the backend's thread; valid during run_cpu only.
+struct CpuEvent {
+  const EventHeader& header;
+  const void* raw = nullptr;          // detector.raw_event_bytes() of the detector's own words
+  std::span<const float> calibrated;  // detector.pixels() floats, segment-major
+  ThreadPool* pool = nullptr;         // the backend's pool, for stages that split an event
+};
+
+// One event as the CUDA part records it. Every pointer is the same each time `position` is
+// used, which is what lets the backend capture a position's recording once into a graph.
+struct CudaEvent {
+  int position = 0;                   // 0 .. CudaLaneSpec::positions - 1, an event slot of the lane
+  const void* raw = nullptr;          // device memory, the raw event
+  const float* calibrated = nullptr;  // device memory, detector.pixels() floats
+  void* result = nullptr;             // pinned host memory, result_bytes() long, owned by backend
+};
+
+// What the CUDA backend tells a lane's part when it makes it.
+struct CudaLaneSpec {
+  int lane = 0;       // backend lane (CUDA stream) index
+  int positions = 1;  // event positions of the lane (slots per stream x batch)
+};
+
+// A stage's CUDA part on one backend lane. Everything here is set up once; record() only
+// enqueues asynchronous work (no allocation, no host wait), so the backend may capture it.
+class CudaStageLane {
+ public:
+  virtual ~CudaStageLane() = default;
+  // Pinned bytes one event's result takes; the backend gives each position a block of them.
+  virtual std::size_t result_bytes() const = 0;
+  // Enqueues the event's work on `stream` (after the calibration that wrote event.calibrated),
+  // ending with the result's bytes copied into event.result.
+  virtual void record(const CudaEvent& event, const gpu::Stream& stream) = 0;
+  // After the stream has completed the position's work: its typed result from the pinned bytes.
+  virtual std::any collect(int position, const void* result) const = 0;
+};
+
+// The engine-side part of a stage. The engine serialises every call on one book (the consumer
+// thread adds, the reporter thread publishes and reports), so a book needs no lock of its own.
+class StageBook {
+ public:
+  virtual ~StageBook() = default;
+  // Every processed event, in admission order, with the result the stage's CPU or CUDA part
+  // gave it.
+  virtual void add(const EventHeader& header, const std::any& result) = 0;
+  // At each report tick (stats_interval_s) and once more at the end of the run (`last`): the
+  // messages to publish now, topic and payload set; the engine sets the run number. May be none.
+  virtual std::vector<protocol::Message> publish(bool last) = 0;
+  // The stage's block of the stats payload (stats.stage_stats[name]): for the interval since the
+  // last call, or over the whole run when `whole_run` (the summary). null: nothing to add.
+  virtual nlohmann::json stats_block(bool whole_run) = 0;
+};
+
+// A configured stage for one run. Shared by the backend (run_cpu, make_cuda_lane) and the engine
+// (make_book); run_cpu is called on the backend's submitting thread, one event at a time.
+class Stage {
+ public:
+  virtual ~Stage() = default;
+  virtual std::string name() const = 0;  // its configuration section, stats entry and topic
+  // Bytes of its input per event, for its GB/s in stats (the calibrated image: pixels x 4).
+  virtual std::uint64_t input_bytes() const = 0;
+  virtual std::any run_cpu(const CpuEvent& event) = 0;
+  // The CUDA part for one lane; null when the stage has none (the CUDA backend then refuses it).
+  virtual std::unique_ptr<CudaStageLane> make_cuda_lane(const CudaLaneSpec& spec) const {
+    (void)spec;
+    return nullptr;
+  }
+  virtual std::unique_ptr<StageBook> make_book() const = 0;
+};
+
+// A stage's result and the time its part took for that event (the CUDA part: its launch's time
+// shared evenly among the launch's events).
+struct StageOutput {
+  std::any result;
+  double us = 0;
+};
+
+// What registers a stage: its name and how its configuration section is read and built.
+struct StageType {
+  std::string name;  // [a-z0-9_]+, the section key; not one of the engine's own sections
+  // Reads the stage's fields from its section (the registry has read "enabled" already) and
+  // returns them with every default filled in, as the configuration echoes them. Throws
+  // InputError through the reader (naming "<name>.<field>"); unknown keys are refused after.
+  std::function<nlohmann::json(FieldReader& section)> parse;
+  // The stage for a run, from what parse returned. Throws InputError for what only the
+  // detector or the files can refuse.
+  std::function<std::unique_ptr<Stage>(const nlohmann::json& settings, const StageContext& context)>
+      build;
+};
+
+using StageList = std::vector<std::shared_ptr<Stage>>;
+
+}  // namespace livedrp::stages
