@@ -555,6 +555,94 @@ class TestPedestal : public QObject {
             planes_of(path("truth.h5"), "gain", 3 * d.pixels()));
   }
 
+  // Plain HDF5 datasets of raw frames, [N, pixels] or [N, segments * rows, cols], without any
+  // livedrp attribute, give the constants the recordings give, bit for bit.
+  void plain_frame_datasets_give_the_same_constants_as_recordings() {
+    const DetectorDescription d = test_detector("jungfrau");
+    const std::string description = path("plain.json");
+    std::ofstream(description) << to_json(d).dump();
+    QStringList recorded, flat, stacked;
+    for (int stage : {0, 1, 2}) {
+      const std::string dark = path(("plain_dark_g" + std::to_string(stage) + ".h5").c_str());
+      const CliResult r =
+          run_cli("LIVEDRP_ENGINE_EXE",
+                  {"simulate-dark", "--detector", QString::fromStdString(description), "--frames",
+                   "8", "--first-event", QString::number(stage * 1000), "--gain-stage",
+                   QString("G%1").arg(stage), "--output", QString::fromStdString(dark)});
+      QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+      recorded << "--input" << QString::fromStdString(dark);
+      io::Array frames = io::read_hdf5_dataset(dark, "/entry/data/data");
+      const std::uint64_t n = frames.shape[0];
+      const std::string plain = path(("plain_g" + std::to_string(stage) + ".h5").c_str());
+      frames.shape = {n, std::uint64_t(d.pixels())};
+      io::write_hdf5_dataset(plain, "/flat", frames);
+      frames.shape = {n, std::uint64_t(d.segments * d.rows), std::uint64_t(d.cols)};
+      io::write_hdf5_dataset(plain, "/stacked/frames", frames);
+      flat << "--input" << QString::fromStdString(plain) + ":/flat";
+      stacked << "--input" << QString::fromStdString(plain) + ":/stacked/frames";
+    }
+    std::vector<std::vector<float>> pedestals;
+    for (const QStringList& inputs : {recorded, flat, stacked}) {
+      const std::string output =
+          path(("plain_out" + std::to_string(pedestals.size()) + ".h5").c_str());
+      const CliResult r =
+          run_cli("LIVEDRP_ENGINE_EXE",
+                  QStringList{"pedestal", "--detector", QString::fromStdString(description)}
+                      << inputs << "--output" << QString::fromStdString(output));
+      QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+      pedestals.push_back(planes_of(output, "pedestal", 3 * d.pixels()));
+    }
+    QVERIFY(pedestals[0] == pedestals[1]);
+    QVERIFY(pedestals[0] == pedestals[2]);
+  }
+
+  // ePix10ka from the command line: the configuration from --gains (/config), the dark run and
+  // the run with the auto pixels forced to low gain give all seven modes.
+  void epix10ka_command_takes_the_configuration_from_the_gain_file() {
+    const DetectorDescription d = test_detector("epix10ka");
+    const std::string description = path("epix.json");
+    std::ofstream(description) << to_json(d).dump();
+    QStringList inputs;
+    for (const char* stage : {"high", "low"}) {
+      const std::string dark = path((std::string("epix_") + stage + ".h5").c_str());
+      const CliResult r = run_cli(
+          "LIVEDRP_ENGINE_EXE",
+          {"simulate-dark", "--detector", QString::fromStdString(description), "--frames", "10",
+           "--first-event", stage[0] == 'l' ? "1000" : "0", "--gain-stage", stage, "--output",
+           QString::fromStdString(dark), "--truth", QString::fromStdString(path("epix_truth.h5"))});
+      QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+      inputs << "--input" << QString::fromStdString(dark);
+    }
+    const std::string output = path("epix_constants.h5");
+    const CliResult r =
+        run_cli("LIVEDRP_ENGINE_EXE",
+                QStringList{"pedestal", "--detector", QString::fromStdString(description)}
+                    << inputs << "--gains" << QString::fromStdString(path("epix_truth.h5"))
+                    << "--output" << QString::fromStdString(output));
+    QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+    QVERIFY2(r.out.contains("stage auto pixels forced to low gain"), qPrintable(r.out));
+    for (const char* mode : {"FH", "FM", "FL", "AHL-H", "AML-M", "AHL-L", "AML-L"})
+      QVERIFY2(r.out.contains(QString("mode %1:").arg(mode)), qPrintable(r.out));
+    const CalibrationConstants loaded = load_constants_hdf5(output, d);
+    const CalibrationConstants truth = load_constants_hdf5(path("epix_truth.h5"), d);
+    for (std::size_t p = 0; p < d.pixels(); ++p)
+      QCOMPARE(loaded.pixel_status[p] & calib::kStatusConfigBits,
+               truth.pixel_status[p] & calib::kStatusConfigBits);
+    // Without the configuration's source the command says what it needs.
+    EXPECT_BAD_INPUT(
+        run_cli("LIVEDRP_ENGINE_EXE",
+                QStringList{"pedestal", "--detector", QString::fromStdString(description)}
+                    << inputs << "--output" << QString::fromStdString(output)),
+        "gain configuration is needed");
+    // One configuration for every pixel: only FH's mode is needed, and it is there.
+    const CliResult fh =
+        run_cli("LIVEDRP_ENGINE_EXE",
+                QStringList{"pedestal", "--detector", QString::fromStdString(description),
+                            "--gain-config", "FH"}
+                    << inputs << "--output" << QString::fromStdString(path("epix_fh.h5")));
+    QVERIFY2(fh.exit_code == 0, qPrintable(fh.err));
+  }
+
   void bad_inputs_exit_2_naming_the_problem() {
     const DetectorDescription d = test_detector("jungfrau");
     const QString description = QString::fromStdString(path("bad_jungfrau.json"));
