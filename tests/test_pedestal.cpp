@@ -301,6 +301,14 @@ class TestPedestal : public QObject {
                qPrintable(QString("mode %1").arg(m)));
     check_pedestals(dark, sigma);
     check_noise(dark, sigma, d.pixels() * 2);
+    // Modes a pixel cannot be in are written as zeros.
+    const PedestalResult& r = dark.result;
+    for (std::size_t p = 0; p < r.pixels; ++p)
+      for (int m = 0; m < r.modes; ++m) {
+        const std::size_t i = std::size_t(m) * r.pixels + p;
+        if (r.needed[i]) continue;
+        QVERIFY(r.pedestal[i] == 0 && r.noise[i] == 0 && r.frames[i] == 0);
+      }
   }
 
   // With the per-event bank-row baseline on, the noise is the rms of the raw reading: it holds
@@ -376,6 +384,32 @@ class TestPedestal : public QObject {
       if (dark.result.bad_reason[p] && !dark.truth.masked(p) && !injected) ++extra_masked;
     }
     QCOMPARE(extra_masked, std::size_t(0));
+  }
+
+  // ePix10ka: AHL and AML pixels whose bit 14 stays 0 through the run forced to low gain are
+  // stuck; nothing else beyond the simulator's own defects is masked.
+  void epix10ka_auto_pixels_not_following_the_forced_low_gain_are_stuck() {
+    const DetectorDescription d = test_detector("epix10ka");
+    const DetectorSimulator reference(d, dark_config(-1, 0), &pool_);
+    std::vector<std::size_t> stuck;
+    for (std::size_t p = 500; p < d.pixels() && stuck.size() < 30; p += 1501) {
+      const std::uint8_t config = reference.constants().pixel_status[p] & calib::kStatusConfigBits;
+      if (config == calib::kConfigAHL || config == calib::kConfigAML) stuck.push_back(p);
+    }
+    QCOMPARE(stuck.size(), std::size_t(30));
+    const FrameEdit edit = [&](int stage, std::vector<std::uint16_t>& frame) {
+      if (stage == 1)
+        for (std::size_t p : stuck) frame[p] &= std::uint16_t(~(1u << 14));
+    };
+    const DarkResult dark = run_darks(d, 0.0, kFrames, pool_, edit);
+    QCOMPARE(dark.result.runs[1].stage, std::string("auto pixels forced to low gain"));
+    for (std::size_t p : stuck)
+      QVERIFY2(dark.result.bad_reason[p] & kBadStuckGain, qPrintable(QString("pixel %1").arg(p)));
+    for (std::size_t p = 0; p < d.pixels(); ++p) {
+      const bool injected = std::find(stuck.begin(), stuck.end(), p) != stuck.end();
+      QVERIFY2((dark.result.bad_reason[p] != 0) == (injected || dark.truth.masked(p)),
+               qPrintable(QString("pixel %1: reasons %2").arg(p).arg(dark.result.bad_reason[p])));
+    }
   }
 
   // --- Exactness and the file ---
@@ -694,6 +728,36 @@ class TestPedestal : public QObject {
                                "--stuck-fraction", "1.5"}),
                      "--stuck-fraction");
     EXPECT_BAD_INPUT(pedestal({"--detector", description, "--output", out}), "--input");
+    // A file that is not HDF5, and frames of another element type.
+    const std::string text_file = path("not_hdf5.h5");
+    std::ofstream(text_file) << "not an HDF5 file";
+    EXPECT_BAD_INPUT(pedestal({"--detector", description, "--input",
+                               QString::fromStdString(text_file), "--output", out}),
+                     "is not an HDF5 file");
+    io::Array floats;
+    floats.type = io::ElementType::Float32;
+    floats.shape = {2, std::uint64_t(d.pixels())};
+    floats.bytes.assign(2 * d.pixels() * 4, 0);
+    const std::string float_file = path("float_frames.h5");
+    io::write_hdf5_dataset(float_file, "/frames", floats);
+    EXPECT_BAD_INPUT(pedestal({"--detector", description, "--input",
+                               QString::fromStdString(float_file) + ":/frames", "--output", out}),
+                     "element type float32");
+    // An output that cannot be written: exit status 1, the file named.
+    QStringList all_stages{"--input", dark};
+    for (const char* stage : {"G1", "G2"}) {
+      const QString file =
+          QString::fromStdString(path((std::string("bad_") + stage + ".h5").c_str()));
+      QVERIFY(run_cli("LIVEDRP_ENGINE_EXE", {"simulate-dark", "--detector", description, "--frames",
+                                             "3", "--gain-stage", stage, "--output", file})
+                  .exit_code == 0);
+      all_stages << "--input" << file;
+    }
+    const CliResult unwritable =
+        pedestal(QStringList{"--detector", description} << all_stages << "--output"
+                                                        << "/nonexistent/dir/out.h5");
+    QVERIFY2(unwritable.exit_code == 1, qPrintable(unwritable.err));
+    QVERIFY2(unwritable.err.contains("/nonexistent/dir/out.h5"), qPrintable(unwritable.err));
     EXPECT_BAD_INPUT(run_cli("LIVEDRP_ENGINE_EXE", {"simulate-dark", "--detector", description,
                                                     "--gain-stage", "G7", "--output", out}),
                      "'G7' is not a gain stage");
