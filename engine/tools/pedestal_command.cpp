@@ -245,8 +245,11 @@ int simulate_dark(const SimulateDarkOptions& o) {
   }
   ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()));
   const DetectorSimulator simulator(detector, config, &pool);
-  const nlohmann::json settings = {{"simulate_dark",
+  // As a recording's pipeline_config: a replay of the file without --constants calibrates with
+  // the simulator's constants of this seed.
+  const nlohmann::json settings = {{"simulator",
                                     {{"seed", config.seed},
+                                     {"dark", true},
                                      {"first_event", o.first_event},
                                      {"frames", o.frames},
                                      {"forced_gain_stage", config.forced_gain_stage},
