@@ -630,6 +630,70 @@ class TestPedestal : public QObject {
     QVERIFY(pedestals[0] == pedestals[2]);
   }
 
+  // A dark run recorded over several files (a directory, as the recorder rolls a run over, or a
+  // comma-separated list) is one run: the constants equal those of the same frames in one file.
+  void a_directory_or_a_list_of_files_is_one_dark_run() {
+    const DetectorDescription d = test_detector("jungfrau");
+    const std::string description = path("split.json");
+    std::ofstream(description) << to_json(d).dump();
+    auto simulate = [&](const std::string& file, int stage, int first, int frames) {
+      const CliResult r =
+          run_cli("LIVEDRP_ENGINE_EXE",
+                  {"simulate-dark", "--detector", QString::fromStdString(description), "--frames",
+                   QString::number(frames), "--first-event", QString::number(first), "--gain-stage",
+                   QString("G%1").arg(stage), "--output", QString::fromStdString(file)});
+      QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+    };
+    QDir(dir_.path()).mkpath("split_g0");
+    QStringList whole, split;
+    for (int stage : {0, 1, 2}) {
+      const std::string one = path(("whole_g" + std::to_string(stage) + ".h5").c_str());
+      simulate(one, stage, stage * 1000, 10);
+      whole << "--input" << QString::fromStdString(one);
+    }
+    simulate(path("split_g0/run-000.h5"), 0, 0, 4);
+    simulate(path("split_g0/run-001.h5"), 0, 4, 6);
+    split << "--input" << QString::fromStdString(path("split_g0"));
+    simulate(path("split_g1a.h5"), 1, 1000, 7);
+    simulate(path("split_g1b.h5"), 1, 1007, 3);
+    split << "--input"
+          << QString::fromStdString(path("split_g1a.h5") + "," + path("split_g1b.h5") +
+                                    ":/entry/data/data");
+    split << "--input" << QString::fromStdString(path("whole_g2.h5"));
+    std::vector<std::vector<float>> pedestals, noise;
+    for (const QStringList& inputs : {whole, split}) {
+      const std::string output =
+          path(("split_out" + std::to_string(pedestals.size()) + ".h5").c_str());
+      const CliResult r =
+          run_cli("LIVEDRP_ENGINE_EXE",
+                  QStringList{"pedestal", "--detector", QString::fromStdString(description)}
+                      << inputs << "--output" << QString::fromStdString(output));
+      QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+      QVERIFY2(r.out.contains("10 frames, stage G0") && r.out.contains("10 frames, stage G1"),
+               qPrintable(r.out));
+      pedestals.push_back(planes_of(output, "pedestal", 3 * d.pixels()));
+      noise.push_back(planes_of(output, "noise", 3 * d.pixels()));
+    }
+    QVERIFY(pedestals[0] == pedestals[1]);
+    QVERIFY(noise[0] == noise[1]);
+
+    // What any source recorded by the engine (run --record DIR) leaves is such a directory.
+    const QString recorded = QString::fromStdString(path("recorded"));
+    const CliResult record =
+        run_cli("LIVEDRP_ENGINE_EXE",
+                {"run", "--source", "sim:" + QString::fromStdString(description), "--events", "4",
+                 "--backend", "cpu", "--publish", "tcp://127.0.0.1:*", "--record", recorded});
+    QVERIFY2(record.exit_code == 0, qPrintable(record.err));
+    const CliResult from_record = run_cli(
+        "LIVEDRP_ENGINE_EXE",
+        QStringList{"pedestal", "--detector", QString::fromStdString(description), "--input",
+                    recorded, "--input", QString::fromStdString(path("whole_g1.h5")), "--input",
+                    QString::fromStdString(path("whole_g2.h5")), "--output",
+                    QString::fromStdString(path("recorded_out.h5"))});
+    QVERIFY2(from_record.exit_code == 0, qPrintable(from_record.err));
+    QVERIFY2(from_record.out.contains("4 frames, stage G0"), qPrintable(from_record.out));
+  }
+
   // ePix10ka from the command line: the configuration from --gains (/config), the dark run and
   // the run with the auto pixels forced to low gain give all seven modes.
   void epix10ka_command_takes_the_configuration_from_the_gain_file() {

@@ -19,8 +19,8 @@
 #include "core/detector.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
-#include "io/array_file.hpp"
 #include "replay/hdf5_event_file.hpp"
+#include "replay/replay_source.hpp"
 #include "sim/simulator.hpp"
 #include "tools/command_status.hpp"
 
@@ -47,16 +47,21 @@ std::string lower(std::string text) {
   return text;
 }
 
-// One --input: the file and the dataset (the recordings' /entry/data/data when not named).
+// One --input, one dark run: a file, a directory (its .h5 files in name order, as the recorder
+// rolls a run over) or a comma-separated list, and the dataset (the recordings' /entry/data/data
+// when not named). Parsed as a replay source is.
 struct DarkInput {
-  std::string text;
-  std::filesystem::path file;
+  std::string name;  // FILE(S):/dataset
+  std::vector<std::filesystem::path> files;
   std::string dataset;
 };
 DarkInput parse_input(const std::string& text) {
-  const io::ArrayLocation location = io::parse_array_location(text);
-  return {text, location.file,
-          location.dataset.empty() ? std::string(replay::kDefaultDataset) : location.dataset};
+  const replay::ReplaySpec spec = replay::parse_replay_source("replay:" + text);
+  DarkInput input;
+  input.files = spec.files;
+  input.dataset = spec.dataset.empty() ? std::string(replay::kDefaultDataset) : spec.dataset;
+  input.name = text.substr(0, text.find(":/")) + ":" + input.dataset;
+  return input;
 }
 
 // The ePix10ka pixels' gain configuration: --gain-config for every pixel, else the gain file's
@@ -121,11 +126,13 @@ int compute(const PedestalCommandOptions& o, const std::string& command_line) {
     DarkInput input = parse_input(text);
     // Names the file and the dataset for a missing file, a non-HDF5 file, a missing dataset, a
     // wrong element type or shape, or a recording of another detector.
-    const replay::EventFileInfo info = replay::Hdf5EventReader::inspect(input.file, input.dataset);
-    (void)replay::detector_for_file(info, o.detector);
-    replay::Hdf5EventReader check(input.file, input.dataset, detector);
-    if (check.events() == 0)
-      throw InputError("input " + text + " (dataset " + input.dataset + ") holds no frames");
+    std::uint64_t frames = 0;
+    for (const std::filesystem::path& file : input.files) {
+      const replay::EventFileInfo info = replay::Hdf5EventReader::inspect(file, input.dataset);
+      (void)replay::detector_for_file(info, o.detector);
+      frames += replay::Hdf5EventReader(file, input.dataset, detector).events();
+    }
+    if (frames == 0) throw InputError("input " + input.name + " holds no frames");
     inputs.push_back(std::move(input));
   }
 
@@ -134,13 +141,15 @@ int compute(const PedestalCommandOptions& o, const std::string& command_line) {
   std::vector<std::uint8_t> frame(detector.raw_event_bytes());
   nlohmann::json inputs_json = nlohmann::json::array();
   for (const DarkInput& input : inputs) {
-    replay::Hdf5EventReader reader(input.file, input.dataset, detector);
-    accumulator.begin_run(input.file.string() + ":" + input.dataset);
-    for (std::uint64_t e = 0; e < reader.events(); ++e) {
-      std::uint64_t pulse_id = 0;
-      std::int64_t timestamp = 0;
-      reader.read(e, frame.data(), pulse_id, timestamp);
-      accumulator.add_frame(frame.data());
+    accumulator.begin_run(input.name);
+    for (const std::filesystem::path& file : input.files) {
+      replay::Hdf5EventReader reader(file, input.dataset, detector);
+      for (std::uint64_t e = 0; e < reader.events(); ++e) {
+        std::uint64_t pulse_id = 0;
+        std::int64_t timestamp = 0;
+        reader.read(e, frame.data(), pulse_id, timestamp);
+        accumulator.add_frame(frame.data());
+      }
     }
     accumulator.end_run();
   }
@@ -282,7 +291,8 @@ PedestalCommand::PedestalCommand(CLI::App& app)
       ->required();
   command_
       ->add_option("--input", o.inputs,
-                   "Dark run: FILE.h5[:/dataset] (default dataset /entry/data/data), frames of "
+                   "Dark run: FILE.h5[:/dataset] (default dataset /entry/data/data), a directory "
+                   "of .h5 files (a recorded run) or a comma-separated list; frames of "
                    "[N, segments, rows, cols], [N, segments*rows, cols] or [N, pixels] uint16; "
                    "repeat for several runs (Jungfrau: the runs forced to G0, G1, G2)")
       ->required();
