@@ -255,6 +255,8 @@ class TestPedestal : public QObject {
         ++in_stage;
       }
       QCOMPARE(invalid, truth.bad_gain_pixels);
+      // Every healthy pixel off g0 counts as switched, those with invalid bits as bad only.
+      QCOMPARE(truth.gain_switched_pixels, stage == 0 ? std::size_t(0) : in_stage);
       QVERIFY(in_stage > d.pixels() * 99 / 100);
     }
   }

@@ -216,10 +216,6 @@ void save_constants_hdf5(const std::filesystem::path& file_path,
     throw RuntimeFault("constants file " + path + ": cannot write the detector attribute");
 }
 
-}  // namespace livedrp
-
-namespace livedrp {
-
 GainMap load_gain_map_hdf5(const std::filesystem::path& file_path,
                            const DetectorDescription& detector) {
   const std::string path = file_path.string();

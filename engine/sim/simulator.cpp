@@ -524,11 +524,12 @@ void DetectorSimulator::generate_rows(std::uint64_t index, const EventPlan& plan
       mode = forced_mode.mode;
       adc = reading(mode);
       gain_bits = forced_mode.gain_bits;
-      if (mode != first_mode) ++switched;
       if (encoding == RawEncoding::Jungfrau &&
           sim::unit_low32(photon_bits) < config_.bad_gain_bits_fraction) {
         gain_bits = kJungfrauBadStageBits;
         ++bad_gain;
+      } else if (mode != first_mode) {
+        ++switched;
       }
     } else if (encoding == RawEncoding::Epix10ka) {
       // Auto-ranging configurations drop to their low gain when the charge would overflow.
