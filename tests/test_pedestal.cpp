@@ -773,6 +773,23 @@ class TestPedestal : public QObject {
     EXPECT_BAD_INPUT(pedestal({"--detector", description, "--input",
                                QString::fromStdString(wrong_file) + ":/data", "--output", out}),
                      "does not hold events of");
+    // A dataset of no frames, and one of a rank no event layout has.
+    io::Array none;
+    none.type = io::ElementType::UInt16;
+    none.shape = {0, std::uint64_t(d.pixels())};
+    const std::string none_file = path("no_frames.h5");
+    io::write_hdf5_dataset(none_file, "/frames", none);
+    EXPECT_BAD_INPUT(pedestal({"--detector", description, "--input",
+                               QString::fromStdString(none_file) + ":/frames", "--output", out}),
+                     "holds no frames");
+    io::Array five_d;
+    five_d.type = io::ElementType::UInt16;
+    five_d.shape = {1, 1, 1, 1, 4};
+    five_d.bytes.assign(8, 0);
+    io::write_hdf5_dataset(none_file, "/five", five_d);
+    EXPECT_BAD_INPUT(pedestal({"--detector", description, "--input",
+                               QString::fromStdString(none_file) + ":/five", "--output", out}),
+                     "is not [N, segments, rows, cols]");
     // Only the G0 run (no forcing: g0): the G1 and G2 stages have no frames.
     EXPECT_BAD_INPUT(pedestal({"--detector", description, "--input", dark, "--output", out}),
                      "gain mode G1 (mode 1) has no frames");
