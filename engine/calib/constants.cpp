@@ -67,6 +67,33 @@ void write_dataset(hid_t file, const std::string& path, const std::string& name,
     throw RuntimeFault("constants file " + path + ": cannot write /" + name);
 }
 
+// The "detector" attribute, when present, must name this detector.
+void check_detector_attribute(hid_t file, const std::string& path,
+                              const DetectorDescription& detector) {
+  if (H5Aexists(file, "detector") > 0) {
+    H5Handle attribute(H5Aopen(file, "detector", H5P_DEFAULT), H5Aclose);
+    H5Handle type(H5Aget_type(attribute.get()), H5Tclose);
+    if (H5Tget_class(type.get()) == H5T_STRING) {
+      std::string name;
+      if (H5Tis_variable_str(type.get()) > 0) {
+        char* text = nullptr;
+        H5Handle memory_type(H5Tcopy(H5T_C_S1), H5Tclose);
+        H5Tset_size(memory_type.get(), H5T_VARIABLE);
+        if (H5Aread(attribute.get(), memory_type.get(), &text) >= 0 && text) {
+          name = text;
+          H5free_memory(text);
+        }
+      } else {
+        std::string buffer(H5Tget_size(type.get()), '\0');
+        if (H5Aread(attribute.get(), type.get(), buffer.data()) >= 0) name = buffer.c_str();
+      }
+      if (name != detector.name)
+        throw InputError("constants file " + path + " is for detector '" + name + "', not '" +
+                         detector.name + "'");
+    }
+  }
+}
+
 }  // namespace
 
 bool has_gain_configuration(const DetectorDescription& detector) {
@@ -106,29 +133,7 @@ CalibrationConstants load_constants_hdf5(const std::filesystem::path& file_path,
   H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.valid()) throw InputError("constants file " + path + " cannot be opened");
 
-  // The "detector" attribute, when present, must name this detector.
-  if (H5Aexists(file.get(), "detector") > 0) {
-    H5Handle attribute(H5Aopen(file.get(), "detector", H5P_DEFAULT), H5Aclose);
-    H5Handle type(H5Aget_type(attribute.get()), H5Tclose);
-    if (H5Tget_class(type.get()) == H5T_STRING) {
-      std::string name;
-      if (H5Tis_variable_str(type.get()) > 0) {
-        char* text = nullptr;
-        H5Handle memory_type(H5Tcopy(H5T_C_S1), H5Tclose);
-        H5Tset_size(memory_type.get(), H5T_VARIABLE);
-        if (H5Aread(attribute.get(), memory_type.get(), &text) >= 0 && text) {
-          name = text;
-          H5free_memory(text);
-        }
-      } else {
-        std::string buffer(H5Tget_size(type.get()), '\0');
-        if (H5Aread(attribute.get(), type.get(), buffer.data()) >= 0) name = buffer.c_str();
-      }
-      if (name != detector.name)
-        throw InputError("constants file " + path + " is for detector '" + name + "', not '" +
-                         detector.name + "'");
-    }
-  }
+  check_detector_attribute(file.get(), path, detector);
 
   const hsize_t modes = hsize_t(detector.modes()), segments = hsize_t(detector.segments),
                 rows = hsize_t(detector.rows), cols = hsize_t(detector.cols);
@@ -209,6 +214,38 @@ void save_constants_hdf5(const std::filesystem::path& file_path,
       H5Aclose);
   if (!attribute.valid() || H5Awrite(attribute.get(), string_type.get(), detector.name.c_str()) < 0)
     throw RuntimeFault("constants file " + path + ": cannot write the detector attribute");
+}
+
+GainMap load_gain_map_hdf5(const std::filesystem::path& file_path,
+                           const DetectorDescription& detector) {
+  const std::string path = file_path.string();
+  QuietHdf5Errors quiet;
+  if (!std::filesystem::exists(file_path))
+    throw InputError("gain file " + path + " does not exist");
+  if (H5Fis_hdf5(path.c_str()) <= 0) throw InputError("gain file " + path + " is not an HDF5 file");
+  H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.valid()) throw InputError("gain file " + path + " cannot be opened");
+  check_detector_attribute(file.get(), path, detector);
+  const hsize_t modes = hsize_t(detector.modes()), segments = hsize_t(detector.segments),
+                rows = hsize_t(detector.rows), cols = hsize_t(detector.cols);
+  GainMap map;
+  map.gain = read_dataset<float>(file.get(), path, "gain", {modes, segments, rows, cols},
+                                 H5T_NATIVE_FLOAT, true);
+  for (std::size_t i = 0; i < map.gain.size(); ++i)
+    if (!std::isfinite(map.gain[i]))
+      throw InputError("gain file " + path + ": non-finite gain at flat index " +
+                       std::to_string(i));
+  if (detector.encoding == RawEncoding::Epix10ka &&
+      H5Lexists(file.get(), "config", H5P_DEFAULT) > 0) {
+    map.config = read_dataset<std::uint8_t>(file.get(), path, "config", {segments, rows, cols},
+                                            H5T_NATIVE_UINT8, false);
+    for (std::size_t p = 0; p < map.config.size(); ++p)
+      if (map.config[p] > calib::kConfigAML)
+        throw InputError("gain file " + path + ": /config value " +
+                         std::to_string(int(map.config[p])) + " at pixel " + std::to_string(p) +
+                         " is not a gain configuration (0..4: FH FM FL AHL AML)");
+  }
+  return map;
 }
 
 }  // namespace livedrp

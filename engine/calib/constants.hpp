@@ -58,4 +58,14 @@ CalibrationConstants load_constants_hdf5(const std::filesystem::path& path,
 void save_constants_hdf5(const std::filesystem::path& path, const DetectorDescription& detector,
                          const CalibrationConstants& constants);
 
+// The gains of a constants file, or of a gain map: a file with only /gain (and, for the ePix10ka,
+// optionally /config) laid out as in a constants file; /pedestal and /mask are not read.
+struct GainMap {
+  std::vector<float> gain;           // [modes][segments][rows][cols], output unit per ADU
+  std::vector<std::uint8_t> config;  // ePix10ka gain configuration per pixel; empty when absent
+};
+// Throws InputError naming the file and the dataset (as load_constants_hdf5), also for gains that
+// are not finite.
+GainMap load_gain_map_hdf5(const std::filesystem::path& path, const DetectorDescription& detector);
+
 }  // namespace livedrp

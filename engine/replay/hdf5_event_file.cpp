@@ -307,9 +307,9 @@ void open_event_file(const std::filesystem::path& path, const std::string& datas
   std::vector<hsize_t> dims(std::size_t(std::max(rank, 0)));
   if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
   info.shape.assign(dims.begin(), dims.end());
-  if (rank != 3 && rank != 4)
+  if (rank != 2 && rank != 3 && rank != 4)
     throw InputError(where + ": shape " + shape_text(info.shape) +
-                     " is not [N, segments, rows, cols] or [N, rows, cols]");
+                     " is not [N, segments, rows, cols], [N, rows, cols] or [N, pixels]");
   info.events = dims[0];
   info.detector_name = read_string_attribute(file.get(), "detector");
   info.detector_description = read_string_attribute(file.get(), "detector_description");
@@ -359,14 +359,16 @@ Hdf5EventReader::Hdf5EventReader(const std::filesystem::path& path, const std::s
   const std::vector<std::uint64_t> stacked{
       std::uint64_t(detector.segments) * std::uint64_t(detector.rows),
       std::uint64_t(detector.cols)};
-  // [rows, cols] of a one-segment detector and [segments * rows, cols] are the same bytes as
-  // [segments, rows, cols]: segments stacked along the slow scan, as CXI files store panels.
-  if (per_event != full && per_event != stacked)
+  const std::vector<std::uint64_t> flat{std::uint64_t(detector.pixels())};
+  // [rows, cols] of a one-segment detector, [segments * rows, cols] and [pixels] are the same
+  // bytes as [segments, rows, cols]: segments stacked along the slow scan, as CXI files store
+  // panels, or one flat row of pixels per event.
+  if (per_event != full && per_event != stacked && per_event != flat)
     throw InputError(where + ": shape " + shape_text(info_.shape) + " does not hold events of " +
                      detector.name + " (expected [N, " + std::to_string(detector.segments) + ", " +
                      std::to_string(detector.rows) + ", " + std::to_string(detector.cols) +
-                     "] or [N, " + std::to_string(stacked[0]) + ", " +
-                     std::to_string(detector.cols) + "])");
+                     "], [N, " + std::to_string(stacked[0]) + ", " + std::to_string(detector.cols) +
+                     "] or [N, " + std::to_string(flat[0]) + "])");
   event_bytes_ = detector.raw_event_bytes();
   h_ = handles.release();
   choose_read_path();

@@ -84,6 +84,20 @@ int unswitched_mode(RawEncoding encoding, std::uint8_t status) {
   return encoding == RawEncoding::Epix10ka ? int(status & calib::kStatusConfigBits) : 0;
 }
 
+// The mode and gain bits of a pixel in a forced-gain run (SimulatorConfig::forced_gain_stage >= 0),
+// from its unswitched mode.
+struct ForcedReading {
+  int mode;
+  std::uint16_t gain_bits;
+};
+ForcedReading forced_reading(RawEncoding encoding, std::uint8_t status, int stage) {
+  if (encoding == RawEncoding::Jungfrau) return {stage, kJungfrauStageBits[stage]};
+  const int config = status & calib::kStatusConfigBits;
+  if (stage == 1 && config == calib::kConfigAHL) return {calib::kAHL_L, kEpix10kaLowGainBit};
+  if (stage == 1 && config == calib::kConfigAML) return {calib::kAML_L, kEpix10kaLowGainBit};
+  return {unswitched_mode(encoding, status), 0};
+}
+
 // Rounds an ADC reading to the nearest count and clamps it to the 14-bit range (clamping first
 // makes the truncating conversion a rounding one: the value is non-negative).
 std::uint16_t to_adc(double reading) {
@@ -126,6 +140,13 @@ void validate(const SimulatorConfig& c, const DetectorDescription& d) {
   check_range("hot_pixel_fraction", c.hot_pixel_fraction, 0, 1 - c.dead_pixel_fraction);
   check_non_negative("hot_pixel_offset_adu", c.hot_pixel_offset_adu);
   check_range("bad_gain_bits_fraction", c.bad_gain_bits_fraction, 0, 1);
+  const int max_forced_stage = d.encoding == RawEncoding::Jungfrau   ? calib::kJungfrauModes - 1
+                               : d.encoding == RawEncoding::Epix10ka ? 1
+                                                                     : -1;
+  if (c.forced_gain_stage < -1 || c.forced_gain_stage > max_forced_stage)
+    reject("forced_gain_stage", c.forced_gain_stage,
+           "-1 (no forcing) to " + std::to_string(max_forced_stage) + " for detector '" + d.name +
+               "'");
   check_non_negative("background_photons", c.background_photons);
   check_non_negative("ring_peak_photons", c.ring_peak_photons);
   check_positive("ring_sigma_px", c.ring_sigma_px);
@@ -452,14 +473,19 @@ void DetectorSimulator::generate_rows(std::uint64_t index, const EventPlan& plan
       noise_pair = sim::standard_normal_pair(hash_key(noise_key, noise_pair_index));
     }
     const float noise = noise_sigma * (p % 2 == 0 ? noise_pair.first : noise_pair.second);
+    const bool forced = config_.forced_gain_stage >= 0;
+    const ForcedReading forced_mode =
+        forced ? forced_reading(encoding, status, config_.forced_gain_stage)
+               : ForcedReading{first_mode, 0};
     if (defect == kHot) {
       if (encoding == RawEncoding::Float32)
         raw_values[p] =
             float(config_.hot_pixel_offset_adu / detector_.gain_modes[0].nominal_adu_per_kev) +
             noise;
       else
-        raw_words[p] = to_adc(double(constants_.at(first_mode, p).pedestal) +
-                              config_.hot_pixel_offset_adu + double(noise));
+        raw_words[p] = std::uint16_t(forced_mode.gain_bits |
+                                     to_adc(double(constants_.at(forced_mode.mode, p).pedestal) +
+                                            config_.hot_pixel_offset_adu + double(noise)));
       continue;
     }
 
@@ -493,7 +519,19 @@ void DetectorSimulator::generate_rows(std::uint64_t index, const EventPlan& plan
     std::uint16_t gain_bits = 0;
     int mode = first_mode;
     double adc = reading(mode);
-    if (encoding == RawEncoding::Epix10ka) {
+    if (forced) {
+      // The stage is forced: no switching, whatever the charge (the reading clamps).
+      mode = forced_mode.mode;
+      adc = reading(mode);
+      gain_bits = forced_mode.gain_bits;
+      if (encoding == RawEncoding::Jungfrau &&
+          sim::unit_low32(photon_bits) < config_.bad_gain_bits_fraction) {
+        gain_bits = kJungfrauBadStageBits;
+        ++bad_gain;
+      } else if (mode != first_mode) {
+        ++switched;
+      }
+    } else if (encoding == RawEncoding::Epix10ka) {
       // Auto-ranging configurations drop to their low gain when the charge would overflow.
       const int config = status & calib::kStatusConfigBits;
       if (adc > kAdcMax && (config == calib::kConfigAHL || config == calib::kConfigAML)) {

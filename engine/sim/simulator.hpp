@@ -60,6 +60,16 @@ struct SimulatorConfig {
   // Jungfrau: per event, this fraction of pixels is written with the invalid gain bits 10.
   double bad_gain_bits_fraction = 1e-4;
 
+  // --- Forced gain (the dark runs of `livedrp-engine pedestal`) ---
+  // -1: pixels switch gain as their charge asks. Otherwise every pixel reads in a forced stage,
+  // as the detector does when told to, and the raw word's gain bits say so:
+  //   Jungfrau 0, 1, 2: every pixel in g0, g1 or g2 (its pedestal and gain of that stage);
+  //   ePix10ka 0: no pixel switches; 1: pixels of the auto configurations (AHL, AML) read in
+  //   their low gain (AHL-L, AML-L) with bit 14 set, the fixed ones (FH, FM, FL) as always.
+  // Dead pixels stay stuck at their unswitched reading with gain bits 0 (a stuck amplifier does
+  // not follow the forced stage). Float32 detectors take only -1.
+  int forced_gain_stage = -1;
+
   // --- Powder scattering, centred on the beam in the assembled image ---
   double background_photons = 0.02;  // flat mean photons per pixel
   double ring_peak_photons = 0.25;   // mean photons per pixel on a ring's crest

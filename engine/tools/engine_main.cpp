@@ -28,6 +28,7 @@
 #include "publish/control_server.hpp"
 #include "tools/integrate_command.hpp"
 #include "tools/peaks_command.hpp"
+#include "tools/pedestal_command.hpp"
 
 namespace {
 
@@ -307,6 +308,8 @@ int main(int argc, char** argv) {
   CLI::App* detectors = app.add_subcommand("detectors", "List the built-in detectors");
   livedrp::tools::IntegrateCommand integrate(app);
   livedrp::tools::PeaksCommand peaks(app);
+  livedrp::tools::PedestalCommand pedestal(app);
+  livedrp::tools::SimulateDarkCommand simulate_dark(app);
 
   try {
     app.parse(argc, argv);
@@ -320,6 +323,12 @@ int main(int argc, char** argv) {
   spdlog::set_level(verbose ? spdlog::level::info : spdlog::level::warn);
   if (integrate.parsed()) return integrate.run();
   if (peaks.parsed()) return peaks.run();
+  if (pedestal.parsed()) {
+    std::string command_line;  // recorded in the constants file
+    for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+    return pedestal.run(command_line);
+  }
+  if (simulate_dark.parsed()) return simulate_dark.run();
 
   if (detectors->parsed()) {
     for (const auto& name : livedrp::builtin_detector_names()) {
