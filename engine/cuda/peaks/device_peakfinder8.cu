@@ -153,14 +153,18 @@ __global__ void __launch_bounds__(32 * kBitmapWarps)
   }
 }
 
-// What the search kernel reads besides the view.
+// What the search kernel reads and writes besides the view.
 struct SearchTables {
   const Asic* asics = nullptr;
   const std::uint32_t* bitmaps = nullptr;  // threshold_bitmap_kernel's
   const std::uint16_t* bin_of_pixel = nullptr;
-  std::uint32_t* claimed_spill = nullptr;  // per ASIC asic_words; nullptr: shared memory
-  std::int32_t* members_spill = nullptr;   // per ASIC largest_asic entries
-  int asic_words = 0, largest_asic = 0;
+  std::uint32_t* owner_spill = nullptr;    // per ASIC largest_asic; nullptr: shared memory
+  std::int32_t* members_spill = nullptr;   // per ASIC and warp member_capacity; nullptr: unused
+  std::uint32_t* peak_seeds = nullptr;     // per ASIC asic_words: a bit per seed that gave a peak
+  Peak* unsorted = nullptr;                // per ASIC capacity: peaks as the warps find them
+  std::uint32_t* unsorted_seed = nullptr;  // their seeds
+  int asic_words = 0, largest_asic = 0, member_capacity = 0;
+  bool bitmaps_in_shared = true;
 };
 
 // The columns of word `q` of a row where a seed may lie: 1 .. width - 2, as the reference.
@@ -172,81 +176,257 @@ __device__ std::uint32_t seed_columns(int q, int width) {
   return mask;
 }
 
-// A warp per ASIC. The ASIC's candidate and background bitmaps and a bitmap of claimed pixels
-// sit in shared memory (or, for an ASIC too large for it, global memory), so that the serial
-// part of the search - seeds one after another in raster order, each grown one member at a time -
-// waits on shared memory only. Per seed not yet claimed (the CPU's order exactly): the warp grows
-// the peak, lanes 0..8 testing a member's 3 x 3 neighbourhood at once and a ballot appending the
-// joiners in the CPU's order (members as row << 16 | column in the ASIC); the members' values
-// and bin means are staged by all lanes and lane 0 adds the first centroid in member order; the
-// 32 lanes measure the background ring and re-integrate the peak, a share each, added in the
-// butterfly order the CPU reproduces (peaks/peak_search.hpp).
-constexpr int kSharedMembers = 512;
+// Seeds searched independently. The CPU takes an ASIC's seeds in raster order and grows each
+// unclaimed one over the 8-connected candidate pixels, claiming them; a growth therefore claims
+// its whole connected set of candidates (stopping nowhere short of it), and the sets are
+// disjoint. So the CPU grows exactly one peak per connected set, from the set's first seed in
+// raster order, over pixels no other growth touches; and the background ring takes only pixels
+// below the threshold, never a candidate, so no claim changes a ring either. Each peak therefore
+// depends on its own set alone, and the warps of a block search an ASIC's seeds in any order:
+// a seed is searched to the end only when it is the first of its set, known because
+//  - a candidate pixel reached while growing that may itself seed (off the ASIC's border) and
+//    comes earlier in raster order means it is not, and
+//  - each pixel joins the growth with an atomic minimum of the seed's index in an owner map, so a
+//    growth that meets a pixel owned by an earlier seed stops early; the first seed's own growth
+//    is never stopped (no seed of its set is smaller) and sees its own claims only, so it visits
+//    the members in the CPU's order.
+// A growth that passes max_pixel_count stops too: its set cannot give a peak from any seed.
+// Peaks found are put back in seed order at the end of the block (the CPU's order).
+constexpr int kSearchWarps = 8;
+constexpr int kSharedMembers = 256;  // per warp; a growth past it spills to global memory
 constexpr int kRingBatch = 4;
-constexpr std::size_t kSearchSharedLimit = 96 * 1024;
+constexpr std::uint32_t kNoOwner = 0xFFFFFFFFu;
+constexpr std::size_t kSearchStaticShared = 64;  // next_chunk, found_in_asic, with room
 
 __device__ __forceinline__ bool test_bit(const std::uint32_t* bits, int words_per_row, int row,
                                          int column) {
   return (bits[row * words_per_row + (column >> 5)] >> (column & 31)) & 1u;
 }
 
-__global__ void __launch_bounds__(32)
-    search_kernel(SearchView view, SearchTables tables, Peak* per_asic_peaks, int* per_asic_found,
-                  int capacity) {
-  extern __shared__ std::uint32_t shared_words[];
-  std::int32_t* members = reinterpret_cast<std::int32_t*>(shared_words);
-  float* member_values = reinterpret_cast<float*>(shared_words + kSharedMembers);
-  float* member_means = member_values + kSharedMembers;
-  const int a = int(blockIdx.x), lane = int(threadIdx.x);
-  const Asic asic = tables.asics[a];
-  const int words_per_row = (asic.width + 31) / 32, words = asic.height * words_per_row;
-  const std::uint32_t* own_bits =
-      tables.bitmaps + std::size_t(a) * 2 * std::size_t(tables.asic_words);
+// One warp's part of the search: the ASIC, its bitmaps and owner map, the warp's member lists.
+struct WarpSearch {
+  SearchView view;
+  const std::uint16_t* bin_of_pixel;
+  Asic asic;
+  int words_per_row;
   const std::uint32_t *candidate, *background;
-  std::uint32_t* claimed;
-  if (tables.claimed_spill == nullptr) {
-    std::uint32_t* staged = shared_words + 3 * kSharedMembers;
-#pragma unroll 8
-    for (int i = lane; i < words; i += 32) {
-      staged[i] = own_bits[i];
-      staged[words + i] = own_bits[tables.asic_words + i];
-      staged[2 * words + i] = 0u;
-    }
-    candidate = staged;
-    background = staged + words;
-    claimed = staged + 2 * words;
-  } else {
-    candidate = own_bits;
-    background = own_bits + tables.asic_words;
-    claimed = tables.claimed_spill + std::size_t(a) * std::size_t(tables.asic_words);
-    for (int i = lane; i < words; i += 32) claimed[i] = 0u;
+  std::uint32_t* owner;
+  std::int32_t* members;  // kSharedMembers each: packed members, their values, their bin means
+  float *member_values, *member_means;
+  std::int32_t* members_spill;
+  int lane;
+
+  __device__ std::int32_t member_at(int k) const {
+    return k < kSharedMembers ? members[k] : members_spill[k];
   }
-  std::int32_t* members_spill =
-      tables.members_spill + std::size_t(a) * std::size_t(tables.largest_asic);
-  auto member_at = [&](int k) { return k < kSharedMembers ? members[k] : members_spill[k]; };
-  auto set_member = [&](int k, std::int32_t packed) {
+  __device__ void set_member(int k, std::int32_t packed) const {
     if (k < kSharedMembers)
       members[k] = packed;
     else
       members_spill[k] = packed;
-  };
-  auto claim = [&](int row, int column) {
-    atomicOr(claimed + row * words_per_row + (column >> 5), 1u << (column & 31));
-  };
-  const std::size_t width = std::size_t(view.width);
-  auto pixel_of = [&](std::int32_t packed) {
-    return std::size_t(asic.first_ss + (packed >> 16)) * width +
+  }
+  __device__ std::size_t pixel_of(std::int32_t packed) const {
+    return std::size_t(asic.first_ss + (packed >> 16)) * std::size_t(view.width) +
            std::size_t(asic.first_fs + (packed & 0xFFFF));
-  };
-  const int ring_reach = 2 * view.local_bg_radius, ring_side = 2 * ring_reach;
-  const int ring_positions = ring_side * ring_side;
-  int found = 0;
+  }
+  __device__ bool may_seed(int row, int column) const {
+    return row >= 1 && row < asic.height - 1 && column >= 1 && column < asic.width - 1;
+  }
+
+  // The search from the seed at (row, column) of the ASIC, a candidate: true with `peak` when
+  // the seed is the first of its connected set and the peak passes every test. Every lane
+  // returns the same answer.
+  __device__ bool search(int row, int column, Peak& peak) const {
+    constexpr unsigned kAll = 0xffffffffu;
+    const std::uint32_t me = std::uint32_t(row * asic.width + column);
+    std::uint32_t previous = 0;
+    if (lane == 0) previous = atomicMin(owner + me, me);
+    if (__shfl_sync(kAll, previous, 0) < me) return false;  // an earlier seed grew over it
+    if (lane == 0) set_member(0, std::int32_t(row << 16 | column));
+    // Grow, breadth first, as peaks::grow_peak: lanes 0..8 test a member's 3 x 3 neighbourhood
+    // in the CPU's order and a ballot appends the joiners in that order.
+    int count = 1;
+    for (int next = 0; next < count; ++next) {
+      __syncwarp();  // the last members appended and their owner marks are visible
+      const std::int32_t member = member_at(next);
+      const int n_row = (member >> 16) + lane / 3 - 1, n_column = (member & 0xFFFF) + lane % 3 - 1;
+      const bool is_candidate = lane < 9 && n_row >= 0 && n_row < asic.height && n_column >= 0 &&
+                                n_column < asic.width &&
+                                test_bit(candidate, words_per_row, n_row, n_column);
+      const std::uint32_t n_index = std::uint32_t(n_row * asic.width + n_column);
+      if (__any_sync(kAll, is_candidate && n_index < me && may_seed(n_row, n_column)))
+        return false;  // an earlier seed of the same set
+      bool joins = is_candidate && static_cast<volatile std::uint32_t*>(owner)[n_index] != me;
+      bool lost = false;
+      if (joins) lost = atomicMin(owner + n_index, me) < me;
+      if (__any_sync(kAll, lost)) return false;
+      const unsigned joining = __ballot_sync(kAll, joins);
+      if (joins)
+        set_member(count + __popc(joining & ((1u << lane) - 1u)),
+                   std::int32_t(n_row << 16 | n_column));
+      count += __popc(joining);
+      if (count > view.max_pixel_count) return false;  // too large from any of its seeds
+    }
+    __syncwarp();
+    if (count < view.min_pixel_count) return false;
+    // The first centroid: the members' values and bin means staged by the warp, added in member
+    // order by lane 0.
+    for (int k = lane; k < count && k < kSharedMembers; k += 32) {
+      const std::size_t p = pixel_of(members[k]);
+      member_values[k] = view.data[p];
+      member_means[k] = view.stats[bin_of_pixel[p]].mean;
+    }
+    __syncwarp();
+    peaks::CentroidSums centroid;
+    if (lane == 0)
+      for (int k = 0; k < count; ++k) {
+        const std::int32_t member = member_at(k);
+        float value, mean;
+        if (k < kSharedMembers) {
+          value = member_values[k];
+          mean = member_means[k];
+        } else {
+          const std::size_t p = pixel_of(member);
+          value = view.data[p];
+          mean = view.stats[bin_of_pixel[p]].mean;
+        }
+        peaks::add_to_centroid(centroid, value, mean, asic.first_fs + (member & 0xFFFF),
+                               asic.first_ss + (member >> 16));
+      }
+    centroid.intensity = __shfl_sync(kAll, centroid.intensity, 0);
+    centroid.fs = __shfl_sync(kAll, centroid.fs, 0);
+    centroid.ss = __shfl_sync(kAll, centroid.ss, 0);
+    const peaks::GrownPeak grown = peaks::finish_growth(view, count, centroid);
+    if (!grown.usable) return false;
+    // The background ring, as peaks::ring_lane: positions lane, lane + 32, ... in order, their
+    // values loaded kRingBatch at a time. Background pixels are never candidates, so no growth
+    // (claim) can take one away.
+    const int ring_reach = 2 * view.local_bg_radius, ring_side = 2 * ring_reach;
+    const int ring_positions = ring_side * ring_side;
+    peaks::RingSums ring;
+    for (int base = lane; base < ring_positions; base += 32 * kRingBatch) {
+      float value[kRingBatch];
+      bool used[kRingBatch];
+#pragma unroll
+      for (int q = 0; q < kRingBatch; ++q) {
+        const int i = base + 32 * q;
+        const int dss = i / ring_side - ring_reach, dfs = i % ring_side - ring_reach;
+        const int r = grown.centre_ss - asic.first_ss + dss;
+        const int c = grown.centre_fs - asic.first_fs + dfs;
+        used[q] = i < ring_positions && r >= 0 && r < asic.height && c >= 0 && c < asic.width &&
+                  peaks::in_background_ring(dfs, dss, view.local_bg_radius) &&
+                  test_bit(background, words_per_row, r, c);
+        value[q] = used[q] ? view.data[std::size_t(asic.first_ss + r) * std::size_t(view.width) +
+                                       std::size_t(asic.first_fs + c)]
+                           : 0.0f;
+      }
+#pragma unroll
+      for (int q = 0; q < kRingBatch; ++q)
+        if (used[q]) peaks::add_to_ring(ring, value[q]);
+    }
+    for (int d = peaks::kRingLanes / 2; d > 0; d /= 2) {
+      peaks::RingSums other;
+      other.sum = __shfl_xor_sync(kAll, ring.sum, d);
+      other.squares = __shfl_xor_sync(kAll, ring.squares, d);
+      other.max = __shfl_xor_sync(kAll, ring.max, d);
+      other.count = __shfl_xor_sync(kAll, ring.count, d);
+      ring = peaks::combine_ring(ring, other);
+    }
+    const peaks::LocalBackground bg = peaks::local_background(view, asic, grown, ring);
+    // The re-integration, as peaks::member_lane.
+    peaks::MemberSums sums;
+    for (int k = lane; k < count; k += 32) {
+      const std::int32_t member = member_at(k);
+      const float value = k < kSharedMembers ? member_values[k] : view.data[pixel_of(member)];
+      peaks::add_to_members(sums, value, asic.first_fs + (member & 0xFFFF),
+                            asic.first_ss + (member >> 16), bg.mean);
+    }
+    for (int d = peaks::kRingLanes / 2; d > 0; d /= 2) {
+      peaks::MemberSums other;
+      other.intensity = __shfl_xor_sync(kAll, sums.intensity, d);
+      other.raw_sum = __shfl_xor_sync(kAll, sums.raw_sum, d);
+      other.raw_fs = __shfl_xor_sync(kAll, sums.raw_fs, d);
+      other.raw_ss = __shfl_xor_sync(kAll, sums.raw_ss, d);
+      other.peak_max = __shfl_xor_sync(kAll, sums.peak_max, d);
+      sums = peaks::combine_members(sums, other);
+    }
+    // Every lane holds the same sums, so every lane takes the same decision.
+    return peaks::finish_peak(view, asic, grown, ring, bg, sums, peak);
+  }
+};
+
+// A block of kSearchWarps warps per ASIC. The ASIC's candidate and background bitmaps and its
+// owner map sit in shared memory where they fit (else global memory), each warp's member lists
+// in shared memory. Warps draw 32 bitmap words of seeds at a time and search every seed in them
+// (WarpSearch::search); a peak found goes to the ASIC's unsorted list and its seed's bit is set.
+// At the end the block puts the list in seed order. When an ASIC has more peaks than its list
+// holds, the owner map is cleared and one warp searches again, in seed order, the first seeds
+// that gave peaks, up to the list's size: the same growths, so the same peaks.
+__global__ void __launch_bounds__(32 * kSearchWarps)
+    search_kernel(SearchView view, SearchTables tables, Peak* per_asic_peaks, int* per_asic_found,
+                  int capacity) {
+  extern __shared__ std::uint32_t shared_words[];
+  __shared__ int next_chunk, found_in_asic;
+  const int a = int(blockIdx.x), warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
+  const int thread = int(threadIdx.x), threads = int(blockDim.x);
+  const Asic asic = tables.asics[a];
+  const int words_per_row = (asic.width + 31) / 32, words = asic.height * words_per_row;
+  const int pixels = asic.height * asic.width;
+
+  std::uint32_t* cursor = shared_words;
+  WarpSearch w;
+  w.view = view;
+  w.bin_of_pixel = tables.bin_of_pixel;
+  w.asic = asic;
+  w.words_per_row = words_per_row;
+  w.lane = lane;
+  w.members = reinterpret_cast<std::int32_t*>(cursor + warp * 3 * kSharedMembers);
+  w.member_values = reinterpret_cast<float*>(w.members + kSharedMembers);
+  w.member_means = w.member_values + kSharedMembers;
+  w.members_spill = tables.members_spill == nullptr
+                        ? nullptr
+                        : tables.members_spill + (std::size_t(a) * kSearchWarps + warp) *
+                                                     std::size_t(tables.member_capacity);
+  cursor += kSearchWarps * 3 * kSharedMembers;
+  if (tables.owner_spill == nullptr) {
+    w.owner = cursor;
+    cursor += tables.largest_asic;
+  } else {
+    w.owner = tables.owner_spill + std::size_t(a) * std::size_t(tables.largest_asic);
+  }
+  const std::uint32_t* own_bits =
+      tables.bitmaps + std::size_t(a) * 2 * std::size_t(tables.asic_words);
+  if (tables.bitmaps_in_shared) {
+    for (int i = thread; i < words; i += threads) {
+      cursor[i] = own_bits[i];
+      cursor[words + i] = own_bits[tables.asic_words + i];
+    }
+    w.candidate = cursor;
+    w.background = cursor + words;
+  } else {
+    w.candidate = own_bits;
+    w.background = own_bits + tables.asic_words;
+  }
+  std::uint32_t* peak_seeds = tables.peak_seeds + std::size_t(a) * std::size_t(tables.asic_words);
+  Peak* unsorted = tables.unsorted + std::size_t(a) * std::size_t(capacity);
+  std::uint32_t* unsorted_seed = tables.unsorted_seed + std::size_t(a) * std::size_t(capacity);
+  for (int i = thread; i < pixels; i += threads) w.owner[i] = kNoOwner;
+  for (int i = thread; i < words; i += threads) peak_seeds[i] = 0u;
+  if (thread == 0) {
+    next_chunk = 0;
+    found_in_asic = 0;
+  }
+  __syncthreads();
+
   const int seed_words_end = asic.height > 2 ? (asic.height - 1) * words_per_row : 0;
-  for (int chunk = words_per_row; chunk < seed_words_end; chunk += 32) {
-    __syncwarp();  // the staged bitmaps (first chunk) and the last chunk's claims are visible
+  for (;;) {
+    int chunk = 0;
+    if (lane == 0) chunk = words_per_row + atomicAdd(&next_chunk, 32);
+    chunk = __shfl_sync(0xffffffffu, chunk, 0);
+    if (chunk >= seed_words_end) break;
     const int j = chunk + lane;
     const std::uint32_t bits =
-        j < seed_words_end ? candidate[j] & seed_columns(j % words_per_row, asic.width) : 0u;
+        j < seed_words_end ? w.candidate[j] & seed_columns(j % words_per_row, asic.width) : 0u;
     unsigned flagged = __ballot_sync(0xffffffffu, bits != 0);
     while (flagged != 0) {
       const int source = __ffs(flagged) - 1;
@@ -254,127 +434,60 @@ __global__ void __launch_bounds__(32)
       std::uint32_t word_bits = __shfl_sync(0xffffffffu, bits, source);
       const int word = chunk + source;
       const int row = word / words_per_row, first_column = (word % words_per_row) * 32;
-      // Every lane walks the same seeds and takes the same branches below.
       while (word_bits != 0) {
-        const int column = first_column + __ffs(word_bits) - 1;
+        const int bit = __ffs(word_bits) - 1;
         word_bits &= word_bits - 1;
-        __syncwarp();  // the last search's claims are visible to every lane
-        if (test_bit(claimed, words_per_row, row, column)) continue;
-        __syncwarp();  // every lane read the flag before lane 0 claims the seed
-        // Grow, breadth first, as peaks::grow_peak.
-        if (lane == 0) {
-          set_member(0, std::int32_t(row << 16 | column));
-          claim(row, column);
-        }
-        int count = 1;
-        for (int next = 0; next < count; ++next) {
-          __syncwarp();  // the last members appended and their claims are visible
-          const std::int32_t member = member_at(next);
-          const int member_row = member >> 16, member_column = member & 0xFFFF;
-          const int n_row = member_row + lane / 3 - 1, n_column = member_column + lane % 3 - 1;
-          const bool joins = lane < 9 && n_row >= 0 && n_row < asic.height && n_column >= 0 &&
-                             n_column < asic.width &&
-                             test_bit(candidate, words_per_row, n_row, n_column) &&
-                             !test_bit(claimed, words_per_row, n_row, n_column);
-          const unsigned joining = __ballot_sync(0xffffffffu, joins);
-          if (joins) {
-            claim(n_row, n_column);
-            set_member(count + __popc(joining & ((1u << lane) - 1u)),
-                       std::int32_t(n_row << 16 | n_column));
-          }
-          count += __popc(joining);
-        }
-        __syncwarp();
-        if (count < view.min_pixel_count || count > view.max_pixel_count) continue;
-        // The first centroid: the members' values and bin means staged by the warp, added in
-        // member order by lane 0.
-        for (int k = lane; k < count && k < kSharedMembers; k += 32) {
-          const std::size_t p = pixel_of(members[k]);
-          member_values[k] = view.data[p];
-          member_means[k] = view.stats[tables.bin_of_pixel[p]].mean;
-        }
-        __syncwarp();
-        peaks::CentroidSums centroid;
-        if (lane == 0)
-          for (int k = 0; k < count; ++k) {
-            const std::int32_t member = member_at(k);
-            float value, mean;
-            if (k < kSharedMembers) {
-              value = member_values[k];
-              mean = member_means[k];
-            } else {
-              const std::size_t p = pixel_of(member);
-              value = view.data[p];
-              mean = view.stats[tables.bin_of_pixel[p]].mean;
-            }
-            peaks::add_to_centroid(centroid, value, mean, asic.first_fs + (member & 0xFFFF),
-                                   asic.first_ss + (member >> 16));
-          }
-        centroid.intensity = __shfl_sync(0xffffffffu, centroid.intensity, 0);
-        centroid.fs = __shfl_sync(0xffffffffu, centroid.fs, 0);
-        centroid.ss = __shfl_sync(0xffffffffu, centroid.ss, 0);
-        const peaks::GrownPeak grown = peaks::finish_growth(view, count, centroid);
-        if (!grown.usable) continue;
-        // The background ring, as peaks::ring_lane: positions lane, lane + 32, ... in order,
-        // their values loaded kRingBatch at a time.
-        peaks::RingSums ring;
-        for (int base = lane; base < ring_positions; base += 32 * kRingBatch) {
-          float value[kRingBatch];
-          bool used[kRingBatch];
-#pragma unroll
-          for (int q = 0; q < kRingBatch; ++q) {
-            const int i = base + 32 * q;
-            const int dss = i / ring_side - ring_reach, dfs = i % ring_side - ring_reach;
-            const int r = grown.centre_ss - asic.first_ss + dss;
-            const int c = grown.centre_fs - asic.first_fs + dfs;
-            used[q] = i < ring_positions && r >= 0 && r < asic.height && c >= 0 && c < asic.width &&
-                      peaks::in_background_ring(dfs, dss, view.local_bg_radius) &&
-                      test_bit(background, words_per_row, r, c) &&
-                      !test_bit(claimed, words_per_row, r, c);
-            value[q] = used[q] ? view.data[std::size_t(asic.first_ss + r) * width +
-                                           std::size_t(asic.first_fs + c)]
-                               : 0.0f;
-          }
-#pragma unroll
-          for (int q = 0; q < kRingBatch; ++q)
-            if (used[q]) peaks::add_to_ring(ring, value[q]);
-        }
-        for (int d = peaks::kRingLanes / 2; d > 0; d /= 2) {
-          peaks::RingSums other;
-          other.sum = __shfl_xor_sync(0xffffffffu, ring.sum, d);
-          other.squares = __shfl_xor_sync(0xffffffffu, ring.squares, d);
-          other.max = __shfl_xor_sync(0xffffffffu, ring.max, d);
-          other.count = __shfl_xor_sync(0xffffffffu, ring.count, d);
-          ring = peaks::combine_ring(ring, other);
-        }
-        const peaks::LocalBackground bg = peaks::local_background(view, asic, grown, ring);
-        // The re-integration, as peaks::member_lane.
-        peaks::MemberSums sums;
-        for (int k = lane; k < count; k += 32) {
-          const std::int32_t member = member_at(k);
-          const float value = k < kSharedMembers ? member_values[k] : view.data[pixel_of(member)];
-          peaks::add_to_members(sums, value, asic.first_fs + (member & 0xFFFF),
-                                asic.first_ss + (member >> 16), bg.mean);
-        }
-        for (int d = peaks::kRingLanes / 2; d > 0; d /= 2) {
-          peaks::MemberSums other;
-          other.intensity = __shfl_xor_sync(0xffffffffu, sums.intensity, d);
-          other.raw_sum = __shfl_xor_sync(0xffffffffu, sums.raw_sum, d);
-          other.raw_fs = __shfl_xor_sync(0xffffffffu, sums.raw_fs, d);
-          other.raw_ss = __shfl_xor_sync(0xffffffffu, sums.raw_ss, d);
-          other.peak_max = __shfl_xor_sync(0xffffffffu, sums.peak_max, d);
-          sums = peaks::combine_members(sums, other);
-        }
-        // Every lane holds the same sums, so every lane takes the same decision.
         Peak peak;
-        if (!peaks::finish_peak(view, asic, grown, ring, bg, sums, peak)) continue;
-        if (lane == 0 && found < capacity)
-          per_asic_peaks[std::size_t(a) * std::size_t(capacity) + found] = peak;
-        ++found;
+        if (!w.search(row, first_column + bit, peak)) continue;
+        if (lane == 0) {
+          const int slot = atomicAdd(&found_in_asic, 1);
+          if (slot < capacity) {
+            unsorted[slot] = peak;
+            unsorted_seed[slot] = std::uint32_t(row * asic.width + first_column + bit);
+          }
+          atomicOr(peak_seeds + word, 1u << bit);
+        }
       }
     }
   }
-  if (lane == 0) per_asic_found[a] = found;
+  __syncthreads();
+  const int found = found_in_asic;
+  Peak* listed = per_asic_peaks + std::size_t(a) * std::size_t(capacity);
+  if (found <= capacity) {
+    // Each peak's place in seed order: the number of peaks with an earlier seed.
+    for (int i = thread; i < found; i += threads) {
+      const std::uint32_t seed = unsorted_seed[i];
+      int rank = 0;
+      for (int k = 0; k < found; ++k) rank += unsorted_seed[k] < seed ? 1 : 0;
+      listed[rank] = unsorted[i];
+    }
+  } else {
+    for (int i = thread; i < pixels; i += threads) w.owner[i] = kNoOwner;
+    __syncthreads();
+    if (warp == 0) {
+      int rank = 0;
+      for (int chunk = 0; chunk < words && rank < capacity; chunk += 32) {
+        const int j = chunk + lane;
+        const std::uint32_t bits = j < words ? peak_seeds[j] : 0u;
+        unsigned flagged = __ballot_sync(0xffffffffu, bits != 0);
+        while (flagged != 0 && rank < capacity) {
+          const int source = __ffs(flagged) - 1;
+          flagged &= flagged - 1;
+          std::uint32_t word_bits = __shfl_sync(0xffffffffu, bits, source);
+          const int word = chunk + source;
+          const int row = word / words_per_row, first_column = (word % words_per_row) * 32;
+          while (word_bits != 0 && rank < capacity) {
+            const int bit = __ffs(word_bits) - 1;
+            word_bits &= word_bits - 1;
+            Peak peak;
+            if (w.search(row, first_column + bit, peak) && lane == 0) listed[rank] = peak;
+            ++rank;
+          }
+        }
+      }
+    }
+  }
+  if (thread == 0) per_asic_found[a] = found;
 }
 
 // The ASICs' lists in ASIC order, cut at max_num_peaks, as the CPU appends them.
@@ -418,7 +531,8 @@ struct SharedTables {
   SearchView settings;  // without the event's pointers
   int bins = 0, asics = 0, largest_asic = 0, asic_words = 0;
   std::size_t pixels = 0, bin_pixel_count = 0, statistics_shared = 0, search_shared = 0;
-  bool values_in_shared = true, claimed_in_shared = true;
+  int member_capacity = 0;  // the most members a growth holds before it stops (max + 8 joiners)
+  bool values_in_shared = true, owner_in_shared = true, bitmaps_in_shared = true;
   DeviceBuffer bin, bin_of_pixel, bin_offsets, bin_pixels, asic_table;
 };
 
@@ -426,8 +540,8 @@ struct DevicePeakFinder8::State {
   std::shared_ptr<const SharedTables> shared;
   SearchView settings;
   SearchTables tables;
-  DeviceBuffer stats, members_spill, values_spill, claimed_spill, bitmaps, per_asic_peaks,
-      per_asic_found, out;
+  DeviceBuffer stats, members_spill, values_spill, owner_spill, peak_seeds, unsorted, unsorted_seed,
+      bitmaps, per_asic_peaks, per_asic_found, out;
   PinnedBuffer host_out;  // Summary, then max_num_peaks peaks
 };
 
@@ -484,16 +598,26 @@ std::shared_ptr<const SharedTables> upload_tables(const peaks::PeakFinder8& refe
     t->values_in_shared = false;
     t->statistics_shared = 0;
   }
-  t->search_shared = 3 * kSharedMembers * 4 + 3 * std::size_t(t->asic_words) * 4;
-  if (t->search_shared > kSearchSharedLimit) {
-    t->claimed_in_shared = false;
-    t->search_shared = 3 * kSharedMembers * 4;
-  }
+  // The search block: its warps' member lists always; then the owner map and the bitmaps, each
+  // where it still fits this device's shared memory per block.
+  int device = 0, shared_optin = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+        "cudaDeviceGetAttribute(shared memory per block)");
+  const std::size_t search_limit = std::size_t(shared_optin) - kSearchStaticShared;
+  t->member_capacity = t->params.max_pixel_count + 9;
+  t->search_shared = std::size_t(kSearchWarps) * 3 * kSharedMembers * 4;
+  const std::size_t owner_bytes = std::size_t(t->largest_asic) * 4;
+  const std::size_t bitmap_bytes = 2 * std::size_t(t->asic_words) * 4;
+  t->owner_in_shared = t->search_shared + owner_bytes <= search_limit;
+  if (t->owner_in_shared) t->search_shared += owner_bytes;
+  t->bitmaps_in_shared = t->search_shared + bitmap_bytes <= search_limit;
+  if (t->bitmaps_in_shared) t->search_shared += bitmap_bytes;
   check(cudaFuncSetAttribute(radial_statistics_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              int(kStatisticsSharedLimit)),
         "cudaFuncSetAttribute(radial_statistics_kernel)");
   check(cudaFuncSetAttribute(search_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             int(kSearchSharedLimit)),
+                             int(t->search_shared)),
         "cudaFuncSetAttribute(search_kernel)");
   return t;
 }
@@ -505,11 +629,16 @@ std::unique_ptr<DevicePeakFinder8::State> finder_state(std::shared_ptr<const Sha
   const int capacity = t.params.max_num_peaks;
   s->stats = DeviceBuffer(std::size_t(t.bins) * sizeof(RadialBinStats));
   s->bitmaps = DeviceBuffer(std::size_t(t.asics) * 2 * std::size_t(t.asic_words) * 4);
-  s->members_spill = DeviceBuffer(std::size_t(t.asics) * std::size_t(t.largest_asic) * 4);
+  if (t.member_capacity > kSharedMembers)
+    s->members_spill =
+        DeviceBuffer(std::size_t(t.asics) * kSearchWarps * std::size_t(t.member_capacity) * 4);
+  if (!t.owner_in_shared)
+    s->owner_spill = DeviceBuffer(std::size_t(t.asics) * std::size_t(t.largest_asic) * 4);
+  s->peak_seeds = DeviceBuffer(std::size_t(t.asics) * std::size_t(t.asic_words) * 4);
+  s->unsorted = DeviceBuffer(std::size_t(t.asics) * std::size_t(capacity) * sizeof(Peak));
+  s->unsorted_seed = DeviceBuffer(std::size_t(t.asics) * std::size_t(capacity) * 4);
   if (!t.values_in_shared)
     s->values_spill = DeviceBuffer(std::max<std::size_t>(t.bin_pixel_count, 1) * sizeof(float));
-  if (!t.claimed_in_shared)
-    s->claimed_spill = DeviceBuffer(std::size_t(t.asics) * std::size_t(t.asic_words) * 4);
   s->per_asic_peaks = DeviceBuffer(std::size_t(t.asics) * std::size_t(capacity) * sizeof(Peak));
   s->per_asic_found = DeviceBuffer(std::size_t(t.asics) * sizeof(int));
   s->out = DeviceBuffer(sizeof(Summary) + std::size_t(capacity) * sizeof(Peak));
@@ -524,8 +653,14 @@ std::unique_ptr<DevicePeakFinder8::State> finder_state(std::shared_ptr<const Sha
   s->tables.asics = t.asic_table.as<const Asic>();
   s->tables.bitmaps = s->bitmaps.as<const std::uint32_t>();
   s->tables.bin_of_pixel = t.bin_of_pixel.as<const std::uint16_t>();
-  s->tables.claimed_spill = t.claimed_in_shared ? nullptr : s->claimed_spill.as<std::uint32_t>();
-  s->tables.members_spill = s->members_spill.as<std::int32_t>();
+  s->tables.owner_spill = t.owner_in_shared ? nullptr : s->owner_spill.as<std::uint32_t>();
+  s->tables.members_spill =
+      t.member_capacity > kSharedMembers ? s->members_spill.as<std::int32_t>() : nullptr;
+  s->tables.peak_seeds = s->peak_seeds.as<std::uint32_t>();
+  s->tables.unsorted = s->unsorted.as<Peak>();
+  s->tables.unsorted_seed = s->unsorted_seed.as<std::uint32_t>();
+  s->tables.member_capacity = t.member_capacity;
+  s->tables.bitmaps_in_shared = t.bitmaps_in_shared;
   s->tables.asic_words = t.asic_words;
   s->tables.largest_asic = t.largest_asic;
   s->shared = std::move(shared);
@@ -579,9 +714,9 @@ void DevicePeakFinder8::enqueue_on_device(const float* device_data, const Stream
   check_launch("threshold_bitmap_kernel");
   SearchView view = s.settings;
   view.data = device_data;
-  search_kernel<<<t.asics, 32, t.search_shared, st>>>(view, s.tables, s.per_asic_peaks.as<Peak>(),
-                                                      s.per_asic_found.as<int>(),
-                                                      t.params.max_num_peaks);
+  search_kernel<<<t.asics, 32 * kSearchWarps, t.search_shared, st>>>(
+      view, s.tables, s.per_asic_peaks.as<Peak>(), s.per_asic_found.as<int>(),
+      t.params.max_num_peaks);
   check_launch("search_kernel");
   Summary* summary = s.out.as<Summary>();
   Peak* out = reinterpret_cast<Peak*>(s.out.as<char>() + sizeof(Summary));
@@ -598,7 +733,8 @@ peaks::PeakList DevicePeakFinder8::collect(const Stream& stream) {
 
 peaks::PeakList DevicePeakFinder8::list_from(const void* list) const {
   const auto* summary = static_cast<const Summary*>(list);
-  const auto* first = reinterpret_cast<const Peak*>(static_cast<const char*>(list) + sizeof(Summary));
+  const auto* first =
+      reinterpret_cast<const Peak*>(static_cast<const char*>(list) + sizeof(Summary));
   peaks::PeakList result;
   result.found = summary->found;
   const int stored = std::clamp(summary->stored, 0, capacity());

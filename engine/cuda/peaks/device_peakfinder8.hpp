@@ -7,10 +7,11 @@
 // Per event: a statistics kernel (a block per radius bin gathers the bin's values into shared
 // memory once and runs every iteration from there), a bitmap kernel (per ASIC, a bit per pixel
 // for "candidate": good and above its bin's threshold, and for "background": good and below it),
-// the search kernel (a warp per ASIC, its bitmaps and a bitmap of claimed pixels in shared
-// memory: seeds taken in raster order, each peak grown by the warp, its background ring and
-// re-integration shared out over the lanes), a kernel that concatenates the ASICs' lists in ASIC
-// order and cuts at max_num_peaks, one copy back. No memsets.
+// the search kernel (a block of warps per ASIC, its bitmaps and an owner map in shared memory:
+// the warps search seeds independently, each connected set of candidates grown from its first
+// seed in raster order alone, exactly as the CPU grows it; see the kernel's comment for why that
+// gives the CPU's peaks; the peaks put back in seed order), a kernel that concatenates the ASICs'
+// lists in ASIC order and cuts at max_num_peaks, one copy back. No memsets.
 #include <memory>
 #include <vector>
 
