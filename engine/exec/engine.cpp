@@ -1194,9 +1194,8 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     const replay::ReplaySpec spec = replay::parse_replay_source(c.source);
     replay::ReplayOptions options;
     options.files = spec.files;
-    options.dataset = !spec.dataset.empty()       ? spec.dataset
-                      : !c.replay.dataset.empty() ? c.replay.dataset
-                                                  : std::string(replay::kDefaultDataset);
+    // Empty: the replay source finds the dataset in the file (NeXus, CXI, livedrp's own).
+    options.dataset = !spec.dataset.empty() ? spec.dataset : c.replay.dataset;
     options.detector = c.replay.detector;
     options.loop = c.replay.loop;
     options.prefetch_events = std::size_t(std::max(1, c.replay.prefetch_events));

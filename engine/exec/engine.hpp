@@ -31,7 +31,7 @@ struct CompressionConfig {
 
 // Replay of HDF5 files (source "replay:PATH[:/dataset]", JSON "replay"; docs/formats.md).
 struct ReplayConfig {
-  std::string dataset;            // used when the source names none; empty: /entry/data/data
+  std::string dataset;            // used when the source names none; empty: found in the file
   std::string detector;           // a name or description path; empty: from the file
   std::string pace = "recorded";  // "recorded" (timestamps), "rate" (rate_hz), "flat_out"
   bool loop = false;

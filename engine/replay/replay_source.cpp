@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "replay/dataset_discovery.hpp"
 
 namespace livedrp::replay {
 namespace {
@@ -57,7 +58,8 @@ std::size_t default_replay_readers() {
 
 ReplaySource::ReplaySource(ReplayOptions options) : options_(std::move(options)) {
   if (options_.files.empty()) throw InputError("replay: no file given");
-  if (options_.dataset.empty()) options_.dataset = kDefaultDataset;
+  // Not named: found in the first file (replay/dataset_discovery.hpp), the same for every file.
+  if (options_.dataset.empty()) options_.dataset = find_event_dataset(options_.files.front());
   if (options_.readers == 0) options_.readers = default_replay_readers();
   // A reader without a slot to fill would idle.
   options_.prefetch_events = std::max(options_.prefetch_events, options_.readers);

@@ -28,13 +28,13 @@ namespace livedrp::replay {
 // recorder writes a run) or a comma-separated list of files. Throws InputError when malformed.
 struct ReplaySpec {
   std::vector<std::filesystem::path> files;
-  std::string dataset;  // empty: kDefaultDataset
+  std::string dataset;  // empty: found in the file (replay/dataset_discovery.hpp)
 };
 ReplaySpec parse_replay_source(const std::string& source);
 
 struct ReplayOptions {
   std::vector<std::filesystem::path> files;
-  std::string dataset = kDefaultDataset;
+  std::string dataset;  // empty: found in the first file (replay/dataset_discovery.hpp)
   std::string detector;             // a name or description path; empty: from the first file
   std::size_t prefetch_events = 8;  // slots; at least `readers`
   // Reader threads; 0: default_replay_readers(). HDF5 calls are serialised, so more readers pay
@@ -71,6 +71,7 @@ class ReplaySource {
   ReplaySource& operator=(const ReplaySource&) = delete;
 
   const DetectorDescription& detector() const { return detector_; }
+  const std::string& dataset() const { return options_.dataset; }  // as named or as found
   std::uint64_t total_events() const { return total_; }
   bool has_timestamps() const { return has_timestamps_; }
   const std::vector<EventFileInfo>& files() const { return infos_; }  // the files replayed

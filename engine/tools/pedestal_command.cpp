@@ -19,6 +19,7 @@
 #include "core/detector.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "replay/dataset_discovery.hpp"
 #include "replay/hdf5_event_file.hpp"
 #include "replay/replay_source.hpp"
 #include "sim/simulator.hpp"
@@ -48,8 +49,8 @@ std::string lower(std::string text) {
 }
 
 // One --input, one dark run: a file, a directory (its .h5 files in name order, as the recorder
-// rolls a run over) or a comma-separated list, and the dataset (the recordings' /entry/data/data
-// when not named). Parsed as a replay source is.
+// rolls a run over) or a comma-separated list, and the dataset (when not named, found in the first
+// file as replay finds it: replay/dataset_discovery.hpp). Parsed as a replay source is.
 struct DarkInput {
   std::string name;  // FILE(S):/dataset
   std::vector<std::filesystem::path> files;
@@ -59,7 +60,8 @@ DarkInput parse_input(const std::string& text) {
   const replay::ReplaySpec spec = replay::parse_replay_source("replay:" + text);
   DarkInput input;
   input.files = spec.files;
-  input.dataset = spec.dataset.empty() ? std::string(replay::kDefaultDataset) : spec.dataset;
+  input.dataset =
+      spec.dataset.empty() ? replay::find_event_dataset(spec.files.front()) : spec.dataset;
   input.name = text.substr(0, text.find(":/")) + ":" + input.dataset;
   return input;
 }
@@ -291,7 +293,7 @@ PedestalCommand::PedestalCommand(CLI::App& app)
       ->required();
   command_
       ->add_option("--input", o.inputs,
-                   "Dark run: FILE.h5[:/dataset] (default dataset /entry/data/data), a directory "
+                   "Dark run: FILE.h5[:/dataset] (dataset found when not named: /entry/data/data, NeXus, CXI), a directory "
                    "of .h5 files (a recorded run) or a comma-separated list; frames of "
                    "[N, segments, rows, cols], [N, segments*rows, cols] or [N, pixels] uint16; "
                    "repeat for several runs (Jungfrau: the runs forced to G0, G1, G2)")

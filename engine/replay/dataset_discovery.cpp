@@ -1,0 +1,145 @@
+#include "replay/dataset_discovery.hpp"
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "core/error.hpp"
+#include "io/hdf5_handle.hpp"
+#include "replay/hdf5_lock.hpp"
+
+namespace livedrp::replay {
+
+namespace {
+
+using io::H5Handle;
+
+// Whether `path` names a dataset of at least 3 dimensions (every link on the way exists).
+bool is_event_dataset(hid_t file, const std::string& path) {
+  std::size_t from = 1;
+  while (from <= path.size()) {
+    const std::size_t slash = path.find('/', from);
+    const std::string prefix = path.substr(0, slash == std::string::npos ? path.size() : slash);
+    if (H5Lexists(file, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (slash == std::string::npos) break;
+    from = slash + 1;
+  }
+  H5Handle object(H5Oopen(file, path.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!object.valid() || H5Iget_type(object.get()) != H5I_DATASET) return false;
+  H5Handle space(H5Dget_space(object.get()), H5Sclose);
+  return space.valid() && H5Sget_simple_extent_ndims(space.get()) >= 3;
+}
+
+// A string attribute of an object, empty when absent or not a string.
+std::string string_attribute(hid_t object, const char* name) {
+  if (H5Aexists(object, name) <= 0) return {};
+  H5Handle attribute(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
+  if (!attribute.valid()) return {};
+  H5Handle type(H5Aget_type(attribute.get()), H5Tclose);
+  if (H5Tget_class(type.get()) != H5T_STRING) return {};
+  H5Handle space(H5Aget_space(attribute.get()), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space.get()) != 1) return {};
+  if (H5Tis_variable_str(type.get()) > 0) {
+    H5Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(memory.get(), H5T_VARIABLE);
+    char* value = nullptr;
+    if (H5Aread(attribute.get(), memory.get(), &value) < 0 || value == nullptr) return {};
+    std::string result(value);
+    H5free_memory(value);
+    return result;
+  }
+  const std::size_t size = H5Tget_size(type.get());
+  std::string value(size, '\0');
+  H5Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(memory.get(), size);
+  if (H5Aread(attribute.get(), memory.get(), value.data()) < 0) return {};
+  value.resize(std::min(value.find('\0'), value.size()));
+  return value;
+}
+
+// An integer attribute equal to 1 (the old NeXus way of marking the signal dataset).
+bool marked_as_signal(hid_t object) {
+  if (H5Aexists(object, "signal") <= 0) return false;
+  H5Handle attribute(H5Aopen(object, "signal", H5P_DEFAULT), H5Aclose);
+  H5Handle type(H5Aget_type(attribute.get()), H5Tclose);
+  if (!attribute.valid() || H5Tget_class(type.get()) != H5T_INTEGER) return false;
+  long long value = 0;
+  return H5Aread(attribute.get(), H5T_NATIVE_LLONG, &value) >= 0 && value == 1;
+}
+
+struct Visit {
+  std::vector<std::string> nexus;  // NXdata signals and old-style signal datasets
+};
+
+// HDF5 1.12 renamed the object-info struct and its visitor; Debian 12 has 1.10.
+#if H5_VERSION_GE(1, 12, 0)
+using ObjectInfo = H5O_info2_t;
+#else
+using ObjectInfo = H5O_info_t;
+#endif
+
+herr_t visit_object(hid_t file, const char* name, const ObjectInfo* info, void* data) {
+  auto& visit = *static_cast<Visit*>(data);
+  if (std::string(name) == ".") return 0;
+  const std::string path = std::string("/") + name;
+  H5Handle object(H5Oopen(file, name, H5P_DEFAULT), H5Oclose);
+  if (!object.valid()) return 0;
+  if (info->type == H5O_TYPE_GROUP && string_attribute(object.get(), "NX_class") == "NXdata") {
+    const std::string signal = string_attribute(object.get(), "signal");
+    if (!signal.empty()) visit.nexus.push_back(path + "/" + signal);
+  } else if (info->type == H5O_TYPE_DATASET && marked_as_signal(object.get())) {
+    visit.nexus.push_back(path);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> event_dataset_candidates(const std::filesystem::path& path) {
+  std::lock_guard lock(hdf5_mutex());
+  const io::QuietHdf5Errors quiet;
+  if (!std::filesystem::exists(path))
+    throw InputError("HDF5 file " + path.string() + " does not exist");
+  if (H5Fis_hdf5(path.string().c_str()) <= 0)
+    throw InputError("file " + path.string() +
+                     " is not an HDF5 file (or its superblock is damaged)");
+  H5Handle file(H5Fopen(path.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.valid())
+    throw InputError("HDF5 file " + path.string() + " cannot be opened (damaged or truncated?)");
+  Visit visit;
+#if H5_VERSION_GE(1, 12, 0)
+  H5Ovisit3(file.get(), H5_INDEX_NAME, H5_ITER_INC, visit_object, &visit, H5O_INFO_BASIC);
+#else
+  H5Ovisit2(file.get(), H5_INDEX_NAME, H5_ITER_INC, visit_object, &visit, H5O_INFO_BASIC);
+#endif
+
+  std::vector<std::string> ordered{"/entry/data/data"};
+  ordered.insert(ordered.end(), visit.nexus.begin(), visit.nexus.end());
+  // CXI: entries and their data groups are numbered from 1.
+  for (int entry = 1; entry <= 9; ++entry) {
+    const std::string base = "/entry_" + std::to_string(entry);
+    if (H5Lexists(file.get(), base.c_str(), H5P_DEFAULT) <= 0) continue;
+    for (int data = 1; data <= 9; ++data)
+      ordered.push_back(base + "/data_" + std::to_string(data) + "/data");
+    ordered.push_back(base + "/instrument_1/detector_1/data");
+  }
+  std::vector<std::string> found;
+  for (const std::string& candidate : ordered)
+    if (std::find(found.begin(), found.end(), candidate) == found.end() &&
+        is_event_dataset(file.get(), candidate))
+      found.push_back(candidate);
+  return found;
+}
+
+std::string find_event_dataset(const std::filesystem::path& path) {
+  const std::vector<std::string> found = event_dataset_candidates(path);
+  if (found.empty())
+    throw InputError("HDF5 file " + path.string() +
+                     ": no dataset of events found (looked for /entry/data/data, NeXus NXdata "
+                     "signals and CXI /entry_N/data_N/data with 3 or more dimensions); name one "
+                     "as FILE.h5:/path/to/dataset");
+  return found.front();
+}
+
+}  // namespace livedrp::replay
