@@ -616,8 +616,10 @@ std::shared_ptr<const SharedTables> upload_tables(const peaks::PeakFinder8& refe
   check(cudaFuncSetAttribute(radial_statistics_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              int(kStatisticsSharedLimit)),
         "cudaFuncSetAttribute(radial_statistics_kernel)");
+  // The device's limit, not this geometry's need: the attribute belongs to the kernel, and
+  // finders of other geometries (other sizes) may launch it after this one.
   check(cudaFuncSetAttribute(search_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             int(t->search_shared)),
+                             int(search_limit)),
         "cudaFuncSetAttribute(search_kernel)");
   return t;
 }
