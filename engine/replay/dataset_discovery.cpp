@@ -94,7 +94,64 @@ herr_t visit_object(hid_t file, const char* name, const ObjectInfo* info, void* 
   return 0;
 }
 
+herr_t collect_numbered_data_link(hid_t, const char* name, const H5L_info_t*, void* data) {
+  const std::string text(name);
+  constexpr std::size_t kDigits = 6;  // data_000001: the NXmx / Eiger numbering
+  if (text.size() == 5 + kDigits && text.rfind("data_", 0) == 0 &&
+      std::all_of(text.begin() + 5, text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    static_cast<std::vector<std::string>*>(data)->push_back("/entry/data/" + text);
+  return 0;
+}
+
+// Where an external link points, as "FILE:/object"; empty for another kind of link.
+std::string external_link_target(hid_t file, const std::string& link) {
+  H5L_info_t info{};
+  if (H5Lget_info(file, link.c_str(), &info, H5P_DEFAULT) < 0 || info.type != H5L_TYPE_EXTERNAL)
+    return {};
+  std::vector<char> value(info.u.val_size);
+  const char* target_file = nullptr;
+  const char* target_object = nullptr;
+  if (H5Lget_val(file, link.c_str(), value.data(), value.size(), H5P_DEFAULT) < 0 ||
+      H5Lunpack_elink_val(value.data(), value.size(), nullptr, &target_file, &target_object) < 0)
+    return {};
+  return std::string(target_file) + ":" + target_object;
+}
+
+// The numbered data links of a master file, checked to lead to events; empty when there are none
+// or /entry/data/data exists.
+std::vector<std::string> master_file_parts(const std::filesystem::path& path) {
+  std::lock_guard lock(hdf5_mutex());
+  const io::QuietHdf5Errors quiet;
+  if (!std::filesystem::exists(path) || H5Fis_hdf5(path.string().c_str()) <= 0) return {};
+  H5Handle file(H5Fopen(path.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.valid() || H5Lexists(file.get(), "/entry", H5P_DEFAULT) <= 0 ||
+      H5Lexists(file.get(), "/entry/data", H5P_DEFAULT) <= 0 ||
+      H5Lexists(file.get(), "/entry/data/data", H5P_DEFAULT) > 0)
+    return {};
+  std::vector<std::string> parts;
+  hsize_t index = 0;
+  H5Literate_by_name(file.get(), "/entry/data", H5_INDEX_NAME, H5_ITER_INC, &index,
+                     collect_numbered_data_link, &parts, H5P_DEFAULT);
+  std::sort(parts.begin(), parts.end());
+  for (const std::string& part : parts)
+    if (!is_event_dataset(file.get(), part)) {
+      const std::string target = external_link_target(file.get(), part);
+      throw InputError("HDF5 master file " + path.string() + ": " + part +
+                       (target.empty() ? std::string(" is not a dataset of events")
+                                       : " links to " + target +
+                                             ", which cannot be opened as a dataset of events "
+                                             "(data file missing, moved or damaged?)"));
+    }
+  return parts;
+}
+
 }  // namespace
+
+std::vector<std::string> event_dataset_parts(const std::filesystem::path& path) {
+  std::vector<std::string> parts = master_file_parts(path);
+  if (parts.empty()) parts.push_back(find_event_dataset(path));
+  return parts;
+}
 
 std::vector<std::string> event_dataset_candidates(const std::filesystem::path& path) {
   std::lock_guard lock(hdf5_mutex());

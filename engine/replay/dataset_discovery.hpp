@@ -20,4 +20,12 @@ std::vector<std::string> event_dataset_candidates(const std::filesystem::path& p
 // none.
 std::string find_event_dataset(const std::filesystem::path& path);
 
+// The datasets that hold the events of `path`, in event order. Eiger and Jungfraujoch master
+// files hold no frames themselves: /entry/data/data_000001, data_000002, ... link (HDF5 external
+// links) to the /entry/data/data of their data files, each a run of consecutive frames; those
+// links, in number order, when /entry/data/data itself is absent. Otherwise the one dataset
+// find_event_dataset() picks. Throws InputError naming the master file, the link and the data
+// file when a linked data file is missing or holds no dataset there.
+std::vector<std::string> event_dataset_parts(const std::filesystem::path& path);
+
 }  // namespace livedrp::replay

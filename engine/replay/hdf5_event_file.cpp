@@ -464,7 +464,18 @@ void Hdf5EventReader::choose_read_path() {
   } else {
     return;
   }
-  fd_ = ::open(info_.path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Through an external link (a master file's data part) the bytes are in the linked file.
+  std::string holder = info_.path.string();
+  {
+    H5Handle file(H5Iget_file_id(h_->data), H5Fclose);
+    const ssize_t length = file.valid() ? H5Fget_name(file.get(), nullptr, 0) : -1;
+    if (length > 0) {
+      holder.assign(std::size_t(length) + 1, '\0');
+      H5Fget_name(file.get(), holder.data(), holder.size());
+      holder.resize(std::size_t(length));
+    }
+  }
+  fd_ = ::open(holder.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) path_ = EventReadPath::Library;
 }
 

@@ -58,8 +58,9 @@ std::size_t default_replay_readers() {
 
 ReplaySource::ReplaySource(ReplayOptions options) : options_(std::move(options)) {
   if (options_.files.empty()) throw InputError("replay: no file given");
-  // Not named: found in the first file (replay/dataset_discovery.hpp), the same for every file.
-  if (options_.dataset.empty()) options_.dataset = find_event_dataset(options_.files.front());
+  // Not named: found in each file (replay/dataset_discovery.hpp); a master file's events are
+  // in several linked datasets, each read as a file of its own.
+  const bool discover = options_.dataset.empty();
   if (options_.readers == 0) options_.readers = default_replay_readers();
   // A reader without a slot to fill would idle.
   options_.prefetch_events = std::max(options_.prefetch_events, options_.readers);
@@ -79,23 +80,35 @@ ReplaySource::ReplaySource(ReplayOptions options) : options_(std::move(options))
   has_timestamps_ = true;
   for (const auto& path : options_.files) {
     try {
-      if (!detector_source) {
-        const EventFileInfo info = Hdf5EventReader::inspect(path, options_.dataset);
-        detector_ = detector_for_file(info, options_.detector);
-        detector_source = path;
+      const std::vector<std::string> datasets =
+          discover ? event_dataset_parts(path) : std::vector<std::string>{options_.dataset};
+      if (options_.dataset.empty()) options_.dataset = datasets.front();
+      // A file's parts are taken whole or not at all.
+      std::vector<std::unique_ptr<Hdf5EventReader>> readers;
+      for (const std::string& dataset : datasets) {
+        if (!detector_source) {
+          const EventFileInfo info = Hdf5EventReader::inspect(path, dataset);
+          detector_ = detector_for_file(info, options_.detector);
+          detector_source = path;
+        }
+        auto reader = std::make_unique<Hdf5EventReader>(path, dataset, detector_);
+        if (options_.through_library) reader->use_library_path();
+        const EventFileInfo& info = reader->info();
+        if (!info.detector_name.empty() && info.detector_name != detector_.name)
+          throw InputError("HDF5 file " + path.string() + ", dataset " + dataset +
+                           ": recorded from detector " + info.detector_name +
+                           ", but the run is of " + detector_.name + " (from " +
+                           detector_source->string() + ")");
+        readers.push_back(std::move(reader));
       }
-      auto reader = std::make_unique<Hdf5EventReader>(path, options_.dataset, detector_);
-      if (options_.through_library) reader->use_library_path();
-      const EventFileInfo& info = reader->info();
-      if (!info.detector_name.empty() && info.detector_name != detector_.name)
-        throw InputError("HDF5 file " + path.string() + ", dataset " + options_.dataset +
-                         ": recorded from detector " + info.detector_name + ", but the run is of " +
-                         detector_.name + " (from " + detector_source->string() + ")");
-      has_timestamps_ = has_timestamps_ && info.has_timestamps;
-      first_index_.push_back(total_);
-      total_ += info.events;
-      infos_.push_back(info);
-      file_readers_.push_back(std::move(reader));
+      for (auto& reader : readers) {
+        const EventFileInfo& info = reader->info();
+        has_timestamps_ = has_timestamps_ && info.has_timestamps;
+        first_index_.push_back(total_);
+        total_ += info.events;
+        infos_.push_back(info);
+        file_readers_.push_back(std::move(reader));
+      }
     } catch (const InputError& error) {
       if (!several) throw;
       errors.push_back(error.what());
@@ -175,6 +188,8 @@ void ReplaySource::read_events() {
     event.index = index;
     try {
       file_readers_[file]->read(local, s.data, event.pulse_id, event.timestamp_ns);
+      // Without recorded pulse ids, the place in the whole run (a file's own count restarts).
+      if (!infos_[file].has_pulse_ids) event.pulse_id = index;
       event.data = s.data;
       bytes_read_ += detector_.raw_event_bytes();
     } catch (const std::exception& e) {

@@ -34,7 +34,9 @@ ReplaySpec parse_replay_source(const std::string& source);
 
 struct ReplayOptions {
   std::vector<std::filesystem::path> files;
-  std::string dataset;  // empty: found in the first file (replay/dataset_discovery.hpp)
+  // Empty: found in each file (replay/dataset_discovery.hpp); a master file contributes each of
+  // its linked data datasets in turn.
+  std::string dataset;
   std::string detector;             // a name or description path; empty: from the first file
   std::size_t prefetch_events = 8;  // slots; at least `readers`
   // Reader threads; 0: default_replay_readers(). HDF5 calls are serialised, so more readers pay
@@ -71,10 +73,10 @@ class ReplaySource {
   ReplaySource& operator=(const ReplaySource&) = delete;
 
   const DetectorDescription& detector() const { return detector_; }
-  const std::string& dataset() const { return options_.dataset; }  // as named or as found
+  const std::string& dataset() const { return options_.dataset; }  // as named, or as found in the first file
   std::uint64_t total_events() const { return total_; }
   bool has_timestamps() const { return has_timestamps_; }
-  const std::vector<EventFileInfo>& files() const { return infos_; }  // the files replayed
+  const std::vector<EventFileInfo>& files() const { return infos_; }  // the files (a master file's parts) replayed
   // Files of the list left out because they cannot be read, one error text each (naming the file
   // and the dataset); empty for a single file (which is refused instead).
   const std::vector<std::string>& skipped_files() const { return skipped_files_; }

@@ -1,0 +1,213 @@
+// Replay reads the files detectors write (docs/formats.md, "Detector files"): datasets compressed
+// with bitshuffle-LZ4 (HDF5 filter 32008) and LZ4 (32004), whose HDF5 plugins come from Debian's
+// bitshuffle and hdf5-filter-plugin packages, and Eiger / Jungfraujoch master files whose
+// /entry/data/data_NNNNNN external links lead to the frames in separate data files. Every event
+// is read back bit-identical to what was written; a master file whose data file is missing is
+// refused naming the link and the file it needs.
+#include <QtTest>
+
+#include <hdf5.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/thread_pool.hpp"
+#include "replay/dataset_discovery.hpp"
+#include "replay/hdf5_event_file.hpp"
+#include "replay/replay_source.hpp"
+#include "sim/simulator.hpp"
+
+using namespace livedrp;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uint64_t kEvents = 3;
+constexpr H5Z_filter_t kBitshuffle = 32008;
+constexpr H5Z_filter_t kLz4 = 32004;
+
+struct Events {
+  DetectorDescription detector = find_detector("epix10ka2m");
+  std::vector<std::vector<std::byte>> raw;
+  std::vector<EventHeader> headers;
+  Events() {
+    ThreadPool pool(2);
+    DetectorSimulator simulator(detector, SimulatorConfig{}, &pool);
+    for (std::uint64_t i = 0; i < kEvents; ++i) {
+      raw.emplace_back(detector.raw_event_bytes());
+      simulator.generate(i, raw.back().data(), nullptr, &pool);
+      headers.push_back(simulator.header_for(i));
+    }
+  }
+};
+
+const Events& events() {
+  static const Events cached;
+  return cached;
+}
+
+// /entry/data/data of [events, segments, rows, cols] uint16, one event per chunk, through `filter`
+// with `values` (the way a detector's writer stores its frames, without livedrp's attributes).
+bool write_filtered(const fs::path& path, H5Z_filter_t filter, std::vector<unsigned> values) {
+  const DetectorDescription& d = events().detector;
+  const hsize_t dims[4] = {kEvents, hsize_t(d.segments), hsize_t(d.rows), hsize_t(d.cols)};
+  const hsize_t chunk[4] = {1, dims[1], dims[2], dims[3]};
+  const hid_t file = H5Fcreate(path.string().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t space = H5Screate_simple(4, dims, nullptr);
+  const hid_t create = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(create, 4, chunk);
+  bool ok = H5Pset_filter(create, filter, H5Z_FLAG_MANDATORY, values.size(), values.data()) >= 0;
+  const hid_t links = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(links, 1);
+  const hid_t set =
+      H5Dcreate2(file, "/entry/data/data", H5T_STD_U16LE, space, links, create, H5P_DEFAULT);
+  ok = ok && set >= 0;
+  std::vector<std::byte> all;
+  for (const auto& event : events().raw) all.insert(all.end(), event.begin(), event.end());
+  ok = ok && H5Dwrite(set, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()) >= 0;
+  H5Dclose(set);
+  H5Pclose(links);
+  H5Pclose(create);
+  H5Sclose(space);
+  H5Fclose(file);
+  return ok;
+}
+
+// The filters the file's dataset stores its chunks through.
+std::vector<H5Z_filter_t> stored_filters(const fs::path& path, const std::string& dataset) {
+  std::vector<H5Z_filter_t> filters;
+  const hid_t file = H5Fopen(path.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t set = H5Dopen2(file, dataset.c_str(), H5P_DEFAULT);
+  const hid_t create = H5Dget_create_plist(set);
+  for (int i = 0; i < H5Pget_nfilters(create); ++i) {
+    unsigned flags = 0;
+    std::size_t count = 0;
+    filters.push_back(
+        H5Pget_filter2(create, unsigned(i), &flags, &count, nullptr, 0, nullptr, nullptr));
+  }
+  H5Pclose(create);
+  H5Dclose(set);
+  H5Fclose(file);
+  return filters;
+}
+
+// Every event of the run, through the replay source as the engine reads it.
+void verify_replay(const fs::path& path, std::uint64_t first_event = 0) {
+  replay::ReplayOptions options;
+  options.files = {path};
+  options.readers = 2;
+  options.prefetch_events = 2;
+  replay::ReplaySource source(options);
+  QCOMPARE(source.detector().name, events().detector.name);
+  replay::ReplayEvent event;
+  std::uint64_t seen = 0;
+  while (source.acquire(event)) {
+    QVERIFY2(event.data != nullptr, event.error.c_str());
+    const auto& truth = events().raw[first_event + seen];
+    QVERIFY(std::equal(truth.begin(), truth.end(), event.data));
+    QCOMPARE(event.pulse_id, seen);  // the files record none: the place in the run
+    source.release();
+    ++seen;
+  }
+  QCOMPARE(seen, kEvents - first_event);
+}
+
+// A data file as Eiger writes it: frames [first, last) at /entry/data/data, no livedrp attributes.
+void write_data_file(const fs::path& path, std::uint64_t first, std::uint64_t last) {
+  replay::WriteLayout layout;  // uncompressed chunks: replay preads them from the data file
+  replay::Hdf5EventWriter writer(path, events().detector, layout, "{}");
+  for (std::uint64_t i = first; i < last; ++i)
+    writer.append(events().headers[i], events().raw[i].data());
+  writer.close();
+  // Eiger's data files hold no pulse ids; the master file links only the frames.
+  const hid_t file = H5Fopen(path.string().c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  H5Ldelete(file, "/entry/data/pulse_id", H5P_DEFAULT);
+  H5Ldelete(file, "/entry/data/timestamp", H5P_DEFAULT);
+  H5Adelete(file, "detector");
+  H5Adelete(file, "detector_description");
+  H5Fclose(file);
+}
+
+// A master file whose /entry/data/data_00000K links to data file K's /entry/data/data (names
+// relative: HDF5 looks beside the master file).
+void write_master_file(const fs::path& path, const std::vector<std::string>& data_files) {
+  const hid_t file = H5Fcreate(path.string().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t links = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(links, 1);
+  // Listed out of order: the parts are read in number order, not in creation order.
+  for (std::size_t k = data_files.size(); k-- > 0;) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/entry/data/data_%06zu", k + 1);
+    H5Lcreate_external(data_files[k].c_str(), "/entry/data/data", file, name, links, H5P_DEFAULT);
+  }
+  H5Pclose(links);
+  H5Fclose(file);
+}
+
+}  // namespace
+
+class TestReplayDetectorFiles : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  fs::path file(const char* name) const { return fs::path(dir_.path().toStdString()) / name; }
+
+ private slots:
+  void bitshuffle_lz4_frames_replay_bit_identical() {
+    const fs::path path = file("bslz4.h5");
+    // Block size 0 (the filter picks), compression 2 = LZ4; the filter fills in the first three.
+    QVERIFY2(write_filtered(path, kBitshuffle, {0, 0, 0, 0, 2}),
+             "bitshuffle filter plugin (Debian package bitshuffle) not found by HDF5");
+    QCOMPARE(stored_filters(path, "/entry/data/data"), std::vector<H5Z_filter_t>{kBitshuffle});
+    {
+      replay::Hdf5EventReader reader(path, "/entry/data/data", events().detector);
+      QCOMPARE(reader.read_path(), replay::EventReadPath::Library);
+    }
+    verify_replay(path);
+  }
+
+  void lz4_frames_replay_bit_identical() {
+    const fs::path path = file("lz4.h5");
+    QVERIFY2(write_filtered(path, kLz4, {}),
+             "LZ4 filter plugin (Debian package hdf5-filter-plugin) not found by HDF5");
+    QCOMPARE(stored_filters(path, "/entry/data/data"), std::vector<H5Z_filter_t>{kLz4});
+    verify_replay(path);
+  }
+
+  void a_master_file_replays_its_data_files_in_order() {
+    write_data_file(file("scan_data_000001.h5"), 0, 2);
+    write_data_file(file("scan_data_000002.h5"), 2, kEvents);
+    const fs::path master = file("scan_master.h5");
+    write_master_file(master, {"scan_data_000001.h5", "scan_data_000002.h5"});
+    QCOMPARE(replay::event_dataset_parts(master),
+             (std::vector<std::string>{"/entry/data/data_000001", "/entry/data/data_000002"}));
+    {
+      // The bytes are read from the data file the link leads to, outside the HDF5 library.
+      replay::Hdf5EventReader reader(master, "/entry/data/data_000002", events().detector);
+      QCOMPARE(reader.events(), std::uint64_t(1));
+      QCOMPARE(reader.read_path(), replay::EventReadPath::Chunks);
+    }
+    verify_replay(master);
+  }
+
+  void a_master_file_without_its_data_file_is_refused_by_name() {
+    write_data_file(file("lost_data_000001.h5"), 0, 2);
+    const fs::path master = file("lost_master.h5");
+    write_master_file(master, {"lost_data_000001.h5", "lost_data_000002.h5"});
+    std::string error;
+    try {
+      replay::ReplayOptions options;
+      options.files = {master};
+      replay::ReplaySource source(options);
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+    QVERIFY2(error.find(master.string()) != std::string::npos, error.c_str());
+    QVERIFY2(error.find("/entry/data/data_000002") != std::string::npos, error.c_str());
+    QVERIFY2(error.find("lost_data_000002.h5") != std::string::npos, error.c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestReplayDetectorFiles)
+#include "test_replay_detector_files.moc"
