@@ -679,6 +679,30 @@ class TestPedestal : public QObject {
     QVERIFY(pedestals[0] == pedestals[1]);
     QVERIFY(noise[0] == noise[1]);
 
+    // An Eiger / Jungfraujoch master file whose data_00000K links lead to the same two files.
+    {
+      const std::string master = path("master_g0.h5");
+      const hid_t file = H5Fcreate(master.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+      const hid_t links = H5Pcreate(H5P_LINK_CREATE);
+      H5Pset_create_intermediate_group(links, 1);
+      QVERIFY(H5Lcreate_external("split_g0/run-000.h5", "/entry/data/data", file,
+                                 "/entry/data/data_000001", links, H5P_DEFAULT) >= 0);
+      QVERIFY(H5Lcreate_external("split_g0/run-001.h5", "/entry/data/data", file,
+                                 "/entry/data/data_000002", links, H5P_DEFAULT) >= 0);
+      H5Pclose(links);
+      H5Fclose(file);
+      QStringList from_master = split;
+      from_master[1] = QString::fromStdString(master);
+      const std::string output = path("master_out.h5");
+      const CliResult r =
+          run_cli("LIVEDRP_ENGINE_EXE",
+                  QStringList{"pedestal", "--detector", QString::fromStdString(description)}
+                      << from_master << "--output" << QString::fromStdString(output));
+      QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+      QVERIFY2(r.out.contains("10 frames, stage G0"), qPrintable(r.out));
+      QVERIFY(planes_of(output, "pedestal", 3 * d.pixels()) == pedestals[0]);
+    }
+
     // What any source recorded by the engine (run --record DIR) leaves is such a directory.
     const QString recorded = QString::fromStdString(path("recorded"));
     const CliResult record =

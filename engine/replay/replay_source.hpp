@@ -73,10 +73,12 @@ class ReplaySource {
   ReplaySource& operator=(const ReplaySource&) = delete;
 
   const DetectorDescription& detector() const { return detector_; }
-  const std::string& dataset() const { return options_.dataset; }  // as named, or as found in the first file
+  // As named, or as found in the first file.
+  const std::string& dataset() const { return options_.dataset; }
   std::uint64_t total_events() const { return total_; }
   bool has_timestamps() const { return has_timestamps_; }
-  const std::vector<EventFileInfo>& files() const { return infos_; }  // the files (a master file's parts) replayed
+  // The files replayed (a master file's linked parts each).
+  const std::vector<EventFileInfo>& files() const { return infos_; }
   // Files of the list left out because they cannot be read, one error text each (naming the file
   // and the dataset); empty for a single file (which is refused instead).
   const std::vector<std::string>& skipped_files() const { return skipped_files_; }

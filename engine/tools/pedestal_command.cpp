@@ -49,20 +49,29 @@ std::string lower(std::string text) {
 }
 
 // One --input, one dark run: a file, a directory (its .h5 files in name order, as the recorder
-// rolls a run over) or a comma-separated list, and the dataset (when not named, found in the first
-// file as replay finds it: replay/dataset_discovery.hpp). Parsed as a replay source is.
+// rolls a run over) or a comma-separated list, and the dataset (when not named, found in each file
+// as replay finds it, a master file's linked data parts included: replay/dataset_discovery.hpp).
+// Parsed as a replay source is.
 struct DarkInput {
   std::string name;  // FILE(S):/dataset
-  std::vector<std::filesystem::path> files;
-  std::string dataset;
+  struct Part {
+    std::filesystem::path file;
+    std::string dataset;
+  };
+  std::vector<Part> parts;  // in frame order
 };
 DarkInput parse_input(const std::string& text) {
   const replay::ReplaySpec spec = replay::parse_replay_source("replay:" + text);
   DarkInput input;
-  input.files = spec.files;
-  input.dataset =
-      spec.dataset.empty() ? replay::find_event_dataset(spec.files.front()) : spec.dataset;
-  input.name = text.substr(0, text.find(":/")) + ":" + input.dataset;
+  for (const std::filesystem::path& file : spec.files) {
+    const std::vector<std::string> datasets = spec.dataset.empty()
+                                                  ? replay::event_dataset_parts(file)
+                                                  : std::vector<std::string>{spec.dataset};
+    for (const std::string& dataset : datasets) input.parts.push_back({file, dataset});
+  }
+  input.name = text.substr(0, text.find(":/")) + ":" + input.parts.front().dataset;
+  if (input.parts.size() > spec.files.size())
+    input.name += " (+" + std::to_string(input.parts.size() - spec.files.size()) + " linked parts)";
   return input;
 }
 
@@ -129,10 +138,10 @@ int compute(const PedestalCommandOptions& o, const std::string& command_line) {
     // Names the file and the dataset for a missing file, a non-HDF5 file, a missing dataset, a
     // wrong element type or shape, or a recording of another detector.
     std::uint64_t frames = 0;
-    for (const std::filesystem::path& file : input.files) {
-      const replay::EventFileInfo info = replay::Hdf5EventReader::inspect(file, input.dataset);
+    for (const DarkInput::Part& part : input.parts) {
+      const replay::EventFileInfo info = replay::Hdf5EventReader::inspect(part.file, part.dataset);
       (void)replay::detector_for_file(info, o.detector);
-      frames += replay::Hdf5EventReader(file, input.dataset, detector).events();
+      frames += replay::Hdf5EventReader(part.file, part.dataset, detector).events();
     }
     if (frames == 0) throw InputError("input " + input.name + " holds no frames");
     inputs.push_back(std::move(input));
@@ -144,8 +153,8 @@ int compute(const PedestalCommandOptions& o, const std::string& command_line) {
   nlohmann::json inputs_json = nlohmann::json::array();
   for (const DarkInput& input : inputs) {
     accumulator.begin_run(input.name);
-    for (const std::filesystem::path& file : input.files) {
-      replay::Hdf5EventReader reader(file, input.dataset, detector);
+    for (const DarkInput::Part& part : input.parts) {
+      replay::Hdf5EventReader reader(part.file, part.dataset, detector);
       for (std::uint64_t e = 0; e < reader.events(); ++e) {
         std::uint64_t pulse_id = 0;
         std::int64_t timestamp = 0;
@@ -293,7 +302,8 @@ PedestalCommand::PedestalCommand(CLI::App& app)
       ->required();
   command_
       ->add_option("--input", o.inputs,
-                   "Dark run: FILE.h5[:/dataset] (dataset found when not named: /entry/data/data, NeXus, CXI), a directory "
+                   "Dark run: FILE.h5[:/dataset] (dataset found when not named: "
+                   "/entry/data/data, NeXus, CXI, a master file's data files), a directory "
                    "of .h5 files (a recorded run) or a comma-separated list; frames of "
                    "[N, segments, rows, cols], [N, segments*rows, cols] or [N, pixels] uint16; "
                    "repeat for several runs (Jungfrau: the runs forced to G0, G1, G2)")
