@@ -1,19 +1,22 @@
 // Replay reads the files detectors write (docs/formats.md, "Detector files"): datasets compressed
-// with bitshuffle-LZ4 (HDF5 filter 32008) and LZ4 (32004), whose HDF5 plugins come from Debian's
-// bitshuffle and hdf5-filter-plugin packages, and Eiger / Jungfraujoch master files whose
-// /entry/data/data_NNNNNN external links lead to the frames in separate data files. Every event
-// is read back bit-identical to what was written; a master file whose data file is missing is
-// refused naming the link and the file it needs.
+// with bitshuffle-LZ4 (HDF5 filter 32008, decoded by replay's own reader threads) and LZ4 (32004),
+// whose HDF5 plugins come from Debian's bitshuffle and hdf5-filter-plugin packages, and Eiger /
+// Jungfraujoch master files whose /entry/data/data_NNNNNN external links lead to the frames in
+// separate data files. Every event is read back bit-identical to what was written; a master file
+// whose data file is missing is refused naming the link and the file it needs.
 #include <QtTest>
 
 #include <hdf5.h>
 
+#include <cstring>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "replay/chunk_decoder.hpp"
 #include "replay/dataset_discovery.hpp"
 #include "replay/hdf5_event_file.hpp"
 #include "replay/replay_source.hpp"
@@ -156,15 +159,74 @@ class TestReplayDetectorFiles : public QObject {
  private slots:
   void bitshuffle_lz4_frames_replay_bit_identical() {
     const fs::path path = file("bslz4.h5");
-    // Block size 0 (the filter picks), compression 2 = LZ4; the filter fills in the first three.
-    QVERIFY2(write_filtered(path, kBitshuffle, {0, 0, 0, 0, 2}),
+    // As h5py and the detectors' writers ask for it: block size 0 (the filter picks), compression
+    // 2 = LZ4; the filter stores its version and the element size before these two.
+    QVERIFY2(write_filtered(path, kBitshuffle, {0, 2}),
              "bitshuffle filter plugin (Debian package bitshuffle) not found by HDF5");
     QCOMPARE(stored_filters(path, "/entry/data/data"), std::vector<H5Z_filter_t>{kBitshuffle});
     {
+      // Decoded in the reader threads (replay/chunk_decoder), and equal to what the HDF5 plugin
+      // decodes for the same chunks.
       replay::Hdf5EventReader reader(path, "/entry/data/data", events().detector);
-      QCOMPARE(reader.read_path(), replay::EventReadPath::Library);
+      QCOMPARE(reader.read_path(), replay::EventReadPath::Chunks);
+      replay::Hdf5EventReader library(path, "/entry/data/data", events().detector);
+      library.use_library_path();
+      std::vector<std::byte> ours(events().detector.raw_event_bytes()), plugin(ours.size());
+      for (std::uint64_t i = 0; i < kEvents; ++i) {
+        std::uint64_t pulse_id = 0;
+        std::int64_t timestamp = 0;
+        reader.read(i, ours.data(), pulse_id, timestamp);
+        library.read(i, plugin.data(), pulse_id, timestamp);
+        QVERIFY(plugin == events().raw[i]);
+        QVERIFY(ours == events().raw[i]);
+      }
     }
     verify_replay(path);
+  }
+
+  // The decoder against the plugin's encoder on chunks with a short last block and a tail of
+  // fewer than 8 elements, for 1-, 2- and 4-byte elements and a chosen block size.
+  void bitshuffle_decoder_matches_the_plugin_on_partial_blocks() {
+    std::mt19937 random(7);
+    for (const auto& [type, size] :
+         {std::pair{H5T_STD_U8LE, 1}, std::pair{H5T_STD_U16LE, 2}, std::pair{H5T_STD_U32LE, 4}})
+      for (unsigned block : {0u, 64u})
+        for (hsize_t elements : {hsize_t(5), hsize_t(1003), hsize_t(20000)}) {
+          std::vector<std::byte> data(elements * size);
+          // Small values (as detector frames): most bit rows are zero, some are not.
+          for (std::size_t i = 0; i < data.size(); ++i)
+            data[i] = std::byte(i % size == 0 ? random() % 200 : (random() % 17 == 0));
+          const fs::path path = file("partial.h5");
+          const hid_t f = H5Fcreate(path.string().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+          const hid_t space = H5Screate_simple(1, &elements, nullptr);
+          const hid_t create = H5Pcreate(H5P_DATASET_CREATE);
+          H5Pset_chunk(create, 1, &elements);
+          const unsigned values[2] = {block, replay::kBitshuffleLz4};
+          QVERIFY(H5Pset_filter(create, replay::kBitshuffleFilter, H5Z_FLAG_MANDATORY, 2, values) >=
+                  0);
+          const hid_t set = H5Dcreate2(f, "/d", type, space, H5P_DEFAULT, create, H5P_DEFAULT);
+          QVERIFY(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) >= 0);
+          const hsize_t origin = 0;
+          hsize_t stored_size = 0;
+          QVERIFY(H5Dget_chunk_storage_size(set, &origin, &stored_size) >= 0);
+          std::vector<std::byte> stored(stored_size);
+          std::uint32_t mask = 0;
+          QVERIFY(H5Dread_chunk(set, H5P_DEFAULT, &origin, &mask, stored.data()) >= 0);
+          H5Dclose(set);
+          H5Pclose(create);
+          H5Sclose(space);
+          H5Fclose(f);
+          std::vector<std::byte> decoded(data.size());
+          const std::string error = replay::bitshuffle_lz4_decode_chunk(stored, decoded, size);
+          QVERIFY2(error.empty(), error.c_str());
+          QVERIFY2(decoded == data, qPrintable(QString("element size %1, block %2, %3 elements")
+                                                   .arg(size)
+                                                   .arg(block)
+                                                   .arg(elements)));
+          // A damaged chunk is refused, not decoded into garbage.
+          stored.resize(stored.size() - 3);
+          QVERIFY(!replay::bitshuffle_lz4_decode_chunk(stored, decoded, size).empty());
+        }
   }
 
   void lz4_frames_replay_bit_identical() {

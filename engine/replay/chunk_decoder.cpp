@@ -1,8 +1,12 @@
 #include "replay/chunk_decoder.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
+#include <lz4.h>
 #include <zlib.h>
 
 namespace livedrp::replay {
@@ -63,6 +67,85 @@ void unshuffle_chunk(std::span<const std::byte> in, std::span<std::byte> out,
   }
   const std::size_t tail = elements * element_size;
   std::memcpy(out.data() + tail, in.data() + tail, in.size() - tail);
+}
+
+namespace {
+
+std::uint64_t read_big_endian(const std::byte* at, int bytes) {
+  std::uint64_t value = 0;
+  for (int i = 0; i < bytes; ++i) value = (value << 8) | std::uint64_t(at[i]);
+  return value;
+}
+
+// Transposes an 8x8 bit matrix held in a word: bit 8r + c moves to bit 8c + r.
+std::uint64_t transpose_8x8(std::uint64_t x) {
+  std::uint64_t t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+  x ^= t ^ (t << 7);
+  t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+  x ^= t ^ (t << 14);
+  t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+  x ^= t ^ (t << 28);
+  return x;
+}
+
+// Undoes the bit transpose of one block of `elements` (a multiple of 8): for each byte j of
+// the element and each 8 elements, the 8 row bytes of bits k = 0..7 form an 8x8 bit matrix
+// whose transpose is those 8 elements' byte j.
+void bit_untranspose(const std::byte* rows, std::byte* out, std::size_t elements,
+                     std::size_t element_size) {
+  const std::size_t row_bytes = elements / 8;
+  for (std::size_t j = 0; j < element_size; ++j)
+    for (std::size_t group = 0; group < row_bytes; ++group) {
+      std::uint64_t matrix = 0;
+      for (std::size_t k = 0; k < 8; ++k)
+        matrix |= std::uint64_t(rows[(j * 8 + k) * row_bytes + group]) << (8 * k);
+      matrix = transpose_8x8(matrix);
+      for (std::size_t m = 0; m < 8; ++m)
+        out[(group * 8 + m) * element_size + j] = std::byte((matrix >> (8 * m)) & 0xFF);
+    }
+}
+
+}  // namespace
+
+std::string bitshuffle_lz4_decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out,
+                                        std::size_t element_size) {
+  constexpr std::size_t kHeader = 12;
+  if (element_size == 0 || out.size() % element_size != 0) return "element size does not divide";
+  if (stored.size() < kHeader) return "bitshuffle chunk shorter than its header";
+  const std::uint64_t total = read_big_endian(stored.data(), 8);
+  const std::uint64_t block_bytes = read_big_endian(stored.data() + 8, 4);
+  if (total != out.size())
+    return "bitshuffle chunk of " + std::to_string(total) + " bytes, expected " +
+           std::to_string(out.size());
+  const std::size_t block_elements = std::size_t(block_bytes) / element_size;
+  if (block_bytes % element_size != 0 || block_elements == 0 || block_elements % 8 != 0)
+    return "bitshuffle block size " + std::to_string(block_bytes) +
+           " bytes is not a multiple of 8 elements";
+  thread_local std::vector<std::byte> block;
+  block.resize(block_elements * element_size);
+  std::size_t at = kHeader;
+  std::size_t done = 0;
+  const std::size_t elements = out.size() / element_size;
+  while (elements - done >= 8) {
+    const std::size_t n = std::min(block_elements, (elements - done) / 8 * 8);
+    if (stored.size() - at < 4) return "bitshuffle chunk truncated";
+    const std::size_t compressed = std::size_t(read_big_endian(stored.data() + at, 4));
+    at += 4;
+    if (compressed > stored.size() - at ||
+        compressed > std::size_t(std::numeric_limits<int>::max()))
+      return "bitshuffle chunk truncated";
+    const int bytes = LZ4_decompress_safe(reinterpret_cast<const char*>(stored.data() + at),
+                                          reinterpret_cast<char*>(block.data()), int(compressed),
+                                          int(n * element_size));
+    if (bytes != int(n * element_size)) return "damaged LZ4 block in a bitshuffle chunk";
+    at += compressed;
+    bit_untranspose(block.data(), out.data() + done * element_size, n, element_size);
+    done += n;
+  }
+  const std::size_t rest = (elements - done) * element_size;
+  if (stored.size() - at != rest) return "bitshuffle chunk has trailing or missing bytes";
+  std::memcpy(out.data() + done * element_size, stored.data() + at, rest);
+  return {};
 }
 
 }  // namespace livedrp::replay

@@ -18,4 +18,19 @@ std::string inflate_chunk(std::span<const std::byte> compressed, std::span<std::
 void unshuffle_chunk(std::span<const std::byte> in, std::span<std::byte> out,
                      std::size_t element_size);
 
+// The bitshuffle HDF5 filter's id (32008); its LZ4 mode (cd_values[4] == 2) is decoded below.
+inline constexpr unsigned kBitshuffleFilter = 32008;
+inline constexpr unsigned kBitshuffleLz4 = 2;
+
+// Decodes a chunk stored by the bitshuffle filter with LZ4 into exactly `out.size()` bytes. The
+// layout is the filter's: the uncompressed size (uint64, big-endian), the block size in bytes
+// (uint32, big-endian), then each block of that size as its compressed size (uint32,
+// big-endian) and an LZ4 block; the last, shorter block holds the remaining elements rounded
+// down to a multiple of 8, and the last (count mod 8) elements follow as they are. Inside a
+// block of n elements the bits are transposed: bit k of byte j of element i is bit i of row
+// 8j + k, rows of n bits stored one after another, least significant bit first. Returns an
+// empty string on success, else what is wrong.
+std::string bitshuffle_lz4_decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out,
+                                        std::size_t element_size);
+
 }  // namespace livedrp::replay

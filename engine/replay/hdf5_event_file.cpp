@@ -454,7 +454,14 @@ void Hdf5EventReader::choose_read_path() {
       std::size_t value_count = 8;
       const H5Z_filter_t id = H5Pget_filter2(create.get(), unsigned(i), &flags, &value_count,
                                              values, 0, nullptr, nullptr);
-      if (id != H5Z_FILTER_DEFLATE && id != H5Z_FILTER_SHUFFLE) return;
+      // Bitshuffle is decoded here in its LZ4 mode only; its cd_values after the filter's own
+      // set-up: version (2), element size, block size, compression.
+      if (id == H5Z_filter_t(kBitshuffleFilter) &&
+          (value_count < 5 || values[2] != plan->element_size || values[4] != kBitshuffleLz4))
+        return;
+      if (id != H5Z_FILTER_DEFLATE && id != H5Z_FILTER_SHUFFLE &&
+          id != H5Z_filter_t(kBitshuffleFilter))
+        return;
       // Shuffle's element size is the datatype's; another value would be a foreign encoder.
       if (id == H5Z_FILTER_SHUFFLE && value_count >= 1 && values[0] != plan->element_size) return;
       plan->filters.push_back(id);
@@ -569,6 +576,10 @@ bool Hdf5EventReader::read_chunks(std::uint64_t index, void* raw, const std::str
                                                             : scratch_a.data();
       if (applied[k] == H5Z_FILTER_DEFLATE) {
         const std::string error = inflate_chunk(current, {out, plan.chunk_bytes});
+        if (!error.empty()) throw InputError(what + error + ")");
+      } else if (applied[k] == H5Z_filter_t(kBitshuffleFilter)) {
+        const std::string error =
+            bitshuffle_lz4_decode_chunk(current, {out, plan.chunk_bytes}, plan.element_size);
         if (!error.empty()) throw InputError(what + error + ")");
       } else {  // shuffle
         if (current.size() != plan.chunk_bytes)
