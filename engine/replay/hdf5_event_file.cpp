@@ -379,7 +379,7 @@ const char* to_string(EventReadPath path) {
     case EventReadPath::Contiguous:
       return "pread (contiguous)";
     case EventReadPath::Chunks:
-      return "pread chunks (+ zlib)";
+      return "pread chunks (+ decode)";
     case EventReadPath::Library:
       return "HDF5 library";
   }
