@@ -1,5 +1,5 @@
 // Replay reads the files detectors write (docs/formats.md, "Detector files"): datasets compressed
-// with bitshuffle-LZ4 (HDF5 filter 32008, decoded by replay's own reader threads) and LZ4 (32004),
+// with bitshuffle-LZ4 (HDF5 filter 32008) and LZ4 (32004), decoded by replay's own reader threads,
 // whose HDF5 plugins come from Debian's bitshuffle and hdf5-filter-plugin packages, and Eiger /
 // Jungfraujoch master files whose /entry/data/data_NNNNNN external links lead to the frames in
 // separate data files. Every event is read back bit-identical to what was written; a master file
@@ -229,11 +229,54 @@ class TestReplayDetectorFiles : public QObject {
         }
   }
 
+  // The LZ4 decoder against the plugin on chunks of one block, several blocks with a short last
+  // one, and blocks LZ4 cannot shrink (stored as they are).
+  void lz4_decoder_matches_the_plugin() {
+    std::mt19937 random(11);
+    for (hsize_t bytes : {hsize_t(7), hsize_t(5000), hsize_t(3000000)})
+      for (bool noise : {false, true}) {
+        std::vector<std::byte> data(bytes);
+        for (std::size_t i = 0; i < data.size(); ++i)
+          data[i] = std::byte(noise ? random() & 0xFF : (i / 64) % 5);
+        const fs::path path = file("lz4_chunk.h5");
+        const hid_t f = H5Fcreate(path.string().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        const hid_t space = H5Screate_simple(1, &bytes, nullptr);
+        const hid_t create = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(create, 1, &bytes);
+        const unsigned block_bytes = 1024;  // the filter's own default is one block of up to 1 GiB
+        QVERIFY(H5Pset_filter(create, replay::kLz4Filter, H5Z_FLAG_MANDATORY, 1, &block_bytes) >=
+                0);
+        const hid_t set =
+            H5Dcreate2(f, "/d", H5T_STD_U8LE, space, H5P_DEFAULT, create, H5P_DEFAULT);
+        QVERIFY(H5Dwrite(set, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) >= 0);
+        const hsize_t origin = 0;
+        hsize_t stored_size = 0;
+        QVERIFY(H5Dget_chunk_storage_size(set, &origin, &stored_size) >= 0);
+        std::vector<std::byte> stored(stored_size);
+        std::uint32_t mask = 0;
+        QVERIFY(H5Dread_chunk(set, H5P_DEFAULT, &origin, &mask, stored.data()) >= 0);
+        H5Dclose(set);
+        H5Pclose(create);
+        H5Sclose(space);
+        H5Fclose(f);
+        std::vector<std::byte> decoded(data.size());
+        const std::string error = replay::lz4_decode_chunk(stored, decoded);
+        QVERIFY2(error.empty(), error.c_str());
+        QVERIFY2(decoded == data, qPrintable(QString("%1 bytes, noise %2").arg(bytes).arg(noise)));
+        stored.resize(stored.size() - 2);
+        QVERIFY(!replay::lz4_decode_chunk(stored, decoded).empty());
+      }
+  }
+
   void lz4_frames_replay_bit_identical() {
     const fs::path path = file("lz4.h5");
     QVERIFY2(write_filtered(path, kLz4, {}),
              "LZ4 filter plugin (Debian package hdf5-filter-plugin) not found by HDF5");
     QCOMPARE(stored_filters(path, "/entry/data/data"), std::vector<H5Z_filter_t>{kLz4});
+    {
+      replay::Hdf5EventReader reader(path, "/entry/data/data", events().detector);
+      QCOMPARE(reader.read_path(), replay::EventReadPath::Chunks);
+    }
     verify_replay(path);
   }
 

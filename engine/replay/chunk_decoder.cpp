@@ -148,4 +148,35 @@ std::string bitshuffle_lz4_decode_chunk(std::span<const std::byte> stored, std::
   return {};
 }
 
+std::string lz4_decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out) {
+  constexpr std::size_t kHeader = 12;
+  if (stored.size() < kHeader) return "LZ4 chunk shorter than its header";
+  const std::uint64_t total = read_big_endian(stored.data(), 8);
+  const std::uint64_t block_bytes = read_big_endian(stored.data() + 8, 4);
+  if (total != out.size())
+    return "LZ4 chunk of " + std::to_string(total) + " bytes, expected " +
+           std::to_string(out.size());
+  if (block_bytes == 0 && total != 0) return "LZ4 chunk with a block size of 0";
+  std::size_t at = kHeader;
+  for (std::size_t done = 0; done < out.size();) {
+    const std::size_t n = std::min<std::size_t>(std::size_t(block_bytes), out.size() - done);
+    if (stored.size() - at < 4) return "LZ4 chunk truncated";
+    const std::size_t size = std::size_t(read_big_endian(stored.data() + at, 4));
+    at += 4;
+    if (size > stored.size() - at) return "LZ4 chunk truncated";
+    if (size == n) {  // stored as it is
+      std::memcpy(out.data() + done, stored.data() + at, n);
+    } else if (size > std::size_t(std::numeric_limits<int>::max()) ||
+               LZ4_decompress_safe(reinterpret_cast<const char*>(stored.data() + at),
+                                   reinterpret_cast<char*>(out.data() + done), int(size),
+                                   int(n)) != int(n)) {
+      return "damaged LZ4 block";
+    }
+    at += size;
+    done += n;
+  }
+  if (at != stored.size()) return "LZ4 chunk has trailing bytes";
+  return {};
+}
+
 }  // namespace livedrp::replay

@@ -18,6 +18,13 @@ std::string inflate_chunk(std::span<const std::byte> compressed, std::span<std::
 void unshuffle_chunk(std::span<const std::byte> in, std::span<std::byte> out,
                      std::size_t element_size);
 
+// The HDF5 LZ4 filter (32004): the uncompressed size (uint64, big-endian), the block size in
+// bytes (uint32, big-endian), then per block its stored size (uint32, big-endian) and an LZ4
+// block, or the block's bytes as they are when LZ4 did not make it smaller. Decodes into exactly
+// `out.size()` bytes; returns an empty string on success, else what is wrong.
+inline constexpr unsigned kLz4Filter = 32004;
+std::string lz4_decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out);
+
 // The bitshuffle HDF5 filter's id (32008); its LZ4 mode (cd_values[4] == 2) is decoded below.
 inline constexpr unsigned kBitshuffleFilter = 32008;
 inline constexpr unsigned kBitshuffleLz4 = 2;

@@ -460,7 +460,7 @@ void Hdf5EventReader::choose_read_path() {
           (value_count < 5 || values[2] != plan->element_size || values[4] != kBitshuffleLz4))
         return;
       if (id != H5Z_FILTER_DEFLATE && id != H5Z_FILTER_SHUFFLE &&
-          id != H5Z_filter_t(kBitshuffleFilter))
+          id != H5Z_filter_t(kBitshuffleFilter) && id != H5Z_filter_t(kLz4Filter))
         return;
       // Shuffle's element size is the datatype's; another value would be a foreign encoder.
       if (id == H5Z_FILTER_SHUFFLE && value_count >= 1 && values[0] != plan->element_size) return;
@@ -576,6 +576,9 @@ bool Hdf5EventReader::read_chunks(std::uint64_t index, void* raw, const std::str
                                                             : scratch_a.data();
       if (applied[k] == H5Z_FILTER_DEFLATE) {
         const std::string error = inflate_chunk(current, {out, plan.chunk_bytes});
+        if (!error.empty()) throw InputError(what + error + ")");
+      } else if (applied[k] == H5Z_filter_t(kLz4Filter)) {
+        const std::string error = lz4_decode_chunk(current, {out, plan.chunk_bytes});
         if (!error.empty()) throw InputError(what + error + ")");
       } else if (applied[k] == H5Z_filter_t(kBitshuffleFilter)) {
         const std::string error =
