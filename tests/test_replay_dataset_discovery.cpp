@@ -13,11 +13,10 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/thread_pool.hpp"
 #include "replay/dataset_discovery.hpp"
 #include "replay/hdf5_event_file.hpp"
 #include "replay/replay_source.hpp"
-#include "sim/simulator.hpp"
+#include "simulated_events.hpp"
 
 using namespace livedrp;
 namespace fs = std::filesystem;
@@ -26,23 +25,8 @@ namespace {
 
 constexpr std::uint64_t kEvents = 2;
 
-struct Events {
-  DetectorDescription detector = find_detector("epix10ka2m");
-  std::vector<std::vector<std::byte>> raw;
-  std::vector<EventHeader> headers;
-  Events() {
-    ThreadPool pool(2);
-    DetectorSimulator simulator(detector, SimulatorConfig{}, &pool);
-    for (std::uint64_t i = 0; i < kEvents; ++i) {
-      raw.emplace_back(detector.raw_event_bytes());
-      simulator.generate(i, raw.back().data(), nullptr, &pool);
-      headers.push_back(simulator.header_for(i));
-    }
-  }
-};
-
-const Events& events() {
-  static const Events cached;
+const test::SimulatedEvents& events() {
+  static const test::SimulatedEvents cached(kEvents);
   return cached;
 }
 

@@ -15,12 +15,11 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/thread_pool.hpp"
 #include "replay/chunk_decoder.hpp"
 #include "replay/dataset_discovery.hpp"
 #include "replay/hdf5_event_file.hpp"
 #include "replay/replay_source.hpp"
-#include "sim/simulator.hpp"
+#include "simulated_events.hpp"
 
 using namespace livedrp;
 namespace fs = std::filesystem;
@@ -31,23 +30,8 @@ constexpr std::uint64_t kEvents = 3;
 constexpr H5Z_filter_t kBitshuffle = 32008;
 constexpr H5Z_filter_t kLz4 = 32004;
 
-struct Events {
-  DetectorDescription detector = find_detector("epix10ka2m");
-  std::vector<std::vector<std::byte>> raw;
-  std::vector<EventHeader> headers;
-  Events() {
-    ThreadPool pool(2);
-    DetectorSimulator simulator(detector, SimulatorConfig{}, &pool);
-    for (std::uint64_t i = 0; i < kEvents; ++i) {
-      raw.emplace_back(detector.raw_event_bytes());
-      simulator.generate(i, raw.back().data(), nullptr, &pool);
-      headers.push_back(simulator.header_for(i));
-    }
-  }
-};
-
-const Events& events() {
-  static const Events cached;
+const test::SimulatedEvents& events() {
+  static const test::SimulatedEvents cached(kEvents);
   return cached;
 }
 
@@ -149,6 +133,33 @@ void write_master_file(const fs::path& path, const std::vector<std::string>& dat
   H5Fclose(file);
 }
 
+// `data` as one chunk of a 1-D dataset of `type` written through `filter` (`values` its
+// settings), as the HDF5 plugin stored it; empty when HDF5 could not write it.
+std::vector<std::byte> plugin_encoded_chunk(const fs::path& path, hid_t type, H5Z_filter_t filter,
+                                            std::vector<unsigned> values,
+                                            const std::vector<std::byte>& data) {
+  const hsize_t elements = data.size() / H5Tget_size(type);
+  const hid_t f = H5Fcreate(path.string().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t space = H5Screate_simple(1, &elements, nullptr);
+  const hid_t create = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(create, 1, &elements);
+  bool ok = H5Pset_filter(create, filter, H5Z_FLAG_MANDATORY, values.size(), values.data()) >= 0;
+  const hid_t set = H5Dcreate2(f, "/d", type, space, H5P_DEFAULT, create, H5P_DEFAULT);
+  ok = ok && set >= 0 && H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) >= 0;
+  const hsize_t origin = 0;
+  hsize_t stored_size = 0;
+  ok = ok && H5Dget_chunk_storage_size(set, &origin, &stored_size) >= 0;
+  std::vector<std::byte> stored(ok ? stored_size : 0);
+  std::uint32_t mask = 0;
+  ok = ok && H5Dread_chunk(set, H5P_DEFAULT, &origin, &mask, stored.data()) >= 0;
+  H5Dclose(set);
+  H5Pclose(create);
+  H5Sclose(space);
+  H5Fclose(f);
+  if (!ok) stored.clear();
+  return stored;
+}
+
 }  // namespace
 
 class TestReplayDetectorFiles : public QObject {
@@ -196,26 +207,10 @@ class TestReplayDetectorFiles : public QObject {
           // Small values (as detector frames): most bit rows are zero, some are not.
           for (std::size_t i = 0; i < data.size(); ++i)
             data[i] = std::byte(i % size == 0 ? random() % 200 : (random() % 17 == 0));
-          const fs::path path = file("partial.h5");
-          const hid_t f = H5Fcreate(path.string().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-          const hid_t space = H5Screate_simple(1, &elements, nullptr);
-          const hid_t create = H5Pcreate(H5P_DATASET_CREATE);
-          H5Pset_chunk(create, 1, &elements);
-          const unsigned values[2] = {block, replay::kBitshuffleLz4};
-          QVERIFY(H5Pset_filter(create, replay::kBitshuffleFilter, H5Z_FLAG_MANDATORY, 2, values) >=
-                  0);
-          const hid_t set = H5Dcreate2(f, "/d", type, space, H5P_DEFAULT, create, H5P_DEFAULT);
-          QVERIFY(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) >= 0);
-          const hsize_t origin = 0;
-          hsize_t stored_size = 0;
-          QVERIFY(H5Dget_chunk_storage_size(set, &origin, &stored_size) >= 0);
-          std::vector<std::byte> stored(stored_size);
-          std::uint32_t mask = 0;
-          QVERIFY(H5Dread_chunk(set, H5P_DEFAULT, &origin, &mask, stored.data()) >= 0);
-          H5Dclose(set);
-          H5Pclose(create);
-          H5Sclose(space);
-          H5Fclose(f);
+          std::vector<std::byte> stored =
+              plugin_encoded_chunk(file("partial.h5"), type, replay::kBitshuffleFilter,
+                                   {block, replay::kBitshuffleLz4}, data);
+          QVERIFY(!stored.empty());
           std::vector<std::byte> decoded(data.size());
           const std::string error = replay::bitshuffle_lz4_decode_chunk(stored, decoded, size);
           QVERIFY2(error.empty(), error.c_str());
@@ -238,27 +233,10 @@ class TestReplayDetectorFiles : public QObject {
         std::vector<std::byte> data(bytes);
         for (std::size_t i = 0; i < data.size(); ++i)
           data[i] = std::byte(noise ? random() & 0xFF : (i / 64) % 5);
-        const fs::path path = file("lz4_chunk.h5");
-        const hid_t f = H5Fcreate(path.string().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-        const hid_t space = H5Screate_simple(1, &bytes, nullptr);
-        const hid_t create = H5Pcreate(H5P_DATASET_CREATE);
-        H5Pset_chunk(create, 1, &bytes);
-        const unsigned block_bytes = 1024;  // the filter's own default is one block of up to 1 GiB
-        QVERIFY(H5Pset_filter(create, replay::kLz4Filter, H5Z_FLAG_MANDATORY, 1, &block_bytes) >=
-                0);
-        const hid_t set =
-            H5Dcreate2(f, "/d", H5T_STD_U8LE, space, H5P_DEFAULT, create, H5P_DEFAULT);
-        QVERIFY(H5Dwrite(set, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()) >= 0);
-        const hsize_t origin = 0;
-        hsize_t stored_size = 0;
-        QVERIFY(H5Dget_chunk_storage_size(set, &origin, &stored_size) >= 0);
-        std::vector<std::byte> stored(stored_size);
-        std::uint32_t mask = 0;
-        QVERIFY(H5Dread_chunk(set, H5P_DEFAULT, &origin, &mask, stored.data()) >= 0);
-        H5Dclose(set);
-        H5Pclose(create);
-        H5Sclose(space);
-        H5Fclose(f);
+        // The filter's own default is one block of up to 1 GiB: 1024 bytes gives several.
+        std::vector<std::byte> stored = plugin_encoded_chunk(file("lz4_chunk.h5"), H5T_STD_U8LE,
+                                                             replay::kLz4Filter, {1024}, data);
+        QVERIFY(!stored.empty());
         std::vector<std::byte> decoded(data.size());
         const std::string error = replay::lz4_decode_chunk(stored, decoded);
         QVERIFY2(error.empty(), error.c_str());

@@ -105,41 +105,65 @@ void bit_untranspose(const std::byte* rows, std::byte* out, std::size_t elements
     }
 }
 
+// Both filters start a chunk with its uncompressed size (uint64) and their block size in bytes
+// (uint32), big-endian; `filter` names the filter in the error.
+constexpr std::size_t kChunkHeader = 12;
+std::string read_chunk_header(std::span<const std::byte> stored, std::size_t expected,
+                              const char* filter, std::uint64_t& block_bytes) {
+  if (stored.size() < kChunkHeader) return std::string(filter) + " chunk shorter than its header";
+  const std::uint64_t total = read_big_endian(stored.data(), 8);
+  block_bytes = read_big_endian(stored.data() + 8, 4);
+  if (total != expected)
+    return std::string(filter) + " chunk of " + std::to_string(total) + " bytes, expected " +
+           std::to_string(expected);
+  return {};
+}
+
+// The stored block at `at` (its size, uint32 big-endian, then its bytes); moves `at` past it.
+// False when the chunk ends before the block does.
+bool next_block(std::span<const std::byte> stored, std::size_t& at,
+                std::span<const std::byte>& block) {
+  if (stored.size() - at < 4) return false;
+  const std::size_t size = std::size_t(read_big_endian(stored.data() + at, 4));
+  at += 4;
+  if (size > stored.size() - at || size > std::size_t(std::numeric_limits<int>::max()))
+    return false;
+  block = stored.subspan(at, size);
+  at += size;
+  return true;
+}
+
+bool lz4_block(std::span<const std::byte> block, std::byte* out, std::size_t bytes) {
+  return LZ4_decompress_safe(reinterpret_cast<const char*>(block.data()),
+                             reinterpret_cast<char*>(out), int(block.size()),
+                             int(bytes)) == int(bytes);
+}
+
 }  // namespace
 
 std::string bitshuffle_lz4_decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out,
                                         std::size_t element_size) {
-  constexpr std::size_t kHeader = 12;
   if (element_size == 0 || out.size() % element_size != 0) return "element size does not divide";
-  if (stored.size() < kHeader) return "bitshuffle chunk shorter than its header";
-  const std::uint64_t total = read_big_endian(stored.data(), 8);
-  const std::uint64_t block_bytes = read_big_endian(stored.data() + 8, 4);
-  if (total != out.size())
-    return "bitshuffle chunk of " + std::to_string(total) + " bytes, expected " +
-           std::to_string(out.size());
+  std::uint64_t block_bytes = 0;
+  if (std::string error = read_chunk_header(stored, out.size(), "bitshuffle", block_bytes);
+      !error.empty())
+    return error;
   const std::size_t block_elements = std::size_t(block_bytes) / element_size;
   if (block_bytes % element_size != 0 || block_elements == 0 || block_elements % 8 != 0)
     return "bitshuffle block size " + std::to_string(block_bytes) +
            " bytes is not a multiple of 8 elements";
-  thread_local std::vector<std::byte> block;
-  block.resize(block_elements * element_size);
-  std::size_t at = kHeader;
+  thread_local std::vector<std::byte> rows;
+  rows.resize(block_elements * element_size);
+  std::size_t at = kChunkHeader;
   std::size_t done = 0;
   const std::size_t elements = out.size() / element_size;
   while (elements - done >= 8) {
     const std::size_t n = std::min(block_elements, (elements - done) / 8 * 8);
-    if (stored.size() - at < 4) return "bitshuffle chunk truncated";
-    const std::size_t compressed = std::size_t(read_big_endian(stored.data() + at, 4));
-    at += 4;
-    if (compressed > stored.size() - at ||
-        compressed > std::size_t(std::numeric_limits<int>::max()))
-      return "bitshuffle chunk truncated";
-    const int bytes = LZ4_decompress_safe(reinterpret_cast<const char*>(stored.data() + at),
-                                          reinterpret_cast<char*>(block.data()), int(compressed),
-                                          int(n * element_size));
-    if (bytes != int(n * element_size)) return "damaged LZ4 block in a bitshuffle chunk";
-    at += compressed;
-    bit_untranspose(block.data(), out.data() + done * element_size, n, element_size);
+    std::span<const std::byte> block;
+    if (!next_block(stored, at, block)) return "bitshuffle chunk truncated";
+    if (!lz4_block(block, rows.data(), n * element_size))
+      return "damaged LZ4 block in a bitshuffle chunk";
+    bit_untranspose(rows.data(), out.data() + done * element_size, n, element_size);
     done += n;
   }
   const std::size_t rest = (elements - done) * element_size;
@@ -149,30 +173,19 @@ std::string bitshuffle_lz4_decode_chunk(std::span<const std::byte> stored, std::
 }
 
 std::string lz4_decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out) {
-  constexpr std::size_t kHeader = 12;
-  if (stored.size() < kHeader) return "LZ4 chunk shorter than its header";
-  const std::uint64_t total = read_big_endian(stored.data(), 8);
-  const std::uint64_t block_bytes = read_big_endian(stored.data() + 8, 4);
-  if (total != out.size())
-    return "LZ4 chunk of " + std::to_string(total) + " bytes, expected " +
-           std::to_string(out.size());
-  if (block_bytes == 0 && total != 0) return "LZ4 chunk with a block size of 0";
-  std::size_t at = kHeader;
+  std::uint64_t block_bytes = 0;
+  if (std::string error = read_chunk_header(stored, out.size(), "LZ4", block_bytes); !error.empty())
+    return error;
+  if (block_bytes == 0 && !out.empty()) return "LZ4 chunk with a block size of 0";
+  std::size_t at = kChunkHeader;
   for (std::size_t done = 0; done < out.size();) {
     const std::size_t n = std::min<std::size_t>(std::size_t(block_bytes), out.size() - done);
-    if (stored.size() - at < 4) return "LZ4 chunk truncated";
-    const std::size_t size = std::size_t(read_big_endian(stored.data() + at, 4));
-    at += 4;
-    if (size > stored.size() - at) return "LZ4 chunk truncated";
-    if (size == n) {  // stored as it is
-      std::memcpy(out.data() + done, stored.data() + at, n);
-    } else if (size > std::size_t(std::numeric_limits<int>::max()) ||
-               LZ4_decompress_safe(reinterpret_cast<const char*>(stored.data() + at),
-                                   reinterpret_cast<char*>(out.data() + done), int(size),
-                                   int(n)) != int(n)) {
+    std::span<const std::byte> block;
+    if (!next_block(stored, at, block)) return "LZ4 chunk truncated";
+    if (block.size() == n)  // stored as it is: LZ4 did not make it smaller
+      std::memcpy(out.data() + done, block.data(), n);
+    else if (!lz4_block(block, out.data() + done, n))
       return "damaged LZ4 block";
-    }
-    at += size;
     done += n;
   }
   if (at != stored.size()) return "LZ4 chunk has trailing bytes";
