@@ -1,0 +1,44 @@
+#include "stream/stream_source.hpp"
+
+#include <numeric>
+
+#include "core/error.hpp"
+
+namespace livedrp::stream {
+namespace {
+
+std::uint64_t sum_of(const std::map<std::string, std::uint64_t>& counts) {
+  return std::accumulate(
+      counts.begin(), counts.end(), std::uint64_t(0),
+      [](std::uint64_t total, const auto& entry) { return total + entry.second; });
+}
+
+bool starts_with(const std::string& text, const char* prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+std::uint64_t StreamCounts::rejected_total() const {
+  return sum_of(rejected);
+}
+std::uint64_t StreamCounts::dropped_total() const {
+  return sum_of(dropped);
+}
+
+bool is_stream_source(const std::string& source) {
+  return starts_with(source, "sls:") || starts_with(source, "dectris:");
+}
+
+std::unique_ptr<StreamSource> open_stream_source(const std::string& source,
+                                                 const StreamOptions& options) {
+  (void)options;
+  if (!is_stream_source(source))
+    throw InputError("'" + source +
+                     "' is not a stream source (expected sls:tcp://HOST:PORT[,...] "
+                     "or dectris:tcp://HOST:PORT)");
+  throw InputError("stream source '" + source.substr(0, source.find(':')) +
+                   "' is not available in this build yet");
+}
+
+}  // namespace livedrp::stream
