@@ -1,6 +1,8 @@
 #pragma once
 // Running one of livedrp's command-line tools from a test: exit status and output, with a time
 // limit, and the check every bad-input case makes (exit status 2, the problem named on stderr).
+#include <QCoreApplication>
+#include <QFileInfo>
 #include <QProcess>
 #include <QtTest>
 
@@ -9,11 +11,20 @@ struct CliResult {
   QString out, err;
 };
 
-// `executable` from an environment variable CTest sets (LIVEDRP_ENGINE_EXE, LIVEDRP_CODEC_EXE).
+// The tool an environment variable CTest sets names (LIVEDRP_ENGINE_EXE, LIVEDRP_CODEC_EXE). Where
+// that path does not exist (the tests were packed for the GPU machine, ../shared/gpu/pack, with the
+// tools beside them), the tool of the same name beside the test executable.
+inline QString cli_executable(const char* executable_variable) {
+  const QString named = qEnvironmentVariable(executable_variable);
+  if (named.isEmpty() || QFileInfo::exists(named)) return named;
+  const QString beside = QCoreApplication::applicationDirPath() + "/" + QFileInfo(named).fileName();
+  return QFileInfo::exists(beside) ? beside : named;
+}
+
 inline CliResult run_cli(const char* executable_variable, const QStringList& arguments,
                          int timeout_ms = 120000) {
   QProcess process;
-  process.start(qEnvironmentVariable(executable_variable), arguments);
+  process.start(cli_executable(executable_variable), arguments);
   CliResult result;
   if (!process.waitForFinished(timeout_ms)) {
     process.kill();
