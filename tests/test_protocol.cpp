@@ -386,6 +386,40 @@ class TestProtocol : public QObject {
     QCOMPARE(stats.rate_bound->why, original.rate_bound->why);
   }
 
+  // A live stream's receiving side travels field by field; a bad count is named.
+  void sourceStreamRoundTripsFieldByField() {
+    StatsPayload original = sample_stats();
+    SourceStreamStats source;
+    source.kind = "sls";
+    source.messages = 1234;
+    source.events = 150;
+    source.acquisitions = 2;
+    source.acquisitions_ended = 1;
+    source.rejected = {{"malformed", 3}, {"wrong_detector", 7}};
+    source.last_problem = "tcp://127.0.0.1:30001: bitmode 32 is not supported (16 is)";
+    original.source_stream = source;
+    const Message decoded = decode(views_of(encode(make_stats_message(original))));
+    const StatsPayload stats = stats_from_json(decoded.payload);
+    QVERIFY(stats.source_stream.has_value());
+    QCOMPARE(stats.source_stream->kind, std::string("sls"));
+    QCOMPARE(stats.source_stream->messages, std::uint64_t(1234));
+    QCOMPARE(stats.source_stream->events, std::uint64_t(150));
+    QCOMPARE(stats.source_stream->acquisitions, std::uint64_t(2));
+    QCOMPARE(stats.source_stream->acquisitions_ended, std::uint64_t(1));
+    QCOMPARE(stats.source_stream->rejected, source.rejected);
+    QCOMPARE(stats.source_stream->last_problem, source.last_problem);
+    QVERIFY(!stats_from_json(to_json(sample_stats())).source_stream.has_value());
+
+    json bad = to_json(original);
+    bad["source_stream"]["rejected"]["malformed"] = -1;
+    try {
+      stats_from_json(bad);
+      QFAIL("stats_from_json accepted a negative rejected count");
+    } catch (const ProtocolError& error) {
+      QVERIFY2(QString::fromUtf8(error.what()).contains("rejected.malformed"), error.what());
+    }
+  }
+
   // A verdict without a busy fraction (no stage time in the interval) travels as null.
   void rateBoundBusyFractionThatIsNotANumberTravelsAsNull() {
     StatsPayload original = sample_stats();

@@ -40,6 +40,7 @@
 #include "ring/doorbell_ring.hpp"
 #include "sim/simulator.hpp"
 #include "stages/registry.hpp"
+#include "stream/stream_source.hpp"
 
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/device.hpp"
@@ -169,6 +170,7 @@ struct Engine::Impl {
   std::vector<HostEventBuffer> event_pool;
   bool drop_when_full = false;
   std::unique_ptr<replay::ReplaySource> replay_source;  // source "replay:..."
+  std::unique_ptr<stream::StreamSource> stream_source;  // sources "sls:...", "dectris:..."
   std::string replay_pace, replay_pace_note;
   std::unique_ptr<replay::Recorder> recorder;  // config.record; used by the producer thread only
   // Replay controls (set by any thread, read by the producer).
@@ -269,12 +271,16 @@ struct Engine::Impl {
   void publish_status();
   void produce();
   void produce_replay();
+  void produce_stream();
   // Claims a ring slot (waiting or dropping per policy), puts the event in it without a host copy
   // and rings the doorbell; false when the event was dropped because the ring was full.
+  // `copy`: `raw` is reused by the source at once (a live stream's), so it is copied into the
+  // slot's own memory.
   // `hand_over`: a replay source whose acquired event `raw` is; its buffer goes into the ring
   // slot in exchange for the slot's. Without it `raw` outlives the event (a generated event of
   // event_pool) and the slot is lent it, as a DMA engine's event is written once and announced.
-  bool admit(const void* raw, const EventHeader& header, replay::ReplaySource* hand_over = nullptr);
+  bool admit(const void* raw, const EventHeader& header, replay::ReplaySource* hand_over = nullptr,
+             bool copy = false);
   void record(const EventHeader& header, const void* raw);
   void close_recorder();  // flushes the last file; a failure fails the run
   void consume();
@@ -399,7 +405,7 @@ void Engine::Impl::record(const EventHeader& header, const void* raw) {
 }
 
 bool Engine::Impl::admit(const void* raw, const EventHeader& header,
-                         replay::ReplaySource* hand_over) {
+                         replay::ReplaySource* hand_over, bool copy) {
   int slot = ring->producer_claim();
   if (slot < 0 && !drop_when_full) {
     const auto start = Clock::now();
@@ -416,6 +422,8 @@ bool Engine::Impl::admit(const void* raw, const EventHeader& header,
   }
   if (hand_over)
     ring->exchange_slot_data(slot, hand_over->exchange_acquired_buffer(ring->slot_data(slot)));
+  else if (copy)
+    ring->copy_into_slot(slot, raw);
   else
     ring->lend_slot_data(slot, raw);
   ring->slot_header(slot) = header;
@@ -502,11 +510,45 @@ void Engine::Impl::produce_replay() {
   producer_done = true;
 }
 
+void Engine::Impl::produce_stream() {
+  try {
+    stream::StreamSource& source = *stream_source;
+    source.start();
+    set_state("running", source.describe());
+    for (std::uint64_t handed = 0;
+         (config.events == 0 || handed < config.events) && !stop_requested;) {
+      const std::optional<stream::StreamEvent> event = source.next(std::chrono::milliseconds(20));
+      if (!event) continue;
+      const std::uint64_t sequence = events_in.fetch_add(1, std::memory_order_relaxed);
+      ++handed;
+      // The detector's time is what a recording keeps; the ring carries the admission time, from
+      // which the pipeline measures latency.
+      const std::int64_t now = wall_clock_ns();
+      EventHeader header{sequence, event->frame_number,
+                         event->timestamp_ns ? event->timestamp_ns : now};
+      record(header, event->data);
+      header.timestamp_ns = now;
+      admit(event->data, header, nullptr, /*copy=*/true);
+    }
+  } catch (const std::exception& e) {
+    fail(std::string("stream source: ") + e.what());
+  }
+  if (stream_source) stream_source->stop();
+  close_recorder();
+  {
+    std::lock_guard lock(mutex);
+    producer_end = Clock::now();
+  }
+  producer_done = true;
+}
+
 void Engine::Impl::account_completed(const CompletedEvent& done) {
   const std::uint64_t count = processed.load(std::memory_order_relaxed);
-  // A replay may loop, seek or step back, so its pulse ids may fall: order there is the sequence.
-  if (count > 0 && (done.header.sequence <= last_sequence.load() ||
-                    (!replay_source && done.header.pulse_id <= last_pulse_id.load())))
+  // A replay may loop, seek or step back, and a detector's frame numbers start again with each
+  // acquisition, so their pulse ids may fall: order there is the sequence.
+  if (count > 0 &&
+      (done.header.sequence <= last_sequence.load() ||
+       (!replay_source && !stream_source && done.header.pulse_id <= last_pulse_id.load())))
     order_errors.fetch_add(1, std::memory_order_relaxed);
   last_sequence = done.header.sequence;
   last_pulse_id = done.header.pulse_id;
@@ -988,8 +1030,23 @@ protocol::StatsPayload Engine::Impl::cumulative_stats() const {
     stats.drops_by_reason[kDropBackendFault] = faults;
   if (const auto unreadable = dropped_read_error.load())
     stats.drops_by_reason[kDropReadError] = unreadable;
+  std::uint64_t dropped_at_source = 0;  // events a live stream began but could not hand on
+  if (stream_source) {
+    const stream::StreamCounts counts = stream_source->counts();
+    for (const auto& [reason, count] : counts.dropped) stats.drops_by_reason[reason] += count;
+    dropped_at_source = counts.dropped_total();
+    protocol::SourceStreamStats block;
+    block.kind = config.source.substr(0, config.source.find(':'));
+    block.messages = counts.messages;
+    block.events = counts.events;
+    block.acquisitions = counts.acquisitions;
+    block.acquisitions_ended = counts.acquisitions_ended;
+    block.rejected = counts.rejected;
+    block.last_problem = counts.last_problem;
+    stats.source_stream = std::move(block);
+  }
   for (const auto& [reason, count] : stats.drops_by_reason) stats.events_dropped += count;
-  stats.events_in = events_in.load();
+  stats.events_in = events_in.load() + dropped_at_source;
   stats.events_in_flight =
       stats.events_in - std::min(stats.events_in, stats.events_processed + stats.events_dropped);
   stats.order_errors = order_errors.load();
@@ -1185,10 +1242,11 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   d.config = std::move(config);
   const EngineConfig& c = d.config;
   const bool replaying = c.source.rfind("replay:", 0) == 0;
-  if (c.source.rfind("sim:", 0) != 0 && !replaying)
-    throw InputError(
-        "unknown source '" + c.source +
-        "' (expected sim:DETECTOR, e.g. sim:epix10ka2m, or replay:FILE.h5[:/dataset])");
+  const bool streaming = stream::is_stream_source(c.source);
+  if (c.source.rfind("sim:", 0) != 0 && !replaying && !streaming)
+    throw InputError("unknown source '" + c.source +
+                     "' (expected sim:DETECTOR, e.g. sim:epix10ka2m, replay:FILE.h5[:/dataset], "
+                     "sls:tcp://HOST:PORT[,...] or dectris:tcp://HOST:PORT)");
   std::uint64_t constants_seed = c.seed;
   if (replaying) {
     const replay::ReplaySpec spec = replay::parse_replay_source(c.source);
@@ -1218,6 +1276,21 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
           json["simulator"].value("seed", nlohmann::json()).is_number_unsigned())
         constants_seed = json["simulator"]["seed"].get<std::uint64_t>();
     }
+  } else if (streaming) {
+    if (c.runtime.source == SourcePlacement::Device)
+      throw InputError(
+          "runtime.source 'device' runs the simulated detector on the GPU; a live stream "
+          "source is host-fed: use runtime.source 'host'");
+    stream::StreamOptions options;
+    options.detector = c.stream.detector;
+    options.module_timeout =
+        std::chrono::milliseconds(std::int64_t(std::llround(c.stream.module_timeout_s * 1e3)));
+    options.queue_events = std::size_t(c.stream.queue_events);
+    options.max_message_bytes = std::size_t(c.stream.max_message_mb * 1024.0 * 1024.0);
+    options.wait_for_start =
+        std::chrono::milliseconds(std::int64_t(std::llround(c.stream.wait_for_start_s * 1e3)));
+    d.stream_source = stream::open_stream_source(c.source, options);
+    d.detector = d.stream_source->detector();
   } else {
     d.detector = find_detector(c.source.substr(4));
   }
@@ -1227,8 +1300,10 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   if (c.full_ring != "auto" && c.full_ring != "drop" && c.full_ring != "wait")
     throw InputError("full_ring must be auto, drop or wait, got '" + c.full_ring + "'");
   // Files are not live: a replay waits for the pipeline unless paced at a rate.
-  d.drop_when_full = c.full_ring == "drop" || (c.full_ring == "auto" && c.rate_hz > 0 &&
-                                               (!replaying || d.replay_pace == "rate"));
+  // A live stream cannot wait: under "auto" it drops what the ring cannot take.
+  d.drop_when_full = c.full_ring == "drop" ||
+                     (c.full_ring == "auto" &&
+                      (streaming || (c.rate_hz > 0 && (!replaying || d.replay_pace == "rate"))));
   if (replaying && c.runtime.source == SourcePlacement::Device)
     throw InputError(
         "runtime.source 'device' runs the simulated detector on the GPU; a replay "
@@ -1243,6 +1318,11 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   }
   d.constants = c.constants_file.empty() ? d.simulator->constants()
                                          : load_constants_hdf5(c.constants_file, d.detector);
+  if (streaming && c.constants_file.empty())
+    spdlog::warn(
+        "{}: no constants_file given: calibrating with the simulator's constants (seed {}), "
+        "which are not this detector's; take a pedestal run (livedrp-engine pedestal)",
+        c.source, constants_seed);
   if (replaying && c.constants_file.empty())
     spdlog::info(
         "replay: calibration constants are the simulator's (seed {}); give "
@@ -1396,6 +1476,8 @@ void Engine::start() {
   d.consumer_thread = std::thread([&d] { d.consume(); });
   if (d.replay_source)
     d.producer_thread = std::thread([&d] { d.produce_replay(); });
+  else if (d.stream_source)
+    d.producer_thread = std::thread([&d] { d.produce_stream(); });
   else
     d.producer_thread = std::thread([&d] { d.produce(); });
 }

@@ -39,6 +39,18 @@ struct ReplayConfig {
   int readers = 0;          // reader threads filling them; 0: min(8, cores)
 };
 
+// Live detector streams (source "sls:tcp://HOST:PORT[,...]" or "dectris:tcp://HOST:PORT"; JSON
+// "stream"; engine/stream/stream_source.hpp).
+struct StreamInputConfig {
+  // The detector the stream feeds: a built-in name or a description file. Empty: jungfrau4m for
+  // sls; for dectris the geometry of the first start message.
+  std::string detector;
+  double module_timeout_s = 0.5;  // an event missing a module part this long is dropped
+  int queue_events = 64;          // assembled events waiting for the engine; past it: dropped
+  double max_message_mb = 1024;   // larger messages are refused
+  double wait_for_start_s = 10;   // dectris without a detector: wait this long for a start
+};
+
 // Recording of the source's events to HDF5 (JSON "record"); off when directory is empty.
 struct RecordConfig {
   std::string directory;
@@ -107,9 +119,11 @@ struct ImagePublishConfig {
 // The pipeline configuration: the same JSON drives the CLI, the GUI and the benchmarks, and is
 // echoed in the `status` topic and in every summary.
 struct EngineConfig {
-  std::string source = "sim:epix10ka2m";  // "sim:DETECTOR" or "replay:PATH[:/dataset]"
-  std::uint64_t events = 0;               // stop after this many events; 0 = until stopped
-  double rate_hz = 0;                     // source rate; 0 = as fast as possible
+  // "sim:DETECTOR", "replay:PATH[:/dataset]", "sls:tcp://HOST:PORT[,...]" or
+  // "dectris:tcp://HOST:PORT"
+  std::string source = "sim:epix10ka2m";
+  std::uint64_t events = 0;  // stop after this many events; 0 = until stopped
+  double rate_hz = 0;        // source rate; 0 = as fast as possible
   // What the source does when the ring is full: "drop" the event (a live detector cannot wait),
   // "wait" for a free slot (measures pipeline capacity), or "auto": drop when rate_hz > 0, else
   // wait. A replay source waits under "auto" unless paced at a rate: files are not live.
@@ -128,6 +142,7 @@ struct EngineConfig {
   unsigned cpu_threads = 0;        // CPU backend threads; 0 = all cores
   CompressionConfig compression;
   ReplayConfig replay;
+  StreamInputConfig stream;
   RecordConfig record;
   LiveIntegrationConfig integration;
   LivePeakFindingConfig peak_finding;

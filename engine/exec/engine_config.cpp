@@ -11,6 +11,7 @@
 #include "exec/engine.hpp"
 #include "peaks/peak_params.hpp"
 #include "stages/registry.hpp"
+#include "stream/stream_source.hpp"
 
 namespace livedrp {
 namespace {
@@ -101,9 +102,11 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
                                     std::to_string(kConfigSchemaVersion));
   root.read("source", c.source);
   if (!(c.source.rfind("sim:", 0) == 0 && c.source.size() > 4) &&
-      !(c.source.rfind("replay:", 0) == 0 && c.source.size() > 7))
+      !(c.source.rfind("replay:", 0) == 0 && c.source.size() > 7) &&
+      !stream::is_stream_source(c.source))
     root.fail("source",
-              "must be sim:DETECTOR (e.g. sim:epix10ka2m) or replay:FILE.h5[:/dataset], got \"" +
+              "must be sim:DETECTOR (e.g. sim:epix10ka2m), replay:FILE.h5[:/dataset], "
+              "sls:tcp://HOST:PORT[,...] or dectris:tcp://HOST:PORT, got \"" +
                   c.source + "\"");
   root.read_integer("events", c.events, 0, (1LL << 62));
   root.read_number("rate_hz", c.rate_hz, 0.0, 1e7);
@@ -157,6 +160,15 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read("loop", c.replay.loop);
     reader.read_integer("prefetch_events", c.replay.prefetch_events, 1, 1024);
     reader.read_integer("readers", c.replay.readers, 0, 64);
+    reader.reject_unknown_keys();
+  }
+  if (const json* stream = root.find("stream")) {
+    FieldReader reader(*stream, origin, "stream");
+    reader.read("detector", c.stream.detector);
+    reader.read_number("module_timeout_s", c.stream.module_timeout_s, 0.001, 3600);
+    reader.read_integer("queue_events", c.stream.queue_events, 1, 4096);
+    reader.read_number("max_message_mb", c.stream.max_message_mb, 0.001, 65536);
+    reader.read_number("wait_for_start_s", c.stream.wait_for_start_s, 0, 3600);
     reader.reject_unknown_keys();
   }
   if (c.replay.pace == "rate" && !(c.rate_hz > 0))
@@ -268,6 +280,12 @@ json EngineConfig::to_json() const {
                 {"loop", replay.loop},
                 {"prefetch_events", replay.prefetch_events},
                 {"readers", replay.readers}}},
+              {"stream",
+               {{"detector", stream.detector},
+                {"module_timeout_s", stream.module_timeout_s},
+                {"queue_events", stream.queue_events},
+                {"max_message_mb", stream.max_message_mb},
+                {"wait_for_start_s", stream.wait_for_start_s}}},
               {"record",
                {{"directory", record.directory},
                 {"max_file_bytes", record.max_file_bytes},

@@ -83,6 +83,37 @@ RateBound rate_bound_from_json(const PayloadReader& parent, const json& object) 
   return bound;
 }
 
+json to_json(const SourceStreamStats& source) {
+  json rejected = json::object();
+  for (const auto& [reason, count] : source.rejected) rejected[reason] = count;
+  return {{"kind", source.kind},
+          {"messages", source.messages},
+          {"events", source.events},
+          {"acquisitions", source.acquisitions},
+          {"acquisitions_ended", source.acquisitions_ended},
+          {"rejected", std::move(rejected)},
+          {"last_problem", source.last_problem}};
+}
+
+SourceStreamStats source_stream_from_json(const PayloadReader& parent, const json& object) {
+  if (!object.is_object())
+    parent.fail("source_stream", "must be an object, got " + describe(object));
+  const PayloadReader reader(object, parent.topic(), "source_stream.");
+  SourceStreamStats source;
+  source.kind = reader.string("kind");
+  source.messages = reader.count("messages");
+  source.events = reader.count("events");
+  source.acquisitions = reader.count("acquisitions");
+  source.acquisitions_ended = reader.count("acquisitions_ended");
+  const json& rejected = reader.field("rejected");
+  if (!rejected.is_object())
+    reader.fail("rejected", "must be an object of counts by reason, got " + describe(rejected));
+  for (const auto& [reason, count] : rejected.items())
+    source.rejected[reason] = reader.count_value(count, "rejected." + reason);
+  source.last_problem = reader.string("last_problem");
+  return source;
+}
+
 }  // namespace
 
 double ratio_histogram_lower_edge(std::size_t bin) {
@@ -135,6 +166,7 @@ json to_json(const StatsPayload& stats) {
   if (stats.compression) payload["compression"] = to_json(*stats.compression);
   if (stats.peak_finding) payload["peak_finding"] = to_json(*stats.peak_finding);
   if (stats.rate_bound) payload["rate_bound"] = to_json(*stats.rate_bound);
+  if (stats.source_stream) payload["source_stream"] = to_json(*stats.source_stream);
   if (!stats.stage_stats.empty()) {
     json blocks = json::object();
     for (const auto& [name, block] : stats.stage_stats) blocks[name] = block;
@@ -211,6 +243,9 @@ StatsPayload stats_from_json(const json& payload) {
   // Optional likewise: engines older than it send no verdict.
   if (const auto block = payload.find("rate_bound"); block != payload.end())
     stats.rate_bound = rate_bound_from_json(reader, *block);
+  // Optional likewise: present only when the source is a live detector stream.
+  if (const auto block = payload.find("source_stream"); block != payload.end())
+    stats.source_stream = source_stream_from_json(reader, *block);
   // Optional likewise: present only when stages of the stage contract report; each block is the
   // stage's own JSON object.
   if (const auto blocks = payload.find("stage_stats"); blocks != payload.end()) {

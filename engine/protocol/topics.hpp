@@ -76,6 +76,19 @@ struct RateBound {
   std::string why;  // one sentence with the figures behind the verdict
 };
 
+// A live detector stream's receiving side (sources "sls:", "dectris:"): every message it got, the
+// events it assembled, and the messages it refused by reason. Events it began but could not hand
+// on are in drops_by_reason (missing_module, incomplete, cut_by_end, engine_busy).
+struct SourceStreamStats {
+  std::string kind;  // "sls", "dectris"
+  std::uint64_t messages = 0;
+  std::uint64_t events = 0;  // assembled and handed to the engine
+  std::uint64_t acquisitions = 0;
+  std::uint64_t acquisitions_ended = 0;
+  std::map<std::string, std::uint64_t> rejected;  // "malformed", "wrong_detector", ...
+  std::string last_problem;  // names the endpoint, the message and what was wrong
+};
+
 // `stats`: published a few times a second while a run goes.
 struct StatsPayload {
   std::uint64_t events_in = 0;                           // events the source produced
@@ -99,9 +112,10 @@ struct StatsPayload {
   double latency_max_us = 0;
   std::uint64_t reorder_depth = 0;  // completed events held back for an earlier one
   std::vector<StreamStats> streams;
-  std::optional<CompressionStats> compression;   // absent: compression off (or an older engine)
-  std::optional<PeakFindingStats> peak_finding;  // absent: peak finding off (or an older engine)
-  std::optional<RateBound> rate_bound;           // absent: not computed (or an older engine)
+  std::optional<CompressionStats> compression;     // absent: compression off (or an older engine)
+  std::optional<PeakFindingStats> peak_finding;    // absent: peak finding off (or an older engine)
+  std::optional<RateBound> rate_bound;             // absent: not computed (or an older engine)
+  std::optional<SourceStreamStats> source_stream;  // absent: the source is not a live stream
   // Blocks of the stages that run through the stage contract (engine/stages), by stage name;
   // each stage defines its own block. Absent when there are none (or an older engine).
   std::map<std::string, nlohmann::json> stage_stats;

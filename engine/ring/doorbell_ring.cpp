@@ -1,5 +1,6 @@
 #include "ring/doorbell_ring.hpp"
 
+#include <cstring>
 #include <stdexcept>
 #include <thread>
 
@@ -68,6 +69,12 @@ void DoorbellRing::consumer_advance() {
 void DoorbellRing::rearm(int slot) {
   slots_[std::size_t(slot)].doorbell.store(0, std::memory_order_release);
   occupied_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void DoorbellRing::copy_into_slot(int slot, const void* buffer) {
+  Slot& s = slots_[std::size_t(slot)];
+  s.data = s.owned;
+  std::memcpy(s.owned, buffer, slot_bytes_);
 }
 
 }  // namespace livedrp

@@ -54,6 +54,9 @@ class DoorbellRing {
   void lend_slot_data(int slot, const void* buffer) {
     slots_[std::size_t(slot)].data = const_cast<void*>(buffer);
   }
+  // Producer: copies `buffer` (slot_bytes) into the claimed slot's own memory, for a source that
+  // reuses its buffer as soon as the call returns (a network stream's assembly buffer).
+  void copy_into_slot(int slot, const void* buffer);
   // Producer: publishes the claimed slot (header and data written) and moves on.
   void ring_doorbell(int slot);
 

@@ -26,6 +26,7 @@
 #include "exec/engine.hpp"
 #include "exec/engine_controller.hpp"
 #include "publish/control_server.hpp"
+#include "stream/stream_source.hpp"
 #include "tools/integrate_command.hpp"
 #include "tools/peaks_command.hpp"
 #include "tools/pedestal_command.hpp"
@@ -270,7 +271,7 @@ int main(int argc, char** argv) {
   CLI::App* run =
       app.add_subcommand("run", "Run a source through the pipeline and publish results");
   std::string config_file, source, backend, publish, constants_file, summary_file, control,
-      record_dir, replay_detector;
+      record_dir, replay_detector, stream_detector;
   std::uint64_t record_max_mb = 0;
   bool flat_out = false, loop = false;
   std::uint64_t events = 0;
@@ -281,11 +282,15 @@ int main(int argc, char** argv) {
                   "Pipeline configuration (JSON); options below override it");
   run->add_option("--source", source,
                   "sim:epix10ka2m | sim:jungfrau4m | sim:generic_f32 | replay:FILE.h5[:/dataset] "
-                  "(FILE may be a directory of .h5 files or a comma-separated list)");
+                  "(FILE may be a directory of .h5 files or a comma-separated list) | "
+                  "sls:tcp://HOST:PORT[,tcp://HOST:PORT...] (slsDetector receivers) | "
+                  "dectris:tcp://HOST:PORT (SIMPLON stream v2)");
   run->add_flag("--flat-out", flat_out, "Replay as fast as disk and pipeline allow");
   run->add_flag("--loop", loop, "Replay: start again at the first event after the last");
   run->add_option("--replay-detector", replay_detector,
                   "Replay: the detector (name or description file) when the file does not say");
+  run->add_option("--stream-detector", stream_detector,
+                  "sls/dectris: the detector (name or description file) the stream feeds");
   run->add_option("--record", record_dir, "Record the source's events to HDF5 files in DIR");
   run->add_option("--record-max-mb", record_max_mb,
                   "Roll the recording over to a new file before it passes this size (MiB)");
@@ -362,11 +367,15 @@ int main(int argc, char** argv) {
     }
     if (loop) config.replay.loop = true;
     if (!replay_detector.empty()) config.replay.detector = replay_detector;
+    if (!stream_detector.empty()) config.stream.detector = stream_detector;
     if (!record_dir.empty()) config.record.directory = record_dir;
     if (run->count("--record-max-mb")) {
       if (record_max_mb < 1) throw livedrp::InputError("--record-max-mb must be at least 1");
       config.record.max_file_bytes = record_max_mb << 20;
     }
+    if (!stream_detector.empty() && !livedrp::stream::is_stream_source(config.source))
+      throw livedrp::InputError("--stream-detector needs an sls: or dectris: source, got '" +
+                                config.source + "'");
     if (!replay_source && (flat_out || loop || !replay_detector.empty()))
       throw livedrp::InputError("--flat-out, --loop and --replay-detector need a replay source");
     if (!backend.empty()) {
