@@ -117,6 +117,7 @@ nlohmann::json summary_json(const livedrp::EngineConfig& config,
         {"ratio", s.compression->total_bytes_out > 0 ? double(s.compression->total_bytes_in) /
                                                            double(s.compression->total_bytes_out)
                                                      : 0.0}};
+  if (s.source_stream) result["source_stream"] = livedrp::protocol::to_json(s)["source_stream"];
   if (const auto& p = s.peak_finding)
     result["peak_finding"] = {{"events", p->total_events},
                               {"hits", p->total_hits},
@@ -186,6 +187,21 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
                 (unsigned long long)p->total_events, (unsigned long long)p->total_hits,
                 100.0 * double(p->total_hits) / double(p->total_events),
                 double(p->total_peaks) / double(p->total_events));
+  if (const auto& source = s.source_stream) {
+    std::string rejected;
+    for (const auto& [reason, count] : source->rejected)
+      rejected += (rejected.empty() ? "" : ", ") + reason + " " + std::to_string(count);
+    std::printf(
+        "%s stream: %llu messages, %llu events assembled, %llu acquisitions (%llu ended), "
+        "rejected: %s\n",
+        source->kind.c_str(), (unsigned long long)source->messages,
+        (unsigned long long)source->events, (unsigned long long)source->acquisitions,
+        (unsigned long long)source->acquisitions_ended,
+        rejected.empty() ? "none" : rejected.c_str());
+    if (!source->last_problem.empty())
+      std::printf("%s stream: last problem: %s\n", source->kind.c_str(),
+                  source->last_problem.c_str());
+  }
   if (replay)
     std::printf(
         "replay: %llu events handed on of %llu, %llu loops, pace %s, disk wait %.3f s, "
