@@ -699,33 +699,74 @@ int DevicePeakFinder8::capacity() const {
   return state_->shared->params.max_num_peaks;
 }
 
-void DevicePeakFinder8::enqueue_on_device(const float* device_data, const Stream& stream) {
-  State& s = *state_;
+namespace {
+
+// The search's kernels in launch order; launch_kernel(k) launches the k-th.
+enum SearchKernel { kStatistics, kBitmaps, kSearch, kGather, kSearchKernels };
+
+void launch_kernel(int kernel, const DevicePeakFinder8::State& s, const float* device_data,
+                   cudaStream_t st) {
   const SharedTables& t = *s.shared;
-  const cudaStream_t st = stream.get();
-  radial_statistics_kernel<<<t.bins, kStatisticsThreads, t.statistics_shared, st>>>(
-      device_data, t.bin_offsets.as<const std::uint32_t>(), t.bin_pixels.as<const std::uint32_t>(),
-      s.stats.as<RadialBinStats>(), t.params.iterations, t.params.minimum_snr,
-      t.params.adc_threshold, t.values_in_shared ? nullptr : s.values_spill.as<float>());
-  check_launch("radial_statistics_kernel");
-  const dim3 bitmap_grid(unsigned((t.asic_words + kBitmapWarps - 1) / kBitmapWarps),
-                         unsigned(t.asics));
-  threshold_bitmap_kernel<<<bitmap_grid, 32 * kBitmapWarps, 0, st>>>(
-      device_data, t.bin_of_pixel.as<const std::uint16_t>(), s.stats.as<const RadialBinStats>(),
-      t.asic_table.as<const Asic>(), t.settings.width, t.asic_words, s.bitmaps.as<std::uint32_t>());
-  check_launch("threshold_bitmap_kernel");
-  SearchView view = s.settings;
-  view.data = device_data;
-  search_kernel<<<t.asics, 32 * kSearchWarps, t.search_shared, st>>>(
-      view, s.tables, s.per_asic_peaks.as<Peak>(), s.per_asic_found.as<int>(),
-      t.params.max_num_peaks);
-  check_launch("search_kernel");
-  Summary* summary = s.out.as<Summary>();
-  Peak* out = reinterpret_cast<Peak*>(s.out.as<char>() + sizeof(Summary));
-  gather_kernel<<<1, 32, 0, st>>>(s.per_asic_peaks.as<const Peak>(),
-                                  s.per_asic_found.as<const int>(), t.asics, t.params.max_num_peaks,
-                                  t.params.max_num_peaks, out, summary);
-  check_launch("gather_kernel");
+  switch (kernel) {
+    case kStatistics:
+      radial_statistics_kernel<<<t.bins, kStatisticsThreads, t.statistics_shared, st>>>(
+          device_data, t.bin_offsets.as<const std::uint32_t>(),
+          t.bin_pixels.as<const std::uint32_t>(), s.stats.as<RadialBinStats>(), t.params.iterations,
+          t.params.minimum_snr, t.params.adc_threshold,
+          t.values_in_shared ? nullptr : s.values_spill.as<float>());
+      check_launch("radial_statistics_kernel");
+      return;
+    case kBitmaps: {
+      const dim3 bitmap_grid(unsigned((t.asic_words + kBitmapWarps - 1) / kBitmapWarps),
+                             unsigned(t.asics));
+      threshold_bitmap_kernel<<<bitmap_grid, 32 * kBitmapWarps, 0, st>>>(
+          device_data, t.bin_of_pixel.as<const std::uint16_t>(), s.stats.as<const RadialBinStats>(),
+          t.asic_table.as<const Asic>(), t.settings.width, t.asic_words,
+          s.bitmaps.as<std::uint32_t>());
+      check_launch("threshold_bitmap_kernel");
+      return;
+    }
+    case kSearch: {
+      SearchView view = s.settings;
+      view.data = device_data;
+      search_kernel<<<t.asics, 32 * kSearchWarps, t.search_shared, st>>>(
+          view, s.tables, s.per_asic_peaks.as<Peak>(), s.per_asic_found.as<int>(),
+          t.params.max_num_peaks);
+      check_launch("search_kernel");
+      return;
+    }
+    case kGather: {
+      Summary* summary = s.out.as<Summary>();
+      Peak* out = reinterpret_cast<Peak*>(s.out.as<char>() + sizeof(Summary));
+      gather_kernel<<<1, 32, 0, st>>>(s.per_asic_peaks.as<const Peak>(),
+                                      s.per_asic_found.as<const int>(), t.asics,
+                                      t.params.max_num_peaks, t.params.max_num_peaks, out, summary);
+      check_launch("gather_kernel");
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void DevicePeakFinder8::enqueue_on_device(const float* device_data, const Stream& stream) {
+  for (int k = 0; k < kSearchKernels; ++k) launch_kernel(k, *state_, device_data, stream.get());
+}
+
+DevicePeakFinder8::KernelTimes DevicePeakFinder8::time_kernels(const float* device_data,
+                                                               const Stream& stream, int repeats) {
+  // One full search first, so that every kernel's inputs are those of this frame.
+  enqueue_on_device(device_data, stream);
+  double us[kSearchKernels] = {};
+  for (int k = 0; k < kSearchKernels; ++k) {
+    Event begin, end;
+    begin.record(stream);
+    for (int r = 0; r < repeats; ++r) launch_kernel(k, *state_, device_data, stream.get());
+    end.record(stream);
+    end.synchronize();
+    us[k] = 1e3 * double(end.elapsed_ms_since(begin)) / std::max(1, repeats);
+  }
+  return {us[kStatistics], us[kBitmaps], us[kSearch], us[kGather]};
 }
 
 peaks::PeakList DevicePeakFinder8::collect(const Stream& stream) {

@@ -49,6 +49,16 @@ class DevicePeakFinder8 {
   int capacity() const;  // max_num_peaks
   // A list laid out as device_list() is (header, then `stored` peaks), wherever it was copied to.
   peaks::PeakList list_from(const void* list) const;
+  // The GPU time of each of the search's kernels on one frame, in microseconds, as a benchmark
+  // breaks it down: each kernel launched `repeats` times in turn on `stream` between timing events
+  // (waits for `stream`).
+  struct KernelTimes {
+    double statistics_us = 0;  // radial statistics, every iteration
+    double bitmaps_us = 0;     // candidate and background bitmaps
+    double search_us = 0;      // seeds searched, peaks put in seed order per ASIC
+    double gather_us = 0;      // the ASICs' lists into one
+  };
+  KernelTimes time_kernels(const float* device_data, const Stream& stream, int repeats);
   // The radial statistics of the last event (waits for `stream`; tests and tools).
   std::vector<peaks::RadialBinStats> radial_stats(const Stream& stream) const;
 
