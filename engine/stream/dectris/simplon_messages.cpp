@@ -172,7 +172,7 @@ MultiDimArray multi_dim_array(const Value& tagged, const std::string& what) {
     extents.push_back(number.number);
   }
   const Value& content = pair.items[1];
-  if (content.untagged().is(Value::Type::Array))
+  if (content.is(Value::Type::Array))  // RFC 8746 allows it; no detector sends one
     refuse("unsupported", what + " holds a classic array of numbers, not a typed array");
   MultiDimArray array = typed_array(content, what);
   array.dimensions = std::move(extents);

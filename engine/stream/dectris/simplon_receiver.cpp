@@ -98,10 +98,14 @@ void SimplonReceiver::note(const std::string& what) {
 }
 
 void SimplonReceiver::handle(std::span<const std::byte> message) {
-  {
-    const std::lock_guard lock(mutex_);
-    ++counts_.messages;
-  }
+  // Counted once handled, so that a snapshot never shows a message whose outcome is not in it.
+  struct CountWhenHandled {
+    SimplonReceiver& receiver;
+    ~CountWhenHandled() {
+      const std::lock_guard lock(receiver.mutex_);
+      ++receiver.counts_.messages;
+    }
+  } count_when_handled{*this};
   if (message.size() > max_message_bytes_) {
     reject("oversized", "a message of " + std::to_string(message.size()) +
                             " bytes, larger than the limit of " +
