@@ -4,6 +4,7 @@
 // from the start message, images bit-identical to the frames sent (raw, bslz4, lz4; uint16,
 // uint32, int32), every bad message counted under its reason and named in last_problem while
 // the good images around it still come, and a full queue dropping images as engine_busy.
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -18,6 +19,8 @@
 #include "core/error.hpp"
 #include "dectris_publisher.hpp"
 #include "replay/chunk_decoder.hpp"
+#include "replay/hdf5_event_file.hpp"
+#include "simulated_events.hpp"
 #include "stream/dectris/cbor_reader.hpp"
 #include "stream/dectris/dectris_source.hpp"
 #include "stream/dectris/simplon_messages.hpp"
@@ -80,6 +83,21 @@ std::string write_detector(const QTemporaryDir& dir, const std::string& encoding
   const std::string path = dir.filePath(QString::fromStdString(encoding + ".json")).toStdString();
   std::ofstream(path) << description.dump();
   return path;
+}
+
+// livedrp-dectris-publisher started with `arguments` and --bind on a free port: the endpoint it
+// bound, read from its first line, or empty when it said none.
+std::string start_publisher(QProcess& process, QStringList arguments) {
+  arguments << "--bind"
+            << "tcp://127.0.0.1:*";
+  process.start(qEnvironmentVariable("LIVEDRP_DECTRIS_PUBLISHER_EXE"), arguments);
+  if (!process.waitForStarted(20000)) return {};
+  while (!process.canReadLine())
+    if (!process.waitForReadyRead(20000)) return {};
+  const std::string line = process.readLine().toStdString();  // "dectris publisher: PUSH tcp..."
+  const std::size_t at = line.find("tcp://");
+  if (at == std::string::npos) return {};
+  return line.substr(at, line.find(',', at) - at);
 }
 
 // 2026-01-01T00:00:00Z in Unix seconds.
@@ -676,6 +694,74 @@ class TestStreamDectris : public QObject {
     QVERIFY(same_bytes(event->data, make_frame(PixelType::Uint16, 64, 48, 6)));
     source->stop();
     QVERIFY(!source->next(std::chrono::milliseconds(10)));
+  }
+
+  // --- livedrp-dectris-publisher, the stand-in detector anyone can run -----------------------
+
+  void the_publisher_tool_streams_poisson_counts() {
+    QProcess tool;
+    const std::string endpoint = start_publisher(
+        tool, {"--source", "poisson:64x48", "--dtype", "uint32", "--compression", "bslz4",
+               "--images", "5", "--rate", "0", "--distinct-frames", "2", "--mean-counts", "3"});
+    QVERIFY2(!endpoint.empty(), qPrintable(tool.readAllStandardError()));
+    auto source = open_stream_source("dectris:" + endpoint, StreamOptions{});
+    source->start();
+    QCOMPARE(source->detector().rows, 48);
+    QCOMPARE(source->detector().cols, 64);
+    QVERIFY(source->detector().encoding == RawEncoding::Uint32);
+    std::vector<std::vector<std::uint32_t>> images;
+    for (std::uint64_t i = 0; i < 5; ++i) {
+      const auto event = source->next(std::chrono::seconds(20));
+      QVERIFY(event && event->frame_number == i);
+      std::vector<std::uint32_t> counts(48 * 64);
+      std::memcpy(counts.data(), event->data, counts.size() * 4);
+      images.push_back(std::move(counts));
+    }
+    // Two frames drawn, then cycled: image 2 is image 0 again, image 1 differs.
+    QVERIFY(images[2] == images[0] && images[3] == images[1] && images[1] != images[0]);
+    // Photon counts around a mean of 3 with a brighter ring: a mean well above the background
+    // and nothing near the top of the word.
+    double sum = 0;
+    std::uint32_t highest = 0;
+    for (std::uint32_t count : images[0]) sum += count, highest = std::max(highest, count);
+    const double mean = sum / double(images[0].size());
+    QVERIFY2(mean > 3.0 && mean < 10.0, std::to_string(mean).c_str());
+    QVERIFY2(highest < 100, std::to_string(highest).c_str());
+    QVERIFY(tool.waitForFinished(20000));
+    QCOMPARE(tool.exitCode(), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(source->counts().acquisitions_ended == 1, 20000);
+    QCOMPARE(source->counts().rejected_total(), std::uint64_t(0));
+  }
+
+  void the_publisher_tool_streams_a_replayed_run() {
+    // Two simulated ePix10ka2M events written as replay input, streamed in lz4 as 5632x384
+    // uint16 images (16 segments of 352x384 stacked) to a source that names the detector.
+    QTemporaryDir dir;
+    const test::SimulatedEvents events(2);
+    const std::string path = dir.filePath("run.h5").toStdString();
+    {
+      replay::Hdf5EventWriter writer(path, events.detector, replay::WriteLayout{}, "{}");
+      for (std::size_t i = 0; i < events.raw.size(); ++i)
+        writer.append(events.headers[i], events.raw[i].data());
+      writer.close();
+    }
+    QProcess tool;
+    const std::string endpoint =
+        start_publisher(tool, {"--source", QString::fromStdString("replay:" + path),
+                               "--compression", "lz4", "--images", "2", "--rate", "0"});
+    QVERIFY2(!endpoint.empty(), qPrintable(tool.readAllStandardError()));
+    auto source =
+        open_stream_source("dectris:" + endpoint, StreamOptions{.detector = "epix10ka2m"});
+    source->start();
+    for (std::uint64_t i = 0; i < 2; ++i) {
+      const auto event = source->next(std::chrono::seconds(60));
+      QVERIFY(event && event->frame_number == i);
+      QVERIFY(same_bytes(event->data, events.raw[i]));
+    }
+    QVERIFY(tool.waitForFinished(60000));
+    QCOMPARE(tool.exitCode(), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(source->counts().acquisitions_ended == 1, 20000);
+    QCOMPARE(source->counts().rejected_total(), std::uint64_t(0));
   }
 
   void without_a_start_message_the_source_says_what_it_waited_for() {

@@ -7,7 +7,6 @@
 #include <lz4.h>
 
 #include "cbor_writer.hpp"
-#include "protocol/subscriber.hpp"
 
 namespace livedrp::testing {
 namespace {
@@ -317,7 +316,7 @@ std::vector<std::byte> other_message(const std::string& type) {
 }
 
 DectrisPublisher::DectrisPublisher(const std::string& bind, int send_timeout_ms)
-    : socket_(protocol::shared_zmq_context(), zmq::socket_type::push) {
+    : socket_(context_, zmq::socket_type::push) {
   socket_.set(zmq::sockopt::sndtimeo, send_timeout_ms);
   socket_.set(zmq::sockopt::linger, 2000);  // what is queued still goes out after the last send
   socket_.bind(bind);

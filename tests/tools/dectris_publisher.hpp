@@ -95,6 +95,10 @@ class DectrisPublisher {
   void send_cut(std::span<const std::byte> message, std::size_t keep_bytes);
 
  private:
+  // Its own context, terminated with the publisher: termination waits (up to the linger time)
+  // for queued messages to leave, so a tool that exits right after its last send still
+  // delivers it (the engine's shared context is never terminated).
+  zmq::context_t context_{1};
   zmq::socket_t socket_;
   std::string endpoint_;
 };

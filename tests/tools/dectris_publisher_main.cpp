@@ -242,6 +242,9 @@ int main(int argc, char** argv) {
       std::cout << "series " << series.series_id << ": " << sent << " of " << o.images
                 << " images sent" << std::endl;
     }
+  } catch (const livedrp::InputError& error) {  // bad input: exit status 2, as livedrp's tools
+    std::cerr << "livedrp-dectris-publisher: " << error.what() << std::endl;
+    return 2;
   } catch (const std::exception& error) {
     std::cerr << "livedrp-dectris-publisher: " << error.what() << std::endl;
     return 1;
