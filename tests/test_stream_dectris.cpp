@@ -24,6 +24,7 @@
 #include "stream/dectris/cbor_reader.hpp"
 #include "stream/dectris/dectris_source.hpp"
 #include "stream/dectris/simplon_messages.hpp"
+#include "stream/dectris/simplon_receiver.hpp"
 
 using namespace livedrp;
 using namespace livedrp::stream;
@@ -388,6 +389,42 @@ class TestStreamDectris : public QObject {
     QVERIFY(!parse_rfc3339_ns("2026-02-30T00:00:00Z"));
     QVERIFY(!parse_rfc3339_ns("2026-01-01T00:00:00"));  // no zone
     QVERIFY(!parse_rfc3339_ns("yesterday"));
+  }
+
+  void damaged_messages_never_escape_their_count() {
+    // Valid messages with random bytes changed, or cut at random lengths, straight into the
+    // receiver: every one becomes an event or a counted refusal, none throws or crashes.
+    QTemporaryDir dir;
+    stream::dectris::EventQueue queue(4);
+    stream::dectris::SimplonReceiver receiver(
+        "test", find_detector(write_detector(dir, "uint16", 48, 64)), 1 << 20, queue);
+    SeriesSettings series{.width = 64, .height = 48, .number_of_images = 1000};
+    receiver.handle(testing::start_message(series));
+    std::mt19937 random(33);
+    std::vector<std::vector<std::byte>> originals;
+    for (Compression compression : {Compression::None, Compression::Bslz4, Compression::Lz4}) {
+      series.compression = compression;
+      originals.push_back(
+          testing::image_message(series, 1, make_frame(PixelType::Uint16, 64, 48, 5)));
+    }
+    constexpr int kDamaged = 3000;
+    for (int i = 0; i < kDamaged; ++i) {
+      std::vector<std::byte> message = originals[std::size_t(i) % originals.size()];
+      if (i % 2 == 0) {
+        message.resize(random() % message.size());
+      } else {
+        for (int changes = 1 + int(random() % 4); changes > 0; --changes)
+          message[random() % message.size()] = std::byte(random());
+      }
+      receiver.handle(message);
+      while (queue.next(std::chrono::milliseconds(0))) {
+      }
+    }
+    const StreamCounts counts = receiver.counts();
+    QCOMPARE(counts.messages, std::uint64_t(1 + kDamaged));
+    QCOMPARE(counts.events + counts.rejected_total() + counts.dropped_total(),
+             std::uint64_t(kDamaged));
+    QVERIFY(counts.rejected_total() > kDamaged / 2);  // cut messages are all refused
   }
 
   // --- The source, fed over tcp://127.0.0.1 ----------------------------------------------------

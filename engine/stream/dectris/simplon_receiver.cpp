@@ -1,5 +1,7 @@
 #include "stream/dectris/simplon_receiver.hpp"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -127,7 +129,7 @@ void SimplonReceiver::handle(std::span<const std::byte> message) {
 }
 
 void SimplonReceiver::handle_decoded(Message& message) {
-  if (auto* start = std::get_if<StartMessage>(&message)) return handle_start(*start);
+  if (auto* start = std::get_if<StartMessage>(&message)) return handle_start(std::move(*start));
   if (auto* image = std::get_if<ImageMessage>(&message)) return handle_image(*image);
   if (auto* end = std::get_if<EndMessage>(&message)) return handle_end(*end);
   const auto& other = std::get<OtherMessage>(message);
@@ -167,7 +169,7 @@ std::optional<DetectorDescription> SimplonReceiver::detector_from(const StartMes
       {"raw_encoding", std::string(to_string(*encoding))},
       {"segments", 1},
       {"segment_shape", {rows, cols}},
-      {"pixel_size_um", *pixel_m * 1e6},
+      {"pixel_size_um", std::round(*pixel_m * 1e9) / 1e3},  // to the nanometre
       {"asic_shape", {rows, cols}},
       {"bank_columns", 0},
       {"gain_modes",
@@ -194,12 +196,13 @@ std::string SimplonReceiver::expected_shape() const {
   return text + " " + std::string(to_string(d.encoding));
 }
 
-void SimplonReceiver::handle_start(const StartMessage& start) {
+void SimplonReceiver::handle_start(StartMessage&& message) {
   Acquisition next;
+  next.start = std::make_shared<const StartMessage>(std::move(message));
+  const StartMessage& start = *next.start;
   next.summary.series_id = start.series_id;
   next.summary.series_unique_id = start.series_unique_id;
   next.summary.images_announced = start.number_of_images;
-  next.start = std::make_shared<const StartMessage>(start);
 
   if (acquisition_ && !acquisition_->summary.ended)
     note("series " + std::to_string(start.series_id) + " started before series " +
@@ -207,6 +210,22 @@ void SimplonReceiver::handle_start(const StartMessage& start) {
 
   const std::string series = "start message of series " + std::to_string(start.series_id);
   const std::string shape = shape_text(start.image_size_y, start.image_size_x);
+  // The mask of the channel images are taken from (the first announced one), else the only one.
+  // It points into the start message, shared with it (a 16M-pixel mask is 64 MB: no copy).
+  std::shared_ptr<const PixelMask> mask;
+  for (const PixelMask& candidate : start.pixel_masks)
+    if (start.channels.empty() || candidate.channel == start.channels.front()) {
+      mask = std::shared_ptr<const PixelMask>(next.start, &candidate);
+      break;
+    }
+  if (!mask && start.pixel_masks.size() == 1)
+    mask = std::shared_ptr<const PixelMask>(next.start, &start.pixel_masks.front());
+  if (mask && (mask->rows != start.image_size_y || mask->cols != start.image_size_x)) {
+    reject("malformed", series + ": pixel mask '" + mask->channel + "' is " +
+                            shape_text(mask->rows, mask->cols) + ", the images " + shape);
+    return;
+  }
+
   if (detector_) {
     // A detector's images are its segments stacked: segments x rows by cols.
     const DetectorDescription& d = *detector_;
@@ -236,21 +255,6 @@ void SimplonReceiver::handle_start(const StartMessage& start) {
       acquisition_ = std::move(next);
     }
     reject("wrong_detector", acquisition_->refusal);
-    return;
-  }
-
-  // The mask of the channel images are taken from (the first announced one), else the only one.
-  std::shared_ptr<const PixelMask> mask;
-  for (const PixelMask& candidate : start.pixel_masks)
-    if (start.channels.empty() || candidate.channel == start.channels.front()) {
-      mask = std::make_shared<const PixelMask>(candidate);
-      break;
-    }
-  if (!mask && start.pixel_masks.size() == 1)
-    mask = std::make_shared<const PixelMask>(start.pixel_masks.front());
-  if (mask && (mask->rows != start.image_size_y || mask->cols != start.image_size_x)) {
-    reject("malformed", series + ": pixel mask '" + mask->channel + "' is " +
-                            shape_text(mask->rows, mask->cols) + ", the images " + shape);
     return;
   }
 

@@ -66,7 +66,7 @@ class SimplonReceiver {
   };
 
   void handle_decoded(Message& message);
-  void handle_start(const StartMessage& start);
+  void handle_start(StartMessage&& start);
   void handle_image(const ImageMessage& image);
   void handle_end(const EndMessage& end);
   // Counts a refused message under `reason` and keeps `what` (prefixed with the endpoint).
