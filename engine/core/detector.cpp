@@ -59,8 +59,13 @@ RawEncoding parse_encoding(const json& value, const std::string& origin) {
   if (value == "epix10ka") return RawEncoding::Epix10ka;
   if (value == "jungfrau") return RawEncoding::Jungfrau;
   if (value == "float32") return RawEncoding::Float32;
+  if (value == "uint16") return RawEncoding::Uint16;
+  if (value == "uint32") return RawEncoding::Uint32;
+  if (value == "int32") return RawEncoding::Int32;
   fail(origin,
-       "field 'raw_encoding' must be one of epix10ka, jungfrau, float32; got " + value.dump());
+       "field 'raw_encoding' must be one of epix10ka, jungfrau, float32, uint16, uint32, int32; "
+       "got " +
+           value.dump());
 }
 
 // The number of gain modes each encoding can produce (see calib/calibration_math.hpp).
@@ -71,6 +76,9 @@ int modes_of(RawEncoding encoding) {
     case RawEncoding::Jungfrau:
       return 3;
     case RawEncoding::Float32:
+    case RawEncoding::Uint16:
+    case RawEncoding::Uint32:
+    case RawEncoding::Int32:
       return 1;
   }
   return 0;
@@ -86,6 +94,12 @@ std::string_view to_string(RawEncoding encoding) {
       return "jungfrau";
     case RawEncoding::Float32:
       return "float32";
+    case RawEncoding::Uint16:
+      return "uint16";
+    case RawEncoding::Uint32:
+      return "uint32";
+    case RawEncoding::Int32:
+      return "int32";
   }
   return "unknown";
 }

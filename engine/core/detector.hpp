@@ -46,7 +46,12 @@ struct DetectorDescription {
 
   std::size_t pixels_per_segment() const { return std::size_t(rows) * std::size_t(cols); }
   std::size_t pixels() const { return pixels_per_segment() * std::size_t(segments); }
-  std::size_t raw_bytes_per_pixel() const { return encoding == RawEncoding::Float32 ? 4 : 2; }
+  std::size_t raw_bytes_per_pixel() const {
+    return encoding == RawEncoding::Float32 || encoding == RawEncoding::Uint32 ||
+                   encoding == RawEncoding::Int32
+               ? 4
+               : 2;
+  }
   std::size_t raw_event_bytes() const { return pixels() * raw_bytes_per_pixel(); }
   int modes() const { return int(gain_modes.size()); }
   // Bank rows: each segment row is cut into cols / bank_columns banks.
