@@ -17,6 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "calib/calibration_math.hpp"
 #include "calib/constants.hpp"
 #include "core/detector.hpp"
 #include "core/error.hpp"
@@ -1318,6 +1319,19 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   }
   d.constants = c.constants_file.empty() ? d.simulator->constants()
                                          : load_constants_hdf5(c.constants_file, d.detector);
+  if (d.stream_source) {
+    // The detector's own mask (a Dectris start message's): its pixels are bad whatever the
+    // constants say. Masks of later acquisitions are not applied to a running engine.
+    const std::vector<std::uint8_t> bad = d.stream_source->detector_bad_pixels();
+    std::size_t masked = 0;
+    for (std::size_t p = 0; p < bad.size() && p < d.constants.pixel_status.size(); ++p)
+      if (bad[p] != 0) {
+        d.constants.pixel_status[p] |= calib::kStatusMasked;
+        ++masked;
+      }
+    if (!bad.empty())
+      spdlog::info("{}: {} pixels masked by the detector's pixel mask", c.source, masked);
+  }
   if (streaming && c.constants_file.empty())
     spdlog::warn(
         "{}: no constants_file given: calibrating with the simulator's constants (seed {}), "

@@ -81,6 +81,10 @@ class StreamSource {
   // Stops the receiving threads; next() returns nullopt from then on.
   virtual void stop() = 0;
   virtual StreamCounts counts() const = 0;
+  // Pixels the detector itself marks bad, known when the source was opened (a Dectris start
+  // message's pixel mask), one flag per pixel in raw order (nonzero: bad); empty when none. The
+  // engine masks them in its calibration constants at construction.
+  virtual std::vector<std::uint8_t> detector_bad_pixels() const { return {}; }
   // e.g. "sls: 8 ports (tcp://...:30001, ...)"; for the status topic and the log.
   virtual std::string describe() const = 0;
 };

@@ -132,6 +132,14 @@ std::string DectrisSource::describe() const {
   return text;
 }
 
+std::vector<std::uint8_t> DectrisSource::detector_bad_pixels() const {
+  const std::shared_ptr<const PixelMask> mask = pixel_mask();
+  if (!mask || mask->bits.size() != detector_.pixels()) return {};
+  std::vector<std::uint8_t> bad(mask->bits.size());
+  for (std::size_t p = 0; p < bad.size(); ++p) bad[p] = mask->bits[p] != 0 ? 1 : 0;
+  return bad;
+}
+
 }  // namespace livedrp::stream::dectris
 
 namespace livedrp::stream {

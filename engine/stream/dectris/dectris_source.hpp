@@ -35,6 +35,9 @@ class DectrisSource : public StreamSource {
   void stop() override;
   StreamCounts counts() const override { return receiver_.counts(); }
   std::string describe() const override;
+  // The pixel mask of the start message received so far (nonzero bits: bad), when it covers the
+  // detector's pixels.
+  std::vector<std::uint8_t> detector_bad_pixels() const override;
 
   // What the stream said about the current acquisition: the start message (beam centre,
   // distance, energy, count-rate correction, ...) and its pixel mask (Dectris bits per pixel,

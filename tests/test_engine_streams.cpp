@@ -1,0 +1,185 @@
+// The engine fed by live detector streams (sources "dectris:" and "sls:"): the repository's
+// publishers stand in for the detectors; the events the engine records are the events sent, bit
+// for bit, every one is processed, and the bad messages among them are counted by reason in the
+// run's stats while the run goes on.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <span>
+
+#include "codec/codec.hpp"
+#include "core/error.hpp"
+#include "core/thread_pool.hpp"
+#include "dectris_publisher.hpp"
+#include "exec/engine.hpp"
+#include "replay/replay_source.hpp"
+#include "simulated_events.hpp"
+
+using namespace livedrp;
+
+namespace {
+
+// The events of a recording, in order, as raw bytes.
+std::vector<std::vector<std::byte>> recorded_events(const std::string& directory) {
+  const auto spec = replay::parse_replay_source("replay:" + directory);
+  replay::ReplayOptions options;
+  options.files = spec.files;
+  replay::ReplaySource source(options);
+  std::vector<std::vector<std::byte>> events;
+  const std::size_t bytes = source.detector().raw_event_bytes();
+  replay::ReplayEvent event;
+  while (source.acquire(event)) {
+    if (!event.data) throw std::runtime_error(event.error);
+    events.emplace_back(event.data, event.data + bytes);
+    source.release();
+  }
+  return events;
+}
+
+EngineConfig stream_config(const std::string& source, const std::string& record_directory,
+                           std::uint64_t events) {
+  EngineConfig c;
+  c.source = source;
+  c.stream.detector = "epix10ka2m";
+  c.backend = "cpu";
+  c.cpu_threads = 2;
+  c.publish = "";
+  // A slow CPU backend must not lose the few events of a test; a live detector would drop.
+  c.full_ring = "wait";
+  c.events = events;
+  c.record.directory = record_directory;
+  c.record.when_full = "wait";
+  // What the pipeline itself was given is checked through the lossless codec's output sizes.
+  c.compression.codec = "lossless";
+  return c;
+}
+
+// Bytes the lossless codec makes of these raw events, computed here without the engine.
+std::uint64_t lossless_bytes(const DetectorDescription& detector,
+                             const std::vector<std::vector<std::byte>>& events, int chunk_bytes) {
+  ThreadPool pool(2);
+  codec::CodecParams params;
+  params.codec = codec::Codec::Lossless;
+  params.chunk_bytes = chunk_bytes;
+  std::uint64_t total = 0;
+  for (const auto& raw : events)
+    total += codec::compress_cpu(raw.data(), codec::DType::UInt16,
+                                 {std::uint64_t(detector.segments), std::uint64_t(detector.rows),
+                                  std::uint64_t(detector.cols)},
+                                 params, &pool)
+                 .size();
+  return total;
+}
+
+}  // namespace
+
+class TestEngineStreams : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void dectris_stream_events_enter_bit_identical_and_bad_messages_are_counted() {
+    const test::SimulatedEvents simulated(3);
+    const DetectorDescription& detector = simulated.detector;
+    testing::DectrisPublisher publisher;
+    QTemporaryDir directory;
+    Engine engine(stream_config("dectris:" + publisher.endpoint(),
+                                directory.filePath("run").toStdString(), 3));
+    QCOMPARE(engine.config().source, "dectris:" + publisher.endpoint());
+    engine.start();
+
+    // The ePix10ka2M's 16 segments stacked: (16 x 352) x 384 uint16, compressed as an Eiger does.
+    testing::SeriesSettings series{.width = std::uint32_t(detector.cols),
+                                   .height = std::uint32_t(detector.segments * detector.rows),
+                                   .type = testing::PixelType::Uint16,
+                                   .compression = testing::Compression::Bslz4,
+                                   .number_of_images = 3};
+    const auto pixels = [&](std::size_t i) { return std::span(simulated.raw[i]); };
+    publisher.send_start(series);
+    publisher.send_image(series, 0, pixels(0));
+    publisher.send_garbage();
+    const auto& first = simulated.raw[1];
+    publisher.send_image(series, 1, std::span(first).first(first.size() / 2),
+                         {.height = series.height / 2});
+    publisher.send_image(series, 1, pixels(1), {.cut_data_bytes = 64});
+    publisher.send_image(series, 1, pixels(1));
+    publisher.send_image(series, 2, pixels(2));
+    publisher.send_end(series);
+    engine.wait();
+
+    const RunSummary summary = engine.summary();
+    QVERIFY2(summary.error.empty(), summary.error.c_str());
+    const protocol::StatsPayload& stats = summary.stats;
+    QCOMPARE(stats.events_processed, std::uint64_t(3));
+    QCOMPARE(stats.events_dropped, std::uint64_t(0));
+    QCOMPARE(stats.events_in, std::uint64_t(3));
+    QVERIFY(stats.source_stream.has_value());
+    const protocol::SourceStreamStats& source = *stats.source_stream;
+    QCOMPARE(source.kind, std::string("dectris"));
+    QCOMPARE(source.events, std::uint64_t(3));
+    QCOMPARE(source.acquisitions, std::uint64_t(1));
+    QCOMPARE(source.rejected.at("foreign"), std::uint64_t(1));
+    QCOMPARE(source.rejected.at("wrong_detector"), std::uint64_t(1));
+    QCOMPARE(source.rejected.at("truncated"), std::uint64_t(1));
+    QVERIFY2(source.last_problem.find(publisher.endpoint()) != std::string::npos,
+             source.last_problem.c_str());
+    // The start, a garbage message and five images (three good) came up to the third good one.
+    QVERIFY2(source.messages >= 7, qPrintable(QString::number(source.messages)));
+
+    // The pipeline compressed exactly these events (the ring held the stream's bytes).
+    QVERIFY(stats.compression.has_value());
+    QCOMPARE(stats.compression->total_bytes_out,
+             lossless_bytes(detector, simulated.raw, engine.config().compression.chunk_bytes));
+
+    const auto recorded = recorded_events(directory.filePath("run").toStdString());
+    QCOMPARE(recorded.size(), std::size_t(3));
+    for (std::size_t i = 0; i < recorded.size(); ++i)
+      QVERIFY2(recorded[i] == simulated.raw[i], qPrintable(QString("event %1 differs").arg(i)));
+  }
+
+  void stream_sources_refuse_what_they_cannot_feed() {
+    EngineConfig c = stream_config("dectris:tcp://127.0.0.1", "", 1);
+    try {
+      Engine engine(c);
+      QFAIL("accepted an endpoint without a port");
+    } catch (const InputError& e) {
+      QVERIFY2(QString(e.what()).contains("tcp://127.0.0.1"), e.what());
+    }
+    c = stream_config("dectris:tcp://127.0.0.1:5", "", 1);
+    c.runtime.source = SourcePlacement::Device;
+    try {
+      Engine engine(c);
+      QFAIL("accepted a stream on the device-resident source");
+    } catch (const InputError& e) {
+      QVERIFY2(QString(e.what()).contains("host-fed"), e.what());
+    }
+    nlohmann::json json = {{"schema_version", 1},
+                           {"source", "dectris:tcp://127.0.0.1:5"},
+                           {"stream", {{"queue_events", 0}}}};
+    try {
+      EngineConfig::from_json(json, "test.json");
+      QFAIL("accepted stream.queue_events 0");
+    } catch (const InputError& e) {
+      QVERIFY2(QString(e.what()).contains("stream.queue_events"), e.what());
+    }
+    json = {{"schema_version", 1}, {"source", "sls:tcp://h:1"}, {"stream", {{"colour", 1}}}};
+    QVERIFY_THROWS_EXCEPTION(InputError, EngineConfig::from_json(json, "test.json"));
+    json = {{"schema_version", 1},
+            {"source", "sls:tcp://h:1"},
+            {"stream",
+             {{"detector", "jungfrau4m"},
+              {"module_timeout_s", 0.25},
+              {"queue_events", 16},
+              {"max_message_mb", 64},
+              {"wait_for_start_s", 3}}}};
+    const EngineConfig parsed = EngineConfig::from_json(json, "test.json");
+    QCOMPARE(parsed.stream.detector, std::string("jungfrau4m"));
+    QCOMPARE(parsed.stream.module_timeout_s, 0.25);
+    QCOMPARE(parsed.stream.queue_events, 16);
+    QCOMPARE(parsed.stream.max_message_mb, 64.0);
+    QCOMPARE(parsed.stream.wait_for_start_s, 3.0);
+    QCOMPARE(EngineConfig::from_json(parsed.to_json(), "echo").stream.queue_events, 16);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestEngineStreams)
+#include "test_engine_streams.moc"
