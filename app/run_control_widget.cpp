@@ -37,9 +37,13 @@ RunControlWidget::RunControlWidget(QWidget* parent)
   connect(stop_, &QAction::triggered, this, &RunControlWidget::stopRequested);
 
   source_->setObjectName(QStringLiteral("sourceCombo"));
-  source_->setEditable(true);  // any sim:DETECTOR may be typed in
+  source_->setEditable(true);  // any source the engine takes may be typed in
   for (const char* source : kSimulatorSources) source_->addItem(QString::fromLatin1(source));
-  source_->setToolTip(tr("Event source: sim:DETECTOR runs the detector simulator"));
+  source_->setToolTip(
+      tr("Event source: sim:DETECTOR runs the detector simulator; replay:FILE.h5 replays a file; "
+         "sls:tcp://HOST:PORT[,tcp://HOST:PORT...] receives slsDetector receivers' streams "
+         "(Jungfrau); dectris:tcp://HOST:PORT receives a Dectris SIMPLON stream (Eiger2, "
+         "Pilatus4, Jungfraujoch)"));
 
   backend_->setObjectName(QStringLiteral("backendCombo"));
   for (const char* backend : kBackends) backend_->addItem(QString::fromLatin1(backend));
