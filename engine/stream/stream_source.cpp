@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "stream/sls/sls_source.hpp"
 
 namespace livedrp::stream {
 namespace {
@@ -32,11 +33,12 @@ bool is_stream_source(const std::string& source) {
 
 std::unique_ptr<StreamSource> open_stream_source(const std::string& source,
                                                  const StreamOptions& options) {
-  (void)options;
   if (!is_stream_source(source))
     throw InputError("'" + source +
                      "' is not a stream source (expected sls:tcp://HOST:PORT[,...] "
                      "or dectris:tcp://HOST:PORT)");
+  if (starts_with(source, "sls:"))
+    return open_sls_source(parse_sls_endpoint_list(std::string_view(source).substr(4)), options);
   throw InputError("stream source '" + source.substr(0, source.find(':')) +
                    "' is not available in this build yet");
 }
