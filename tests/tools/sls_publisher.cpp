@@ -65,7 +65,8 @@ struct SlsPublisher::Impl {
       zmq::socket_t socket(protocol::shared_zmq_context(), zmq::socket_type::xpub);
       socket.set(zmq::sockopt::sndhwm, options.send_high_water_mark);
       socket.set(zmq::sockopt::linger, int(options.linger.count()));
-      socket.set(zmq::sockopt::ipv6, 1);
+      // IPv6 only when asked for: with it on, an IPv4 bind reports itself as [::ffff:a.b.c.d].
+      if (options.bind.find('[') != std::string::npos) socket.set(zmq::sockopt::ipv6, 1);
       const std::string endpoint = bind_endpoint(options.bind, port);
       try {
         socket.bind(endpoint);
@@ -182,65 +183,73 @@ bool SlsPublisher::wait_for_subscribers(std::chrono::milliseconds timeout) {
 
 void SlsPublisher::send_event(std::uint64_t frame_number, const std::byte* raw,
                               std::int64_t timestamp_ns, const EventFaults& faults) {
+  const int ports_sent = faults.ports_sent < 0 ? ports() : std::min(faults.ports_sent, ports());
+  for (int port = 0; port < ports_sent; ++port)
+    send_part(frame_number, raw, timestamp_ns, port,
+              port == faults.port ? faults.fault : PartFault::None);
+}
+
+void SlsPublisher::send_part(std::uint64_t frame_number, const std::byte* raw,
+                             std::int64_t timestamp_ns, int port, PartFault fault) {
   Impl& impl = *impl_;
+  const auto& layout = impl.layout;
+  if (port < 0 || port >= layout.ports())
+    throw InputError("sls publisher: no port " + std::to_string(port) + " (" +
+                     std::to_string(layout.ports()) + " ports)");
   if (!impl.acquisition_open) {
     impl.acquisition_open = true;
     impl.first_frame_of_acquisition = frame_number;
   }
   const std::uint64_t timestamp = impl.timestamp_field(timestamp_ns);
-  const auto& layout = impl.layout;
+  // Port p carries half p % ports_per_module of module p / ports_per_module (outer half first).
+  const int segment = port / layout.ports_per_module();
+  const int half = port % layout.ports_per_module();
   const std::size_t segment_bytes = layout.detector().pixels_per_segment() * 2;
-  const int ports_sent = faults.ports_sent < 0 ? layout.ports() : faults.ports_sent;
-  for (int port = 0; port < ports_sent && port < layout.ports(); ++port) {
-    const int segment = port / layout.ports_per_module();
-    const int half = port % layout.ports_per_module();
-    const std::byte* pixels =
-        raw + std::size_t(segment) * segment_bytes + std::size_t(half) * layout.part_bytes();
-    std::size_t bytes = layout.part_bytes();
-    Json header = impl.data_header(port, frame_number, timestamp);
-    std::vector<std::byte> altered;  // pixels rewritten for this fault
+  const std::byte* pixels =
+      raw + std::size_t(segment) * segment_bytes + std::size_t(half) * layout.part_bytes();
+  std::size_t bytes = layout.part_bytes();
+  Json header = impl.data_header(port, frame_number, timestamp);
+  std::vector<std::byte> widened;  // the pixels as 32-bit words (BitMode32)
 
-    const PartFault fault = port == faults.port ? faults.fault : PartFault::None;
-    switch (fault) {
-      case PartFault::None:
-        break;
-      case PartFault::Drop:
-        continue;
-      case PartFault::Truncate:
-        bytes /= 2;
-        break;
-      case PartFault::Incomplete:
-        header["completeImage"] = 0;
-        header["packetNumber"] = layout.part_bytes() / kJungfrauPacketBytes - 1;
-        break;
-      case PartFault::OtherDetector: {
-        // One port of an Eiger half-module: 512 x 256 pixels, two such ports per half-module.
-        constexpr int kEigerPortColumns = 512, kEigerPortRows = 256;
-        header["detType"] = kEigerDetType;
-        header["detshape"] = {2, 2};
-        header["shape"] = {kEigerPortColumns, kEigerPortRows};
-        bytes = std::size_t(kEigerPortColumns) * kEigerPortRows * 2;
-        header["size"] = bytes;
-        break;
-      }
-      case PartFault::BitMode32: {
-        const std::size_t pixel_count = layout.part_bytes() / 2;
-        altered.resize(pixel_count * 4);
-        for (std::size_t i = 0; i < pixel_count; ++i) {
-          std::uint16_t word;
-          std::memcpy(&word, pixels + 2 * i, 2);
-          const std::uint32_t wide = word;
-          std::memcpy(altered.data() + 4 * i, &wide, 4);
-        }
-        header["bitmode"] = 32;
-        header["size"] = altered.size();
-        pixels = altered.data();
-        bytes = altered.size();
-        break;
-      }
+  switch (fault) {
+    case PartFault::None:
+      break;
+    case PartFault::Drop:
+      return;
+    case PartFault::Truncate:
+      bytes /= 2;
+      break;
+    case PartFault::Incomplete:
+      header["completeImage"] = 0;
+      header["packetNumber"] = layout.part_bytes() / kJungfrauPacketBytes - 1;
+      break;
+    case PartFault::OtherDetector: {
+      // One port of an Eiger half-module: 512 x 256 pixels, two such ports per half-module.
+      constexpr int kEigerPortColumns = 512, kEigerPortRows = 256;
+      header["detType"] = kEigerDetType;
+      header["detshape"] = {2, 2};
+      header["shape"] = {kEigerPortColumns, kEigerPortRows};
+      bytes = std::size_t(kEigerPortColumns) * kEigerPortRows * 2;
+      header["size"] = bytes;
+      break;
     }
-    impl.send(port, header.dump(), pixels, bytes, true);
+    case PartFault::BitMode32: {
+      const std::size_t pixel_count = layout.part_bytes() / 2;
+      widened.resize(pixel_count * 4);
+      for (std::size_t i = 0; i < pixel_count; ++i) {
+        std::uint16_t word;
+        std::memcpy(&word, pixels + 2 * i, 2);
+        const std::uint32_t wide = word;
+        std::memcpy(widened.data() + 4 * i, &wide, 4);
+      }
+      header["bitmode"] = 32;
+      header["size"] = widened.size();
+      pixels = widened.data();
+      bytes = widened.size();
+      break;
+    }
   }
+  impl.send(port, header.dump(), pixels, bytes, true);
 }
 
 void SlsPublisher::send_end_of_acquisition() {

@@ -74,6 +74,9 @@ class SlsPublisher {
   // description's layout; `timestamp_ns` is the event's time since the Unix epoch.
   void send_event(std::uint64_t frame_number, const std::byte* raw, std::int64_t timestamp_ns,
                   const EventFaults& faults = {});
+  // One port's part of an event (as send_event sends it), with `fault` on it.
+  void send_part(std::uint64_t frame_number, const std::byte* raw, std::int64_t timestamp_ns,
+                 int port, PartFault fault = PartFault::None);
   // Every port's end-of-acquisition header (the next event begins a new acquisition).
   void send_end_of_acquisition();
   // A one-part message of arbitrary bytes on `port`.

@@ -304,12 +304,16 @@ void SlsAssembler::release_ready() {
     AssembledEvent finished{it->first, event.timestamp_ns, std::move(event.data)};
     --live_;
     it = pending_.erase(it);
+    // Counted under the same lock as the handing on, so that whoever takes the event from the
+    // engine's queue finds it counted.
+    std::unique_lock lock(counts_mutex_);
     if (deliver_(finished)) {
-      const std::lock_guard lock(counts_mutex_);
       ++counts_.events;
     } else {
-      count_drop("engine_busy", "frame " + std::to_string(finished.frame_number) +
-                                    ": the engine's queue of assembled events is full");
+      ++counts_.dropped["engine_busy"];
+      counts_.last_problem = "frame " + std::to_string(finished.frame_number) +
+                             ": the engine's queue of assembled events is full";
+      lock.unlock();
       pool_.release(std::move(finished.data));
     }
   }

@@ -72,7 +72,8 @@ class SlsAssembler {
  public:
   using Clock = std::chrono::steady_clock;
   // Takes a finished event and returns true, or returns false (leaving it) when the engine's
-  // queue is full; called on the assembler's thread.
+  // queue is full; called on the assembler's thread with the counts' lock held (so that the event
+  // is counted before anyone can take it), so it must not call counts().
   using Deliver = std::function<bool(AssembledEvent&)>;
 
   // `port_names` (one per port, the endpoints) name ports in problems.
