@@ -6,6 +6,8 @@
 // (tests/tools/sls_publisher.hpp) streams simulated Jungfrau 4M events that come out bit-identical,
 // with one and with two ports per module, and each kind of bad input is counted under its reason,
 // named in last_problem, and followed by good events that still assemble.
+#include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <cstring>
@@ -17,6 +19,7 @@
 #include "core/detector.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "replay/hdf5_event_file.hpp"
 #include "sim/simulator.hpp"
 #include "stream/sls/sls_assembler.hpp"
 #include "stream/sls/sls_header.hpp"
@@ -765,6 +768,73 @@ class TestStreamSls : public QObject {
       QCOMPARE(counts.acquisitions, std::uint64_t(2));
       QCOMPARE(counts.acquisitions_ended, std::uint64_t(1));
     }
+  }
+  // --- the command-line publisher ------------------------------------------------------------
+
+  void the_publisher_tool_streams_a_replayed_file() {
+    const QString executable = qEnvironmentVariable("LIVEDRP_SLS_PUBLISHER_EXE");
+    QVERIFY2(!executable.isEmpty(), "LIVEDRP_SLS_PUBLISHER_EXE is not set (run through CTest)");
+    const Jungfrau4m& truth = jungfrau4m_events();
+    QTemporaryDir directory;
+    const std::string file = directory.filePath("run.h5").toStdString();
+    {
+      replay::Hdf5EventWriter writer(file, truth.detector, replay::WriteLayout{}, "{}");
+      for (std::size_t i = 0; i < truth.raw.size(); ++i)
+        writer.append(EventHeader{i, 3 * i, truth.time_ns[i]}, truth.raw[i].data());
+      writer.close();
+    }
+
+    QProcess publisher;
+    publisher.start(executable,
+                    {"--source", QString::fromStdString("replay:" + file), "--bind",
+                     "tcp://127.0.0.1:*", "--ports-per-module", "2", "--rate", "0", "--first-frame",
+                     "50", "--epoch-timestamps", "--wait-for-subscribers", "600"});
+    // It prints the source string to receive it with, then waits for the subscription.
+    QString source_string;
+    QByteArray printed;
+    while (source_string.isEmpty() && publisher.waitForReadyRead(60000)) {
+      printed += publisher.readAllStandardOutput();
+      for (const QString& word : QString::fromUtf8(printed).split(QRegularExpression("\\s+")))
+        if (word.startsWith("sls:tcp://") && printed.endsWith('\n')) source_string = word;
+    }
+    QVERIFY2(!source_string.isEmpty(), printed.constData());
+    QCOMPARE(source_string.count("tcp://"), 16);
+
+    StreamOptions options;
+    auto source = open_stream_source(source_string.toStdString(), options);
+    source->start();
+    for (std::size_t i = 0; i < truth.raw.size(); ++i) {
+      const auto event = next_event(*source);
+      QVERIFY(event);
+      QCOMPARE(event->frame_number, std::uint64_t(50 + i));
+      QCOMPARE(event->timestamp_ns, truth.time_ns[i]);
+      QVERIFY2(same_bytes(*event, truth.raw[i]), "assembled bytes differ from the file's");
+    }
+    QVERIFY(publisher.waitForFinished(60000));
+    QCOMPARE(publisher.exitCode(), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(source->counts().acquisitions_ended == 1, 60000);
+    const StreamCounts counts = source->counts();
+    QCOMPARE(counts.rejected_total() + counts.dropped_total(), std::uint64_t(0));
+    QCOMPARE(counts.messages, std::uint64_t(16 * (truth.raw.size() + 1)));
+  }
+
+  void the_publisher_tool_refuses_bad_input() {
+    const QString executable = qEnvironmentVariable("LIVEDRP_SLS_PUBLISHER_EXE");
+    QVERIFY2(!executable.isEmpty(), "LIVEDRP_SLS_PUBLISHER_EXE is not set (run through CTest)");
+    const auto refusal = [&](const QStringList& arguments) {
+      QProcess process;
+      process.start(executable, arguments);
+      if (!process.waitForFinished(120000)) return QString("timed out");
+      return QString::number(process.exitCode()) + " " +
+             QString::fromUtf8(process.readAllStandardError());
+    };
+    const QString epix = refusal({"--source", "sim:epix10ka2m", "--events", "1"});
+    QVERIFY2(epix.startsWith("2 ") && epix.contains("Jungfrau raw words"), qPrintable(epix));
+    const QString missing = refusal({"--source", "replay:/nonexistent/run.h5"});
+    QVERIFY2(missing.startsWith("2 ") && missing.contains("/nonexistent/run.h5"),
+             qPrintable(missing));
+    const QString bind = refusal({"--bind", "udp://127.0.0.1:1", "--events", "1"});
+    QVERIFY2(bind.startsWith("2 ") && bind.contains("udp://127.0.0.1:1"), qPrintable(bind));
   }
 };
 

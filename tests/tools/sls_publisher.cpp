@@ -50,6 +50,11 @@ std::string bind_endpoint(const std::string& bind, int index) {
 struct SlsPublisher::Impl {
   stream::sls::SlsLayout layout;
   SlsPublisherOptions options;
+  // Its own ZeroMQ context, terminated when the publisher goes: terminating is what makes closing
+  // wait (up to the linger) until the last messages, the end of acquisition among them, are sent;
+  // the process-wide context is never terminated, so a tool that exits right after sending would
+  // lose them. inproc:// must share the receiver's context, and then has no such wait.
+  std::unique_ptr<zmq::context_t> own_context;
   std::vector<zmq::socket_t> sockets;
   std::vector<std::string> endpoints;
   std::vector<bool> subscribed;
@@ -61,8 +66,11 @@ struct SlsPublisher::Impl {
 
   Impl(const DetectorDescription& detector, SlsPublisherOptions options_)
       : layout(detector, options_.ports_per_module), options(std::move(options_)) {
+    const bool in_process = options.bind.rfind("inproc://", 0) == 0;
+    if (!in_process) own_context = std::make_unique<zmq::context_t>(1);
+    zmq::context_t& context = in_process ? protocol::shared_zmq_context() : *own_context;
     for (int port = 0; port < layout.ports(); ++port) {
-      zmq::socket_t socket(protocol::shared_zmq_context(), zmq::socket_type::xpub);
+      zmq::socket_t socket(context, zmq::socket_type::xpub);
       socket.set(zmq::sockopt::sndhwm, options.send_high_water_mark);
       socket.set(zmq::sockopt::linger, int(options.linger.count()));
       // IPv6 only when asked for: with it on, an IPv4 bind reports itself as [::ffff:a.b.c.d].
@@ -139,7 +147,10 @@ struct SlsPublisher::Impl {
 SlsPublisher::SlsPublisher(const DetectorDescription& detector, SlsPublisherOptions options)
     : impl_(std::make_unique<Impl>(detector, std::move(options))) {}
 
-SlsPublisher::~SlsPublisher() = default;
+SlsPublisher::~SlsPublisher() {
+  impl_->sockets.clear();  // closed first, so that the context's end waits only for their linger
+  impl_->own_context.reset();
+}
 
 int SlsPublisher::ports() const {
   return impl_->layout.ports();

@@ -31,7 +31,8 @@ struct SlsPublisherOptions {
   // first event sent). true: the event's own time in ns since the Unix epoch instead.
   bool epoch_timestamps = false;
   int send_high_water_mark = 1000;  // messages queued per port before ZeroMQ drops (as a PUB)
-  std::chrono::milliseconds linger{2000};  // how long closing waits for unsent messages
+  // How long closing waits for unsent messages to go out (not with inproc://).
+  std::chrono::milliseconds linger{2000};
 };
 
 // What goes wrong with one event (send_event).

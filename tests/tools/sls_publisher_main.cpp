@@ -76,12 +76,13 @@ class EventFeed {
 
 class SimulatorFeed final : public EventFeed {
  public:
-  SimulatorFeed(const std::string& name, std::uint64_t seed, std::size_t pool_events) {
+  SimulatorFeed(const DetectorDescription& detector, std::uint64_t seed, std::size_t pool_events) {
     SimulatorConfig config;
     config.seed = seed;
     ThreadPool pool;
-    simulator_ = std::make_unique<DetectorSimulator>(find_detector(name), config, &pool);
-    std::cerr << "generating " << pool_events << " simulated events of " << name << "...\n";
+    std::cerr << "generating " << pool_events << " simulated events of " << detector.name
+              << "...\n";
+    simulator_ = std::make_unique<DetectorSimulator>(detector, config, &pool);
     for (std::size_t i = 0; i < std::max<std::size_t>(pool_events, 1); ++i) {
       events_.emplace_back(simulator_->detector().raw_event_bytes());
       simulator_->generate(i, events_.back().data(), nullptr, &pool);
@@ -129,23 +130,26 @@ class ReplayFeed final : public EventFeed {
 };
 
 int run(const Options& options) {
-  std::unique_ptr<EventFeed> feed;
-  if (options.source.rfind("sim:", 0) == 0) {
-    feed = std::make_unique<SimulatorFeed>(options.source.substr(4), options.seed,
-                                           options.pool_events);
-  } else if (options.source.rfind("replay:", 0) == 0) {
-    feed = std::make_unique<ReplayFeed>(options.source, options.replay_detector, options.loop);
-  } else {
+  const bool simulate = options.source.rfind("sim:", 0) == 0;
+  if (!simulate && options.source.rfind("replay:", 0) != 0)
     throw InputError("--source '" + options.source +
                      "' is neither sim:DETECTOR nor replay:PATH[:/dataset]");
-  }
+  // The replay's files are opened (and checked) first; the simulator's events are generated only
+  // once the ports are bound, so that a detector or address the stream cannot take is refused at
+  // once.
+  std::unique_ptr<EventFeed> feed;
+  if (!simulate)
+    feed = std::make_unique<ReplayFeed>(options.source, options.replay_detector, options.loop);
+  const DetectorDescription detector =
+      simulate ? find_detector(options.source.substr(4)) : feed->detector();
 
   tools::SlsPublisherOptions publisher_options;
   publisher_options.ports_per_module = options.ports_per_module;
   publisher_options.bind = options.bind;
   publisher_options.epoch_timestamps = options.epoch_timestamps;
-  tools::SlsPublisher publisher(feed->detector(), publisher_options);
-  std::cout << "sls publisher: " << feed->detector().name << ", " << publisher.ports() << " ports ("
+  tools::SlsPublisher publisher(detector, publisher_options);
+  if (simulate) feed = std::make_unique<SimulatorFeed>(detector, options.seed, options.pool_events);
+  std::cout << "sls publisher: " << detector.name << ", " << publisher.ports() << " ports ("
             << options.ports_per_module << " per module)\n"
             << "receive with: livedrp-engine run --source " << publisher.source_string() << "\n"
             << std::flush;
