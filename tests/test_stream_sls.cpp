@@ -149,10 +149,11 @@ struct TinyAssembly {
   bool engine_full = false;
   Clock::time_point now{};
   SlsAssembler assembler;
-  explicit TinyAssembly(std::size_t max_pending = 16)
+  explicit TinyAssembly(std::size_t max_pending = 16, std::size_t max_message_bytes = std::size_t(1)
+                                                                                      << 30)
       : assembler(SlsLayout(tiny_jungfrau(), 1), {"tcp://port-a:1", "tcp://port-b:2"},
-                  AssemblerSettings{std::chrono::milliseconds(500), max_pending}, pool,
-                  [this](AssembledEvent& event) {
+                  AssemblerSettings{std::chrono::milliseconds(500), max_pending, max_message_bytes},
+                  pool, [this](AssembledEvent& event) {
                     if (engine_full) return false;
                     delivered.push_back(std::move(event));
                     return true;
@@ -570,6 +571,33 @@ class TestStreamSls : public QObject {
     QCOMPARE(counts.events, std::uint64_t(1));
   }
 
+  void refuses_messages_of_the_wrong_shape() {
+    TinyAssembly tiny(16, 2000);
+    TinyMessage three_parts = tiny_part(1, 0);
+    auto parts = three_parts.parts();
+    parts.push_back(parts[1]);
+    tiny.assembler.on_message(0, parts, tiny.now);
+    StreamCounts counts = tiny.counts();
+    QCOMPARE(count_of(counts.rejected, "malformed"), std::uint64_t(1));
+    QVERIFY2(problem_of(counts).contains("3 parts"), counts.last_problem.c_str());
+    TinyMessage end_with_pixels = tiny_end();
+    end_with_pixels.pixels.resize(8);
+    tiny.send(0, end_with_pixels);
+    counts = tiny.counts();
+    QCOMPARE(count_of(counts.rejected, "malformed"), std::uint64_t(2));
+    QVERIFY2(problem_of(counts).contains("end-of-acquisition header (data 0) followed by"),
+             counts.last_problem.c_str());
+    TinyMessage large = tiny_part(1, 0);
+    large.header += std::string(2000, ' ');  // whitespace is valid JSON; the message is too large
+    tiny.send(0, large);
+    counts = tiny.counts();
+    QCOMPARE(count_of(counts.rejected, "oversized"), std::uint64_t(1));
+    QVERIFY2(problem_of(counts).contains("more than the largest accepted (2000)"),
+             counts.last_problem.c_str());
+    QCOMPARE(counts.messages, std::uint64_t(3));
+    QCOMPARE(tiny.assembler.pending_events(), std::size_t(0));
+  }
+
   void ends_acquisitions_port_by_port() {
     TinyAssembly tiny;
     tiny.send(0, tiny_part(1, 0));
@@ -658,6 +686,35 @@ class TestStreamSls : public QObject {
     QVERIFY(event);
     QCOMPARE(event->timestamp_ns, truth.time_ns[1]);
     QVERIFY(same_bytes(*event, truth.raw[1]));
+  }
+
+  void drops_what_the_engine_does_not_take_and_never_waits() {
+    const Jungfrau4m& truth = jungfrau4m_events();
+    tools::SlsPublisher publisher(truth.detector);
+    StreamOptions options;
+    options.queue_events = 1;
+    auto source = open_stream_source(publisher.source_string(), options);
+    QVERIFY(publisher.wait_for_subscribers(std::chrono::seconds(60)));
+    source->start();
+    for (std::size_t i = 0; i < truth.raw.size(); ++i)
+      publisher.send_event(1 + i, truth.raw[i].data(), truth.time_ns[i]);
+    // Nobody takes events: the first fills the queue, the others are dropped, and reading goes on.
+    QTRY_VERIFY_WITH_TIMEOUT(source->counts().events + source->counts().dropped_total() == 3,
+                             60000);
+    const StreamCounts counts = source->counts();
+    QCOMPARE(counts.events, std::uint64_t(1));
+    QCOMPARE(count_of(counts.dropped, "engine_busy"), std::uint64_t(2));
+    QVERIFY2(problem_of(counts).contains("frame 3: the engine's queue"),
+             counts.last_problem.c_str());
+    const auto first = next_event(*source);
+    QVERIFY(first);
+    QCOMPARE(first->frame_number, std::uint64_t(1));
+    QVERIFY(same_bytes(*first, truth.raw[0]));
+    publisher.send_event(4, truth.raw[1].data(), truth.time_ns[1]);
+    const auto fourth = next_event(*source);
+    QVERIFY(fourth);
+    QCOMPARE(fourth->frame_number, std::uint64_t(4));
+    QVERIFY(same_bytes(*fourth, truth.raw[1]));
   }
 
   void counts_bad_input_and_keeps_assembling_data() {
