@@ -6,6 +6,7 @@
 // (tests/tools/sls_publisher.hpp) streams simulated Jungfrau 4M events that come out bit-identical,
 // with one and with two ports per module, and each kind of bad input is counted under its reason,
 // named in last_problem, and followed by good events that still assemble.
+#include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -715,6 +716,45 @@ class TestStreamSls : public QObject {
     QVERIFY(fourth);
     QCOMPARE(fourth->frame_number, std::uint64_t(4));
     QVERIFY(same_bytes(*fourth, truth.raw[1]));
+  }
+
+  void assembles_a_backlog_of_every_port_in_step() {
+    // Events queued on every port before the source reads (a burst, or a slow engine start) come
+    // out whole: the ports are read in step, so the backlog never begins more events than may
+    // wait (16).
+    QTemporaryDir directory;
+    const DetectorDescription tiny = tiny_jungfrau();
+    const QString description = directory.filePath("tiny_jungfrau.json");
+    {
+      QFile file(description);
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      file.write(QByteArray::fromStdString(to_json(tiny).dump()));
+    }
+    tools::SlsPublisherOptions publishing;
+    publishing.ports_per_module = 2;
+    tools::SlsPublisher publisher(tiny, publishing);
+    StreamOptions options;
+    options.detector = description.toStdString();
+    options.queue_events = 1000;
+    auto source = open_stream_source(publisher.source_string(), options);
+    QVERIFY(publisher.wait_for_subscribers(std::chrono::seconds(60)));
+    constexpr int kEvents = 200;
+    std::vector<std::vector<std::byte>> raw(kEvents,
+                                            std::vector<std::byte>(tiny.raw_event_bytes()));
+    for (int i = 0; i < kEvents; ++i) {
+      for (std::size_t b = 0; b < raw[i].size(); ++b) raw[i][b] = std::byte((i * 7 + b) & 0xff);
+      publisher.send_event(std::uint64_t(i + 1), raw[i].data(), 0);
+    }
+    source->start();
+    for (int i = 0; i < kEvents; ++i) {
+      const auto event = next_event(*source);
+      QVERIFY(event);
+      QCOMPARE(event->frame_number, std::uint64_t(i + 1));
+      QVERIFY(same_bytes(*event, raw[i]));
+    }
+    const StreamCounts counts = source->counts();
+    QCOMPARE(counts.dropped_total(), std::uint64_t(0));
+    QCOMPARE(counts.messages, std::uint64_t(4 * kEvents));
   }
 
   void counts_bad_input_and_keeps_assembling_data() {

@@ -30,9 +30,8 @@ constexpr const char* kDefaultDetector = "jungfrau4m";
 // The longest the receiving thread sleeps in zmq_poll when no deadline is nearer: how soon it
 // notices stop().
 constexpr std::chrono::milliseconds kLongestPoll{50};
-// Messages read from one socket before the next is looked at, so that one busy port does not
-// starve the others (the parts of one frame come from all of them).
-constexpr int kMessagesPerTurn = 64;
+// Rounds over the ports (one message each) between two looks at the deadlines and stop().
+constexpr int kPassesPerPoll = 64;
 
 bool valid_port_number(std::string_view text) {
   unsigned value = 0;
@@ -175,18 +174,23 @@ class SlsSource final : public StreamSource {
         if (error.num() != EINTR) throw;
         continue;
       }
-      for (std::size_t port = 0; port < sockets_.size(); ++port) {
-        if (!(items[port].revents & ZMQ_POLLIN)) continue;
-        for (int taken = 0; taken < kMessagesPerTurn; ++taken) {
+      // One message from each port in turn: the ports send the parts of a frame at the same
+      // time, so taking them in step completes events one after the other instead of beginning
+      // many with one port's backlog (which would outgrow the events allowed to wait).
+      for (int pass = 0; pass < kPassesPerPoll; ++pass) {
+        bool received = false;
+        for (std::size_t port = 0; port < sockets_.size(); ++port) {
           parts.clear();
           if (!zmq::recv_multipart(sockets_[port], std::back_inserter(parts),
                                    zmq::recv_flags::dontwait))
-            break;
+            continue;
+          received = true;
           views.clear();
           for (const zmq::message_t& part : parts)
             views.emplace_back(static_cast<const std::byte*>(part.data()), part.size());
           assembler_.on_message(int(port), views, Clock::now());
         }
+        if (!received) break;
       }
     }
   }
