@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "stream/dectris/dectris_source.hpp"
+#include "stream/sls/sls_source.hpp"
 
 namespace livedrp::stream {
 namespace {
@@ -39,8 +40,7 @@ std::unique_ptr<StreamSource> open_stream_source(const std::string& source,
                      "or dectris:tcp://HOST:PORT)");
   if (starts_with(source, "dectris:"))
     return open_dectris_source(source.substr(std::string("dectris:").size()), options);
-  throw InputError("stream source '" + source.substr(0, source.find(':')) +
-                   "' is not available in this build yet");
+  return open_sls_source(parse_sls_endpoint_list(std::string_view(source).substr(4)), options);
 }
 
 }  // namespace livedrp::stream
