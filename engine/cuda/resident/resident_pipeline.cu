@@ -263,11 +263,15 @@ struct Kernels {
   void (*calibrate)(Ring, CalibrationWork, const LaneState*, float*) = nullptr;
 };
 
+// Only the ePix10ka and Jungfrau have common-mode banks here: float32 data is calibrated already
+// and integer images have none (the description parser refuses bank_columns for them), so their
+// common-mode kernels are not built.
 template <RawEncoding E, bool kChecksum>
 Kernels kernels_for(bool common_mode) {
-  if (common_mode)
-    return {persistent_consumer_kernel<E, true, kChecksum>,
-            calibrate_slot_kernel<E, true, kChecksum>};
+  if constexpr (E == RawEncoding::Epix10ka || E == RawEncoding::Jungfrau)
+    if (common_mode)
+      return {persistent_consumer_kernel<E, true, kChecksum>,
+              calibrate_slot_kernel<E, true, kChecksum>};
   return {persistent_consumer_kernel<E, false, kChecksum>,
           calibrate_slot_kernel<E, false, kChecksum>};
 }
@@ -283,9 +287,15 @@ Kernels kernels_for(RawEncoding encoding, bool common_mode, bool checksum) {
       return kernels_for<RawEncoding::Epix10ka>(common_mode, checksum);
     case RawEncoding::Jungfrau:
       return kernels_for<RawEncoding::Jungfrau>(common_mode, checksum);
+    case RawEncoding::Uint16:
+      return kernels_for<RawEncoding::Uint16>(common_mode, checksum);
+    case RawEncoding::Uint32:
+      return kernels_for<RawEncoding::Uint32>(common_mode, checksum);
+    case RawEncoding::Int32:
+      return kernels_for<RawEncoding::Int32>(common_mode, checksum);
     case RawEncoding::Float32:
     default:
-      return kernels_for<RawEncoding::Float32>(false, checksum);
+      return kernels_for<RawEncoding::Float32>(common_mode, checksum);
   }
 }
 
@@ -353,11 +363,10 @@ struct ResidentPipeline::State {
   void record_lane(int lane_index, LaneState* lane, bool wait, const Stream& stream,
                    Finish&& finish, std::uint64_t trap_at_event) {
     if (wait) wait_kernel<<<1, 32, 0, stream.get()>>>(ring, lane);
-    LaneStages* stages =
-        lane_stages.empty() ? nullptr : lane_stages[std::size_t(lane_index)].get();
+    LaneStages* stages = lane_stages.empty() ? nullptr : lane_stages[std::size_t(lane_index)].get();
     if (stages) stages->record_start(lane, stream);
     kernels.calibrate<<<work.tiles, kBlockThreads, 0, stream.get()>>>(ring, work, lane,
-                                                                     lane_out(lane_index));
+                                                                      lane_out(lane_index));
     if (stages)
       stages->record_after_calibration(ring, lane, lane_out(lane_index), trap_at_event, stream);
     finish(lane, stream.get());
@@ -562,8 +571,7 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
     for (int l = 0; l < lanes; ++l)
       s.lane_stages.push_back(std::make_unique<LaneStages>(
           detector, config.stages, plan ? &*plan : nullptr, s.layout,
-          static_cast<char*>(s.payload_host.device()),
-          s.arena.as<char>(), s.arena_stride,
+          static_cast<char*>(s.payload_host.device()), s.arena.as<char>(), s.arena_stride,
           l == 0 ? nullptr : s.lane_stages.front()->finder()));
     // Warm-up: each lane's stages once on its zeroed image, with a state that skips the publish,
     // so that every kernel they launch is loaded now (see the lazy-loading note above).
@@ -572,8 +580,9 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
     check(cudaMemcpy(s.warm_up_state.get(), &skipping, sizeof skipping, cudaMemcpyHostToDevice),
           "cudaMemcpy(warm-up lane state)");
     for (int l = 0; l < lanes; ++l)
-      s.record_lane(l, s.warm_up_state.as<LaneState>(), false, *s.lane_streams[std::size_t(l)],
-                    [](LaneState*, cudaStream_t) {}, ~0ull);
+      s.record_lane(
+          l, s.warm_up_state.as<LaneState>(), false, *s.lane_streams[std::size_t(l)],
+          [](LaneState*, cudaStream_t) {}, ~0ull);
     check(cudaDeviceSynchronize(), "warm-up of the resident stages");
   }
 
@@ -692,8 +701,8 @@ integrate::Profile ResidentPipeline::profile(const ResidentResult& result) const
   const State& s = *state_;
   if (s.lane_stages.empty() || !s.lane_stages.front()->integrator() || !result.payload)
     throw InputError("resident pipeline: integration is off");
-  return s.lane_stages.front()->integrator()->profile_from(reinterpret_cast<const double*>(
-      static_cast<const char*>(result.payload) + s.layout.profile));
+  return s.lane_stages.front()->integrator()->profile_from(
+      reinterpret_cast<const double*>(static_cast<const char*>(result.payload) + s.layout.profile));
 }
 
 peaks::PeakList ResidentPipeline::peaks(const ResidentResult& result) const {
@@ -868,9 +877,9 @@ std::optional<ResidentResult> ResidentPipeline::next_result(bool block, double s
       result.lane = int(record.lane);
       result.seen_host_ns = host_now_ns();
       if (!s.lane_stages.empty()) {
-        const char* payload = static_cast<const char*>(s.payload_host.host()) +
-                              std::size_t(returned_ % std::uint64_t(s.ring.result_slots)) *
-                                  s.layout.stride;
+        const char* payload =
+            static_cast<const char*>(s.payload_host.host()) +
+            std::size_t(returned_ % std::uint64_t(s.ring.result_slots)) * s.layout.stride;
         std::memcpy(result.stamps.data(), payload + s.layout.stamps, sizeof result.stamps);
         if (config_.stages.compression)
           std::memcpy(&result.compressed_bytes, payload + s.layout.compressed_size,
