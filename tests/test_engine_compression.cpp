@@ -202,8 +202,7 @@ class TestEngineCompression : public QObject {
   }
 
   void persistent_device_resident_consumer_with_compression_is_refused_at_construction() {
-    // The persistent consumer calibrates only; the launched ones compress
-    // (test_gpu_resident_stages).
+    // The persistent consumer calibrates only; the launched ones compress (test_gpu_resident_stages).
     EngineConfig config = small_config("lossless");
     config.runtime.source = SourcePlacement::Device;
     config.runtime.launch = LaunchMode::Persistent;

@@ -363,10 +363,11 @@ struct ResidentPipeline::State {
   void record_lane(int lane_index, LaneState* lane, bool wait, const Stream& stream,
                    Finish&& finish, std::uint64_t trap_at_event) {
     if (wait) wait_kernel<<<1, 32, 0, stream.get()>>>(ring, lane);
-    LaneStages* stages = lane_stages.empty() ? nullptr : lane_stages[std::size_t(lane_index)].get();
+    LaneStages* stages =
+        lane_stages.empty() ? nullptr : lane_stages[std::size_t(lane_index)].get();
     if (stages) stages->record_start(lane, stream);
     kernels.calibrate<<<work.tiles, kBlockThreads, 0, stream.get()>>>(ring, work, lane,
-                                                                      lane_out(lane_index));
+                                                                     lane_out(lane_index));
     if (stages)
       stages->record_after_calibration(ring, lane, lane_out(lane_index), trap_at_event, stream);
     finish(lane, stream.get());
@@ -571,7 +572,8 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
     for (int l = 0; l < lanes; ++l)
       s.lane_stages.push_back(std::make_unique<LaneStages>(
           detector, config.stages, plan ? &*plan : nullptr, s.layout,
-          static_cast<char*>(s.payload_host.device()), s.arena.as<char>(), s.arena_stride,
+          static_cast<char*>(s.payload_host.device()),
+          s.arena.as<char>(), s.arena_stride,
           l == 0 ? nullptr : s.lane_stages.front()->finder()));
     // Warm-up: each lane's stages once on its zeroed image, with a state that skips the publish,
     // so that every kernel they launch is loaded now (see the lazy-loading note above).
@@ -580,9 +582,8 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
     check(cudaMemcpy(s.warm_up_state.get(), &skipping, sizeof skipping, cudaMemcpyHostToDevice),
           "cudaMemcpy(warm-up lane state)");
     for (int l = 0; l < lanes; ++l)
-      s.record_lane(
-          l, s.warm_up_state.as<LaneState>(), false, *s.lane_streams[std::size_t(l)],
-          [](LaneState*, cudaStream_t) {}, ~0ull);
+      s.record_lane(l, s.warm_up_state.as<LaneState>(), false, *s.lane_streams[std::size_t(l)],
+                    [](LaneState*, cudaStream_t) {}, ~0ull);
     check(cudaDeviceSynchronize(), "warm-up of the resident stages");
   }
 
@@ -701,8 +702,8 @@ integrate::Profile ResidentPipeline::profile(const ResidentResult& result) const
   const State& s = *state_;
   if (s.lane_stages.empty() || !s.lane_stages.front()->integrator() || !result.payload)
     throw InputError("resident pipeline: integration is off");
-  return s.lane_stages.front()->integrator()->profile_from(
-      reinterpret_cast<const double*>(static_cast<const char*>(result.payload) + s.layout.profile));
+  return s.lane_stages.front()->integrator()->profile_from(reinterpret_cast<const double*>(
+      static_cast<const char*>(result.payload) + s.layout.profile));
 }
 
 peaks::PeakList ResidentPipeline::peaks(const ResidentResult& result) const {
@@ -877,9 +878,9 @@ std::optional<ResidentResult> ResidentPipeline::next_result(bool block, double s
       result.lane = int(record.lane);
       result.seen_host_ns = host_now_ns();
       if (!s.lane_stages.empty()) {
-        const char* payload =
-            static_cast<const char*>(s.payload_host.host()) +
-            std::size_t(returned_ % std::uint64_t(s.ring.result_slots)) * s.layout.stride;
+        const char* payload = static_cast<const char*>(s.payload_host.host()) +
+                              std::size_t(returned_ % std::uint64_t(s.ring.result_slots)) *
+                                  s.layout.stride;
         std::memcpy(result.stamps.data(), payload + s.layout.stamps, sizeof result.stamps);
         if (config_.stages.compression)
           std::memcpy(&result.compressed_bytes, payload + s.layout.compressed_size,
