@@ -11,14 +11,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "calib/calibrate_cpu.hpp"
 #include "calib/calibration_math.hpp"
 #include "calib/constants.hpp"
+#include "calib/gain_occupancy.hpp"
 #include "calib/middle_order_statistics.hpp"
 #include "core/detector.hpp"
 #include "core/thread_pool.hpp"
@@ -44,6 +48,26 @@ ReferencePixel reference_decode(const DetectorDescription& d, const void* raw, s
   r.bad = (status & 0x80) != 0;
   if (d.encoding == RawEncoding::Float32) {
     r.adc = static_cast<const float*>(raw)[p];
+    return r;
+  }
+  // Integer images: the value; Eiger's all-ones words and Jungfraujoch's int32 extremes are bad.
+  if (d.encoding == RawEncoding::Uint16) {
+    const std::uint16_t word = static_cast<const std::uint16_t*>(raw)[p];
+    r.adc = double(word);
+    r.bad = r.bad || word == 65535;
+    return r;
+  }
+  if (d.encoding == RawEncoding::Uint32) {
+    const std::uint32_t word = static_cast<const std::uint32_t*>(raw)[p];
+    r.adc = double(word);
+    r.bad = r.bad || word == 4294967295u;
+    return r;
+  }
+  if (d.encoding == RawEncoding::Int32) {
+    const std::int32_t word = static_cast<const std::int32_t*>(raw)[p];
+    r.adc = double(word);
+    r.bad = r.bad || word == std::numeric_limits<std::int32_t>::min() ||
+            word == std::numeric_limits<std::int32_t>::max();
     return r;
   }
   const std::uint16_t word = static_cast<const std::uint16_t*>(raw)[p];
@@ -200,6 +224,138 @@ class TestCalibration : public QObject {
   }
   void jungfrau_matches_float64_reference_without_common_mode() {
     compare_with_reference("jungfrau4m", false);
+  }
+
+  // The simulated Eiger2 X 4M (uint32 counts, module gaps and dead pixels all ones).
+  void eiger2_counts_match_float64_reference() { compare_with_reference("eiger2x4m", false); }
+
+  // Every word of the three integer encodings that matters, against values written out here:
+  // float64 literals of the nearest float (ties to even above 2^24), and the markers bad.
+  void integer_words_decode_to_their_values_and_markers_to_bad() {
+    using namespace calib;
+    struct Case {
+      RawEncoding encoding;
+      std::int64_t word;  // the stored value (uint16, uint32 or int32)
+      double value;       // the float it reads as, exactly
+      bool bad;
+    };
+    const Case cases[] = {
+        {RawEncoding::Uint16, 0, 0.0, false},
+        {RawEncoding::Uint16, 1, 1.0, false},
+        {RawEncoding::Uint16, 16383, 16383.0, false},   // no ADC field: every bit is the count
+        {RawEncoding::Uint16, 0xC123, 49443.0, false},  // nor gain bits
+        {RawEncoding::Uint16, 65534, 65534.0, false},   // the largest count
+        {RawEncoding::Uint16, 65535, 65535.0, true},    // all ones: gap, defective, saturated
+        {RawEncoding::Uint32, 0, 0.0, false},
+        {RawEncoding::Uint32, 65535, 65535.0, false},  // all ones of 16 bits is a count here
+        {RawEncoding::Uint32, 16777216, 16777216.0, false},
+        {RawEncoding::Uint32, 16777217, 16777216.0, false},  // 2^24 + 1: tie, to even
+        {RawEncoding::Uint32, 16777219, 16777220.0, false},  // tie, to even (up)
+        {RawEncoding::Uint32, 4294967294, 4294967296.0, false},
+        {RawEncoding::Uint32, 4294967295, 4294967296.0, true},  // all ones
+        {RawEncoding::Int32, 0, 0.0, false},
+        {RawEncoding::Int32, -1, -1.0, false},  // all ones of an int32 is a value
+        {RawEncoding::Int32, -5, -5.0, false},  // converted Jungfrau data may be negative
+        {RawEncoding::Int32, 123456, 123456.0, false},
+        {RawEncoding::Int32, -2147483647, -2147483648.0, false},
+        {RawEncoding::Int32, -2147483647 - 1, -2147483648.0, true},  // INT32_MIN: masked, error
+        {RawEncoding::Int32, 2147483646, 2147483648.0, false},
+        {RawEncoding::Int32, 2147483647, 2147483648.0, true},  // INT32_MAX: saturated
+    };
+    for (const Case& c : cases) {
+      std::uint16_t u16 = std::uint16_t(c.word);
+      std::uint32_t u32 = std::uint32_t(c.word);
+      std::int32_t i32 = std::int32_t(c.word);
+      const void* raw = c.encoding == RawEncoding::Uint16   ? static_cast<const void*>(&u16)
+                        : c.encoding == RawEncoding::Uint32 ? static_cast<const void*>(&u32)
+                                                            : static_cast<const void*>(&i32);
+      const QString what = QString("%1 word %2").arg(to_string(c.encoding).data()).arg(c.word);
+      for (const std::uint8_t status : {std::uint8_t(0), kStatusMasked}) {
+        const DecodedPixel pixel = decode_raw(c.encoding, raw, 0, status);
+        QVERIFY2(double(pixel.adc) == c.value,
+                 qPrintable(what + QString(": reads %1").arg(double(pixel.adc), 0, 'f', 1)));
+        QCOMPARE(pixel.mode, 0);
+        QVERIFY2(pixel.bad == (c.bad || status == kStatusMasked), qPrintable(what));
+      }
+    }
+    // The float32 encoding's all-ones word is a NaN, not a marker: only the mask makes it bad.
+    const std::uint32_t nan_bits = 0xFFFFFFFFu;
+    QVERIFY(!decode_raw(RawEncoding::Float32, &nan_bits, 0, 0).bad);
+  }
+
+  // A 4 x 8 event of each integer encoding through calibrate_event_cpu: pedestal and gain apply
+  // as to every encoding (here non-trivial on some pixels, as a flat field would), masked and
+  // marker pixels give 0, and the gain occupancy counts exactly those as bad.
+  void integer_images_calibrate_to_their_values_with_bad_pixels_zero() {
+    const std::int64_t int32_min = std::numeric_limits<std::int32_t>::min();
+    const std::int64_t int32_max = std::numeric_limits<std::int32_t>::max();
+    struct Encoding {
+      const char* name;
+      std::vector<std::int64_t> words;  // 32 pixels; the rest of the row 7
+      std::vector<std::size_t> markers;
+    };
+    const Encoding encodings[] = {
+        {"uint16", {0, 1, 2, 65534, 65535, 100, 9, 40000}, {4}},
+        {"uint32", {0, 3, 65535, 4294967295LL, 1000000, 16777216, 5, 4294967294LL}, {3}},
+        {"int32", {0, -3, int32_min, 250, int32_max, -1, 16777216, 77}, {2, 4}},
+    };
+    for (const Encoding& e : encodings) {
+      const nlohmann::json description = {
+          {"schema_version", 1},
+          {"name", std::string("small_") + e.name},
+          {"raw_encoding", e.name},
+          {"segments", 1},
+          {"segment_shape", {4, 8}},
+          {"pixel_size_um", 75.0},
+          {"asic_shape", {4, 8}},
+          {"bank_columns", 0},
+          {"gain_modes", {{{"name", "counting"}, {"nominal_adu_per_kev", 1.0}}}},
+          {"placement", {{{"x_px", 0}, {"y_px", 0}, {"rotation_deg", 0}}}}};
+      const DetectorDescription d = parse_detector_description(description, "test");
+      QCOMPARE(d.raw_bytes_per_pixel(), std::size_t(std::string(e.name) == "uint16" ? 2 : 4));
+      std::vector<std::int64_t> words(d.pixels(), 7);
+      std::copy(e.words.begin(), e.words.end(), words.begin());
+      std::vector<std::uint8_t> raw(d.raw_event_bytes());
+      for (std::size_t p = 0; p < words.size(); ++p) {
+        if (d.encoding == RawEncoding::Uint16) {
+          const auto w = std::uint16_t(words[p]);
+          std::memcpy(raw.data() + 2 * p, &w, 2);
+        } else if (d.encoding == RawEncoding::Uint32) {
+          const auto w = std::uint32_t(words[p]);
+          std::memcpy(raw.data() + 4 * p, &w, 4);
+        } else {
+          const auto w = std::int32_t(words[p]);
+          std::memcpy(raw.data() + 4 * p, &w, 4);
+        }
+      }
+      CalibrationConstants c = identity_constants(d);
+      // A flat-field-like gain and an offset on pixels 9 (7 -> (7 - 0.5) * 2 = 13) and 10.
+      c.pedestal_gain[9] = {0.5f, 2.0f};
+      c.pedestal_gain[10] = {-1.0f, 0.25f};  // (7 + 1) * 0.25 = 2
+      c.pixel_status[12] |= calib::kStatusMasked;
+      std::vector<float> out(d.pixels(), std::nanf(""));
+      calibrate_event_cpu(d, c, calib::CalibrationParams{}, raw.data(), out.data());
+      std::size_t bad = 0;
+      for (std::size_t p = 0; p < d.pixels(); ++p) {
+        const bool marker = std::find(e.markers.begin(), e.markers.end(), p) != e.markers.end();
+        const bool is_bad = marker || p == 12;
+        bad += is_bad ? 1 : 0;
+        // Counts up to 2^24 are exact in float; 4294967294 reads as 2^32, the nearest float.
+        double expected = is_bad ? 0.0 : double(words[p]);
+        if (words[p] == 4294967294LL) expected = 4294967296.0;
+        if (p == 9) expected = 13.0;
+        if (p == 10) expected = 2.0;
+        QVERIFY2(double(out[p]) == expected, qPrintable(QString("%1 pixel %2: %3, expected %4")
+                                                            .arg(e.name)
+                                                            .arg(p)
+                                                            .arg(double(out[p]), 0, 'f', 3)
+                                                            .arg(expected, 0, 'f', 3)));
+      }
+      const calib::GainOccupancy occupancy = calib::gain_occupancy(d, c, raw.data());
+      QCOMPARE(occupancy.modes, (std::vector<std::string>{"counting", "bad"}));
+      QCOMPARE(double(occupancy.fraction[1]), double(float(double(bad) / 32.0)));
+      QCOMPARE(double(occupancy.fraction[0]), double(float(double(32 - bad) / 32.0)));
+    }
   }
 
   void epix10ka_words_decode_to_documented_modes() {

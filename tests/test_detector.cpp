@@ -2,6 +2,9 @@
 // rejected with a message naming the field.
 #include <QtTest>
 
+#include <string_view>
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "core/detector.hpp"
@@ -56,6 +59,67 @@ class TestDetector : public QObject {
     QCOMPARE(d.raw_bytes_per_pixel(), std::size_t(4));
     QCOMPARE(d.bank_columns, 0);
     QCOMPARE(d.bank_rows(), std::size_t(0));
+  }
+
+  // Dectris Eiger2 X 4M as its stream delivers it: 4 x 2 modules of 512 x 1028 with 38-row and
+  // 12-column gaps in one 2162 x 2068 frame of uint32 counts.
+  void eiger2x4m_is_one_uint32_frame_with_module_gaps() {
+    const auto d = find_detector("eiger2x4m");
+    QCOMPARE(d.encoding, RawEncoding::Uint32);
+    QCOMPARE(d.segments, 1);
+    QCOMPARE(d.rows, 4 * 512 + 3 * 38);
+    QCOMPARE(d.cols, 2 * 1028 + 12);
+    QCOMPARE(d.raw_bytes_per_pixel(), std::size_t(4));
+    QCOMPARE(d.modes(), 1);
+    QCOMPARE(d.bank_columns, 0);
+    QCOMPARE(d.pixel_size_um, 75.0);
+    // Module row k spans rows [550 k, 550 k + 512), module column j cols [1040 j, 1040 j + 1028).
+    std::size_t gap_pixels = 0;
+    for (int row = 0; row < d.rows; ++row)
+      for (int col = 0; col < d.cols; ++col) {
+        const bool in_module = row % 550 < 512 && col % 1040 < 1028;
+        QCOMPARE(d.in_gap(row, col), !in_module);
+        gap_pixels += in_module ? 0 : 1;
+      }
+    QCOMPARE(gap_pixels, d.pixels() - std::size_t(8) * 512 * 1028);
+  }
+
+  void integer_encodings_parse_with_their_names_and_word_sizes() {
+    for (const auto& [name, encoding, bytes] : {std::tuple{"uint16", RawEncoding::Uint16, 2},
+                                                std::tuple{"uint32", RawEncoding::Uint32, 4},
+                                                std::tuple{"int32", RawEncoding::Int32, 4}}) {
+      json description = to_json(find_detector("generic_f32"));
+      description["raw_encoding"] = name;
+      const auto d = parse_detector_description(description, "test.json");
+      QCOMPARE(d.encoding, encoding);
+      QCOMPARE(to_string(d.encoding), std::string_view(name));
+      QCOMPARE(d.raw_bytes_per_pixel(), std::size_t(bytes));
+      QCOMPARE(d.raw_event_bytes(), std::size_t(1024) * 1024 * std::size_t(bytes));
+      QCOMPARE(to_json(d)["raw_encoding"], json(name));
+    }
+  }
+
+  // Integer images have no ADC baseline (no common-mode banks); gaps are for detectors whose
+  // images mark them; a gap range must lie within the segment.
+  void integer_image_fields_are_checked() {
+    const json eiger = to_json(find_detector("eiger2x4m"));
+    json d = eiger;
+    d["bank_columns"] = 8;
+    QVERIFY2(error_of(d).contains("bank_columns must be 0 for raw_encoding uint32"),
+             qPrintable(error_of(d)));
+    d = eiger;
+    d["gaps"]["rows"] = {{2160, 3}};
+    QVERIFY2(error_of(d).contains("gaps.rows") && error_of(d).contains("2162"),
+             qPrintable(error_of(d)));
+    d = eiger;
+    d["gaps"]["cols"] = {{5}};
+    QVERIFY(error_of(d).contains("gaps.cols"));
+    d = to_json(find_detector("generic_f32"));
+    d["gaps"] = {{"rows", {{0, 1}}}};
+    QVERIFY2(error_of(d).contains("'gaps' is for integer images"), qPrintable(error_of(d)));
+    d = eiger;
+    d["raw_encoding"] = "uint64";
+    QVERIFY(error_of(d).contains("uint16, uint32, int32"));
   }
 
   void description_survives_a_json_round_trip() {

@@ -129,6 +129,46 @@ class TestEngineCompression : public QObject {
     QCOMPARE(run.intervals.back().compression->total_bytes_out, expected_out);
   }
 
+  // uint32 counts (Eiger2 X 4M) are compressed as their calibrated float32 image, the codec
+  // having no 32-bit integer type: each stream is the one of the image built here from the raw
+  // words (the count, 0 where all ones or masked), not from the engine's calibration.
+  void lossless_uint32_counts_compress_their_float_image() {
+    EngineConfig config = small_config("lossless");
+    config.source = "sim:eiger2x4m";
+    config.events = 4;
+    const DetectorDescription detector = find_detector("eiger2x4m");
+    SimulatorConfig simulator_config;
+    simulator_config.seed = config.seed;
+    simulator_config.hit_fraction = config.hit_fraction;
+    ThreadPool pool(2);
+    const DetectorSimulator simulator(detector, simulator_config, &pool);
+    codec::CodecParams params;
+    params.chunk_bytes = config.compression.chunk_bytes;
+    std::vector<std::uint64_t> stream_sizes;
+    for (int i = 0; i < config.simulator_pool; ++i) {
+      std::vector<std::uint32_t> words(detector.pixels());
+      simulator.generate(std::uint64_t(i), words.data(), nullptr, &pool);
+      std::vector<float> image(detector.pixels());
+      for (std::size_t p = 0; p < image.size(); ++p)
+        image[p] =
+            words[p] == 0xFFFFFFFFu || simulator.constants().masked(p) ? 0.0f : float(words[p]);
+      stream_sizes.push_back(codec::compress_cpu(image.data(), codec::DType::Float32,
+                                                 detector_shape(detector), params, &pool)
+                                 .size());
+    }
+    std::uint64_t expected_out = 0;
+    for (std::uint64_t i = 0; i < config.events; ++i) expected_out += stream_sizes[i % 2];
+
+    const Run run = run_engine(config);
+    QVERIFY2(run.summary.error.empty(), run.summary.error.c_str());
+    QCOMPARE(run.summary.stats.events_processed, config.events);
+    QVERIFY(run.summary.stats.compression.has_value());
+    const protocol::CompressionStats& total = *run.summary.stats.compression;
+    QCOMPARE(total.total_bytes_in, config.events * detector.pixels() * sizeof(float));
+    QCOMPARE(total.total_bytes_out, expected_out);
+    qInfo("lossless on uint32 counts (float32 image): ratio %.3f", total.interval_ratio);
+  }
+
   void lossy_reduces_the_calibrated_float_image() {
     EngineConfig config = small_config("lossy");
     config.compression.error_bound = 0.5;

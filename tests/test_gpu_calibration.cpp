@@ -123,10 +123,8 @@ DetectorDescription small_detector(RawEncoding encoding, int rows, int cols, int
   d.asic_rows = rows;
   d.asic_cols = cols;
   d.bank_columns = bank_columns;
-  const int modes = encoding == RawEncoding::Epix10ka   ? calib::kEpix10kaModes
-                    : encoding == RawEncoding::Jungfrau ? calib::kJungfrauModes
-                                                        : 1;
-  for (int m = 0; m < modes; ++m) d.gain_modes.push_back({"m" + std::to_string(m), 1.0});
+  for (int m = 0; m < gain_modes_of(encoding); ++m)
+    d.gain_modes.push_back({"m" + std::to_string(m), 1.0});
   d.placement.push_back({});
   return d;
 }
@@ -227,7 +225,7 @@ class TestGpuCalibration : public QObject {
   void backend_output_equals_cpu_bit_for_bit_data() {
     QTest::addColumn<QString>("detector");
     QTest::addColumn<bool>("common_mode");
-    for (const char* name : {"epix10ka2m", "jungfrau4m", "generic_f32"})
+    for (const char* name : {"epix10ka2m", "jungfrau4m", "generic_f32", "eiger2x4m"})
       for (const bool common_mode : {true, false})
         QTest::addRow("%s common mode %s", name, common_mode ? "on" : "off")
             << QString(name) << common_mode;
@@ -298,7 +296,7 @@ class TestGpuCalibration : public QObject {
 
   // The scalar kernels (the benchmark's baseline) and the vectorised ones, launched directly.
   void both_kernel_variants_equal_cpu_bit_for_bit() {
-    for (const char* name : {"epix10ka2m", "jungfrau4m", "generic_f32"}) {
+    for (const char* name : {"epix10ka2m", "jungfrau4m", "generic_f32", "eiger2x4m"}) {
       const DetectorDescription d = find_detector(name);
       ThreadPool pool;
       SimulatorConfig config;
@@ -479,6 +477,94 @@ class TestGpuCalibration : public QObject {
                                                      .arg(double(got[i]), 0, 'g', 9)
                                                      .arg(double(expected[i]), 0, 'g', 9)));
       QCOMPARE(cpu[i], expected[i]);
+    }
+  }
+
+  // Hand-made words of the three integer encodings: counts, the values a float rounds (ties to
+  // even above 2^24), negative int32 values and every marker, with a masked pixel and constants
+  // that are not the identity on a few pixels. Both kernel variants equal the CPU bit for bit on
+  // an event of 3 x 40 pixels (the vector loads) and one of 5 x 36 (not a multiple of 8: the
+  // per-pixel loads), and the backend gives the values worked out by hand.
+  void integer_words_equal_cpu_and_hand_computed_values() {
+    struct Word {
+      std::int64_t word;
+      float expected;  // with pedestal 0, gain 1 (pixels 0..11); 0 where bad
+    };
+    const std::int64_t int32_min = std::numeric_limits<std::int32_t>::min();
+    const std::int64_t int32_max = std::numeric_limits<std::int32_t>::max();
+    struct Case {
+      RawEncoding encoding;
+      std::vector<Word> words;  // pixels 0..; the rest cycle through `fill`
+      std::vector<std::int64_t> fill;
+    };
+    const Case cases[] = {
+        {RawEncoding::Uint16,
+         {{0, 0.0f}, {1, 1.0f}, {65534, 65534.0f}, {65535, 0.0f}, {0xC123, 49443.0f}},
+         {0, 1, 2, 7, 65535, 300, 12, 40000, 3}},
+        {RawEncoding::Uint32,
+         {{0, 0.0f},
+          {16777217, 16777216.0f},
+          {16777219, 16777220.0f},
+          {4294967294LL, 4294967296.0f},
+          {4294967295LL, 0.0f},
+          {65535, 65535.0f}},
+         {0, 1, 4294967295LL, 5, 16777217, 9, 2, 100000}},
+        {RawEncoding::Int32,
+         {{0, 0.0f},
+          {-1, -1.0f},
+          {-5, -5.0f},
+          {int32_min, 0.0f},
+          {int32_max, 0.0f},
+          {2147483646, 2147483648.0f},
+          {int32_min + 1, -2147483648.0f}},
+         {0, -3, 4, int32_min, 17, -100, int32_max, 9}},
+    };
+    for (const Case& c : cases) {
+      for (const auto& [rows, cols] : {std::pair{3, 40}, std::pair{5, 36}}) {
+        const DetectorDescription d = small_detector(c.encoding, rows, cols, 0);
+        std::vector<std::int64_t> words(d.pixels());
+        std::vector<float> expected(d.pixels(), kNaN);  // NaN: not worked out by hand
+        for (std::size_t p = 0; p < words.size(); ++p) {
+          if (p < c.words.size()) {
+            words[p] = c.words[p].word;
+            expected[p] = c.words[p].expected;
+          } else {
+            words[p] = c.fill[p % c.fill.size()];
+          }
+        }
+        std::vector<std::uint8_t> raw(d.raw_event_bytes());
+        for (std::size_t p = 0; p < words.size(); ++p) {
+          if (c.encoding == RawEncoding::Uint16) {
+            const auto w = std::uint16_t(words[p]);
+            std::memcpy(raw.data() + 2 * p, &w, 2);
+          } else if (c.encoding == RawEncoding::Uint32) {
+            const auto w = std::uint32_t(words[p]);
+            std::memcpy(raw.data() + 4 * p, &w, 4);
+          } else {
+            const auto w = std::int32_t(words[p]);
+            std::memcpy(raw.data() + 4 * p, &w, 4);
+          }
+        }
+        CalibrationConstants constants = identity_constants(d);
+        constants.pixel_status[13] = calib::kStatusMasked;
+        constants.pedestal_gain[14] = {0.5f, 2.0f};    // flat-field-like constants
+        constants.pedestal_gain[15] = {-1.0f, 0.25f};  // (w + 1) / 4
+        expected[13] = 0.0f;
+        const QString what = QString("%1, %2 x %3")
+                                 .arg(QString::fromStdString(std::string(to_string(c.encoding))))
+                                 .arg(rows)
+                                 .arg(cols);
+        check_kernels_against_cpu(d, constants, raw.data(), {calib::CalibrationParams{}}, what);
+        const std::vector<float> got =
+            calibrate_on_backend(d, constants, calib::CalibrationParams{}, raw.data());
+        for (std::size_t p = 0; p < expected.size(); ++p)
+          if (!std::isnan(expected[p]))
+            QVERIFY2(got[p] == expected[p], qPrintable(QString("%1 pixel %2: got %3, expected %4")
+                                                           .arg(what)
+                                                           .arg(p)
+                                                           .arg(double(got[p]), 0, 'g', 12)
+                                                           .arg(double(expected[p]), 0, 'g', 12)));
+      }
     }
   }
 

@@ -16,10 +16,16 @@
 #include "gpu_test_support.hpp"
 
 #include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "calib/calibrate_cpu.hpp"
+#include "calib/constants.hpp"
 #include "calib/output_checksum.hpp"
 #include "core/detector.hpp"
 #include "core/error.hpp"
@@ -241,6 +247,104 @@ class TestGpuResident : public QObject {
     QCOMPARE(s.stats.events_in, s.stats.events_processed);
     QCOMPARE(s.stats.events_dropped, std::uint64_t(0));
     QCOMPARE(s.stats.order_errors, std::uint64_t(0));
+  }
+
+  // Integer images through the resident kernels' 16- and 32-bit loads: simulated Eiger2 X 4M
+  // uint32 counts (module gaps all ones) and hand-made uint16 and int32 words with every marker
+  // and negative values, each event's checksum equal to the CPU backend's image of it, for the
+  // persistent consumer and launched lanes.
+  void integer_images_equal_cpu() {
+    struct Case {
+      DetectorDescription detector;
+      CalibrationConstants constants;
+      std::vector<std::vector<std::uint8_t>> pool;
+    };
+    std::vector<Case> cases;
+    ThreadPool threads;
+    {
+      Case eiger{find_detector("eiger2x4m"), {}, {}};
+      SimulatorConfig config;
+      config.hit_fraction = 1.0;
+      DetectorSimulator simulator(eiger.detector, config, &threads);
+      eiger.constants = simulator.constants();
+      for (int i = 0; i < 2; ++i) {
+        eiger.pool.emplace_back(eiger.detector.raw_event_bytes());
+        simulator.generate(std::uint64_t(i), eiger.pool.back().data(), nullptr, &threads);
+      }
+      cases.push_back(std::move(eiger));
+    }
+    std::mt19937 random(5);
+    for (const char* encoding : {"uint16", "int32"}) {
+      const nlohmann::json description = {
+          {"schema_version", 1},
+          {"name", std::string("small_") + encoding},
+          {"raw_encoding", encoding},
+          {"segments", 2},
+          {"segment_shape", {64, 96}},
+          {"pixel_size_um", 75.0},
+          {"asic_shape", {64, 96}},
+          {"bank_columns", 0},
+          {"gain_modes", {{{"name", "counting"}, {"nominal_adu_per_kev", 1.0}}}},
+          {"placement",
+           {{{"x_px", 0}, {"y_px", 0}, {"rotation_deg", 0}},
+            {{"x_px", 0}, {"y_px", 70}, {"rotation_deg", 0}}}}};
+      Case c{parse_detector_description(description, "test"), {}, {}};
+      c.constants = identity_constants(c.detector);
+      c.constants.pixel_status[10] = calib::kStatusMasked;
+      c.constants.pedestal_gain[11] = {0.5f, 2.0f};
+      const bool is_int32 = c.detector.encoding == RawEncoding::Int32;
+      for (int e = 0; e < 2; ++e) {
+        c.pool.emplace_back(c.detector.raw_event_bytes());
+        for (std::size_t p = 0; p < c.detector.pixels(); ++p) {
+          const std::uint32_t draw = std::uint32_t(random());
+          if (is_int32) {
+            // Mostly small values of either sign; now and then a marker or a large value.
+            const std::int32_t w = draw % 97 == 0   ? std::numeric_limits<std::int32_t>::min()
+                                   : draw % 89 == 0 ? std::numeric_limits<std::int32_t>::max()
+                                   : draw % 83 == 0 ? std::int32_t(draw)
+                                                    : std::int32_t(draw % 2001) - 1000;
+            std::memcpy(c.pool.back().data() + 4 * p, &w, 4);
+          } else {
+            const std::uint16_t w = draw % 97 == 0 ? 0xFFFF : std::uint16_t(draw % 3000);
+            std::memcpy(c.pool.back().data() + 2 * p, &w, 2);
+          }
+        }
+      }
+      cases.push_back(std::move(c));
+    }
+    for (const Case& c : cases) {
+      std::vector<std::uint64_t> want;
+      std::vector<float> image(c.detector.pixels());
+      calib::CalibrationParams params;
+      for (const auto& event : c.pool) {
+        calibrate_event_cpu(c.detector, c.constants, params, event.data(), image.data(), &threads);
+        want.push_back(calib::image_checksum(image.data(), image.size()));
+      }
+      QVERIFY(want[0] != want[1]);
+      for (const LaunchMode launch : {LaunchMode::Persistent, LaunchMode::Plain}) {
+        gpu::ResidentConfig config;
+        config.launch = launch;
+        config.lanes = launch == LaunchMode::Plain ? 2 : 1;
+        config.ring_slots = 8;
+        config.events = 64;
+        config.checksum = true;
+        config.params = params;
+        gpu::ResidentPipeline pipeline(c.detector, c.constants, c.pool, config);
+        pipeline.start();
+        std::uint64_t expected = 0;
+        while (auto result = pipeline.next_result(true, 30.0)) {
+          QCOMPARE(result->sequence, expected);
+          QVERIFY2(result->checksum == want[expected % c.pool.size()],
+                   qPrintable(QString("%1, %2: event %3 differs from the CPU")
+                                  .arg(QString::fromStdString(c.detector.name))
+                                  .arg(QString::fromStdString(std::string(to_string(launch))))
+                                  .arg(expected)));
+          ++expected;
+        }
+        QCOMPARE(expected, config.events);
+        pipeline.stop();
+      }
+    }
   }
 
   void bad_configurations_are_rejected() {

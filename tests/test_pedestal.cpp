@@ -282,6 +282,25 @@ class TestPedestal : public QObject {
     QVERIFY_THROWS_EXCEPTION(InputError, DetectorSimulator(d, dark_config(2, 0)));
   }
 
+  // A photon-counting detector's integer images have no pedestal: the accumulator refuses it,
+  // saying why, for each integer encoding.
+  void integer_image_detectors_are_refused_with_the_reason() {
+    for (const char* encoding : {"uint16", "uint32", "int32"}) {
+      nlohmann::json description = to_json(find_detector("eiger2x4m"));
+      description["raw_encoding"] = encoding;
+      const DetectorDescription d = parse_detector_description(description, "test");
+      try {
+        PedestalAccumulator accumulator(d, {}, &pool_);
+        QFAIL(qPrintable(QString("%1: no error").arg(encoding)));
+      } catch (const InputError& e) {
+        const QString text = e.what();
+        QVERIFY2(text.contains(QString("%1 integer images").arg(encoding)) &&
+                     text.contains("no pedestal to measure"),
+                 e.what());
+      }
+    }
+  }
+
   // --- Statistics against the simulator's truth ---
 
   void jungfrau_pedestals_and_noise_equal_the_truth() {
@@ -828,6 +847,11 @@ class TestPedestal : public QObject {
                      "'XX' is not an ePix10ka gain configuration");
     EXPECT_BAD_INPUT(pedestal({"--detector", "generic_f32", "--input", dark, "--output", out}),
                      "float32");
+    EXPECT_BAD_INPUT(pedestal({"--detector", "eiger2x4m", "--input", dark, "--output", out}),
+                     "threshold removes the electronic baseline");
+    EXPECT_BAD_INPUT(run_cli("LIVEDRP_ENGINE_EXE", {"simulate-dark", "--detector", "eiger2x4m",
+                                                    "--frames", "2", "--output", out}),
+                     "no pedestal to measure");
     EXPECT_BAD_INPUT(pedestal({"--detector", description, "--input", dark, "--gains",
                                "/nonexistent/gains.h5", "--output", out}),
                      "/nonexistent/gains.h5 does not exist");

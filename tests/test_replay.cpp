@@ -184,7 +184,7 @@ class TestReplay : public QObject {
 
     const auto info = replay::Hdf5EventReader::inspect(file, layout.dataset);
     QCOMPARE(info.shape.size(), std::size_t(stacked ? 3 : 4));
-    QCOMPARE(info.float32, events.detector.encoding == RawEncoding::Float32);
+    QCOMPARE(info.element_type, replay::element_type_of(events.detector.encoding));
     QCOMPARE(info.detector_name, events.detector.name);
     QCOMPARE(info.pipeline_config, std::string(R"({"test":true})"));
 

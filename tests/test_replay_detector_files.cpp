@@ -3,22 +3,30 @@
 // whose HDF5 plugins come from Debian's bitshuffle and hdf5-filter-plugin packages, and Eiger /
 // Jungfraujoch master files whose /entry/data/data_NNNNNN external links lead to the frames in
 // separate data files. Every event is read back bit-identical to what was written; a master file
-// whose data file is missing is refused naming the link and the file it needs.
+// whose data file is missing is refused naming the link and the file it needs. Photon-counting
+// frames (uint32 as Eiger writes them, int32 as Jungfraujoch does) replay as the detector of that
+// encoding, and a file whose element type is not the detector's is refused naming both.
 #include <QtTest>
 
 #include <hdf5.h>
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
+#include "core/thread_pool.hpp"
 #include "replay/chunk_decoder.hpp"
 #include "replay/dataset_discovery.hpp"
 #include "replay/hdf5_event_file.hpp"
 #include "replay/replay_source.hpp"
+#include "sim/simulator.hpp"
 #include "simulated_events.hpp"
 
 using namespace livedrp;
@@ -60,6 +68,66 @@ bool write_filtered(const fs::path& path, H5Z_filter_t filter, std::vector<unsig
   H5Sclose(space);
   H5Fclose(file);
   return ok;
+}
+
+// /entry/data/data of `events` frames of `frame_dims` elements of `file_type` (read from memory as
+// `memory_type`), as a detector's writer stores them: one frame per chunk through `filter` (0:
+// none, contiguous), no livedrp attributes.
+bool write_frames(const fs::path& path, const std::vector<hsize_t>& frame_dims, hid_t file_type,
+                  hid_t memory_type, const std::vector<std::vector<std::byte>>& frames,
+                  H5Z_filter_t filter, std::vector<unsigned> values) {
+  std::vector<hsize_t> dims{hsize_t(frames.size())};
+  dims.insert(dims.end(), frame_dims.begin(), frame_dims.end());
+  std::vector<hsize_t> chunk = dims;
+  chunk[0] = 1;
+  const hid_t file = H5Fcreate(path.string().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t space = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
+  const hid_t create = H5Pcreate(H5P_DATASET_CREATE);
+  bool ok = true;
+  if (filter != 0) {
+    H5Pset_chunk(create, int(chunk.size()), chunk.data());
+    ok = H5Pset_filter(create, filter, H5Z_FLAG_MANDATORY, values.size(), values.data()) >= 0;
+  }
+  const hid_t links = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(links, 1);
+  const hid_t set =
+      H5Dcreate2(file, "/entry/data/data", file_type, space, links, create, H5P_DEFAULT);
+  ok = ok && set >= 0;
+  std::vector<std::byte> all;
+  for (const auto& frame : frames) all.insert(all.end(), frame.begin(), frame.end());
+  ok = ok && H5Dwrite(set, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()) >= 0;
+  H5Dclose(set);
+  H5Pclose(links);
+  H5Pclose(create);
+  H5Sclose(space);
+  H5Fclose(file);
+  return ok;
+}
+
+// Every event of `path` through the replay source (the detector named, or found from the file),
+// compared byte for byte with `frames`; the detector it replayed as.
+std::string replay_frames(const fs::path& path, const std::string& detector,
+                          const std::vector<std::vector<std::byte>>& frames) {
+  replay::ReplayOptions options;
+  options.files = {path};
+  options.detector = detector;
+  options.readers = 2;
+  options.prefetch_events = 2;
+  replay::ReplaySource source(options);
+  replay::ReplayEvent event;
+  std::uint64_t seen = 0;
+  while (source.acquire(event)) {
+    if (!event.data || seen >= frames.size() ||
+        !std::equal(frames[seen].begin(), frames[seen].end(), event.data))
+      QTest::qFail(qPrintable(QString("event %1 differs or is missing: %2")
+                                  .arg(seen)
+                                  .arg(QString::fromStdString(event.error))),
+                   __FILE__, __LINE__);
+    source.release();
+    ++seen;
+  }
+  if (seen != frames.size()) QTest::qFail("not every event was replayed", __FILE__, __LINE__);
+  return source.detector().name;
 }
 
 // The filters the file's dataset stores its chunks through.
@@ -256,6 +324,118 @@ class TestReplayDetectorFiles : public QObject {
       QCOMPARE(reader.read_path(), replay::EventReadPath::Chunks);
     }
     verify_replay(path);
+  }
+
+  // Simulated Eiger2 X 4M frames (uint32 counts, all-ones gaps and dead pixels) as the detector's
+  // writer stores them, bitshuffle-LZ4 with 4-byte elements: decoded by the reader threads, equal
+  // to the plugin's decode, and picked as eiger2x4m from their shape and element type alone.
+  void uint32_counting_frames_replay_bit_identical() {
+    const DetectorDescription eiger = find_detector("eiger2x4m");
+    ThreadPool pool(2);
+    DetectorSimulator simulator(eiger, SimulatorConfig{}, &pool);
+    std::vector<std::vector<std::byte>> frames;
+    for (std::uint64_t i = 0; i < 2; ++i) {
+      frames.emplace_back(eiger.raw_event_bytes());
+      simulator.generate(i, frames.back().data(), nullptr, &pool);
+    }
+    // The first gap row is all ones in every frame: the markers survive the round trip.
+    std::uint32_t gap_word = 0;
+    std::memcpy(&gap_word, frames[0].data() + 4 * (512 * std::size_t(eiger.cols) + 7), 4);
+    QCOMPARE(gap_word, 0xFFFFFFFFu);
+    const fs::path path = file("eiger_bslz4.h5");
+    QVERIFY2(write_frames(path, {hsize_t(eiger.rows), hsize_t(eiger.cols)}, H5T_STD_U32LE,
+                          H5T_NATIVE_UINT32, frames, kBitshuffle, {0, 2}),
+             "bitshuffle filter plugin (Debian package bitshuffle) not found by HDF5");
+    {
+      replay::Hdf5EventReader reader(path, "/entry/data/data", eiger);
+      QCOMPARE(reader.info().element_type, io::ElementType::UInt32);
+      QCOMPARE(reader.read_path(), replay::EventReadPath::Chunks);
+      replay::Hdf5EventReader library(path, "/entry/data/data", eiger);
+      library.use_library_path();
+      std::vector<std::byte> ours(eiger.raw_event_bytes()), plugin(ours.size());
+      std::uint64_t pulse_id = 0;
+      std::int64_t timestamp = 0;
+      for (std::uint64_t i = 0; i < frames.size(); ++i) {
+        reader.read(i, ours.data(), pulse_id, timestamp);
+        library.read(i, plugin.data(), pulse_id, timestamp);
+        QVERIFY(plugin == frames[i]);
+        QVERIFY(ours == frames[i]);
+      }
+    }
+    QCOMPARE(replay_frames(path, "", frames), std::string("eiger2x4m"));
+  }
+
+  // Jungfraujoch-like int32 frames (negative values, INT32_MIN and INT32_MAX markers), contiguous
+  // and deflated, replay bit-identical as an int32 detector; files of the other 4-byte integer
+  // type are refused naming both types.
+  void int32_frames_replay_bit_identical_and_mismatches_are_refused() {
+    const int rows = 64, cols = 96;
+    auto write_description = [&](const char* name, const char* encoding) {
+      const nlohmann::json description = {
+          {"schema_version", 1},
+          {"name", std::string("small_") + encoding},
+          {"raw_encoding", encoding},
+          {"segments", 1},
+          {"segment_shape", {rows, cols}},
+          {"pixel_size_um", 75.0},
+          {"asic_shape", {rows, cols}},
+          {"bank_columns", 0},
+          {"gain_modes", {{{"name", "converted"}, {"nominal_adu_per_kev", 1.0}}}},
+          {"placement", {{{"x_px", 0}, {"y_px", 0}, {"rotation_deg", 0}}}}};
+      const fs::path path = file(name);
+      std::ofstream(path) << description.dump();
+      return path.string();
+    };
+    const std::string int32_detector = write_description("small_int32.json", "int32");
+    const std::string uint32_detector = write_description("small_uint32.json", "uint32");
+    std::mt19937 random(33);
+    std::vector<std::vector<std::byte>> frames;
+    for (int e = 0; e < 3; ++e) {
+      std::vector<std::int32_t> values(std::size_t(rows) * cols);
+      for (std::size_t p = 0; p < values.size(); ++p)
+        values[p] = std::int32_t(random() % 2001) - 1000;
+      values[3] = std::numeric_limits<std::int32_t>::min();
+      values[4] = std::numeric_limits<std::int32_t>::max();
+      values[5] = -1;
+      frames.emplace_back(values.size() * 4);
+      std::memcpy(frames.back().data(), values.data(), values.size() * 4);
+    }
+    const fs::path contiguous = file("jfjoch_int32.h5"), deflated = file("jfjoch_int32_gz.h5");
+    QVERIFY(write_frames(contiguous, {hsize_t(rows), hsize_t(cols)}, H5T_STD_I32LE,
+                         H5T_NATIVE_INT32, frames, 0, {}));
+    QVERIFY(write_frames(deflated, {hsize_t(rows), hsize_t(cols)}, H5T_STD_I32LE, H5T_NATIVE_INT32,
+                         frames, H5Z_FILTER_DEFLATE, {4}));
+    const DetectorDescription detector = find_detector(int32_detector);
+    for (const auto& [path, read_path] : {std::pair{contiguous, replay::EventReadPath::Contiguous},
+                                          std::pair{deflated, replay::EventReadPath::Chunks}}) {
+      replay::Hdf5EventReader reader(path, "/entry/data/data", detector);
+      QCOMPARE(reader.info().element_type, io::ElementType::Int32);
+      QCOMPARE(reader.read_path(), read_path);
+      QCOMPARE(replay_frames(path, int32_detector, frames), std::string("small_int32"));
+    }
+    // An int32 file for a uint32 detector, and the Eiger's uint32 frames for an int32 detector.
+    auto refusal = [](const fs::path& path, const std::string& detector) {
+      try {
+        replay::ReplayOptions options;
+        options.files = {path};
+        options.detector = detector;
+        replay::ReplaySource source(options);
+      } catch (const InputError& e) {
+        return std::string(e.what());
+      }
+      return std::string("no error");
+    };
+    const std::string wrong = refusal(contiguous, uint32_detector);
+    QVERIFY2(wrong.find("element type int32") != std::string::npos &&
+                 wrong.find("raw_encoding uint32") != std::string::npos,
+             wrong.c_str());
+    const fs::path unsigned_file = file("unsigned.h5");
+    QVERIFY(write_frames(unsigned_file, {hsize_t(rows), hsize_t(cols)}, H5T_STD_U32LE,
+                         H5T_NATIVE_UINT32, frames, 0, {}));
+    const std::string other = refusal(unsigned_file, int32_detector);
+    QVERIFY2(other.find("element type uint32") != std::string::npos &&
+                 other.find("raw_encoding int32") != std::string::npos,
+             other.c_str());
   }
 
   void a_master_file_replays_its_data_files_in_order() {

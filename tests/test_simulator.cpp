@@ -647,6 +647,82 @@ class TestSimulator : public QObject {
     }
   }
 
+  // Integer images: each healthy pixel's word is its photon count (Poisson: the histogram bin by
+  // bin), the description's gap rows and columns and the dead pixels read the encoding's bad-pixel
+  // marker (all ones; INT32_MIN for int32) and are masked, hot pixels count
+  // hot_pixel_offset_adu (+ noise) and are masked; nothing else is masked.
+  void integerImagesAreCountsWithMarkersAtGapsAndDefects() {
+    for (const char* encoding : {"uint16", "uint32", "int32"}) {
+      nlohmann::json description = to_json(small_detector(encoding, 1, 300, 200, 300, 200, 0));
+      description["gaps"] = {{"rows", {{100, 7}}}, {"cols", {{150, 3}}}};
+      const DetectorDescription d = parse_detector_description(description, "test");
+      const double mean = 0.5;
+      SimulatorConfig config = no_photon_config();
+      config.background_photons = mean;
+      config.dead_pixel_fraction = 0.01;
+      config.hot_pixel_fraction = 0.01;
+      DetectorSimulator sim(d, config, &pool_);
+      std::vector<std::byte> raw(d.raw_event_bytes());
+      sim.generate(0, raw.data(), nullptr, &pool_);
+      const std::int64_t marker = d.encoding == RawEncoding::Uint16   ? 65535
+                                  : d.encoding == RawEncoding::Uint32 ? 4294967295LL
+                                                                      : -2147483648LL;
+      std::size_t dead = 0, hot = 0, healthy = 0;
+      std::vector<std::size_t> histogram(6);
+      for (std::size_t p = 0; p < d.pixels(); ++p) {
+        std::int64_t word = 0;
+        if (d.encoding == RawEncoding::Uint16) {
+          std::uint16_t w;
+          std::memcpy(&w, raw.data() + 2 * p, 2);
+          word = w;
+        } else if (d.encoding == RawEncoding::Uint32) {
+          std::uint32_t w;
+          std::memcpy(&w, raw.data() + 4 * p, 4);
+          word = w;
+        } else {
+          std::int32_t w;
+          std::memcpy(&w, raw.data() + 4 * p, 4);
+          word = w;
+        }
+        const int row = int(p / 200), col = int(p % 200);
+        const bool gap = (row >= 100 && row < 107) || (col >= 150 && col < 153);
+        const bool is_hot = word > 1000 && word != marker;
+        QVERIFY2(!gap || word == marker,
+                 qPrintable(QString("%1 gap pixel %2 reads %3").arg(encoding).arg(p).arg(word)));
+        QCOMPARE(sim.constants().masked(p), gap || word == marker || is_hot);
+        const auto pg = sim.constants().at(0, p);
+        QCOMPARE(pg.pedestal, 0.0f);
+        QCOMPARE(pg.gain, 1.0f);
+        if (gap) continue;
+        if (word == marker) {
+          ++dead;
+        } else if (is_hot) {
+          ++hot;
+          QVERIFY(std::abs(double(word) - config.hot_pixel_offset_adu) <= 6 * config.noise_adu);
+        } else {
+          ++healthy;
+          QVERIFY(word >= 0);
+          if (word < 6) ++histogram[std::size_t(word)];
+        }
+      }
+      const std::size_t sensor = d.pixels() - std::size_t(7 * 200 + 3 * 300 - 7 * 3);
+      QCOMPARE(dead + hot + healthy, sensor);
+      QVERIFY2(binomial_consistent(dead, sensor, config.dead_pixel_fraction),
+               qPrintable(QString("%1: %2 dead").arg(encoding).arg(dead)));
+      QVERIFY2(binomial_consistent(hot, sensor, config.hot_pixel_fraction),
+               qPrintable(QString("%1: %2 hot").arg(encoding).arg(hot)));
+      double probability = std::exp(-mean);
+      for (std::size_t count = 0; count < histogram.size(); ++count) {
+        QVERIFY2(binomial_consistent(histogram[count], healthy, probability),
+                 qPrintable(QString("%1: %2 pixels count %3")
+                                .arg(encoding)
+                                .arg(histogram[count])
+                                .arg(count)));
+        probability *= mean / double(count + 1);
+      }
+    }
+  }
+
   // Powder rings are circles around the beam in the assembled image: the mean photon count of the
   // pixels at one radius follows background + crest * exp(-(r - R)^2 / 2 s^2) summed over rings,
   // with radii and beam centre computed here from the placement (bounding-box centre).

@@ -54,9 +54,10 @@ struct PedestalGain {
 };
 
 struct DecodedPixel {
-  float adc;  // ADC value (or the calibrated value for float32 detectors)
+  float adc;  // ADC value (the calibrated value for float32, the count for integer images)
   int mode;   // index into the pedestal and gain planes
-  bool bad;   // masked by the constants or by the raw word (Jungfrau gain bits 10, bad config)
+  bool bad;   // masked by the constants or by the raw word (Jungfrau gain bits 10, bad config,
+              // an integer image's marker value)
 };
 
 // Calibration settings that can change while a run goes.
@@ -102,6 +103,31 @@ LIVEDRP_HD DecodedPixel decode_float32(float value, std::uint8_t status) {
   return {value, 0, (status & kStatusMasked) != 0};
 }
 
+// Integer images (Dectris Eiger/Pilatus counts, Jungfraujoch frames): the value, converted to
+// float (rounded to nearest above 2^24, as on the device), in the one mode. The detector writes a
+// marker where it has no value: Eiger the all-ones word of its bit depth for gap, defective and
+// saturated pixels; Jungfraujoch's int32 frames INT32_MIN for masked or erroneous pixels and
+// INT32_MAX for saturated ones (a lower bound, not a value). All ones of an int32 is -1, a value
+// converted Jungfrau data may hold, so it marks nothing there.
+inline constexpr std::uint16_t kUint16Marker = 0xFFFFu;
+inline constexpr std::uint32_t kUint32Marker = 0xFFFFFFFFu;
+inline constexpr std::int32_t kInt32ErrorMarker = -2147483647 - 1;  // INT32_MIN
+inline constexpr std::int32_t kInt32SaturatedMarker = 2147483647;   // INT32_MAX
+
+LIVEDRP_HD DecodedPixel decode_uint16(std::uint16_t raw, std::uint8_t status) {
+  return {float(raw), 0, (status & kStatusMasked) != 0 || raw == kUint16Marker};
+}
+
+LIVEDRP_HD DecodedPixel decode_uint32(std::uint32_t raw, std::uint8_t status) {
+  return {float(raw), 0, (status & kStatusMasked) != 0 || raw == kUint32Marker};
+}
+
+LIVEDRP_HD DecodedPixel decode_int32(std::int32_t raw, std::uint8_t status) {
+  return {
+      float(raw), 0,
+      (status & kStatusMasked) != 0 || raw == kInt32ErrorMarker || raw == kInt32SaturatedMarker};
+}
+
 // Raw offset from the pedestal, in ADU.
 LIVEDRP_HD float pedestal_offset(DecodedPixel pixel, PedestalGain constants) {
   return pixel.adc - constants.pedestal;
@@ -134,6 +160,12 @@ LIVEDRP_HD DecodedPixel decode_raw(RawEncoding encoding, const void* raw, std::s
       return decode_epix10ka(static_cast<const std::uint16_t*>(raw)[index], status);
     case RawEncoding::Jungfrau:
       return decode_jungfrau(static_cast<const std::uint16_t*>(raw)[index], status);
+    case RawEncoding::Uint16:
+      return decode_uint16(static_cast<const std::uint16_t*>(raw)[index], status);
+    case RawEncoding::Uint32:
+      return decode_uint32(static_cast<const std::uint32_t*>(raw)[index], status);
+    case RawEncoding::Int32:
+      return decode_int32(static_cast<const std::int32_t*>(raw)[index], status);
     case RawEncoding::Float32:
     default:
       return decode_float32(static_cast<const float*>(raw)[index], status);

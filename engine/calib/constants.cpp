@@ -119,6 +119,15 @@ CalibrationConstants identity_constants(const DetectorDescription& detector) {
   constants.pixels = detector.pixels();
   constants.pedestal_gain.assign(std::size_t(constants.modes) * constants.pixels, {0.0f, 1.0f});
   constants.pixel_status.assign(constants.pixels, calib::kConfigFH);
+  // Gap pixels hold no sensor: their marker value makes them bad in every event anyway, and masked
+  // here integration and peak finding leave them out instead of reading them as 0.
+  if (!detector.gap_rows.empty() || !detector.gap_cols.empty())
+    for (std::size_t p = 0; p < constants.pixels; ++p) {
+      const std::size_t in_segment = p % detector.pixels_per_segment();
+      if (detector.in_gap(int(in_segment / std::size_t(detector.cols)),
+                          int(in_segment % std::size_t(detector.cols))))
+        constants.pixel_status[p] |= calib::kStatusMasked;
+    }
   return constants;
 }
 

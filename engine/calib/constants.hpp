@@ -40,8 +40,9 @@ const std::vector<std::string>& epix10ka_config_names();
 // The value of configuration `name` (exactly as above), or nullopt for any other text.
 std::optional<std::uint8_t> epix10ka_config_value(std::string_view name);
 
-// Pedestal 0 and gain 1 in every mode, nothing masked, ePix10ka configuration FH: calibration then
-// returns adc (or the float32 value) unchanged.
+// Pedestal 0 and gain 1 in every mode, ePix10ka configuration FH, nothing masked but the
+// description's gap pixels: calibration then returns adc (the float32 value, the integer image's
+// count) unchanged.
 CalibrationConstants identity_constants(const DetectorDescription& detector);
 
 // HDF5 constants file (layout in docs/formats.md):

@@ -36,9 +36,7 @@ GainOccupancy gain_occupancy(const DetectorDescription& detector,
     for (const GainMode& mode : detector.gain_modes) occupancy.modes.push_back(mode.name);
   }
   // Every mode the decoder can return must have a column (the description lists them all).
-  const int decodable_modes = detector.encoding == RawEncoding::Epix10ka   ? kEpix10kaModes
-                              : detector.encoding == RawEncoding::Jungfrau ? kJungfrauModes
-                                                                           : 1;
+  const int decodable_modes = gain_modes_of(detector.encoding);
   if (int(occupancy.modes.size()) < decodable_modes)
     throw InputError(name + ": the description names " + std::to_string(occupancy.modes.size()) +
                      " gain modes, the " + std::string(to_string(detector.encoding)) +

@@ -18,7 +18,8 @@ struct GainOccupancy {
 };
 
 // raw: detector.raw_event_bytes() of one event. A Float32 detector has no gain modes: `modes` is
-// {"calibrated", "bad"}, bad = masked by the constants.
+// {"calibrated", "bad"}, bad = masked by the constants. An integer image has its one mode (named
+// by the description), bad = masked or holding the encoding's marker value.
 GainOccupancy gain_occupancy(const DetectorDescription& detector,
                              const CalibrationConstants& constants, const void* raw);
 

@@ -82,6 +82,20 @@ const std::vector<std::string>& bad_pixel_reason_names() {
   return names;
 }
 
+void require_pedestal_detector(const DetectorDescription& detector) {
+  if (detector.encoding == RawEncoding::Float32)
+    throw InputError("detector " + detector.name +
+                     " holds calibrated float32 data: pedestals come from raw uint16 detectors "
+                     "(ePix10ka, Jungfrau)");
+  if (is_integer_image(detector.encoding))
+    throw InputError(
+        "detector " + detector.name + " delivers " + std::string(to_string(detector.encoding)) +
+        " integer images: a photon-counting detector's threshold removes the electronic "
+        "baseline in every pixel (and a converted frame has had its pedestal subtracted "
+        "upstream), so a dark run has no pedestal to measure; its constants are pedestal 0, "
+        "gain 1 and its mask (a constants file with /mask, and /gain for a flat field)");
+}
+
 std::size_t PedestalResult::masked() const {
   return std::size_t(
       std::count_if(bad_reason.begin(), bad_reason.end(), [](std::uint8_t r) { return r != 0; }));
@@ -142,10 +156,7 @@ PedestalAccumulator::PedestalAccumulator(const DetectorDescription& detector,
   s.encoding = detector.encoding;
   s.pixels = detector.pixels();
   s.pool = pool;
-  if (s.encoding == RawEncoding::Float32)
-    throw InputError("detector " + detector.name +
-                     " holds calibrated float32 data: pedestals come from raw uint16 detectors "
-                     "(ePix10ka, Jungfrau)");
+  require_pedestal_detector(detector);
   if (s.encoding == RawEncoding::Epix10ka) {
     if (config.size() != s.pixels)
       throw InputError("detector " + detector.name + ": the gain configuration of its " +

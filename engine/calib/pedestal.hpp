@@ -87,6 +87,11 @@ struct PedestalResult {
   std::size_t count(BadPixelReason reason) const;
 };
 
+// Throws InputError, saying why, unless the detector's raw words sit on a pedestal that a dark run
+// measures: ePix10ka and Jungfrau ADC words do; float32 data is calibrated already, and integer
+// images are counts (or values converted upstream) with no baseline left to measure.
+void require_pedestal_detector(const DetectorDescription& detector);
+
 // Feeds frames of one dark run after another and computes the result. Memory: per pixel 22 bytes
 // for each of its slots (Jungfrau 3, ePix10ka 2: the configuration's mode and its low mode) plus
 // 16 bytes of per-run gain-bit counts.

@@ -56,32 +56,40 @@ std::pair<int, int> require_shape(const json& object, const char* key, const std
 }
 
 RawEncoding parse_encoding(const json& value, const std::string& origin) {
-  if (value == "epix10ka") return RawEncoding::Epix10ka;
-  if (value == "jungfrau") return RawEncoding::Jungfrau;
-  if (value == "float32") return RawEncoding::Float32;
-  if (value == "uint16") return RawEncoding::Uint16;
-  if (value == "uint32") return RawEncoding::Uint32;
-  if (value == "int32") return RawEncoding::Int32;
+  for (const RawEncoding encoding :
+       {RawEncoding::Epix10ka, RawEncoding::Jungfrau, RawEncoding::Float32, RawEncoding::Uint16,
+        RawEncoding::Uint32, RawEncoding::Int32})
+    if (value == std::string(to_string(encoding))) return encoding;
   fail(origin,
        "field 'raw_encoding' must be one of epix10ka, jungfrau, float32, uint16, uint32, int32; "
        "got " +
            value.dump());
 }
 
-// The number of gain modes each encoding can produce (see calib/calibration_math.hpp).
-int modes_of(RawEncoding encoding) {
-  switch (encoding) {
-    case RawEncoding::Epix10ka:
-      return 7;
-    case RawEncoding::Jungfrau:
-      return 3;
-    case RawEncoding::Float32:
-    case RawEncoding::Uint16:
-    case RawEncoding::Uint32:
-    case RawEncoding::Int32:
-      return 1;
+// "gaps": {"rows": [[first, count], ...], "cols": [...]}, each range inside the segment.
+std::vector<PixelRange> parse_gap_ranges(const json& gaps, const char* key, int extent,
+                                         const std::string& origin) {
+  std::vector<PixelRange> ranges;
+  const auto it = gaps.find(key);
+  if (it == gaps.end()) return ranges;
+  if (!it->is_array()) fail(origin, std::string("field 'gaps.") + key + "' must be a list");
+  for (const json& range : *it) {
+    if (!range.is_array() || range.size() != 2 || !range[0].is_number_integer() ||
+        !range[1].is_number_integer() || range[0].get<long long>() < 0 ||
+        range[1].get<long long>() <= 0 ||
+        range[0].get<long long>() + range[1].get<long long>() > extent)
+      fail(origin, std::string("field 'gaps.") + key +
+                       "' must hold [first, count] ranges within the segment's " +
+                       std::to_string(extent) + ", got " + range.dump());
+    ranges.push_back({range[0].get<int>(), range[1].get<int>()});
   }
-  return 0;
+  return ranges;
+}
+
+json gap_ranges_json(const std::vector<PixelRange>& ranges) {
+  json list = json::array();
+  for (const PixelRange& range : ranges) list.push_back({range.first, range.count});
+  return list;
 }
 
 }  // namespace
@@ -102,6 +110,29 @@ std::string_view to_string(RawEncoding encoding) {
       return "int32";
   }
   return "unknown";
+}
+
+int gain_modes_of(RawEncoding encoding) {
+  switch (encoding) {
+    case RawEncoding::Epix10ka:
+      return 7;
+    case RawEncoding::Jungfrau:
+      return 3;
+    case RawEncoding::Float32:
+    case RawEncoding::Uint16:
+    case RawEncoding::Uint32:
+    case RawEncoding::Int32:
+      return 1;
+  }
+  return 0;
+}
+
+bool DetectorDescription::in_gap(int row, int col) const {
+  for (const PixelRange& range : gap_rows)
+    if (row >= range.first && row < range.first + range.count) return true;
+  for (const PixelRange& range : gap_cols)
+    if (col >= range.first && col < range.first + range.count) return true;
+  return false;
 }
 
 DetectorDescription parse_detector_description(const json& object, const std::string& origin) {
@@ -128,13 +159,17 @@ DetectorDescription parse_detector_description(const json& object, const std::st
     fail(origin, "field 'bank_columns' must be an integer in 0..64 (0 = no common mode), got " +
                      bank.dump());
   d.bank_columns = bank.get<int>();
+  // Common mode is an ADC baseline shift; counts and values converted upstream have none.
+  if (is_integer_image(d.encoding) && d.bank_columns != 0)
+    fail(origin, "bank_columns must be 0 for raw_encoding " + std::string(to_string(d.encoding)) +
+                     " (integer images have no ADC baseline to correct), got " + bank.dump());
   if (d.bank_columns > 0 && d.asic_cols % d.bank_columns != 0)
     fail(origin, "bank_columns " + std::to_string(d.bank_columns) +
                      " does not divide the ASIC width " + std::to_string(d.asic_cols));
 
   const json& modes = require(object, "gain_modes", origin);
-  if (!modes.is_array() || int(modes.size()) != modes_of(d.encoding))
-    fail(origin, "field 'gain_modes' must list " + std::to_string(modes_of(d.encoding)) +
+  if (!modes.is_array() || int(modes.size()) != gain_modes_of(d.encoding))
+    fail(origin, "field 'gain_modes' must list " + std::to_string(gain_modes_of(d.encoding)) +
                      " modes for raw_encoding " + std::string(to_string(d.encoding)));
   for (const json& mode : modes) {
     GainMode m;
@@ -161,6 +196,16 @@ DetectorDescription parse_detector_description(const json& object, const std::st
     s.y_px = y.get<double>();
     s.rotation_deg = ((rotation.get<int>() % 360) + 360) % 360;
     d.placement.push_back(s);
+  }
+
+  if (auto gaps = object.find("gaps"); gaps != object.end()) {
+    if (!is_integer_image(d.encoding))
+      fail(origin,
+           "field 'gaps' is for integer images (raw_encoding uint16, uint32, int32), "
+           "whose frames mark gap pixels with their bad-pixel value");
+    if (!gaps->is_object()) fail(origin, "field 'gaps' must be an object with 'rows' and 'cols'");
+    d.gap_rows = parse_gap_ranges(*gaps, "rows", d.rows, origin);
+    d.gap_cols = parse_gap_ranges(*gaps, "cols", d.cols, origin);
   }
   return d;
 }
@@ -204,17 +249,21 @@ nlohmann::json to_json(const DetectorDescription& d) {
   json placement = json::array();
   for (const auto& p : d.placement)
     placement.push_back({{"x_px", p.x_px}, {"y_px", p.y_px}, {"rotation_deg", p.rotation_deg}});
-  return {{"schema_version", d.schema_version},
-          {"name", d.name},
-          {"description", d.description},
-          {"raw_encoding", std::string(to_string(d.encoding))},
-          {"segments", d.segments},
-          {"segment_shape", {d.rows, d.cols}},
-          {"pixel_size_um", d.pixel_size_um},
-          {"asic_shape", {d.asic_rows, d.asic_cols}},
-          {"bank_columns", d.bank_columns},
-          {"gain_modes", modes},
-          {"placement", placement}};
+  json description = {{"schema_version", d.schema_version},
+                      {"name", d.name},
+                      {"description", d.description},
+                      {"raw_encoding", std::string(to_string(d.encoding))},
+                      {"segments", d.segments},
+                      {"segment_shape", {d.rows, d.cols}},
+                      {"pixel_size_um", d.pixel_size_um},
+                      {"asic_shape", {d.asic_rows, d.asic_cols}},
+                      {"bank_columns", d.bank_columns},
+                      {"gain_modes", modes},
+                      {"placement", placement}};
+  if (!d.gap_rows.empty() || !d.gap_cols.empty())
+    description["gaps"] = {{"rows", gap_ranges_json(d.gap_rows)},
+                           {"cols", gap_ranges_json(d.gap_cols)}};
+  return description;
 }
 
 AssembledPoint assembled_point(const SegmentPlacement& placement, double row, double col) {

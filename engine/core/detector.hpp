@@ -13,6 +13,9 @@
 namespace livedrp {
 
 std::string_view to_string(RawEncoding encoding);
+// The gain modes (planes of pedestal and gain) the encoding's decoder can return: 7 ePix10ka, 3
+// Jungfrau, 1 for float32 and integer images.
+int gain_modes_of(RawEncoding encoding);
 
 struct GainMode {
   std::string name;
@@ -25,6 +28,14 @@ struct SegmentPlacement {
   double x_px = 0;
   double y_px = 0;
   int rotation_deg = 0;
+};
+
+// Rows or columns [first, first + count) of every segment that hold no sensor: the gaps between
+// the modules of a detector delivered as one frame (Dectris Eiger), which its images mark with
+// their bad-pixel value.
+struct PixelRange {
+  int first = 0;
+  int count = 0;
 };
 
 // A detector as the engine sees it: segment layout, raw encoding, gain modes, ASIC and bank layout.
@@ -43,17 +54,16 @@ struct DetectorDescription {
   int bank_columns = 0;  // width of a common-mode bank row; 0 = no common mode for this detector
   std::vector<GainMode> gain_modes;
   std::vector<SegmentPlacement> placement;  // one per segment
+  // Integer images only (optional "gaps": {"rows": [[first, count], ...], "cols": [...]}).
+  std::vector<PixelRange> gap_rows, gap_cols;
 
   std::size_t pixels_per_segment() const { return std::size_t(rows) * std::size_t(cols); }
   std::size_t pixels() const { return pixels_per_segment() * std::size_t(segments); }
-  std::size_t raw_bytes_per_pixel() const {
-    return encoding == RawEncoding::Float32 || encoding == RawEncoding::Uint32 ||
-                   encoding == RawEncoding::Int32
-               ? 4
-               : 2;
-  }
+  std::size_t raw_bytes_per_pixel() const { return raw_word_bytes(encoding); }
   std::size_t raw_event_bytes() const { return pixels() * raw_bytes_per_pixel(); }
   int modes() const { return int(gain_modes.size()); }
+  // Whether segment pixel (row, col) lies in a gap row or column.
+  bool in_gap(int row, int col) const;
   // Bank rows: each segment row is cut into cols / bank_columns banks.
   std::size_t bank_rows() const {
     return bank_columns > 0 ? pixels() / std::size_t(bank_columns) : 0;
@@ -81,8 +91,8 @@ DetectorDescription parse_detector_description(const nlohmann::json& json,
                                                const std::string& origin);
 DetectorDescription load_detector_description(const std::filesystem::path& path);
 
-// A built-in detector by name ("epix10ka2m", "jungfrau4m", "generic_f32"), or a path to a .json
-// file. Throws InputError listing the known names when the name is unknown.
+// A built-in detector by name ("epix10ka2m", "jungfrau4m", "generic_f32", "eiger2x4m"), or a path
+// to a .json file. Throws InputError listing the known names when the name is unknown.
 DetectorDescription find_detector(std::string_view name_or_path);
 std::vector<std::string> builtin_detector_names();
 

@@ -26,8 +26,8 @@ constexpr unsigned kFullWarp = 0xFFFFFFFFu;
 // Threads per block for every kernel: 8 warps, enough to hide latency with several blocks per
 // multiprocessor, small enough that the last wave of an event is short.
 constexpr int kBlockThreads = 256;
-// Pixels one thread of the vectorised kernels handles: 16 bytes of uint16 raw words, 8 status
-// bytes, two float4 stores.
+// Pixels one thread of the vectorised kernels handles: 16 bytes of 16-bit raw words (32 of 32-bit
+// ones), 8 status bytes, two float4 stores.
 constexpr int kLanePixels = 8;
 // Vectorised common mode: a group of 8 lanes holds one bank row of up to 8 * 8 = 64 pixels.
 constexpr int kGroupLanes = 8;
@@ -38,13 +38,24 @@ static_assert(sizeof(PedestalGain) == 8, "PedestalGain is loaded as a float2");
 // ---------------------------------------------------------------------------------------------
 // Loading and decoding the pixels of one thread.
 
-// One raw word as 32 bits (uint16 zero-extended, or the float's bits) -> the shared decoders.
+// Raw words of 4 bytes (float32, uint32, int32) are loaded as 32-bit words, the others as 16-bit.
+template <RawEncoding E>
+constexpr bool kWideWords = raw_word_bytes(E) == 4;
+
+// One raw word as 32 bits (a 16-bit word zero-extended, or the 32-bit word's bits) -> the shared
+// decoders.
 template <RawEncoding E>
 __device__ __forceinline__ DecodedPixel decode_word(std::uint32_t bits, std::uint8_t status) {
   if constexpr (E == RawEncoding::Epix10ka)
     return calib::decode_epix10ka(std::uint16_t(bits), status);
   else if constexpr (E == RawEncoding::Jungfrau)
     return calib::decode_jungfrau(std::uint16_t(bits), status);
+  else if constexpr (E == RawEncoding::Uint16)
+    return calib::decode_uint16(std::uint16_t(bits), status);
+  else if constexpr (E == RawEncoding::Uint32)
+    return calib::decode_uint32(bits, status);
+  else if constexpr (E == RawEncoding::Int32)
+    return calib::decode_int32(std::int32_t(bits), status);  // two's complement, as stored
   else
     return calib::decode_float32(__uint_as_float(bits), status);
 }
@@ -70,13 +81,13 @@ __device__ __forceinline__ void load_lane(const void* __restrict__ raw,
   std::uint32_t words[kLanePixels];
   std::uint8_t flags[kLanePixels];
   if constexpr (kVector) {
-    if constexpr (E == RawEncoding::Float32) {
-      const float4* source =
-          reinterpret_cast<const float4*>(static_cast<const float*>(raw) + first);
-      const float4 a = __ldcs(source), b = __ldcs(source + 1);
-      const float values[kLanePixels] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    if constexpr (kWideWords<E>) {
+      const uint4* source =
+          reinterpret_cast<const uint4*>(static_cast<const std::uint32_t*>(raw) + first);
+      const uint4 a = __ldcs(source), b = __ldcs(source + 1);
+      const std::uint32_t loaded[kLanePixels] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
-      for (int i = 0; i < kLanePixels; ++i) words[i] = __float_as_uint(values[i]);
+      for (int i = 0; i < kLanePixels; ++i) words[i] = loaded[i];
     } else {
       const uint4 packed =
           __ldcs(reinterpret_cast<const uint4*>(static_cast<const std::uint16_t*>(raw) + first));
@@ -99,8 +110,8 @@ __device__ __forceinline__ void load_lane(const void* __restrict__ raw,
       words[i] = 0;
       flags[i] = calib::kStatusMasked;
       if (i < count) {
-        if constexpr (E == RawEncoding::Float32)
-          words[i] = __float_as_uint(__ldcs(static_cast<const float*>(raw) + first + i));
+        if constexpr (kWideWords<E>)
+          words[i] = __ldcs(static_cast<const unsigned int*>(raw) + first + i);
         else
           words[i] = __ldcs(static_cast<const unsigned short*>(raw) + first + i);
         flags[i] = __ldg(status + first + i);

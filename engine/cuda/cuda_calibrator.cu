@@ -340,6 +340,21 @@ void DeviceCalibrator::launch_batch(const void* device_raw, float* device_out,
                                               detector_.bank_columns, common_mode, params, out, s,
                                               events, batch, aligned, invalid);
       break;
+    case RawEncoding::Uint16:
+      launch_vectorized<RawEncoding::Uint16>(raw, status, pedestal_gain, pixels,
+                                             detector_.bank_columns, common_mode, params, out, s,
+                                             events, batch, aligned, invalid);
+      break;
+    case RawEncoding::Uint32:
+      launch_vectorized<RawEncoding::Uint32>(raw, status, pedestal_gain, pixels,
+                                             detector_.bank_columns, common_mode, params, out, s,
+                                             events, batch, aligned, invalid);
+      break;
+    case RawEncoding::Int32:
+      launch_vectorized<RawEncoding::Int32>(raw, status, pedestal_gain, pixels,
+                                            detector_.bank_columns, common_mode, params, out, s,
+                                            events, batch, aligned, invalid);
+      break;
   }
 }
 

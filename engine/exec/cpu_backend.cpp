@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "calib/calibrate_cpu.hpp"
+#include "codec/compression_input.hpp"
 #include "core/thread_pool.hpp"
 #include "exec/backend.hpp"
 
@@ -149,12 +150,8 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  // Lossless keeps what a storage path would keep, the detector's own words; lossy reduces the
-  // calibrated image, whose unit the error bound is given in.
   codec::DType dtype_for(const codec::CodecParams& params) const {
-    return params.codec == codec::Codec::Lossy || detector_.encoding == RawEncoding::Float32
-               ? codec::DType::Float32
-               : codec::DType::UInt16;
+    return codec::compression_input(detector_.encoding, params.codec).dtype;
   }
 
   // The stage-contract stages, in order, each on the calibrated image and timed on its own.
@@ -186,9 +183,10 @@ class CpuBackend final : public Backend {
   }
 
   void compress(const void* raw, CompletedEvent& done) {
-    const bool lossy = compression_->codec == codec::Codec::Lossy;
-    const void* data = lossy ? static_cast<const void*>(output_.data()) : raw;
-    const codec::DType dtype = dtype_for(*compression_);
+    const codec::CompressionInput input =
+        codec::compression_input(detector_.encoding, compression_->codec);
+    const void* data = input.calibrated_image ? static_cast<const void*>(output_.data()) : raw;
+    const codec::DType dtype = input.dtype;
     const std::uint64_t count = detector_.pixels();
     const auto start = std::chrono::steady_clock::now();
     const std::span<const std::uint8_t> stream =

@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "codec/codec.hpp"
+#include "codec/compression_input.hpp"
 #include "cuda/codec/device_codec.hpp"
 #include "cuda/cuda_calibrator.hpp"
 #include "cuda/device.hpp"
@@ -281,11 +282,8 @@ class CudaBackend final : public Backend {
       compression_.reset();
       return;
     }
-    // As the CPU backend: lossless keeps the detector's own words, lossy the calibrated image.
-    const codec::DType dtype =
-        params->codec == codec::Codec::Lossy || detector_.encoding == RawEncoding::Float32
-            ? codec::DType::Float32
-            : codec::DType::UInt16;
+    // As the CPU backend (codec/compression_input.hpp).
+    const codec::DType dtype = codec::compression_input(detector_.encoding, params->codec).dtype;
     std::uint64_t bound = 0;
     try {
       bound = codec::compressed_bound(dtype, detector_.pixels(), unsigned(shape_.size()), *params);
@@ -659,11 +657,12 @@ class CudaBackend final : public Backend {
   // size copied to the lane's pinned word for that position. Only enqueues.
   void enqueue_compression(Lane& lane, int slot_index, int fill) {
     LaunchSlot& slot = *lane.slots[std::size_t(slot_index)];
-    const bool lossy = compression_->codec == codec::Codec::Lossy;
+    const bool calibrated_image =
+        codec::compression_input(detector_.encoding, compression_->codec).calibrated_image;
     const std::uint64_t count = detector_.pixels();
     for (int i = 0; i < fill; ++i) {
-      const void* input = lossy ? static_cast<const void*>(out_of(lane, slot_index, i))
-                                : raw_of(lane, slot_index, i);
+      const void* input = calibrated_image ? static_cast<const void*>(out_of(lane, slot_index, i))
+                                           : raw_of(lane, slot_index, i);
       slot.compress_begin[std::size_t(i)]->record(lane.stream);
       lane.codec->compress(input, compress_dtype_, count, shape_, *compression_,
                            lane.compressed.get(), lane.compressed.bytes(), lane.stream);

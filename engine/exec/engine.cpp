@@ -19,6 +19,7 @@
 
 #include "calib/calibration_math.hpp"
 #include "calib/constants.hpp"
+#include "codec/compression_input.hpp"
 #include "core/detector.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
@@ -1000,9 +1001,11 @@ void Engine::Impl::fill_stage_results(const gpu::ResidentPipeline& pipeline,
                                       CompletedEvent& done) const {
   done.calibrate_us = result.stage_us(gpu::kStampCalibrated);
   if (config.compression.enabled()) {
-    const bool lossy =
-        config.compression.codec == "lossy" || detector.encoding == RawEncoding::Float32;
-    done.compress_bytes_in = std::uint64_t(detector.pixels()) * (lossy ? 4 : 2);
+    const codec::DType dtype =
+        codec::compression_input(detector.encoding, compression_params(config.compression)->codec)
+            .dtype;
+    done.compress_bytes_in =
+        std::uint64_t(detector.pixels()) * (dtype == codec::DType::Float32 ? 4 : 2);
     done.compress_bytes_out = result.compressed_bytes;
     done.compress_us = result.stage_us(gpu::kStampCompressed);
     if (result.compressed_bytes == 0)

@@ -12,8 +12,11 @@ LiveImage::LiveImage(const DetectorDescription& detector, const CalibrationConst
       period_(std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double>(1.0 / publish_hz))),
       // The gain constants are keV per ADU (calib/constants.hpp); float32 data is already
-      // calibrated upstream in a unit livedrp does not know, and only masked here.
-      unit_(detector.encoding == RawEncoding::Float32 ? "" : "keV"),
+      // calibrated upstream in a unit livedrp does not know, and only masked here; an integer
+      // image stays in its counts (pedestal 0, gain 1, or a flat field near 1).
+      unit_(detector.encoding == RawEncoding::Float32 ? ""
+            : is_integer_image(detector.encoding)     ? "counts"
+                                                      : "keV"),
       raw_(detector.raw_event_bytes()),
       calibrated_(detector.pixels()) {}
 

@@ -26,6 +26,32 @@ std::vector<hsize_t> event_dims(const DetectorDescription& d, bool stacked) {
   return {hsize_t(d.segments), hsize_t(d.rows), hsize_t(d.cols)};
 }
 
+// The HDF5 types of the element types events are stored in (element_type_of).
+hid_t native_type(io::ElementType type) {
+  switch (type) {
+    case io::ElementType::UInt32:
+      return H5T_NATIVE_UINT32;
+    case io::ElementType::Int32:
+      return H5T_NATIVE_INT32;
+    case io::ElementType::Float32:
+      return H5T_NATIVE_FLOAT;
+    default:
+      return H5T_NATIVE_UINT16;
+  }
+}
+hid_t little_endian_type(io::ElementType type) {
+  switch (type) {
+    case io::ElementType::UInt32:
+      return H5T_STD_U32LE;
+    case io::ElementType::Int32:
+      return H5T_STD_I32LE;
+    case io::ElementType::Float32:
+      return H5T_IEEE_F32LE;
+    default:
+      return H5T_STD_U16LE;
+  }
+}
+
 std::string shape_text(const std::vector<std::uint64_t>& shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
@@ -138,7 +164,6 @@ Hdf5EventWriter::Hdf5EventWriter(const std::filesystem::path& path,
   handles->file = H5Fcreate(path.string().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (handles->file < 0) throw RuntimeFault(where + ": cannot create the file");
 
-  const bool float32 = detector.encoding == RawEncoding::Float32;
   std::vector<hsize_t> dims{capacity_};
   const auto per_event = event_dims(detector, layout.stacked);
   dims.insert(dims.end(), per_event.begin(), per_event.end());
@@ -159,9 +184,9 @@ Hdf5EventWriter::Hdf5EventWriter(const std::filesystem::path& path,
   }
   H5Handle links(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
   H5Pset_create_intermediate_group(links.get(), 1);
-  handles->data =
-      H5Dcreate2(handles->file, layout.dataset.c_str(), float32 ? H5T_IEEE_F32LE : H5T_STD_U16LE,
-                 space.get(), links.get(), create.get(), H5P_DEFAULT);
+  handles->data = H5Dcreate2(handles->file, layout.dataset.c_str(),
+                             little_endian_type(element_type_of(detector.encoding)), space.get(),
+                             links.get(), create.get(), H5P_DEFAULT);
   if (handles->data < 0) throw RuntimeFault(where + ": cannot create the dataset");
 
   // Per-event metadata: 1-D beside the data, chunked in blocks when extendible.
@@ -203,7 +228,6 @@ void Hdf5EventWriter::append(const EventHeader& header, const void* raw) {
     throw RuntimeFault(where + ": the contiguous dataset holds " + std::to_string(capacity_) +
                        " events and is full");
   QuietHdf5Errors quiet;
-  const bool float32 = detector_.encoding == RawEncoding::Float32;
   auto write_row = [&](hid_t set, std::vector<hsize_t> row_dims, hid_t memory_type,
                        const void* data) {
     if (layout_.chunked) {
@@ -225,7 +249,7 @@ void Hdf5EventWriter::append(const EventHeader& header, const void* raw) {
   const std::uint64_t pulse = header.pulse_id;
   const std::int64_t time = header.timestamp_ns;
   if (!write_row(h_->data, event_dims(detector_, layout_.stacked),
-                 float32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_UINT16, raw) ||
+                 native_type(element_type_of(detector_.encoding)), raw) ||
       !write_row(h_->pulse, {}, H5T_NATIVE_UINT64, &pulse) ||
       !write_row(h_->time, {}, H5T_NATIVE_INT64, &time))
     throw RuntimeFault(where + ": cannot write event " + std::to_string(events_) + " (disk full?)");
@@ -290,18 +314,23 @@ void open_event_file(const std::filesystem::path& path, const std::string& datas
   H5Handle type(H5Dget_type(set.get()), H5Tclose);
   const H5T_class_t type_class = H5Tget_class(type.get());
   const std::size_t size = H5Tget_size(type.get());
+  const bool is_signed = type_class == H5T_INTEGER && H5Tget_sign(type.get()) == H5T_SGN_2;
   if (type_class == H5T_FLOAT && size == 4)
-    info.float32 = true;
-  else if (type_class == H5T_INTEGER && size == 2 && H5Tget_sign(type.get()) == H5T_SGN_NONE)
-    info.float32 = false;
+    info.element_type = io::ElementType::Float32;
+  else if (type_class == H5T_INTEGER && size == 2 && !is_signed)
+    info.element_type = io::ElementType::UInt16;
+  else if (type_class == H5T_INTEGER && size == 4 && !is_signed)
+    info.element_type = io::ElementType::UInt32;
+  else if (type_class == H5T_INTEGER && size == 4 && is_signed)
+    info.element_type = io::ElementType::Int32;
   else
     throw InputError(where + ": element type is " +
                      (type_class == H5T_FLOAT ? "float" + std::to_string(8 * size)
                       : type_class == H5T_INTEGER
-                          ? std::string(H5Tget_sign(type.get()) == H5T_SGN_2 ? "int" : "uint") +
-                                std::to_string(8 * size)
+                          ? std::string(is_signed ? "int" : "uint") + std::to_string(8 * size)
                           : std::string("not numeric")) +
-                     "; replay reads uint16 (raw) or float32 (calibrated) events");
+                     "; replay reads uint16 (raw words, counts), uint32 or int32 (counts) or "
+                     "float32 (calibrated) events");
   H5Handle space(H5Dget_space(set.get()), H5Sclose);
   const int rank = H5Sget_simple_extent_ndims(space.get());
   std::vector<hsize_t> dims(std::size_t(std::max(rank, 0)));
@@ -346,13 +375,14 @@ Hdf5EventReader::Hdf5EventReader(const std::filesystem::path& path, const std::s
   if (handles->data < 0)
     throw InputError("HDF5 file " + path.string() + ", dataset " + dataset + ": cannot be opened");
   const std::string where = "HDF5 file " + path.string() + ", dataset " + dataset;
-  const bool wants_float = detector.encoding == RawEncoding::Float32;
-  if (info_.float32 != wants_float)
-    throw InputError(where + ": element type " + (info_.float32 ? "float32" : "uint16") +
-                     ", but detector " + detector.name + " takes " +
-                     (wants_float ? "float32 (calibrated)" : "uint16 (raw)") +
-                     " events; float32 calibrated data needs a detector description with "
-                     "raw_encoding float32");
+  const io::ElementType wanted = element_type_of(detector.encoding);
+  if (info_.element_type != wanted)
+    throw InputError(where + ": element type " + std::string(io::to_string(info_.element_type)) +
+                     ", but detector " + detector.name + " (raw_encoding " +
+                     std::string(to_string(detector.encoding)) + ") takes " +
+                     std::string(io::to_string(wanted)) +
+                     " events; the detector description's raw_encoding must match the file's "
+                     "element type");
   const std::vector<std::uint64_t> per_event(info_.shape.begin() + 1, info_.shape.end());
   const std::vector<std::uint64_t> full{std::uint64_t(detector.segments),
                                         std::uint64_t(detector.rows), std::uint64_t(detector.cols)};
@@ -418,7 +448,7 @@ void Hdf5EventReader::choose_read_path() {
   path_ = EventReadPath::Library;
   H5Handle type(H5Dget_type(h_->data), H5Tclose);
   // Bytes as stored must be the bytes in memory: same element type and byte order as native.
-  const hid_t native = info_.float32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_UINT16;
+  const hid_t native = native_type(info_.element_type);
   if (H5Tequal(type.get(), native) <= 0) return;
   // Addresses from HDF5 are relative to the end of a user block; files with one go the slow way.
   H5Handle file_create(H5Fget_create_plist(h_->file), H5Pclose);
@@ -442,7 +472,7 @@ void Hdf5EventReader::choose_read_path() {
     if (chunk[0] != 1) return;
     for (std::size_t k = 2; k < chunk.size(); ++k)
       if (chunk[k] != plan->dims[k]) return;
-    plan->element_size = info_.float32 ? 4 : 2;
+    plan->element_size = io::element_bytes(info_.element_type);
     plan->row_bytes = plan->element_size;
     for (std::size_t k = 2; k < chunk.size(); ++k) plan->row_bytes *= std::size_t(chunk[k]);
     plan->rows_per_chunk = chunk[1];
@@ -607,10 +637,26 @@ void Hdf5EventReader::read_with_library(std::uint64_t index, void* raw, const st
   H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
                       nullptr);
   H5Handle memory_space(H5Screate_simple(int(count.size()), count.data(), nullptr), H5Sclose);
-  if (H5Dread(h_->data, info_.float32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_UINT16, memory_space.get(),
-              file_space.get(), H5P_DEFAULT, raw) < 0)
+  if (H5Dread(h_->data, native_type(info_.element_type), memory_space.get(), file_space.get(),
+              H5P_DEFAULT, raw) < 0)
     throw InputError(where + ": event " + std::to_string(index) +
                      " cannot be read (damaged or truncated file, or a filter not available)");
+}
+
+io::ElementType element_type_of(RawEncoding encoding) {
+  switch (encoding) {
+    case RawEncoding::Float32:
+      return io::ElementType::Float32;
+    case RawEncoding::Uint32:
+      return io::ElementType::UInt32;
+    case RawEncoding::Int32:
+      return io::ElementType::Int32;
+    case RawEncoding::Epix10ka:
+    case RawEncoding::Jungfrau:
+    case RawEncoding::Uint16:
+      return io::ElementType::UInt16;
+  }
+  return io::ElementType::UInt16;
 }
 
 DetectorDescription detector_for_file(const EventFileInfo& info, const std::string& requested) {
@@ -634,7 +680,7 @@ DetectorDescription detector_for_file(const EventFileInfo& info, const std::stri
   // No attributes (a file of another program): the built-in detector of this shape and type.
   for (const auto& name : builtin_detector_names()) {
     DetectorDescription d = find_detector(name);
-    if ((d.encoding == RawEncoding::Float32) != info.float32) continue;
+    if (element_type_of(d.encoding) != info.element_type) continue;
     const std::vector<std::uint64_t> per_event(info.shape.begin() + 1, info.shape.end());
     if (per_event == std::vector<std::uint64_t>{std::uint64_t(d.segments), std::uint64_t(d.rows),
                                                 std::uint64_t(d.cols)} ||
@@ -643,7 +689,7 @@ DetectorDescription detector_for_file(const EventFileInfo& info, const std::stri
       return d;
   }
   throw InputError(where + ": no detector given and no built-in detector has events of shape " +
-                   shape_text(info.shape) + " " + (info.float32 ? "float32" : "uint16") +
+                   shape_text(info.shape) + " " + std::string(io::to_string(info.element_type)) +
                    "; name one (replay.detector)");
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // Detector events in one HDF5 file (layout in docs/formats.md, "Recorded events"): a dataset of N
-// events, [N, segments, rows, cols] or [N, segments * rows, cols], uint16 raw or float32
-// calibrated, chunked (with HDF5's built-in deflate filter or not) or contiguous; pulse ids and
-// timestamps in the sibling datasets `pulse_id` and `timestamp` of the same group.
+// events, [N, segments, rows, cols] or [N, segments * rows, cols], of the detector's raw words
+// (uint16, uint32, int32, or float32 calibrated values), chunked (with HDF5's built-in deflate
+// filter or not) or contiguous; pulse ids and timestamps in the sibling datasets `pulse_id` and
+// `timestamp` of the same group.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -12,12 +13,17 @@
 
 #include "core/detector.hpp"
 #include "core/event.hpp"
+#include "io/array.hpp"
 
 namespace livedrp::replay {
 
 inline constexpr const char* kDefaultDataset = "/entry/data/data";
 inline constexpr const char* kFormatName = "livedrp-events";
 inline constexpr int kFormatVersion = 1;
+
+// The element type of a detector's events in a file: uint16 for the ePix10ka, the Jungfrau and
+// uint16 images, uint32, int32, float32 for the others.
+io::ElementType element_type_of(RawEncoding encoding);
 
 struct WriteLayout {
   std::string dataset = kDefaultDataset;
@@ -61,8 +67,8 @@ struct EventFileInfo {
   std::filesystem::path path;
   std::string dataset;
   std::uint64_t events = 0;
-  std::vector<std::uint64_t> shape;  // as stored
-  bool float32 = false;              // else uint16
+  std::vector<std::uint64_t> shape;                        // as stored
+  io::ElementType element_type = io::ElementType::UInt16;  // uint16, uint32, int32 or float32
   bool has_pulse_ids = false, has_timestamps = false;
   std::string detector_name;         // attribute "detector"; empty when absent
   std::string detector_description;  // attribute "detector_description" (JSON); may be empty

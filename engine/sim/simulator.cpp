@@ -36,7 +36,8 @@ enum EventStream : std::uint64_t {
   kStreamBrightSpots = 6,
 };
 
-enum PixelDefect : std::uint8_t { kHealthy = 0, kDead = 1, kHot = 2 };
+// kGap: a pixel of the description's gap rows and columns (no sensor), which integer images mark.
+enum PixelDefect : std::uint8_t { kHealthy = 0, kDead = 1, kHot = 2, kGap = 3 };
 
 // Largest ADC reading: 14 bits.
 constexpr double kAdcMax = double(calib::kAdcBits);
@@ -73,6 +74,9 @@ double typical_pedestal_adu(RawEncoding encoding, int mode) {
     case RawEncoding::Jungfrau:
       return kJungfrau[mode];
     case RawEncoding::Float32:
+    case RawEncoding::Uint16:
+    case RawEncoding::Uint32:
+    case RawEncoding::Int32:
       return 0;
   }
   return 0;
@@ -97,6 +101,44 @@ ForcedReading forced_reading(RawEncoding encoding, std::uint8_t status, int stag
   if (stage == 1 && config == calib::kConfigAML) return {calib::kAML_L, kEpix10kaLowGainBit};
   return {unswitched_mode(encoding, status), 0};
 }
+
+// An integer image's word for pixel p: `count` (non-negative), or, where the word cannot hold it,
+// the encoding's saturation marker; bad(): the marker of a pixel without a value (gap, defect).
+// The markers are those calibration_math.hpp decodes as bad.
+struct IntegerImageWriter {
+  RawEncoding encoding;
+  void* raw;
+
+  void count(std::size_t p, double value) const {
+    switch (encoding) {
+      case RawEncoding::Uint16:
+        static_cast<std::uint16_t*>(raw)[p] =
+            std::uint16_t(std::min(value, double(calib::kUint16Marker)));
+        break;
+      case RawEncoding::Uint32:
+        static_cast<std::uint32_t*>(raw)[p] =
+            std::uint32_t(std::min(value, double(calib::kUint32Marker)));
+        break;
+      default:
+        static_cast<std::int32_t*>(raw)[p] =
+            std::int32_t(std::min(value, double(calib::kInt32SaturatedMarker)));
+        break;
+    }
+  }
+  void bad(std::size_t p) const {
+    switch (encoding) {
+      case RawEncoding::Uint16:
+        static_cast<std::uint16_t*>(raw)[p] = calib::kUint16Marker;
+        break;
+      case RawEncoding::Uint32:
+        static_cast<std::uint32_t*>(raw)[p] = calib::kUint32Marker;
+        break;
+      default:
+        static_cast<std::int32_t*>(raw)[p] = calib::kInt32ErrorMarker;
+        break;
+    }
+  }
+};
 
 // Rounds an ADC reading to the nearest count and clamps it to the 14-bit range (clamping first
 // makes the truncating conversion a rounding one: the value is non-negative).
@@ -207,7 +249,9 @@ DetectorSimulator::DetectorSimulator(DetectorDescription detector, SimulatorConf
   const std::size_t segment_rows = std::size_t(detector_.segments) * std::size_t(detector_.rows);
   const std::size_t cols = std::size_t(detector_.cols);
   const int modes = detector_.modes();
-  const bool calibrated_input = detector_.encoding == RawEncoding::Float32;
+  // Float32 data is calibrated already and integer images are counts: identity constants.
+  const bool identity_input =
+      detector_.encoding == RawEncoding::Float32 || is_integer_image(detector_.encoding);
 
   constants_.modes = modes;
   constants_.pixels = pixels;
@@ -249,7 +293,8 @@ DetectorSimulator::DetectorSimulator(DetectorDescription detector, SimulatorConf
         // Defects and configuration.
         const double defect_draw = sim::unit_double(hash_key(defect_key, p));
         const PixelDefect defect =
-            defect_draw < config_.dead_pixel_fraction                                ? kDead
+            detector_.in_gap(row, int(col))                                          ? kGap
+            : defect_draw < config_.dead_pixel_fraction                              ? kDead
             : defect_draw < config_.dead_pixel_fraction + config_.hot_pixel_fraction ? kHot
                                                                                      : kHealthy;
         defect_[p] = defect;
@@ -262,10 +307,10 @@ DetectorSimulator::DetectorSimulator(DetectorDescription detector, SimulatorConf
         }
         constants_.pixel_status[p] = status;
 
-        // Pedestal and gain per mode. Float32 data is calibrated already: identity constants.
+        // Pedestal and gain per mode.
         for (int mode = 0; mode < modes; ++mode) {
           calib::PedestalGain& pg = constants_.pedestal_gain[std::size_t(mode) * pixels + p];
-          if (calibrated_input) {
+          if (identity_input) {
             pg = {0.0f, 1.0f};
             continue;
           }
@@ -438,6 +483,8 @@ void DetectorSimulator::generate_rows(std::uint64_t index, const EventPlan& plan
   const std::uint64_t common_mode_key = hash_key(event_key, kStreamCommonMode);
   auto* raw_words = static_cast<std::uint16_t*>(raw);
   auto* raw_values = static_cast<float*>(raw);
+  const bool integer_image = is_integer_image(encoding);
+  const IntegerImageWriter integer_words{encoding, raw};
 
   auto extra = std::lower_bound(
       plan.extra.begin(), plan.extra.end(), first_row * cols,
@@ -459,6 +506,12 @@ void DetectorSimulator::generate_rows(std::uint64_t index, const EventPlan& plan
     const std::uint8_t status = constants_.pixel_status[p];
     const int first_mode = unswitched_mode(encoding, status);
 
+    // An integer image has no value where there is no sensor or the pixel is defective: the
+    // detector writes its marker there (Eiger: all ones).
+    if (defect == kGap || (defect == kDead && integer_image)) {
+      integer_words.bad(p);
+      continue;
+    }
     if (defect == kDead) {
       // A dead pixel's amplifier is stuck at its baseline: the same reading on every event.
       if (encoding == RawEncoding::Float32)
@@ -478,7 +531,9 @@ void DetectorSimulator::generate_rows(std::uint64_t index, const EventPlan& plan
         forced ? forced_reading(encoding, status, config_.forced_gain_stage)
                : ForcedReading{first_mode, 0};
     if (defect == kHot) {
-      if (encoding == RawEncoding::Float32)
+      if (integer_image)  // counts far above its neighbours' (a noisy counter), every event
+        integer_words.count(p, std::max(0.0, std::round(config_.hot_pixel_offset_adu + noise)));
+      else if (encoding == RawEncoding::Float32)
         raw_values[p] =
             float(config_.hot_pixel_offset_adu / detector_.gain_modes[0].nominal_adu_per_kev) +
             noise;
@@ -504,6 +559,10 @@ void DetectorSimulator::generate_rows(std::uint64_t index, const EventPlan& plan
                            [&] { return sim::standard_normal(hash_key(large_mean_key, p)); });
     const double energy_kev = double(photons) * energy;
 
+    if (integer_image) {  // a photon-counting pixel: its count, no noise, no baseline
+      integer_words.count(p, double(photons));
+      continue;
+    }
     if (encoding == RawEncoding::Float32) {
       raw_values[p] = float(energy_kev) + noise;
       continue;

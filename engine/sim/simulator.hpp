@@ -9,8 +9,12 @@
 //     mode = the pixel's fixed mode, or for auto-ranging pixels (ePix10ka AHL/AML, every Jungfrau
 //     pixel) the first gain stage in which adc does not overflow the 14-bit ADC; rounded, clamped.
 //   float32 (already calibrated): value = photons * E + noise (keV).
+//   integer images (uint16, uint32, int32; a photon-counting detector): value = photons, no
+//   noise or baseline; counts the word cannot hold read as the saturation marker.
 // Dead pixels read a constant, hot pixels read far above their pedestal; both are masked in
-// constants(). Jungfrau pixels are sometimes written with the invalid gain bits 10.
+// constants(). Jungfrau pixels are sometimes written with the invalid gain bits 10. Integer images
+// mark their dead pixels, and the description's gap rows and columns (masked too), with the
+// encoding's bad-pixel marker, and their hot pixels count hot_pixel_offset_adu (+ noise).
 //
 // Every random draw is a counter-based hash of (seed, event index, pixel), so any pixel range of
 // any event can be generated on any thread and gives the same bytes (see sim/random.hpp).
@@ -137,7 +141,8 @@ class DetectorSimulator {
 
   const DetectorDescription& detector() const { return detector_; }
   const SimulatorConfig& config() const { return config_; }
-  // The true constants the raw data is made with: pedestals, gains, mask, ePix10ka configuration.
+  // The true constants the raw data is made with: pedestals, gains, mask, ePix10ka configuration
+  // (float32 and integer images: pedestal 0, gain 1).
   const CalibrationConstants& constants() const { return constants_; }
   const PowderGeometry& powder_geometry() const { return powder_; }
 

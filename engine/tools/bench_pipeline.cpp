@@ -519,7 +519,8 @@ std::string markdown_table(const std::vector<Cell>& cells) {
 
 std::string floor_model_text() {
   return "bytes/event = calibrate (raw read + float32 image written) + codec (its input read: raw "
-         "words lossless, the float32 image lossy; + its measured compressed stream written) + "
+         "words lossless (uint32 and int32 images: the float32 image), the float32 image lossy; + "
+         "its measured compressed stream written) + "
          "integrate (float32 image read) + peak (float32 image read); shared per-event-invariant "
          "tables (calibration constants, integration pixel-to-bin tables, peakfinder radius map "
          "and mask) not counted. Floor events/s = copy GB/s (read + write, measured in this "

@@ -118,10 +118,7 @@ double median(std::vector<double> values) {
 
 int compute(const PedestalCommandOptions& o, const std::string& command_line) {
   const DetectorDescription detector = find_detector(o.detector);
-  if (detector.encoding == RawEncoding::Float32)
-    throw InputError("detector " + detector.name +
-                     " holds calibrated float32 data: pedestals come from raw uint16 detectors "
-                     "(ePix10ka, Jungfrau)");
+  require_pedestal_detector(detector);
   if (!(o.thresholds.noisy_sigmas > 0) || !(o.thresholds.pedestal_sigmas > 0))
     throw InputError("--noisy-sigmas and --pedestal-sigmas must be positive");
   if (!(o.thresholds.stuck_fraction >= 0 && o.thresholds.stuck_fraction < 1))
@@ -234,9 +231,7 @@ int compute(const PedestalCommandOptions& o, const std::string& command_line) {
 
 int simulate_dark(const SimulateDarkOptions& o) {
   const DetectorDescription detector = find_detector(o.detector);
-  if (detector.encoding == RawEncoding::Float32)
-    throw InputError("detector " + detector.name +
-                     " holds calibrated float32 data: dark runs are of raw detectors");
+  require_pedestal_detector(detector);  // dark runs are of detectors with a pedestal
   if (o.frames == 0) throw InputError("--frames must be at least 1");
   SimulatorConfig config;
   config.seed = o.seed;

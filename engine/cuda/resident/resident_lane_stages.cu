@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "codec/compression_input.hpp"
 #include "core/error.hpp"
 
 namespace livedrp::gpu::resident {
@@ -28,8 +29,9 @@ __global__ void stamp_kernel(const LaneState* state, u64* stamp) {
   if (!state->skip) *stamp = globaltimer_ns();
 }
 
-// Lossless compression reads the raw words, which lie in the event's ring slot (chosen on the
-// device): copied once into the lane's buffer, whose address the codec's kernels were given.
+// Compression of the raw words (lossless, codec/compression_input.hpp) reads them in the event's
+// ring slot (chosen on the device): copied once into the lane's buffer, whose address the codec's
+// kernels were given.
 __global__ void __launch_bounds__(kCopyThreads)
     copy_slot_raw_kernel(Ring ring, const LaneState* state, uint4* target, std::size_t words) {
   if (state->skip) return;
@@ -76,9 +78,9 @@ __global__ void __launch_bounds__(kCopyThreads)
 }  // namespace
 
 codec::DType compression_dtype(const DetectorDescription& detector, const ResidentStages& stages) {
-  const bool lossy = stages.compression && stages.compression->codec == codec::Codec::Lossy;
-  return lossy || detector.encoding == RawEncoding::Float32 ? codec::DType::Float32
-                                                            : codec::DType::UInt16;
+  const codec::Codec codec =
+      stages.compression ? stages.compression->codec : codec::Codec::Lossless;
+  return codec::compression_input(detector.encoding, codec).dtype;
 }
 
 std::uint64_t compressed_bound(const DetectorDescription& detector, const ResidentStages& stages) {
@@ -133,7 +135,7 @@ LaneStages::LaneStages(const DetectorDescription& detector, const ResidentStages
                          std::to_string(bound));
     codec_ = std::make_unique<DeviceCodec>(detector.pixels());
     compressed_ = DeviceBuffer(bound);
-    if (stages.compression->codec == codec::Codec::Lossless)
+    if (!codec::compression_input(detector.encoding, stages.compression->codec).calibrated_image)
       raw_copy_ = DeviceBuffer(align_up(detector.raw_event_bytes(), 256));
     const char* size_word = reinterpret_cast<const char*>(codec_->device_size_word());
     segments.push_back({size_word, payload_device + layout.compressed_size, layout.stride,

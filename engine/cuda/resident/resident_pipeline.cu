@@ -263,11 +263,15 @@ struct Kernels {
   void (*calibrate)(Ring, CalibrationWork, const LaneState*, float*) = nullptr;
 };
 
+// Only the ePix10ka and Jungfrau have common-mode banks here: float32 data is calibrated already
+// and integer images have none (the description parser refuses bank_columns for them), so their
+// common-mode kernels are not built.
 template <RawEncoding E, bool kChecksum>
 Kernels kernels_for(bool common_mode) {
-  if (common_mode)
-    return {persistent_consumer_kernel<E, true, kChecksum>,
-            calibrate_slot_kernel<E, true, kChecksum>};
+  if constexpr (E == RawEncoding::Epix10ka || E == RawEncoding::Jungfrau)
+    if (common_mode)
+      return {persistent_consumer_kernel<E, true, kChecksum>,
+              calibrate_slot_kernel<E, true, kChecksum>};
   return {persistent_consumer_kernel<E, false, kChecksum>,
           calibrate_slot_kernel<E, false, kChecksum>};
 }
@@ -283,9 +287,15 @@ Kernels kernels_for(RawEncoding encoding, bool common_mode, bool checksum) {
       return kernels_for<RawEncoding::Epix10ka>(common_mode, checksum);
     case RawEncoding::Jungfrau:
       return kernels_for<RawEncoding::Jungfrau>(common_mode, checksum);
+    case RawEncoding::Uint16:
+      return kernels_for<RawEncoding::Uint16>(common_mode, checksum);
+    case RawEncoding::Uint32:
+      return kernels_for<RawEncoding::Uint32>(common_mode, checksum);
+    case RawEncoding::Int32:
+      return kernels_for<RawEncoding::Int32>(common_mode, checksum);
     case RawEncoding::Float32:
     default:
-      return kernels_for<RawEncoding::Float32>(false, checksum);
+      return kernels_for<RawEncoding::Float32>(common_mode, checksum);
   }
 }
 
