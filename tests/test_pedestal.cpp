@@ -17,6 +17,12 @@
 // noise a dark run shows is sqrt(noise^2 + 1/12) (+ the common mode's variance where it is on).
 #include <QtTest>
 
+#include <atomic>
+#include <thread>
+
+#include "replay/replay_source.hpp"
+#include "tools/sls_publisher.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -737,6 +743,82 @@ class TestPedestal : public QObject {
                     QString::fromStdString(path("recorded_out.h5"))});
     QVERIFY2(from_record.exit_code == 0, qPrintable(from_record.err));
     QVERIFY2(from_record.out.contains("4 frames, stage G0"), qPrintable(from_record.out));
+  }
+
+  // A dark run taken live from a detector's stream (here the sls receivers' of the repository's
+  // publisher) gives the constants the same frames give from a file.
+  void a_live_stream_is_a_dark_run() {
+    const DetectorDescription d = test_detector("jungfrau");
+    const std::string description = path("live.json");
+    std::ofstream(description) << to_json(d).dump();
+    QStringList files;
+    for (int stage : {0, 1, 2}) {
+      const std::string file = path(("live_g" + std::to_string(stage) + ".h5").c_str());
+      const CliResult r =
+          run_cli("LIVEDRP_ENGINE_EXE",
+                  {"simulate-dark", "--detector", QString::fromStdString(description), "--frames",
+                   "8", "--first-event", QString::number(stage * 1000), "--gain-stage",
+                   QString("G%1").arg(stage), "--output", QString::fromStdString(file)});
+      QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+      files << QString::fromStdString(file);
+    }
+    const QStringList common = {"pedestal", "--detector", QString::fromStdString(description)};
+    const std::string from_files = path("live_files.h5");
+    const CliResult reference = run_cli(
+        "LIVEDRP_ENGINE_EXE", QStringList(common)
+                                  << "--input" << files[0] << "--input" << files[1] << "--input"
+                                  << files[2] << "--output" << QString::fromStdString(from_files));
+    QVERIFY2(reference.exit_code == 0, qPrintable(reference.err));
+
+    // The G0 frames of the file, streamed while the command takes its live run.
+    std::vector<std::vector<std::byte>> frames;
+    {
+      replay::ReplayOptions options;
+      options.files = {files[0].toStdString()};
+      options.detector = description;
+      replay::ReplaySource source(options);
+      replay::ReplayEvent event;
+      while (source.acquire(event)) {
+        frames.emplace_back(event.data, event.data + d.raw_event_bytes());
+        source.release();
+      }
+    }
+    QCOMPARE(frames.size(), std::size_t(8));
+    tools::SlsPublisher publisher(d);
+    std::atomic<bool> subscribed{false};
+    std::thread detector([&] {
+      subscribed = publisher.wait_for_subscribers(std::chrono::seconds(120));
+      for (std::size_t i = 0; i < frames.size() && subscribed; ++i)
+        publisher.send_event(1 + i, frames[i].data(), 0);
+    });
+    const std::string from_live = path("live_stream.h5");
+    const CliResult live = run_cli(
+        "LIVEDRP_ENGINE_EXE", QStringList(common)
+                                  << "--input" << QString::fromStdString(publisher.source_string())
+                                  << "--live-frames"
+                                  << "8"
+                                  << "--live-timeout"
+                                  << "120"
+                                  << "--input" << files[1] << "--input" << files[2] << "--output"
+                                  << QString::fromStdString(from_live));
+    detector.join();
+    QVERIFY(subscribed);
+    QVERIFY2(live.exit_code == 0, qPrintable(live.err));
+    QVERIFY2(live.out.contains("8 frames, stage G0"), qPrintable(live.out));
+    QVERIFY(planes_of(from_live, "pedestal", 3 * d.pixels()) ==
+            planes_of(from_files, "pedestal", 3 * d.pixels()));
+    QVERIFY(planes_of(from_live, "noise", 3 * d.pixels()) ==
+            planes_of(from_files, "noise", 3 * d.pixels()));
+
+    // A stream that sends nothing fails the run after the timeout, naming the source.
+    tools::SlsPublisher silent(d);
+    const CliResult quiet =
+        run_cli("LIVEDRP_ENGINE_EXE",
+                QStringList(common) << "--input" << QString::fromStdString(silent.source_string())
+                                    << "--live-timeout"
+                                    << "1"
+                                    << "--output" << QString::fromStdString(path("live_quiet.h5")));
+    EXPECT_BAD_INPUT(quiet, "no frame for");
   }
 
   // ePix10ka from the command line: the configuration from --gains (/config), the dark run and

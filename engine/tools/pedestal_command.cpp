@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -23,6 +24,7 @@
 #include "replay/hdf5_event_file.hpp"
 #include "replay/replay_source.hpp"
 #include "sim/simulator.hpp"
+#include "stream/stream_source.hpp"
 #include "tools/command_status.hpp"
 
 namespace livedrp::tools {
@@ -31,6 +33,8 @@ struct PedestalCommandOptions {
   std::string detector, output, gains, gain_config;
   std::vector<std::string> inputs;
   livedrp::PedestalOptions thresholds;
+  std::uint64_t live_frames = 1000;  // frames of each dark run taken from a live stream
+  double live_timeout_s = 30;        // a live dark run fails when no frame comes this long
 };
 
 struct SimulateDarkOptions {
@@ -53,7 +57,8 @@ std::string lower(std::string text) {
 // as replay finds it, a master file's linked data parts included: replay/dataset_discovery.hpp).
 // Parsed as a replay source is.
 struct DarkInput {
-  std::string name;  // FILE(S):/dataset
+  std::string name;         // FILE(S):/dataset, or the live source
+  std::string live_source;  // "sls:..." or "dectris:...": frames taken from the stream
   struct Part {
     std::filesystem::path file;
     std::string dataset;
@@ -61,6 +66,7 @@ struct DarkInput {
   std::vector<Part> parts;  // in frame order
 };
 DarkInput parse_input(const std::string& text) {
+  if (stream::is_stream_source(text)) return DarkInput{text, text, {}};
   const replay::ReplaySpec spec = replay::parse_replay_source("replay:" + text);
   DarkInput input;
   for (const std::filesystem::path& file : spec.files) {
@@ -109,6 +115,48 @@ std::string nominal_gains_text(const DetectorDescription& detector) {
   return text.str();
 }
 
+// One dark run from a live detector stream: the next `live_frames` frames it assembles. The
+// detector is the command's; frames the stream could not assemble or the accumulator could not
+// take in time are counted by the stream and reported with the run.
+nlohmann::json add_live_run(const DarkInput& input, const PedestalCommandOptions& o,
+                            PedestalAccumulator& accumulator) {
+  using Clock = std::chrono::steady_clock;
+  stream::StreamOptions options;
+  options.detector = o.detector;
+  const std::unique_ptr<stream::StreamSource> source =
+      stream::open_stream_source(input.live_source, options);
+  source->start();
+  std::fprintf(stderr, "pedestal: dark run %s: taking %llu frames (%s)\n", input.name.c_str(),
+               (unsigned long long)o.live_frames, source->describe().c_str());
+  std::uint64_t taken = 0;
+  auto last_frame = Clock::now();
+  const auto timeout = std::chrono::duration<double>(o.live_timeout_s);
+  while (taken < o.live_frames) {
+    const std::optional<stream::StreamEvent> event = source->next(std::chrono::milliseconds(100));
+    if (!event) {
+      if (Clock::now() - last_frame > timeout) {
+        const stream::StreamCounts counts = source->counts();
+        throw InputError(
+            "dark run " + input.name + ": no frame for " + std::to_string(o.live_timeout_s) +
+            " s after " + std::to_string(taken) + " of " + std::to_string(o.live_frames) + " (" +
+            std::to_string(counts.messages) + " messages, " +
+            std::to_string(counts.rejected_total()) + " refused" +
+            (counts.last_problem.empty() ? "" : ", last: " + counts.last_problem) + ")");
+      }
+      continue;
+    }
+    accumulator.add_frame(event->data);
+    ++taken;
+    last_frame = Clock::now();
+  }
+  source->stop();
+  const stream::StreamCounts counts = source->counts();
+  return {{"messages", counts.messages},
+          {"rejected", counts.rejected},
+          {"dropped", counts.dropped},
+          {"last_problem", counts.last_problem}};
+}
+
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
   auto middle = values.begin() + std::ptrdiff_t(values.size() / 2);
@@ -132,6 +180,14 @@ int compute(const PedestalCommandOptions& o, const std::string& command_line) {
   std::vector<DarkInput> inputs;
   for (const std::string& text : o.inputs) {
     DarkInput input = parse_input(text);
+    if (!input.live_source.empty()) {
+      if (o.live_frames == 0) throw InputError("--live-frames must be at least 1");
+      if (!(o.live_timeout_s > 0))
+        throw InputError("--live-timeout must be > 0 seconds, got " +
+                         std::to_string(o.live_timeout_s));
+      inputs.push_back(std::move(input));
+      continue;
+    }
     // Names the file and the dataset for a missing file, a non-HDF5 file, a missing dataset, a
     // wrong element type or shape, or a recording of another detector.
     std::uint64_t frames = 0;
@@ -148,8 +204,10 @@ int compute(const PedestalCommandOptions& o, const std::string& command_line) {
   PedestalAccumulator accumulator(detector, config, &pool);
   std::vector<std::uint8_t> frame(detector.raw_event_bytes());
   nlohmann::json inputs_json = nlohmann::json::array();
+  std::map<std::string, nlohmann::json> live_counts;  // by run name
   for (const DarkInput& input : inputs) {
     accumulator.begin_run(input.name);
+    if (!input.live_source.empty()) live_counts[input.name] = add_live_run(input, o, accumulator);
     for (const DarkInput::Part& part : input.parts) {
       replay::Hdf5EventReader reader(part.file, part.dataset, detector);
       for (std::uint64_t e = 0; e < reader.events(); ++e) {
@@ -173,12 +231,15 @@ int compute(const PedestalCommandOptions& o, const std::string& command_line) {
       gain.insert(gain.end(), detector.pixels(), float(1.0 / mode.nominal_adu_per_kev));
     gain_source = nominal_gains_text(detector);
   }
-  for (const DarkRunSummary& run : result.runs)
+  for (const DarkRunSummary& run : result.runs) {
     inputs_json.push_back({{"input", run.name},
                            {"frames", run.frames},
                            {"stage", run.stage},
                            {"stuck_pixels", run.stuck_pixels},
                            {"invalid_gain_readings", run.invalid_gain_readings}});
+    if (const auto live = live_counts.find(run.name); live != live_counts.end())
+      inputs_json.back()["stream"] = live->second;
+  }
   const nlohmann::json thresholds = {{"noisy_sigmas", o.thresholds.noisy_sigmas},
                                      {"pedestal_sigmas", o.thresholds.pedestal_sigmas},
                                      {"stuck_fraction", o.thresholds.stuck_fraction}};
@@ -301,8 +362,18 @@ PedestalCommand::PedestalCommand(CLI::App& app)
                    "/entry/data/data, NeXus, CXI, a master file's data files), a directory "
                    "of .h5 files (a recorded run) or a comma-separated list; frames of "
                    "[N, segments, rows, cols], [N, segments*rows, cols] or [N, pixels] uint16; "
-                   "repeat for several runs (Jungfrau: the runs forced to G0, G1, G2)")
+                   "repeat for several runs (Jungfrau: the runs forced to G0, G1, G2); or a live "
+                   "stream, sls:tcp://HOST:PORT[,...] or dectris:tcp://HOST:PORT, whose next "
+                   "--live-frames frames are the run")
       ->required();
+  command_
+      ->add_option("--live-frames", o.live_frames,
+                   "Frames of each dark run taken from a live stream --input")
+      ->capture_default_str();
+  command_
+      ->add_option("--live-timeout", o.live_timeout_s,
+                   "Seconds without a frame after which a live dark run fails")
+      ->capture_default_str();
   command_->add_option("--output", o.output, "Constants file to write (HDF5, docs/formats.md)")
       ->required();
   command_->add_option("--gains", o.gains,
