@@ -5,6 +5,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -255,6 +256,9 @@ class TestEngineStreams : public QObject {
     QCOMPARE(stats.events_processed, std::uint64_t(3));
     QCOMPARE(stats.drops_by_reason.at("missing_module"), std::uint64_t(1));
     QCOMPARE(stats.events_in, std::uint64_t(4));  // the event that lost a part entered too
+    // Rates are over the time since the first event came.
+    QVERIFY(stats.elapsed_s > 0);
+    QVERIFY(std::abs(stats.event_rate_hz * stats.elapsed_s - 3.0) < 1e-6);
     QVERIFY(stats.source_stream.has_value());
     QCOMPARE(stats.source_stream->kind, std::string("sls"));
     QCOMPARE(stats.source_stream->rejected.at("foreign"), std::uint64_t(1));

@@ -521,6 +521,12 @@ void Engine::Impl::produce_stream() {
          (config.events == 0 || handed < config.events) && !stop_requested;) {
       const std::optional<stream::StreamEvent> event = source.next(std::chrono::milliseconds(20));
       if (!event) continue;
+      if (handed == 0) {
+        // A live run begins with its data: the time before the detector sends is not the
+        // pipeline's, so rates are over the time since the first event.
+        std::lock_guard lock(mutex);
+        run_start = Clock::now();
+      }
       const std::uint64_t sequence = events_in.fetch_add(1, std::memory_order_relaxed);
       ++handed;
       // The detector's time is what a recording keeps; the ring carries the admission time, from

@@ -69,9 +69,20 @@ class SlsSource final : public StreamSource {
                    sls::AssemblerSettings{options.module_timeout, kMaxPendingEvents,
                                           options.max_message_bytes},
                    pool_, [this](AssembledEvent& event) { return queue_for_engine(event); }) {
+    // A Jungfrau 4M at 1 kHz sends 8 GB/s over its ports; one ZeroMQ I/O thread moves a few GB/s,
+    // so the ports are spread over threads of the source's own context. inproc:// endpoints
+    // connect only within the process's shared context.
+    const bool inproc = std::any_of(endpoints_.begin(), endpoints_.end(), [](const std::string& e) {
+      return e.rfind("inproc://", 0) == 0;
+    });
+    if (!inproc)
+      own_context_ = std::make_unique<zmq::context_t>(int(std::clamp<std::size_t>(
+          std::min<std::size_t>(endpoints_.size(), std::thread::hardware_concurrency() / 2), 1,
+          kMaxIoThreads)));
+    zmq::context_t& context = own_context_ ? *own_context_ : protocol::shared_zmq_context();
     sockets_.reserve(endpoints_.size());
     for (const std::string& endpoint : endpoints_) {
-      zmq::socket_t socket(protocol::shared_zmq_context(), zmq::socket_type::sub);
+      zmq::socket_t socket(context, zmq::socket_type::sub);
       socket.set(zmq::sockopt::linger, 0);  // a subscriber has nothing to flush
       socket.set(zmq::sockopt::ipv6, 1);    // receivers may be named by IPv6 address
       socket.set(zmq::sockopt::subscribe, "");
@@ -200,6 +211,8 @@ class SlsSource final : public StreamSource {
   StreamOptions options_;
   sls::EventBufferPool pool_;
   SlsAssembler assembler_;  // used by the receiving thread only (its counts by anyone)
+  static constexpr std::size_t kMaxIoThreads = 8;
+  std::unique_ptr<zmq::context_t> own_context_;  // before the sockets: they close first
   std::vector<zmq::socket_t> sockets_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
