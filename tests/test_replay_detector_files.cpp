@@ -267,6 +267,7 @@ class TestReplayDetectorFiles : public QObject {
   // fewer than 8 elements, for 1-, 2- and 4-byte elements and a chosen block size.
   void bitshuffle_decoder_matches_the_plugin_on_partial_blocks() {
     std::mt19937 random(7);
+    ThreadPool pool(3);
     for (const auto& [type, size] :
          {std::pair{H5T_STD_U8LE, 1}, std::pair{H5T_STD_U16LE, 2}, std::pair{H5T_STD_U32LE, 4}})
       for (unsigned block : {0u, 64u})
@@ -279,16 +280,24 @@ class TestReplayDetectorFiles : public QObject {
               plugin_encoded_chunk(file("partial.h5"), type, replay::kBitshuffleFilter,
                                    {block, replay::kBitshuffleLz4}, data);
           QVERIFY(!stored.empty());
-          std::vector<std::byte> decoded(data.size());
-          const std::string error = replay::bitshuffle_lz4_decode_chunk(stored, decoded, size);
-          QVERIFY2(error.empty(), error.c_str());
-          QVERIFY2(decoded == data, qPrintable(QString("element size %1, block %2, %3 elements")
-                                                   .arg(size)
-                                                   .arg(block)
-                                                   .arg(elements)));
+          // One thread, and the blocks spread over a pool's threads: the same bytes.
+          for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
+            std::vector<std::byte> decoded(data.size());
+            const std::string error =
+                replay::bitshuffle_lz4_decode_chunk(stored, decoded, size, threads);
+            QVERIFY2(error.empty(), error.c_str());
+            QVERIFY2(decoded == data,
+                     qPrintable(QString("element size %1, block %2, %3 elements, pool %4")
+                                    .arg(size)
+                                    .arg(block)
+                                    .arg(elements)
+                                    .arg(threads != nullptr)));
+          }
           // A damaged chunk is refused, not decoded into garbage.
           stored.resize(stored.size() - 3);
+          std::vector<std::byte> decoded(data.size());
           QVERIFY(!replay::bitshuffle_lz4_decode_chunk(stored, decoded, size).empty());
+          QVERIFY(!replay::bitshuffle_lz4_decode_chunk(stored, decoded, size, &pool).empty());
         }
   }
 
@@ -296,6 +305,7 @@ class TestReplayDetectorFiles : public QObject {
   // one, and blocks LZ4 cannot shrink (stored as they are).
   void lz4_decoder_matches_the_plugin() {
     std::mt19937 random(11);
+    ThreadPool pool(3);
     for (hsize_t bytes : {hsize_t(7), hsize_t(5000), hsize_t(3000000)})
       for (bool noise : {false, true}) {
         std::vector<std::byte> data(bytes);
@@ -305,12 +315,19 @@ class TestReplayDetectorFiles : public QObject {
         std::vector<std::byte> stored = plugin_encoded_chunk(file("lz4_chunk.h5"), H5T_STD_U8LE,
                                                              replay::kLz4Filter, {1024}, data);
         QVERIFY(!stored.empty());
-        std::vector<std::byte> decoded(data.size());
-        const std::string error = replay::lz4_decode_chunk(stored, decoded);
-        QVERIFY2(error.empty(), error.c_str());
-        QVERIFY2(decoded == data, qPrintable(QString("%1 bytes, noise %2").arg(bytes).arg(noise)));
+        for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          std::vector<std::byte> decoded(data.size());
+          const std::string error = replay::lz4_decode_chunk(stored, decoded, threads);
+          QVERIFY2(error.empty(), error.c_str());
+          QVERIFY2(decoded == data, qPrintable(QString("%1 bytes, noise %2, pool %3")
+                                                   .arg(bytes)
+                                                   .arg(noise)
+                                                   .arg(threads != nullptr)));
+        }
         stored.resize(stored.size() - 2);
+        std::vector<std::byte> decoded(data.size());
         QVERIFY(!replay::lz4_decode_chunk(stored, decoded).empty());
+        QVERIFY(!replay::lz4_decode_chunk(stored, decoded, &pool).empty());
       }
   }
 

@@ -1,13 +1,17 @@
 #include "replay/chunk_decoder.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <vector>
 
 #include <lz4.h>
 #include <zlib.h>
+
+#include "core/thread_pool.hpp"
 
 namespace livedrp::replay {
 namespace {
@@ -141,8 +145,41 @@ bool lz4_block(std::span<const std::byte> block, std::byte* out, std::size_t byt
 
 }  // namespace
 
+namespace {
+
+// One stored block of a chunk and where its bytes go.
+struct BlockJob {
+  std::span<const std::byte> block;
+  std::size_t first = 0;  // first element (bitshuffle) or byte (LZ4) of `out` it fills
+  std::size_t count = 0;  // elements (bitshuffle) or bytes (LZ4)
+};
+
+// Runs `decode(job)` over the jobs, on the pool's threads when there is one and more than one
+// job; returns the first job's error in job order (empty when none failed).
+std::string decode_blocks(const std::vector<BlockJob>& jobs, ThreadPool* pool,
+                          const std::function<std::string(const BlockJob&)>& decode) {
+  if (pool == nullptr || pool->size() < 2 || jobs.size() < 2) {
+    for (const BlockJob& job : jobs)
+      if (std::string error = decode(job); !error.empty()) return error;
+    return {};
+  }
+  std::vector<std::string> errors(jobs.size());
+  std::atomic<bool> failed{false};
+  pool->parallel_for_dynamic(jobs.size(), 4, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end && !failed.load(std::memory_order_relaxed); ++i) {
+      errors[i] = decode(jobs[i]);
+      if (!errors[i].empty()) failed = true;
+    }
+  });
+  for (const std::string& error : errors)
+    if (!error.empty()) return error;
+  return {};
+}
+
+}  // namespace
+
 std::string bitshuffle_lz4_decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out,
-                                        std::size_t element_size) {
+                                        std::size_t element_size, ThreadPool* pool) {
   if (element_size == 0 || out.size() % element_size != 0) return "element size does not divide";
   std::uint64_t block_bytes = 0;
   if (std::string error = read_chunk_header(stored, out.size(), "bitshuffle", block_bytes);
@@ -152,8 +189,9 @@ std::string bitshuffle_lz4_decode_chunk(std::span<const std::byte> stored, std::
   if (block_bytes % element_size != 0 || block_elements == 0 || block_elements % 8 != 0)
     return "bitshuffle block size " + std::to_string(block_bytes) +
            " bytes is not a multiple of 8 elements";
-  thread_local std::vector<std::byte> rows;
-  rows.resize(block_elements * element_size);
+  // The blocks' places first (their sizes are read one after another), then their decoding,
+  // which needs nothing of the other blocks.
+  std::vector<BlockJob> jobs;
   std::size_t at = kChunkHeader;
   std::size_t done = 0;
   const std::size_t elements = out.size() / element_size;
@@ -161,35 +199,48 @@ std::string bitshuffle_lz4_decode_chunk(std::span<const std::byte> stored, std::
     const std::size_t n = std::min(block_elements, (elements - done) / 8 * 8);
     std::span<const std::byte> block;
     if (!next_block(stored, at, block)) return "bitshuffle chunk truncated";
-    if (!lz4_block(block, rows.data(), n * element_size))
-      return "damaged LZ4 block in a bitshuffle chunk";
-    bit_untranspose(rows.data(), out.data() + done * element_size, n, element_size);
+    jobs.push_back({block, done, n});
     done += n;
   }
   const std::size_t rest = (elements - done) * element_size;
   if (stored.size() - at != rest) return "bitshuffle chunk has trailing or missing bytes";
+  const std::string error = decode_blocks(jobs, pool, [&](const BlockJob& job) -> std::string {
+    thread_local std::vector<std::byte> rows;
+    rows.resize(block_elements * element_size);
+    if (!lz4_block(job.block, rows.data(), job.count * element_size))
+      return "damaged LZ4 block in a bitshuffle chunk";
+    bit_untranspose(rows.data(), out.data() + job.first * element_size, job.count, element_size);
+    return {};
+  });
+  if (!error.empty()) return error;
   std::memcpy(out.data() + done * element_size, stored.data() + at, rest);
   return {};
 }
 
-std::string lz4_decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out) {
+std::string lz4_decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out,
+                             ThreadPool* pool) {
   std::uint64_t block_bytes = 0;
   if (std::string error = read_chunk_header(stored, out.size(), "LZ4", block_bytes); !error.empty())
     return error;
   if (block_bytes == 0 && !out.empty()) return "LZ4 chunk with a block size of 0";
+  std::vector<BlockJob> jobs;
   std::size_t at = kChunkHeader;
   for (std::size_t done = 0; done < out.size();) {
     const std::size_t n = std::min<std::size_t>(std::size_t(block_bytes), out.size() - done);
     std::span<const std::byte> block;
     if (!next_block(stored, at, block)) return "LZ4 chunk truncated";
-    if (block.size() == n)  // stored as it is: LZ4 did not make it smaller
-      std::memcpy(out.data() + done, block.data(), n);
-    else if (!lz4_block(block, out.data() + done, n))
-      return "damaged LZ4 block";
+    jobs.push_back({block, done, n});
     done += n;
   }
   if (at != stored.size()) return "LZ4 chunk has trailing bytes";
-  return {};
+  return decode_blocks(jobs, pool, [&](const BlockJob& job) -> std::string {
+    if (job.block.size() == job.count) {  // stored as it is: LZ4 did not make it smaller
+      std::memcpy(out.data() + job.first, job.block.data(), job.count);
+      return {};
+    }
+    if (!lz4_block(job.block, out.data() + job.first, job.count)) return "damaged LZ4 block";
+    return {};
+  });
 }
 
 }  // namespace livedrp::replay

@@ -8,6 +8,10 @@
 #include <span>
 #include <string>
 
+namespace livedrp {
+class ThreadPool;
+}
+
 namespace livedrp::replay {
 
 // Inflates `compressed` into exactly `out.size()` bytes. Returns an empty string on success, else
@@ -23,7 +27,11 @@ void unshuffle_chunk(std::span<const std::byte> in, std::span<std::byte> out,
 // block, or the block's bytes as they are when LZ4 did not make it smaller. Decodes into exactly
 // `out.size()` bytes; returns an empty string on success, else what is wrong.
 inline constexpr unsigned kLz4Filter = 32004;
-std::string lz4_decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out);
+// With `pool`, the blocks (independent of each other) are decoded on its threads: one large
+// chunk, a detector's whole image as a stream sends it, is then decoded at the rate of several
+// cores.
+std::string lz4_decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out,
+                             ThreadPool* pool = nullptr);
 
 // The bitshuffle HDF5 filter's id (32008); its LZ4 mode (cd_values[4] == 2) is decoded below.
 inline constexpr unsigned kBitshuffleFilter = 32008;
@@ -36,8 +44,8 @@ inline constexpr unsigned kBitshuffleLz4 = 2;
 // down to a multiple of 8, and the last (count mod 8) elements follow as they are. Inside a
 // block of n elements the bits are transposed: bit k of byte j of element i is bit i of row
 // 8j + k, rows of n bits stored one after another, least significant bit first. Returns an
-// empty string on success, else what is wrong.
+// empty string on success, else what is wrong. With `pool`, blocks are decoded on its threads.
 std::string bitshuffle_lz4_decode_chunk(std::span<const std::byte> stored, std::span<std::byte> out,
-                                        std::size_t element_size);
+                                        std::size_t element_size, ThreadPool* pool = nullptr);
 
 }  // namespace livedrp::replay

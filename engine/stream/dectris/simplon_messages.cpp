@@ -379,7 +379,7 @@ std::uint64_t MultiDimArray::elements() const {
   return count;
 }
 
-Problem decode_array(const MultiDimArray& array, std::span<std::byte> out) {
+Problem decode_array(const MultiDimArray& array, std::span<std::byte> out, ThreadPool* pool) {
   if (out.size() != array.bytes())
     return {"malformed", "the output holds " + std::to_string(out.size()) + " bytes, the array " +
                              std::to_string(array.bytes())};
@@ -395,9 +395,9 @@ Problem decode_array(const MultiDimArray& array, std::span<std::byte> out) {
     const std::uint64_t element = array.compression_element_size;
     if (element != 1 && element != 2 && element != 4 && element != 8)
       return {"malformed", "bslz4 element size " + std::to_string(element) + " (1, 2, 4 or 8)"};
-    error = replay::bitshuffle_lz4_decode_chunk(array.stored, out, std::size_t(element));
+    error = replay::bitshuffle_lz4_decode_chunk(array.stored, out, std::size_t(element), pool);
   } else if (array.compression == "lz4") {
-    error = replay::lz4_decode_chunk(array.stored, out);
+    error = replay::lz4_decode_chunk(array.stored, out, pool);
   } else {
     return {"unsupported",
             "compression '" + array.compression + "' is not supported (bslz4 and lz4 are)"};

@@ -17,6 +17,10 @@
 #include <variant>
 #include <vector>
 
+namespace livedrp {
+class ThreadPool;
+}
+
 namespace livedrp::stream::dectris {
 
 // RFC 8746 section 2.1: tag 0b010_f_s_e_ll for numbers; f float, s signed, e little-endian,
@@ -141,7 +145,9 @@ DecodeResult decode_message(std::span<const std::byte> bytes);
 // Decodes (decompresses) an array's data into `out`, which must hold exactly array.bytes().
 // An empty problem reason on success; "truncated" when compressed data do not decode or raw
 // data are shorter or longer than the dimensions say; "unsupported" for an unknown algorithm.
-Problem decode_array(const MultiDimArray& array, std::span<std::byte> out);
+// With `pool`, compressed blocks are decoded on its threads.
+Problem decode_array(const MultiDimArray& array, std::span<std::byte> out,
+                     ThreadPool* pool = nullptr);
 
 // The Unix time in ns of an RFC 3339 date-time ("2026-01-01T12:00:00.5Z", "...+02:00");
 // nullopt when it does not parse.

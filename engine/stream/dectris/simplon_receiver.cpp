@@ -1,6 +1,8 @@
 #include "stream/dectris/simplon_receiver.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -46,6 +48,8 @@ SimplonReceiver::SimplonReceiver(std::string endpoint, std::optional<DetectorDes
       detector_named_(detector.has_value()),
       max_message_bytes_(max_message_bytes),
       queue_(queue),
+      decode_pool_(std::make_unique<ThreadPool>(
+          std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u))),
       detector_(std::move(detector)) {
   if (detector_) queue_.set_event_bytes(detector_->raw_event_bytes());
 }
@@ -339,8 +343,8 @@ void SimplonReceiver::handle_image(const ImageMessage& image) {
     ++acquisition_->summary.images_received;
     return;
   }
-  const Problem problem =
-      decode_array(data, std::span<std::byte>(buffer, detector_->raw_event_bytes()));
+  const Problem problem = decode_array(
+      data, std::span<std::byte>(buffer, detector_->raw_event_bytes()), decode_pool_.get());
   if (!problem.reason.empty()) {
     queue_.give_back(buffer);
     reject_image(problem.reason, name + ": " + problem.what);

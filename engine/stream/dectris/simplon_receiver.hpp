@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/detector.hpp"
+#include "core/thread_pool.hpp"
 #include "stream/dectris/event_queue.hpp"
 #include "stream/dectris/simplon_messages.hpp"
 #include "stream/stream_source.hpp"
@@ -84,6 +85,9 @@ class SimplonReceiver {
   const bool detector_named_;
   const std::size_t max_message_bytes_;
   EventQueue& queue_;
+  // Decompresses an image's blocks on several cores: one thread decodes an Eiger2 4M's
+  // bitshuffle-LZ4 image (18 MB) at about 1 GB/s, far below the detector's rate.
+  std::unique_ptr<ThreadPool> decode_pool_;
 
   mutable std::mutex mutex_;  // guards what other threads read: counts, start, acquisition
   std::optional<DetectorDescription> detector_;
