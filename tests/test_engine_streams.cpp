@@ -304,12 +304,14 @@ class TestEngineStreams : public QObject {
              {{"detector", "jungfrau4m"},
               {"module_timeout_s", 0.25},
               {"queue_events", 16},
+              {"pending_events", 48},
               {"max_message_mb", 64},
               {"wait_for_start_s", 3}}}};
     const EngineConfig parsed = EngineConfig::from_json(json, "test.json");
     QCOMPARE(parsed.stream.detector, std::string("jungfrau4m"));
     QCOMPARE(parsed.stream.module_timeout_s, 0.25);
     QCOMPARE(parsed.stream.queue_events, 16);
+    QCOMPARE(parsed.stream.pending_events, 48);
     QCOMPARE(parsed.stream.max_message_mb, 64.0);
     QCOMPARE(parsed.stream.wait_for_start_s, 3.0);
     QCOMPARE(EngineConfig::from_json(parsed.to_json(), "echo").stream.queue_events, 16);

@@ -1296,6 +1296,7 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     options.module_timeout =
         std::chrono::milliseconds(std::int64_t(std::llround(c.stream.module_timeout_s * 1e3)));
     options.queue_events = std::size_t(c.stream.queue_events);
+    options.pending_events = std::size_t(c.stream.pending_events);
     options.max_message_bytes = std::size_t(c.stream.max_message_mb * 1024.0 * 1024.0);
     options.wait_for_start =
         std::chrono::milliseconds(std::int64_t(std::llround(c.stream.wait_for_start_s * 1e3)));

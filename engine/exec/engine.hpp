@@ -47,6 +47,7 @@ struct StreamInputConfig {
   std::string detector;
   double module_timeout_s = 0.5;  // an event missing a module part this long is dropped
   int queue_events = 64;          // assembled events waiting for the engine; past it: dropped
+  int pending_events = 32;        // events waiting for their last parts; past it: dropped
   double max_message_mb = 1024;   // larger messages are refused
   double wait_for_start_s = 10;   // dectris without a detector: wait this long for a start
 };

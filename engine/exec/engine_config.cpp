@@ -167,6 +167,7 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read("detector", c.stream.detector);
     reader.read_number("module_timeout_s", c.stream.module_timeout_s, 0.001, 3600);
     reader.read_integer("queue_events", c.stream.queue_events, 1, 4096);
+    reader.read_integer("pending_events", c.stream.pending_events, 1, 4096);
     reader.read_number("max_message_mb", c.stream.max_message_mb, 0.001, 65536);
     reader.read_number("wait_for_start_s", c.stream.wait_for_start_s, 0, 3600);
     reader.reject_unknown_keys();
@@ -284,6 +285,7 @@ json EngineConfig::to_json() const {
                {{"detector", stream.detector},
                 {"module_timeout_s", stream.module_timeout_s},
                 {"queue_events", stream.queue_events},
+                {"pending_events", stream.pending_events},
                 {"max_message_mb", stream.max_message_mb},
                 {"wait_for_start_s", stream.wait_for_start_s}}},
               {"record",

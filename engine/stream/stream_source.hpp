@@ -59,6 +59,9 @@ struct StreamOptions {
   std::string detector;
   // How long an event may wait for its last module before it is dropped as missing_module.
   std::chrono::milliseconds module_timeout{500};
+  // Events begun and waiting for their last parts (sls: frames whose ports have not all sent);
+  // past this the oldest is dropped as missing_module. Each holds a whole event's bytes.
+  std::size_t pending_events = 32;
   // Assembled events waiting for the engine; past this they are dropped as engine_busy.
   std::size_t queue_events = 64;
   // Largest message accepted (bytes); larger ones are refused as oversized.

@@ -66,7 +66,7 @@ class SlsSource final : public StreamSource {
         options_(options),
         pool_(layout.event_bytes()),
         assembler_(std::move(layout), endpoints_,
-                   sls::AssemblerSettings{options.module_timeout, kMaxPendingEvents,
+                   sls::AssemblerSettings{options.module_timeout, options.pending_events,
                                           options.max_message_bytes},
                    pool_, [this](AssembledEvent& event) { return queue_for_engine(event); }) {
     // A Jungfrau 4M at 1 kHz sends 8 GB/s over its ports; one ZeroMQ I/O thread moves a few GB/s,
@@ -140,9 +140,6 @@ class SlsSource final : public StreamSource {
   }
 
  private:
-  // Events waiting for their parts; each holds an event buffer (8 MiB for a Jungfrau 4M).
-  static constexpr std::size_t kMaxPendingEvents = 16;
-
   // Called on the receiving thread with a finished event.
   bool queue_for_engine(AssembledEvent& event) {
     {
