@@ -327,9 +327,9 @@ void Integrator::build_normalization() {
       float pol = 1.0f, sa = 1.0f;
       if (config_.polarization)
         pol = polarization_correction(two_theta_[k], chi_[k], *config_.polarization);
-      // A large pixel at an ASIC edge subtends its area's solid angle, F or F x F normal pixels
-      // (pyFAI's Jungfrau detector takes it from the pixel's corners); this keeps its intensity
-      // per normal pixel in line with its neighbours'.
+      // A large pixel at an ASIC edge subtends about its area's solid angle, F or F x F normal
+      // pixels' at its centre; normalising by it keeps its intensity per normal pixel in line with
+      // its neighbours' (F = 1 leaves the product, and so the float, unchanged).
       if (config_.solid_angle)
         sa = float(solid_angle(cos_incidence(geometry_, offset_of(k))) * double(area_of(k)));
       normalization_[k] = static_normalization(false, flat, pol, sa);
