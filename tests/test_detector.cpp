@@ -51,6 +51,70 @@ class TestDetector : public QObject {
     QCOMPARE(d.modes(), 3);
     QCOMPARE(d.encoding, RawEncoding::Jungfrau);
     QCOMPARE(d.bank_columns, 64);
+    QCOMPARE(d.large_pixel_factor, 2);
+    // PSI's 4M (jungfrau_utils JF06T08V01) and the LCLS Jungfrau 4M drawing: modules repeat
+    // every 1039 pixels along their long side (1030 + 9) and 550 across it (514 + 36).
+    for (int segment = 0; segment < 8; ++segment) {
+      QCOMPARE(d.placement[std::size_t(segment)].x_px, segment % 2 == 0 ? 0.0 : 1039.0);
+      QCOMPARE(d.placement[std::size_t(segment)].y_px, 550.0 * (segment / 2));
+    }
+    const AssembledBounds bounds = assembled_bounds(d);
+    QCOMPARE(bounds.max_x, 1039.0 + 1030.0);
+    QCOMPARE(bounds.max_y, 1650.0 + 514.0);
+    QCOMPARE(to_json(d)["large_pixels"], json({{"factor", 2}}));
+  }
+
+  // A Jungfrau module: the last row / column of an ASIC and the first of the next are twice as
+  // wide; all others, and those at the module's border, are normal.
+  void jungfrau_pixels_at_asic_edges_are_double() {
+    const SegmentGrid grid = find_detector("jungfrau4m").grid();
+    QCOMPARE(grid.row_size(0), 1);
+    QCOMPARE(grid.row_size(254), 1);
+    QCOMPARE(grid.row_size(255), 2);
+    QCOMPARE(grid.row_size(256), 2);
+    QCOMPARE(grid.row_size(257), 1);
+    QCOMPARE(grid.row_size(511), 1);
+    for (const int col : {255, 256, 511, 512, 767, 768}) QCOMPARE(grid.col_size(col), 2);
+    for (const int col : {0, 254, 257, 510, 513, 766, 769, 1023}) QCOMPARE(grid.col_size(col), 1);
+  }
+
+  // Pixel centres (+0.5) of segment 3 (corner at x 1039, y 550) on both sides of ASIC edges and at
+  // a 4-ASIC corner, worked out by hand: normal pixels up to raw 254 keep their index; raw 255
+  // spans [255, 257), raw 256 [257, 259), raw 257 starts at 259; every further ASIC edge adds 2.
+  void assembled_point_places_double_and_quadruple_pixels() {
+    const DetectorDescription d = find_detector("jungfrau4m");
+    const SegmentGrid grid = d.grid();
+    const SegmentPlacement& module = d.placement[3];
+    const auto centre = [&](int row, int col) {
+      return assembled_point(module, grid, row + 0.5, col + 0.5);
+    };
+    const auto check = [](AssembledPoint point, double x, double y) {
+      QCOMPARE(point.x, x);
+      QCOMPARE(point.y, y);
+    };
+    check(centre(0, 254), 1039 + 254.5, 550 + 0.5);
+    check(centre(0, 255), 1039 + 256.0, 550 + 0.5);  // double, left of the edge
+    check(centre(0, 256), 1039 + 258.0, 550 + 0.5);  // double, right of the edge
+    check(centre(0, 257), 1039 + 259.5, 550 + 0.5);  // normal, shifted by the 2 gap pixels
+    check(centre(0, 511), 1039 + 514.0, 550 + 0.5);  // double before the second edge
+    check(centre(0, 512), 1039 + 516.0, 550 + 0.5);
+    check(centre(0, 1023), 1039 + 1029.5, 550 + 0.5);
+    check(centre(254, 0), 1039 + 0.5, 550 + 254.5);
+    check(centre(255, 0), 1039 + 0.5, 550 + 256.0);
+    check(centre(256, 0), 1039 + 0.5, 550 + 258.0);
+    check(centre(257, 0), 1039 + 0.5, 550 + 259.5);
+    check(centre(511, 1023), 1039 + 1029.5, 550 + 513.5);
+    // The quadruple pixels where ASICs 0, 1, 4 and 5 meet: 2 x 2 normal pixels each.
+    check(centre(255, 255), 1039 + 256.0, 550 + 256.0);
+    check(centre(256, 256), 1039 + 258.0, 550 + 258.0);
+    check(assembled_point(module, grid, 255, 255), 1039 + 255.0, 550 + 255.0);
+    check(assembled_point(module, grid, 256, 256), 1039 + 257.0, 550 + 257.0);
+    check(assembled_point(module, grid, 257, 257), 1039 + 259.0, 550 + 259.0);
+    // A quarter turn: the fast axis along +y, the slow axis along -x.
+    check(assembled_point({100, 0, 90}, grid, 255.5, 256.5), 100 - 256.0, 258.0);
+    // Normal pixels: raw coordinates as they are.
+    check(assembled_point(module, SegmentGrid{512, 1024, 256, 256, 1}, 255.5, 256.5), 1039 + 256.5,
+          550 + 255.5);
   }
 
   void generic_detector_is_float32_without_common_mode() {
@@ -167,6 +231,16 @@ class TestDetector : public QObject {
     d = valid_description();
     d["schema_version"] = 7;
     QVERIFY(error_of(d).contains("schema_version"));
+    for (const json& bad : {json(2), json::object(), json({{"factor", 0}}), json({{"factor", 1.5}}),
+                            json({{"factor", 17}}), json({{"factor", "2"}})}) {
+      d = valid_description();
+      d["large_pixels"] = bad;
+      QVERIFY2(error_of(d).contains("large_pixels"), qPrintable(error_of(d)));
+    }
+    d = valid_description();
+    d["asic_shape"] = {1, 256};
+    QVERIFY2(error_of(d).contains("large_pixels") && error_of(d).contains("asic_shape [1, 256]"),
+             qPrintable(error_of(d)));
     QVERIFY(error_of(json::array()).contains("JSON object"));
   }
 

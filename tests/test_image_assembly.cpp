@@ -1,5 +1,6 @@
 // The assembled detector image (core/image_assembly.hpp): each event pixel lands on the image pixel
-// its placement puts its centre in, gaps stay NaN, and slab_to_image maps a slab point (as the peak
+// its placement puts its centre in (a large pixel at an ASIC edge shares its value among the image
+// pixels it covers), gaps stay NaN, and slab_to_image maps a slab point (as the peak
 // finder reports it) to the same image pixel coordinates. Expected indices are worked out by hand
 // from the rotation formulas in core/detector.hpp, not by calling the code under test.
 #include <QtTest/QtTest>
@@ -58,7 +59,13 @@ void check_slab_to_image_hits_targets(const DetectorDescription& detector,
         double x = -1, y = -1;
         assembly.slab_to_image(col, double(segment) * detector.rows + row, x, y);
         const std::uint32_t target = assembly.target()[pixel];
-        if (x != double(target % assembly.width()) || y != double(target / assembly.width()))
+        // A large pixel (unrotated segments only here) covers row_size x col_size image pixels
+        // from its target: its centre is their middle.
+        const double expected_x =
+            double(target % assembly.width()) + 0.5 * (detector.grid().col_size(col) - 1);
+        const double expected_y =
+            double(target / assembly.width()) + 0.5 * (detector.grid().row_size(row) - 1);
+        if (x != expected_x || y != expected_y)
           QFAIL(qPrintable(QStringLiteral("pixel %1 (segment %2, row %3, col %4): slab_to_image "
                                           "(%5, %6), target column %7 row %8")
                                .arg(pixel)
@@ -73,8 +80,9 @@ void check_slab_to_image_hits_targets(const DetectorDescription& detector,
 }
 
 // Assembles values 1, 2, 3, ... (pixel index + 1) and checks every image pixel: the value of the
-// event pixel that lands there, or NaN where none does.
+// event pixel that lands there, or NaN where none does. For detectors of normal pixels.
 void check_assembled_values(const DetectorDescription& detector, const ImageAssembly& assembly) {
+  QVERIFY(assembly.large_pixel_shares().empty());
   std::vector<float> values(detector.pixels());
   for (std::size_t pixel = 0; pixel < values.size(); ++pixel) values[pixel] = float(pixel + 1);
   std::vector<float> image(assembly.width() * assembly.height(), -7.0f);
@@ -225,16 +233,102 @@ class ImageAssemblyTest : public QObject {
   void theJungfrau4mAssemblesWithItsGaps() {
     const DetectorDescription detector = find_detector("jungfrau4m");
     const ImageAssembly assembly(detector);
-    // 2 x 4 modules of 512 x 1024 at x = 0, 1040 and y = 0, 528, 1056, 1584.
-    QCOMPARE(assembly.width(), std::size_t(1040 + 1024));
-    QCOMPARE(assembly.height(), std::size_t(1584 + 512));
-    const std::size_t width = 2064;
-    // Module 3 (x 1040, y 528), row 511, col 0.
+    // 2 x 4 modules of 514 x 1030 normal pixels at x = 0, 1039 and y = 0, 550, 1100, 1650.
+    QCOMPARE(assembly.width(), std::size_t(1039 + 1030));
+    QCOMPARE(assembly.height(), std::size_t(1650 + 514));
+    const std::size_t width = 2069;
+    // Module 3 (x 1039, y 550), row 511 (image row 513 of the module: 2 pixels past the double
+    // rows 255 and 256), col 0.
     QCOMPARE(std::size_t(assembly.target()[3 * 512 * 1024 + 511 * 1024]),
-             (528 + 511) * width + 1040);
+             (550 + 513) * width + 1039);
     check_distinct_targets(assembly);
-    check_assembled_values(detector, assembly);
     check_slab_to_image_hits_targets(detector, assembly);
+
+    // Per module, counted by hand: rows 255, 256 and columns 255, 256, 511, 512, 767, 768 are
+    // double, their 2 x 6 crossings quadruple; each double pixel has 2 shares, a quadruple 4.
+    const std::size_t quadruple = 2 * 6, double_only = 2 * 1024 + 6 * 512 - 2 * quadruple;
+    QCOMPARE(assembly.large_pixel_shares().size(), 8 * (4 * quadruple + 2 * double_only));
+
+    // Values 1, 2, 3, ...: the image holds every module's 514 x 1030 pixels and the event's sum.
+    std::vector<float> values(detector.pixels());
+    double event_sum = 0;
+    for (std::size_t pixel = 0; pixel < values.size(); ++pixel) {
+      values[pixel] = float(pixel % 4096 + 1);
+      event_sum += values[pixel];
+    }
+    std::vector<float> image(assembly.width() * assembly.height(), -7.0f);
+    assembly.assemble(values.data(), image.data());
+    double image_sum = 0;
+    std::size_t covered = 0;
+    for (const float value : image)
+      if (!std::isnan(value)) image_sum += value, ++covered;
+    QCOMPARE(covered, std::size_t(8) * 514 * 1030);
+    QCOMPARE(image_sum, event_sum);
+    // Module 0's quadruple pixel (255, 255) fills image rows and columns 255 and 256; the double
+    // pixel (0, 256) columns 257 and 258 of row 0; pixel (0, 257) column 259 alone.
+    const auto value_of = [&](int row, int col) { return values[std::size_t(row) * 1024 + col]; };
+    for (const std::size_t row : {255, 256})
+      for (const std::size_t col : {255, 256})
+        QCOMPARE(image[row * width + col], value_of(255, 255) / 4);
+    QCOMPARE(image[257], value_of(0, 256) / 2);
+    QCOMPARE(image[258], value_of(0, 256) / 2);
+    QCOMPARE(image[259], value_of(0, 257));
+    // Module 1 starts at x 1039: the 9 columns 1030..1038 between the modules stay empty.
+    QVERIFY(std::isnan(image[1029 + 1]) && std::isnan(image[1038]));
+    QCOMPARE(image[1039], values[std::size_t(512) * 1024]);
+  }
+
+  // A segment of 4 x 6 pixels in ASICs of 2 x 3 with double pixels at the ASIC edges: raw rows
+  // 1 and 2 and columns 2 and 3 are double, so the image is 6 x 8 (rows 1-2 and 3-4 of the image
+  // come from raw rows 1 and 2, columns 2-3 and 4-5 from raw columns 2 and 3). Values
+  // 4 (6 r + c + 1); each image pixel written out by hand.
+  void largePixelsShareTheirValueAmongTheImagePixelsTheyCover() {
+    DetectorDescription detector;
+    detector.name = "large_pixels";
+    detector.encoding = RawEncoding::Float32;
+    detector.segments = 1;
+    detector.rows = 4;
+    detector.cols = 6;
+    detector.asic_rows = 2;
+    detector.asic_cols = 3;
+    detector.large_pixel_factor = 2;
+    detector.pixel_size_um = 75;
+    detector.gain_modes = {{"calibrated", 1.0}};
+    detector.placement = {{0, 0, 0}};
+    const ImageAssembly assembly(detector);
+    QCOMPARE(assembly.width(), std::size_t(8));
+    QCOMPARE(assembly.height(), std::size_t(6));
+    std::vector<float> values(24);
+    for (std::size_t pixel = 0; pixel < values.size(); ++pixel) values[pixel] = 4.0f * (pixel + 1);
+    std::vector<float> image(48, -7.0f);
+    assembly.assemble(values.data(), image.data());
+    const std::vector<float> expected = {
+        4,  8,  6,  6,  8,  8,  20, 24,  // raw row 0: columns 2 and 3 halved
+        14, 16, 9,  9,  10, 10, 22, 24,  // raw row 1 halved, quartered at (1, 2) and (1, 3)
+        14, 16, 9,  9,  10, 10, 22, 24,  //
+        26, 28, 15, 15, 16, 16, 34, 36,  // raw row 2 halved, quartered at (2, 2) and (2, 3)
+        26, 28, 15, 15, 16, 16, 34, 36,  //
+        76, 80, 42, 42, 44, 44, 92, 96,  // raw row 3: columns 2 and 3 halved
+    };
+    for (std::size_t index = 0; index < expected.size(); ++index)
+      if (image[index] != expected[index])
+        QFAIL(qPrintable(QStringLiteral("image pixel (%1, %2) is %3, expected %4")
+                             .arg(index / 8)
+                             .arg(index % 8)
+                             .arg(image[index])
+                             .arg(expected[index])));
+    double sum = 0;
+    for (const float value : image) sum += value;
+    QCOMPARE(sum, 4.0 * 300);  // the event's 4 (1 + ... + 24)
+    // The quadruple pixel (1, 2): its first image pixel, and its centre amid its four.
+    QCOMPARE(std::size_t(assembly.target()[1 * 6 + 2]), std::size_t(1 * 8 + 2));
+    double x = 0, y = 0;
+    assembly.slab_to_image(2, 1, x, y);
+    QCOMPARE(x, 2.5);
+    QCOMPARE(y, 1.5);
+    assembly.slab_to_image(4, 3, x, y);  // a normal pixel after both edges
+    QCOMPARE(x, 6.0);
+    QCOMPARE(y, 5.0);
   }
 
   void aSingleSegmentDetectorIsItsOwnImage() {

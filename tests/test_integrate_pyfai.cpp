@@ -323,6 +323,78 @@ class TestIntegratePyfai : public QObject {
             std::string::npos);
   }
 
+  // A segment of 4 x 6 pixels in ASICs of 2 x 3 with double pixels at the ASIC edges (raw rows 1,
+  // 2 and columns 2, 3), its corner at (y 4, x 10): positions and extents worked out by hand.
+  void large_pixels_sit_and_span_where_the_sensor_has_them() {
+    PixelLayout l;
+    l.rows = 4;
+    l.cols = 6;
+    l.placement = {{10.0, 4.0, 0}};
+    l.grid = {4, 6, 2, 3, 2};
+    // Quadruple pixel (1, 2): rows [1, 3) and columns [2, 4) of the segment's normal pixels.
+    const PixelCentre quad = pixel_centre(l, 0, 1, 2);
+    QCOMPARE(quad.c1, 4.0 + 2.0);
+    QCOMPARE(quad.c2, 10.0 + 3.0);
+    const PixelSpan quad_span = pixel_span(l, 0, 1, 2);
+    QCOMPARE(quad_span.min_c1, 5.0);
+    QCOMPARE(quad_span.max_c1, 7.0);
+    QCOMPARE(quad_span.min_c2, 12.0);
+    QCOMPARE(quad_span.max_c2, 14.0);
+    QCOMPARE(pixel_area(l, 1, 2), 4);
+    QCOMPARE(pixel_area(l, 0, 3), 2);
+    QCOMPARE(pixel_area(l, 3, 5), 1);
+    // The last pixel ends 2 normal pixels further than its raw index says.
+    const PixelSpan last = pixel_span(l, 0, 3, 5);
+    QCOMPARE(last.max_c1, 4.0 + 6.0);
+    QCOMPARE(last.max_c2, 10.0 + 8.0);
+    const FrameExtent e = assembled_extent(l);
+    QCOMPARE(e.rows, 10);
+    QCOMPARE(e.cols, 18);
+    // From a description: the grid comes with the placement.
+    const PixelLayout jungfrau = layout_from_detector(find_detector("jungfrau4m"));
+    QCOMPARE(jungfrau.grid.edge_factor, 2);
+    QCOMPARE(pixel_centre(jungfrau, 0, 0, 256).c2, 258.0);
+  }
+
+  // The integrator over that segment (corner at the origin, PONI there, 0.1 m away, 75 um
+  // pixels, no rotation). The double pixel (0, 3) spans columns [4, 6): r_mm bins of one pixel
+  // (0.075 mm) from 0 to 0.6 mm. Its bbox, from its true corners, reaches r = 4 px (corner
+  // (0, 4)) and sqrt(1 + 36) = 6.083 px (corner (1, 6)) around its centre r = sqrt(0.25 + 25) =
+  // 5.025 px: delta 1.058 px, so bins 3 to 6 (a normal-sized box would give bins 4 and 5 only).
+  // Its solid angle is twice a normal pixel's at its centre: 2 cos^3, cos = L / |(p1, p2, L)|.
+  void large_pixels_split_and_normalise_over_their_true_area() {
+    PixelLayout l;
+    l.rows = 4;
+    l.cols = 6;
+    l.placement = {{0.0, 0.0, 0}};
+    l.grid = {4, 6, 2, 3, 2};
+    PoniGeometry poni;
+    poni.distance = 0.1;
+    poni.pixel1 = poni.pixel2 = 75e-6;
+    IntegrationConfig c;
+    c.unit = RadialUnit::RMm;
+    c.splitting = Splitting::BBox;
+    c.bins = 8;
+    c.radial_range = std::pair{0.0, 0.6};
+    Integrator integrator(poni, l, c);
+    const CsrMatrix& csr = integrator.csr();
+    std::vector<int> bins_of_double_pixel;
+    for (int bin = 0; bin < csr.bins; ++bin)
+      for (std::int32_t e = csr.row_start[std::size_t(bin)];
+           e < csr.row_start[std::size_t(bin) + 1]; ++e)
+        if (csr.pixel[std::size_t(e)] == 3) bins_of_double_pixel.push_back(bin);
+    QCOMPARE(bins_of_double_pixel, (std::vector<int>{3, 4, 5, 6}));
+
+    const auto cos_incidence_at = [](double c1, double c2) {
+      const double p1 = c1 * 75e-6, p2 = c2 * 75e-6;
+      return 0.1 / std::sqrt(p1 * p1 + p2 * p2 + 0.01);
+    };
+    const std::span<const float> norm = integrator.normalization();
+    QCOMPARE(norm[3], float(2.0 * std::pow(cos_incidence_at(0.5, 5.0), 3)));
+    QCOMPARE(norm[1 * 6 + 2], float(4.0 * std::pow(cos_incidence_at(2.0, 3.0), 3)));
+    QCOMPARE(norm[0], float(std::pow(cos_incidence_at(0.5, 0.5), 3)));
+  }
+
   // The per-bin helpers at their edges, as pyFAI's histogram has them.
   void bin_helpers_follow_pyfai() {
     const BinGrid g = make_bin_grid(4, 0.0, 1.0);

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/detector.hpp"
 #include "core/error.hpp"
 #include "peaks/peakfinder8.hpp"
 
@@ -88,6 +89,20 @@ class TestPeakFinder8 : public QObject {
   Q_OBJECT
 
  private slots:
+  // The radius map from the Jungfrau 4M's placement, beam on module 3's corner (x 1039, y 550):
+  // the quadruple pixel (255, 256) of that module is centred 256 rows and 258 columns from it
+  // (core/detector.hpp), a normal pixel (257, 257) at 259.5 and 259.5, not at its raw index.
+  void radius_map_places_large_pixels_at_their_centres() {
+    const DetectorDescription detector = find_detector("jungfrau4m");
+    const std::vector<float> radius = radius_map(detector, 1039.0, 550.0);
+    const auto at = [&](int row, int col) {
+      return radius[std::size_t(3) * 512 * 1024 + std::size_t(row) * 1024 + std::size_t(col)];
+    };
+    QCOMPARE(at(255, 256), float(std::sqrt(256.0 * 256.0 + 258.0 * 258.0)));
+    QCOMPARE(at(257, 257), float(259.5 * std::sqrt(2.0)));
+    QCOMPARE(at(0, 0), float(0.5 * std::sqrt(2.0)));
+  }
+
   void radial_statistics_clip_the_peak_away() {
     Frame f;
     f.at(10, 12) = 60, f.at(10, 13) = 50, f.at(11, 12) = 40, f.at(11, 13) = 30;

@@ -328,7 +328,7 @@ class TestStreamSls : public QObject {
     QCOMPARE(layout.port_rows(), 4);
     QCOMPARE(layout.port_columns(), 2);
     QCOMPARE(layout.part_bytes(), kModuleBytes);
-    // jungfrau4m's placement: x 0 or 1040 (columns), y 0, 528, 1056, 1584 (rows), in segment order.
+    // jungfrau4m's placement: x 0 or 1039 (columns), y 0, 550, 1100, 1650 (rows), in segment order.
     for (int segment = 0; segment < 8; ++segment) {
       QCOMPARE(layout.position_of(segment, 0).row, segment / 2);
       QCOMPARE(layout.position_of(segment, 0).column, segment % 2);

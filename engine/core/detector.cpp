@@ -198,6 +198,30 @@ DetectorDescription parse_detector_description(const json& object, const std::st
     d.placement.push_back(s);
   }
 
+  if (auto large = object.find("large_pixels"); large != object.end()) {
+    if (!large->is_object())
+      fail(origin, "field 'large_pixels' must be an object {\"factor\": F}, got " + large->dump());
+    const auto factor_entry = large->find("factor");
+    if (factor_entry == large->end())
+      fail(origin, "field 'large_pixels.factor' is missing (large_pixels: {\"factor\": F})");
+    const json& factor = *factor_entry;
+    // Whole normal pixels, so that the assembled image can split a large pixel's value evenly.
+    if (!factor.is_number_integer() || factor.get<long long>() < 1 || factor.get<long long>() > 16)
+      fail(origin,
+           "field 'large_pixels.factor' must be an integer in 1..16 (the width of the "
+           "pixels along internal ASIC edges, in normal pixels), got " +
+               factor.dump());
+    d.large_pixel_factor = factor.get<int>();
+    // With one-pixel ASICs a pixel would be on both edges of its ASIC: no sensor is built so.
+    const bool internal_row_edges = d.asic_rows < d.rows, internal_col_edges = d.asic_cols < d.cols;
+    if (d.large_pixel_factor > 1 &&
+        ((internal_row_edges && d.asic_rows < 2) || (internal_col_edges && d.asic_cols < 2)))
+      fail(origin,
+           "field 'large_pixels' needs ASICs at least 2 pixels wide and high, got "
+           "asic_shape [" +
+               std::to_string(d.asic_rows) + ", " + std::to_string(d.asic_cols) + "]");
+  }
+
   if (auto gaps = object.find("gaps"); gaps != object.end()) {
     if (!is_integer_image(d.encoding))
       fail(origin,
@@ -260,13 +284,48 @@ nlohmann::json to_json(const DetectorDescription& d) {
                       {"bank_columns", d.bank_columns},
                       {"gain_modes", modes},
                       {"placement", placement}};
+  if (d.large_pixel_factor != 1) description["large_pixels"] = {{"factor", d.large_pixel_factor}};
   if (!d.gap_rows.empty() || !d.gap_cols.empty())
     description["gaps"] = {{"rows", gap_ranges_json(d.gap_rows)},
                            {"cols", gap_ranges_json(d.gap_cols)}};
   return description;
 }
 
-AssembledPoint assembled_point(const SegmentPlacement& placement, double row, double col) {
+namespace {
+
+// Size of raw pixel `index` of an axis across that axis, in normal pixels.
+int pixel_size_along(int index, int extent, int asic, int edge_factor) {
+  if (edge_factor == 1 || asic <= 0 || index < 0 || index >= extent) return 1;
+  const bool last_before_edge = (index + 1) % asic == 0 && index + 1 < extent;
+  const bool first_after_edge = index % asic == 0 && index > 0;
+  return last_before_edge || first_after_edge ? edge_factor : 1;
+}
+
+}  // namespace
+
+int SegmentGrid::row_size(int row) const {
+  return pixel_size_along(row, rows, asic_rows, edge_factor);
+}
+
+int SegmentGrid::col_size(int col) const {
+  return pixel_size_along(col, cols, asic_cols, edge_factor);
+}
+
+double expanded_coordinate(double raw, int extent, int asic, int edge_factor) {
+  if (edge_factor == 1 || asic <= 0) return raw;
+  // Each wide pixel [w, w + 1) adds (edge_factor - 1) normal pixels over its own width: the part
+  // of it below `raw` counts, so the map is continuous and linear inside every pixel.
+  double widened = 0.0;
+  for (int edge = asic; edge < extent; edge += asic)
+    widened +=
+        std::clamp(raw - double(edge - 1), 0.0, 1.0) + std::clamp(raw - double(edge), 0.0, 1.0);
+  return raw + double(edge_factor - 1) * widened;
+}
+
+AssembledPoint assembled_point(const SegmentPlacement& placement, const SegmentGrid& grid,
+                               double raw_row, double raw_col) {
+  const double row = expanded_coordinate(raw_row, grid.rows, grid.asic_rows, grid.edge_factor);
+  const double col = expanded_coordinate(raw_col, grid.cols, grid.asic_cols, grid.edge_factor);
   const double angle = placement.rotation_deg * std::numbers::pi / 180.0;
   // Rotations are multiples of 90 degrees: round so that cos and sin are exactly 0 or +-1.
   const double c = std::round(std::cos(angle)), s = std::round(std::sin(angle));
@@ -276,10 +335,11 @@ AssembledPoint assembled_point(const SegmentPlacement& placement, double row, do
 AssembledBounds assembled_bounds(const DetectorDescription& detector) {
   AssembledBounds b{std::numeric_limits<double>::max(), std::numeric_limits<double>::max(),
                     std::numeric_limits<double>::lowest(), std::numeric_limits<double>::lowest()};
+  const SegmentGrid grid = detector.grid();
   for (const SegmentPlacement& placement : detector.placement)
     for (double row : {0.0, double(detector.rows)})
       for (double col : {0.0, double(detector.cols)}) {
-        const AssembledPoint corner = assembled_point(placement, row, col);
+        const AssembledPoint corner = assembled_point(placement, grid, row, col);
         b.min_x = std::min(b.min_x, corner.x), b.max_x = std::max(b.max_x, corner.x);
         b.min_y = std::min(b.min_y, corner.y), b.max_y = std::max(b.max_y, corner.y);
       }

@@ -38,6 +38,28 @@ struct PixelRange {
   int count = 0;
 };
 
+// The pixel grid of one segment as the sensor has it. Its ASICs tile it in asic_rows x asic_cols
+// pixels; where two ASICs meet inside the segment, the sensor pixels on both sides of the edge
+// are edge_factor normal pixels wide (Jungfrau: 2, "double pixels"), and a pixel on two such
+// edges, where four ASICs meet, is edge_factor x edge_factor normal pixels ("quadruple pixels").
+// The segment's outer border has normal pixels. Positions along each axis are counted in normal
+// pixels from the segment's corner: a Jungfrau module of 512 x 1024 raw pixels spans 514 x 1030.
+struct SegmentGrid {
+  int rows = 0, cols = 0;            // raw pixels per segment
+  int asic_rows = 0, asic_cols = 0;  // 0: one ASIC covers the segment
+  int edge_factor = 1;               // 1: every pixel has the normal size
+
+  // Size of raw row `row` (column `col`) across the slow (fast) axis, in normal pixels.
+  int row_size(int row) const;
+  int col_size(int col) const;
+};
+
+// Along one axis of `extent` raw pixels tiled by ASICs of `asic` pixels: where raw coordinate
+// `raw` (pixel i spans [i, i + 1)) lies, in normal pixels from the segment's edge. Linear inside
+// every pixel, so a wide pixel's [i, i + 1) stretches over edge_factor normal pixels; beyond
+// the segment it continues with normal pixels.
+double expanded_coordinate(double raw, int extent, int asic, int edge_factor);
+
 // A detector as the engine sees it: segment layout, raw encoding, gain modes, ASIC and bank layout.
 // Loaded from resources/detectors/NAME.json (built into the binaries) or from a file.
 struct DetectorDescription {
@@ -52,6 +74,9 @@ struct DetectorDescription {
   int asic_rows = 0;
   int asic_cols = 0;
   int bank_columns = 0;  // width of a common-mode bank row; 0 = no common mode for this detector
+  // Width of the sensor pixels along internal ASIC edges, in normal pixels (optional
+  // "large_pixels": {"factor": F}; 1 = none). See SegmentGrid.
+  int large_pixel_factor = 1;
   std::vector<GainMode> gain_modes;
   std::vector<SegmentPlacement> placement;  // one per segment
   // Integer images only (optional "gaps": {"rows": [[first, count], ...], "cols": [...]}).
@@ -62,6 +87,7 @@ struct DetectorDescription {
   std::size_t raw_bytes_per_pixel() const { return raw_word_bytes(encoding); }
   std::size_t raw_event_bytes() const { return pixels() * raw_bytes_per_pixel(); }
   int modes() const { return int(gain_modes.size()); }
+  SegmentGrid grid() const { return {rows, cols, asic_rows, asic_cols, large_pixel_factor}; }
   // Whether segment pixel (row, col) lies in a gap row or column.
   bool in_gap(int row, int col) const;
   // Bank rows: each segment row is cut into cols / bank_columns banks.
@@ -70,14 +96,18 @@ struct DetectorDescription {
   }
 };
 
-// A point (row, col) of a segment, in pixels from its pixel (0, 0) corner (a pixel's centre is at
-// +0.5, +0.5), in the assembled image: the corner sits at (x_px, y_px) and the segment is rotated
-// about it, so the fast-scan (col) axis points along (cos, sin) of rotation_deg in the (x, y)
-// frame and the slow-scan (row) axis along (-sin, cos).
+// A point (row, col) of a segment, in raw pixels from its pixel (0, 0) corner (a pixel's centre is
+// at +0.5, +0.5), in the assembled image. The grid first widens the pixels at internal ASIC edges
+// (expanded_coordinate along each axis: the centre of Jungfrau's raw column 255 lies at 256, of
+// column 256 at 258, of column 257 at 259.5); then the segment's corner sits at (x_px, y_px) and
+// the segment is rotated about it, so the fast-scan (col) axis points along (cos, sin) of
+// rotation_deg in the (x, y) frame and the slow-scan (row) axis along (-sin, cos). A grid of
+// normal pixels (edge_factor 1) places raw coordinates as they are.
 struct AssembledPoint {
   double x = 0, y = 0;
 };
-AssembledPoint assembled_point(const SegmentPlacement& placement, double row, double col);
+AssembledPoint assembled_point(const SegmentPlacement& placement, const SegmentGrid& grid,
+                               double row, double col);
 // The assembled image's bounding box, and its middle (where the simulator puts the beam).
 struct AssembledBounds {
   double min_x = 0, min_y = 0, max_x = 0, max_y = 0;

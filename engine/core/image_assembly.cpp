@@ -61,17 +61,37 @@ ImageAssembly::ImageAssembly(const DetectorDescription& detector, std::size_t ma
     throw InputError("image assembly: " + name + " image of " + std::to_string(width_) + " x " +
                      std::to_string(height_) + " pixels does not fit 32-bit pixel indices");
 
+  const SegmentGrid grid = detector.grid();
+  const auto image_pixel_at = [&](const SegmentPlacement& placement, double row, double col) {
+    const AssembledPoint centre = assembled_point(placement, grid, row, col);
+    const std::size_t column = image_index(centre.x - origin_x_, width_);
+    const std::size_t image_row = image_index(centre.y - origin_y_, height_);
+    return std::uint32_t(image_row * width_ + column);
+  };
   target_.resize(detector.pixels());
   std::size_t pixel = 0;
   for (int segment = 0; segment < detector.segments; ++segment) {
     const SegmentPlacement& placement = detector.placement[std::size_t(segment)];
-    for (int row = 0; row < detector.rows; ++row)
+    for (int row = 0; row < detector.rows; ++row) {
+      const int row_size = grid.row_size(row);
       for (int col = 0; col < detector.cols; ++col, ++pixel) {
-        const AssembledPoint centre = assembled_point(placement, row + 0.5, col + 0.5);
-        const std::size_t column = image_index(centre.x - origin_x_, width_);
-        const std::size_t image_row = image_index(centre.y - origin_y_, height_);
-        target_[pixel] = std::uint32_t(image_row * width_ + column);
+        const int col_size = grid.col_size(col);
+        if (row_size == 1 && col_size == 1) {
+          target_[pixel] = image_pixel_at(placement, row + 0.5, col + 0.5);
+          continue;
+        }
+        // A large pixel: the centres of the normal pixels it spans, at raw coordinates
+        // (a + 0.5) / size inside it, since the expansion is linear within a pixel.
+        const float fraction = 1.0f / float(row_size * col_size);
+        for (int a = 0; a < row_size; ++a)
+          for (int b = 0; b < col_size; ++b) {
+            const std::uint32_t image_pixel =
+                image_pixel_at(placement, row + (a + 0.5) / row_size, col + (b + 0.5) / col_size);
+            if (a == 0 && b == 0) target_[pixel] = image_pixel;
+            shares_.push_back({std::uint32_t(pixel), image_pixel, fraction});
+          }
       }
+    }
   }
 }
 
@@ -83,8 +103,8 @@ void ImageAssembly::slab_to_image(double fs, double ss, double& x, double& y) co
   segment = std::clamp(segment, 0, detector_.segments - 1);
   const double row = ss - double(segment) * rows;
   // Slab coordinates put pixel centres at integers, assembled_point at +0.5 from the corner.
-  const AssembledPoint point =
-      assembled_point(detector_.placement[std::size_t(segment)], row + 0.5, fs + 0.5);
+  const AssembledPoint point = assembled_point(detector_.placement[std::size_t(segment)],
+                                               detector_.grid(), row + 0.5, fs + 0.5);
   // Back to image pixel coordinates with pixel centres at integers.
   x = point.x - origin_x_ - 0.5;
   y = point.y - origin_y_ - 0.5;
@@ -93,6 +113,8 @@ void ImageAssembly::slab_to_image(double fs, double ss, double& x, double& y) co
 void ImageAssembly::assemble(const float* pixels, float* out) const {
   std::fill(out, out + width_ * height_, std::numeric_limits<float>::quiet_NaN());
   for (std::size_t pixel = 0; pixel < target_.size(); ++pixel) out[target_[pixel]] = pixels[pixel];
+  // Large pixels overwrite their first image pixel too: each covered pixel gets its share.
+  for (const Share& share : shares_) out[share.image_pixel] = pixels[share.pixel] * share.fraction;
 }
 
 }  // namespace livedrp

@@ -154,6 +154,19 @@ PixelCentre Integrator::centre_of(std::size_t k) const {
                       int(in_segment % std::size_t(layout_.cols)));
 }
 
+PixelSpan Integrator::span_of(std::size_t k) const {
+  const std::size_t per_segment = std::size_t(layout_.rows) * std::size_t(layout_.cols);
+  const std::size_t in_segment = k % per_segment;
+  return pixel_span(layout_, int(k / per_segment), int(in_segment / std::size_t(layout_.cols)),
+                    int(in_segment % std::size_t(layout_.cols)));
+}
+
+int Integrator::area_of(std::size_t k) const {
+  const std::size_t in_segment = k % (std::size_t(layout_.rows) * std::size_t(layout_.cols));
+  return pixel_area(layout_, int(in_segment / std::size_t(layout_.cols)),
+                    int(in_segment % std::size_t(layout_.cols)));
+}
+
 bool Integrator::placed(std::size_t k) const {
   return !layout_.geometry || layout_.geometry->panel_of_pixel[k] >= 0;
 }
@@ -243,9 +256,10 @@ void Integrator::build_deltas() {
           for (const PlanePoint& c : *corners)
             take_corner(double(c.p1) - geometry_.poni1, double(c.p2) - geometry_.poni2);
       } else {
-        const PixelCentre centre = centre_of(k);
-        for (const double e1 : {centre.c1 - 0.5, centre.c1 + 0.5})
-          for (const double e2 : {centre.c2 - 0.5, centre.c2 + 0.5})
+        // The pixel's true extent: a large pixel at an ASIC edge spreads over all of it.
+        const PixelSpan span = span_of(k);
+        for (const double e1 : {span.min_c1, span.max_c1})
+          for (const double e2 : {span.min_c2, span.max_c2})
             take_corner(e1 * geometry_.pixel1 - geometry_.poni1,
                         e2 * geometry_.pixel2 - geometry_.poni2);
       }
@@ -313,7 +327,11 @@ void Integrator::build_normalization() {
       float pol = 1.0f, sa = 1.0f;
       if (config_.polarization)
         pol = polarization_correction(two_theta_[k], chi_[k], *config_.polarization);
-      if (config_.solid_angle) sa = float(solid_angle(cos_incidence(geometry_, offset_of(k))));
+      // A large pixel at an ASIC edge subtends about its area's solid angle, F or F x F normal
+      // pixels' at its centre; normalising by it keeps its intensity per normal pixel in line with
+      // its neighbours' (F = 1 leaves the product, and so the float, unchanged).
+      if (config_.solid_angle)
+        sa = float(solid_angle(cos_incidence(geometry_, offset_of(k))) * double(area_of(k)));
       normalization_[k] = static_normalization(false, flat, pol, sa);
     }
   });

@@ -117,6 +117,9 @@ class Integrator {
   void ensure_built();
   void parallel(std::size_t count, const std::function<void(std::size_t, std::size_t)>& body) const;
   PixelCentre centre_of(std::size_t pixel) const;
+  // The assembled rectangle and the area (in normal pixels) of input pixel k (layout.hpp).
+  PixelSpan span_of(std::size_t pixel) const;
+  int area_of(std::size_t pixel) const;
   bool placed(std::size_t pixel) const;
   PixelOffset offset_of(std::size_t pixel) const;
   bool masked(std::size_t pixel) const;

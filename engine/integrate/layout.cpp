@@ -46,6 +46,7 @@ PixelLayout layout_from_detector(const DetectorDescription& detector) {
   l.rows = detector.rows;
   l.cols = detector.cols;
   l.placement = detector.placement;
+  l.grid = detector.grid();
   return l;
 }
 
@@ -107,8 +108,23 @@ PixelCentre pixel_centre(const PixelLayout& layout, int segment, int row, int co
   // The one placement convention of core/detector.hpp (the simulator and the peak finder's
   // radius use it too).
   const AssembledPoint centre =
-      assembled_point(layout.placement[std::size_t(segment)], row + 0.5, col + 0.5);
+      assembled_point(layout.placement[std::size_t(segment)], layout.grid, row + 0.5, col + 0.5);
   return {centre.y, centre.x};
+}
+
+PixelSpan pixel_span(const PixelLayout& layout, int segment, int row, int col) {
+  if (layout.placement.empty()) return {row + 0.0, row + 1.0, col + 0.0, col + 1.0};
+  const SegmentPlacement& placement = layout.placement[std::size_t(segment)];
+  // Opposite corners of the pixel; a rotation by a multiple of 90 degrees keeps the rectangle
+  // axis-aligned, so they bound it whichever way round they come.
+  const AssembledPoint a = assembled_point(placement, layout.grid, row, col);
+  const AssembledPoint b = assembled_point(placement, layout.grid, row + 1.0, col + 1.0);
+  return {std::min(a.y, b.y), std::max(a.y, b.y), std::min(a.x, b.x), std::max(a.x, b.x)};
+}
+
+int pixel_area(const PixelLayout& layout, int row, int col) {
+  if (layout.placement.empty()) return 1;
+  return layout.grid.row_size(row) * layout.grid.col_size(col);
 }
 
 FrameExtent assembled_extent(const PixelLayout& layout) {

@@ -41,6 +41,9 @@ struct PixelLayout {
   int rows = 0;  // per segment
   int cols = 0;
   std::vector<SegmentPlacement> placement;  // one per segment; empty for a plain image
+  // The segments' pixel grid: large pixels at ASIC edges sit and span where assembled_point puts
+  // them. Default: normal pixels.
+  SegmentGrid grid;
   // Set by layout_from_geometry: then segments = 1, rows x cols is the slab and pixels take
   // their places from the panels (geometry_pixel_corners), not from `placement`.
   std::optional<GeometryPlacement> geometry;
@@ -99,6 +102,16 @@ struct PixelCentre {
   double c1, c2;
 };
 PixelCentre pixel_centre(const PixelLayout& layout, int segment, int row, int col);
+
+// The assembled rectangle input pixel (segment, row, col) covers, in the same coordinates: its
+// centre +- 0.5 for a normal pixel; a large pixel at an ASIC edge spans its true size
+// (layout.grid), which is what the bbox splitting spreads it over.
+struct PixelSpan {
+  double min_c1, max_c1, min_c2, max_c2;
+};
+PixelSpan pixel_span(const PixelLayout& layout, int segment, int row, int col);
+// Area of that pixel in normal pixels: 1, or the large pixel's F or F x F.
+int pixel_area(const PixelLayout& layout, int row, int col);
 
 // The assembled image's extent (rows, columns) from (0, 0): what pyFAI would be given. For a
 // geometry layout the slab itself (pyFAI is given the slab with the pixels' corners).

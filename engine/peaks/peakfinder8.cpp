@@ -29,12 +29,13 @@ SlabLayout slab_layout(const DetectorDescription& detector) {
 std::vector<float> radius_map(const DetectorDescription& detector, double beam_x_px,
                               double beam_y_px) {
   std::vector<float> radius(detector.pixels());
+  const SegmentGrid grid = detector.grid();
   std::size_t p = 0;
   for (int segment = 0; segment < detector.segments; ++segment) {
     const SegmentPlacement& placement = detector.placement.at(std::size_t(segment));
     for (int row = 0; row < detector.rows; ++row)
       for (int col = 0; col < detector.cols; ++col, ++p) {
-        const AssembledPoint centre = assembled_point(placement, row + 0.5, col + 0.5);
+        const AssembledPoint centre = assembled_point(placement, grid, row + 0.5, col + 0.5);
         radius[p] = float(std::hypot(centre.x - beam_x_px, centre.y - beam_y_px));
       }
   }

@@ -40,7 +40,8 @@ struct SlabLayout {
 };
 SlabLayout slab_layout(const DetectorDescription& detector);
 
-// Radius in pixels of every pixel centre from the beam, through the detector's placement.
+// Radius in pixels of every pixel centre from the beam, through the detector's placement (a large
+// pixel at an ASIC edge from its true centre: core/detector.hpp assembled_point).
 std::vector<float> radius_map(const DetectorDescription& detector, double beam_x_px,
                               double beam_y_px);
 

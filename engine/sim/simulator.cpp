@@ -278,6 +278,7 @@ DetectorSimulator::DetectorSimulator(DetectorDescription detector, SimulatorConf
   const std::uint64_t defect_key = hash_key(config_.seed, kPurposeDefect);
   const int asics_per_row = detector_.cols / detector_.asic_cols;
   const int asics_per_segment = asics_per_row * (detector_.rows / detector_.asic_rows);
+  const SegmentGrid grid = detector_.grid();
   const double ring_two_sigma_sq = 2.0 * config_.ring_sigma_px * config_.ring_sigma_px;
   // Beyond this distance from a ring its profile is below 1e-14 of the crest: skip the exp().
   const double ring_reach_px = kRingReachSigmas * config_.ring_sigma_px;
@@ -324,7 +325,7 @@ DetectorSimulator::DetectorSimulator(DetectorDescription detector, SimulatorConf
         }
 
         // Powder: flat background plus Gaussian rings around the beam.
-        const AssembledPoint point = assembled_point(placement, row + 0.5, double(col) + 0.5);
+        const AssembledPoint point = assembled_point(placement, grid, row + 0.5, double(col) + 0.5);
         const double dx = point.x - powder_.beam_x_px, dy = point.y - powder_.beam_y_px;
         const double radius = std::sqrt(dx * dx + dy * dy);
         double mean = config_.background_photons;
@@ -333,6 +334,8 @@ DetectorSimulator::DetectorSimulator(DetectorDescription detector, SimulatorConf
           if (std::abs(distance) < ring_reach_px)
             mean += config_.ring_peak_photons * std::exp(-distance * distance / ring_two_sigma_sq);
         }
+        // A large pixel at an ASIC edge collects the photons of its whole area.
+        mean *= double(grid.row_size(row) * grid.col_size(int(col)));
         powder_mean_photons_[p] = float(mean);
         powder_exp_minus_mean_[p] = float(std::exp(-double(float(mean))));
       }
