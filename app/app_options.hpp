@@ -11,12 +11,13 @@ namespace livedrp::app {
 // The embedded engine's default endpoint: loopback only (DESIGN: defaults bind to 127.0.0.1), the
 // same port the headless engine uses, so a `--connect` GUI finds either.
 inline constexpr const char* kDefaultPublishEndpoint = "tcp://127.0.0.1:5555";
-// The control endpoint of a remote engine published on `connect` (tcp://HOST:PORT -> tcp://HOST:PORT+1);
-// empty when it cannot be derived (not tcp, no numeric port).
+// The control endpoint of a remote engine published on `connect` (tcp://HOST:PORT ->
+// tcp://HOST:PORT+1); empty when it cannot be derived (not tcp, no numeric port).
 std::string defaultControlEndpoint(const std::string& connect);
 
 // Sources the run-control combo offers; any other `sim:DETECTOR` may be typed in.
-inline constexpr const char* kSimulatorSources[] = {"sim:epix10ka2m", "sim:jungfrau4m"};
+inline constexpr const char* kSimulatorSources[] = {"sim:epix10ka2m", "sim:jungfrau4m",
+                                                    "sim:eiger2x4m"};
 inline constexpr const char* kBackends[] = {"auto", "cpu", "cuda"};
 
 struct AppOptions {
@@ -28,10 +29,10 @@ struct AppOptions {
   // --control: the remote engine's control socket; empty = derived from --connect (same host,
   // the publisher's port + 1, as the headless engine binds by default).
   std::string control;
-  bool autostart = true;               // --no-autostart clears it
-  QString settings_file;               // --settings: an .ini file instead of the user's settings
-  QString screenshot_file;             // --screenshot
-  double screenshot_after_s = 5;       // --screenshot-after
+  bool autostart = true;          // --no-autostart clears it
+  QString settings_file;          // --settings: an .ini file instead of the user's settings
+  QString screenshot_file;        // --screenshot
+  double screenshot_after_s = 5;  // --screenshot-after
 };
 
 struct CommandLine {

@@ -165,6 +165,9 @@ class MainWindowTest : public QObject {
     QCOMPARE(control->backendCombo()->currentText(), QStringLiteral("cpu"));
     QCOMPARE(control->rateSpin()->value(), 120.0);
     QVERIFY(!control->sourceCombo()->isEnabled());
+    // The simulated detectors offered: the two raw-ADC detectors and a photon-counting one.
+    for (const char* offered : {"sim:epix10ka2m", "sim:jungfrau4m", "sim:eiger2x4m"})
+      QVERIFY2(control->sourceCombo()->findText(QString::fromLatin1(offered)) >= 0, offered);
 
     // And the canvas has the rate curve's colour on it, not only background.
     const QImage canvas = chart->canvas()->grab().toImage();
