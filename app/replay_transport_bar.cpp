@@ -195,6 +195,7 @@ void ReplayTransportBar::openPath(const QString& path) {
   rememberRecent(path);
   error_->clear();
   candidates_path_ = path;
+  ++candidate_requests_unanswered_;
   clearCandidates(tr("looking for datasets in %1 ...").arg(QFileInfo(path).fileName()));
   emit candidatesRequested(path);
 }
@@ -222,7 +223,16 @@ QString describeCandidate(const nlohmann::json& candidate) {
 }
 }  // namespace
 
+bool ReplayTransportBar::isAnswerToLastRequest() {
+  if (candidate_requests_unanswered_ == 0) return false;  // nothing was asked
+  --candidate_requests_unanswered_;
+  // Answers come in the order asked (the engine library at once, RemoteControl one at a time);
+  // a run opened since leaves no file waiting for one.
+  return candidate_requests_unanswered_ == 0 && !candidates_path_.isEmpty();
+}
+
 void ReplayTransportBar::showCandidates(const nlohmann::json& result) {
+  if (!isAnswerToLastRequest()) return;
   QString path;
   QStringList texts, sources, tips;
   int default_index = 0;
@@ -240,12 +250,12 @@ void ReplayTransportBar::showCandidates(const nlohmann::json& result) {
     }
   } catch (const std::exception& error) {
     if (!path.isEmpty() && path != candidates_path_) return;
-    showCandidatesError(tr("the engine's list of datasets cannot be read: %1")
-                            .arg(QString::fromUtf8(error.what())));
+    refuseCandidates(tr("the engine's list of datasets cannot be read: %1")
+                         .arg(QString::fromUtf8(error.what())));
     return;
   }
   if (texts.isEmpty() || default_index < 0 || default_index >= texts.size()) {
-    showCandidatesError(tr("the engine listed no dataset to replay in %1").arg(path));
+    refuseCandidates(tr("the engine listed no dataset to replay in %1").arg(path));
     return;
   }
   dataset_->clear();
@@ -259,6 +269,10 @@ void ReplayTransportBar::showCandidates(const nlohmann::json& result) {
 }
 
 void ReplayTransportBar::showCandidatesError(const QString& error) {
+  if (isAnswerToLastRequest()) refuseCandidates(error);
+}
+
+void ReplayTransportBar::refuseCandidates(const QString& error) {
   clearCandidates(tr("no dataset to replay"));
   error_->setText(error);
 }

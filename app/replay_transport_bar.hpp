@@ -43,10 +43,13 @@ class ReplayTransportBar : public QWidget {
   void openPath(const QString& path);
   // The answer to candidatesRequested: a "replay_candidates" result (docs/protocol.md). Listed
   // in the dataset box with the default selected, and the default replayed (openRequested with
-  // its source). An answer for another file than the last one asked about is ignored.
+  // its source). Only the answer to the last request is shown (answers come in the order asked):
+  // one for a file opened before, or after a run was opened since, is ignored. A malformed answer
+  // is shown as an error.
   void showCandidates(const nlohmann::json& result);
-  // The file asked about has nothing to replay, or cannot be read: `error` (discovery's reason)
-  // is shown and the dataset box says there is nothing to choose.
+  // The answer to candidatesRequested when the file has nothing to replay or cannot be read:
+  // `error` (discovery's reason) is shown and the dataset box says there is nothing to choose.
+  // Ignored like showCandidates when it answers an earlier request.
   void showCandidatesError(const QString& error);
   // Asks for a recording into `directory` (recordRequested); an empty one stops recording.
   void setRecording(const QString& directory);
@@ -98,6 +101,9 @@ class ReplayTransportBar : public QWidget {
   void openRunDialog();
   void replayRun(const QString& directory);
   void clearCandidates(const QString& placeholder);
+  // Counts one answer to candidatesRequested; true when it answers the request still awaited.
+  bool isAnswerToLastRequest();
+  void refuseCandidates(const QString& error);
   void recordClicked(bool checked);
   void rememberRecent(const QString& path);
   void rebuildRecentMenu();
@@ -121,7 +127,8 @@ class ReplayTransportBar : public QWidget {
   QLabel* record_label_;
   QLabel* error_;
   QComboBox* dataset_;
-  QString candidates_path_;  // the file whose candidates were asked for last
+  QString candidates_path_;  // the file whose candidates were asked for last; empty after a run
+  int candidate_requests_unanswered_ = 0;
   bool run_active_ = false;
   bool replay_source_ = false;
   bool showing_config_ = false;  // showConfig() sets widgets: no replayOptionsChanged then

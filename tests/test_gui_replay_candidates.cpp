@@ -14,6 +14,8 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "app/app_options.hpp"
 #include "app/engine_host.hpp"
 #include "app/main_window.hpp"
@@ -222,6 +224,61 @@ class ReplayCandidatesTest : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(controller.replay_status().total_events, kOtherEvents,
                               kStartTimeoutMs);
     controller.stop();
+  }
+
+  // The bar alone, answered by hand as a slow remote engine would: only the answer to the last
+  // request is shown, a master file's parts together read as such, and a malformed answer or
+  // one that comes after a run was opened is not taken for a list.
+  void the_bar_shows_only_the_answer_to_the_last_request() {
+    ReplayTransportBar bar;
+    QStringList opened;
+    connect(&bar, &ReplayTransportBar::openRequested, this,
+            [&](const QString& source) { opened << source; });
+    bar.openPath(QStringLiteral("/far/a.h5"));
+    bar.openPath(QStringLiteral("/far/b.h5"));
+    bar.showCandidatesError(QStringLiteral("about a.h5"));  // the answer to the first request
+    QCOMPARE(bar.errorLabel()->text(), QString());
+    const nlohmann::json together = {
+        {"dataset", ""},
+        {"source", "replay:/far/b.h5"},
+        {"parts", {"/entry/data/data_000001", "/entry/data/data_000002"}},
+        {"shape", {10, 2, 3}},
+        {"dtype", "int32"},
+        {"events", 10},
+        {"default", true}};
+    const nlohmann::json first_part = {{"dataset", "/entry/data/data_000001"},
+                                       {"source", "replay:/far/b.h5:/entry/data/data_000001"},
+                                       {"parts", {"/entry/data/data_000001"}},
+                                       {"shape", {1, 2, 3}},
+                                       {"dtype", "int32"},
+                                       {"events", 1},
+                                       {"default", false}};
+    bar.showCandidates(
+        {{"path", "/far/b.h5"}, {"default", 0}, {"candidates", {together, first_part}}});
+    QComboBox* datasets = bar.datasetCombo();
+    QCOMPARE(datasets->count(), 2);
+    QCOMPARE(datasets->currentIndex(), 0);
+    QCOMPARE(datasets->itemText(0),
+             QStringLiteral("2 linked parts together — 10 × 2 × 3 int32, 10 events (default)"));
+    QCOMPARE(datasets->itemText(1),
+             QStringLiteral("/entry/data/data_000001 — 1 × 2 × 3 int32, 1 event"));
+    QCOMPARE(opened, QStringList{QStringLiteral("replay:/far/b.h5")});
+    bar.showCandidates({{"path", "/far/b.h5"}, {"default", 0}, {"candidates", {first_part}}});
+    QCOMPARE(datasets->count(), 2);  // asked once, answered once: a second answer is not taken
+
+    bar.openPath(QStringLiteral("/far/c.h5"));
+    bar.showCandidates({{"path", "/far/c.h5"}, {"default", 0}, {"candidates", {{{"dataset", 1}}}}});
+    QVERIFY2(bar.errorLabel()->text().startsWith("the engine's list of datasets cannot be read"),
+             qPrintable(bar.errorLabel()->text()));
+    QCOMPARE(datasets->count(), 0);
+    QCOMPARE(opened.size(), 1);
+
+    // A run opened while a file's answer is awaited: the late answer is not shown.
+    bar.openPath(QStringLiteral("/far/d.h5"));
+    bar.openPath(dir_.path());  // a directory: replayed at once
+    QCOMPARE(opened.last(), QStringLiteral("replay:") + dir_.path());
+    bar.showCandidatesError(QStringLiteral("about d.h5"));
+    QCOMPARE(bar.errorLabel()->text(), QString());
   }
 
   void cleanupTestCase() { window_.reset(); }
