@@ -31,6 +31,7 @@
 #include "app/stream_config_panel.hpp"
 #include "app/subscriber_thread.hpp"
 #include "peaks/peak_params.hpp"
+#include "publish/replay_candidates.hpp"
 #include "widgets/compression_view.hpp"
 #include "widgets/counters_view.hpp"
 #include "widgets/detector_image_view.hpp"
@@ -446,6 +447,17 @@ void MainWindow::connectHost() {
 
 void MainWindow::connectTransport() {
   connect(transport_, &ReplayTransportBar::openRequested, this, &MainWindow::openReplay);
+  // The embedded engine has no control socket: the same answer, from the engine library. Only
+  // the file's metadata is read, which is quick enough for the GUI thread.
+  connect(transport_, &ReplayTransportBar::candidatesRequested, this, [this](const QString& path) {
+    try {
+      transport_->showCandidates(replay_candidates_result(path.toStdString()));
+    } catch (const std::exception& error) {
+      const QString reason = QString::fromUtf8(error.what());
+      transport_->showCandidatesError(reason);
+      appendLog(tr("nothing to replay: %1").arg(reason));
+    }
+  });
   connect(transport_, &ReplayTransportBar::pauseRequested, host_, &EngineHost::pauseReplay);
   connect(transport_, &ReplayTransportBar::resumeRequested, host_, &EngineHost::resumeReplay);
   connect(transport_, &ReplayTransportBar::stepRequested, host_, &EngineHost::stepReplay);
@@ -489,6 +501,20 @@ void MainWindow::connectRemoteTransport() {
     send(QStringLiteral("seek"), {{"index", index}});
   });
   connect(transport_, &ReplayTransportBar::openRequested, this, &MainWindow::openReplay);
+  // The file lives on the engine's machine: the engine lists its datasets.
+  connect(transport_, &ReplayTransportBar::candidatesRequested, this, [this](const QString& path) {
+    remote_->request(QStringLiteral("replay_candidates"), {{"path", path.toStdString()}});
+  });
+  connect(remote_, &RemoteControl::requestDone, this,
+          [this](const QString& name, const nlohmann::json& result) {
+            if (name == QLatin1String("replay_candidates")) transport_->showCandidates(result);
+          });
+  connect(remote_, &RemoteControl::requestFailed, this,
+          [this](const QString& name, const QString& error) {
+            if (name != QLatin1String("replay_candidates")) return;
+            transport_->showCandidatesError(error);
+            appendLog(tr("nothing to replay on the remote engine: %1").arg(error));
+          });
   // Pace, rate, loop and recording are configuration: an "apply" (the remote run restarts).
   connect(transport_, &ReplayTransportBar::replayOptionsChanged, this, [this] {
     EngineConfig next = base_config_;

@@ -113,6 +113,18 @@ ReplayTransportBar::ReplayTransportBar(QWidget* parent) : QWidget(parent) {
   error_->setObjectName(QStringLiteral("replayError"));
   error_->setStyleSheet(QStringLiteral("color: #b00020"));
   error_->setWordWrap(true);
+  dataset_ = new QComboBox(this);
+  dataset_->setObjectName(QStringLiteral("replayDataset"));
+  dataset_->setToolTip(tr("The datasets of the file that could be the events; pick one to replay"));
+  dataset_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  // `activated`: the user's choice only, not the bar filling the list.
+  connect(dataset_, &QComboBox::activated, this, [this](int index) {
+    const QString source = dataset_->itemData(index).toString();
+    if (source.isEmpty()) return;
+    error_->clear();
+    emit openRequested(source);
+  });
+  clearCandidates(tr("open a file to list its datasets"));
 
   auto* controls = new QHBoxLayout;
   controls->addWidget(open_);
@@ -131,6 +143,12 @@ ReplayTransportBar::ReplayTransportBar(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(controls);
   layout->addLayout(progress);
+  auto* dataset = new QHBoxLayout;
+  auto* dataset_label = new QLabel(tr("Dataset:"), this);
+  dataset_label->setBuddy(dataset_);
+  dataset->addWidget(dataset_label);
+  dataset->addWidget(dataset_, 1);
+  layout->addLayout(dataset);
   layout->addWidget(error_);
 
   rebuildRecentMenu();
@@ -156,13 +174,114 @@ void ReplayTransportBar::openRunDialog() {
   const QString start = recent_.isEmpty() ? QString() : QFileInfo(recent_.front()).path();
   const QString path = QFileDialog::getExistingDirectory(
       this, tr("Replay a run (a directory of recorded files)"), start);
-  if (!path.isEmpty()) openPath(path);
+  if (!path.isEmpty()) replayRun(path);
+}
+
+void ReplayTransportBar::replayRun(const QString& directory) {
+  rememberRecent(directory);
+  error_->clear();
+  candidates_path_.clear();
+  clearCandidates(tr("a run: every file's events, in order"));
+  emit openRequested(QStringLiteral("replay:") + directory);
 }
 
 void ReplayTransportBar::openPath(const QString& path) {
+  // Only a local directory is known to be a run here; anything else is asked about, and the
+  // engine (which may be remote) says what it is.
+  if (QFileInfo(path).isDir()) {
+    replayRun(path);
+    return;
+  }
   rememberRecent(path);
   error_->clear();
-  emit openRequested(QStringLiteral("replay:") + path);
+  candidates_path_ = path;
+  ++candidate_requests_unanswered_;
+  clearCandidates(tr("looking for datasets in %1 ...").arg(QFileInfo(path).fileName()));
+  emit candidatesRequested(path);
+}
+
+namespace {
+// "/entry/data/data — 7 × 512 × 1024 uint16, 7 events (default)" and the like.
+QString describeCandidate(const nlohmann::json& candidate) {
+  const auto& parts = candidate.at("parts");
+  const std::string dataset = candidate.at("dataset").get<std::string>();
+  QString name = dataset.empty()
+                     ? ReplayTransportBar::tr("%1 linked parts together").arg(parts.size())
+                     : QString::fromStdString(dataset);
+  QStringList dims;
+  for (const auto& extent : candidate.at("shape"))
+    dims << QString::number(extent.get<std::uint64_t>());
+  const std::uint64_t events = candidate.at("events").get<std::uint64_t>();
+  QString text =
+      ReplayTransportBar::tr("%1 — %2 %3, %4 %5")
+          .arg(name, dims.join(QStringLiteral(" × ")),
+               QString::fromStdString(candidate.at("dtype").get<std::string>()))
+          .arg(events)
+          .arg(events == 1 ? ReplayTransportBar::tr("event") : ReplayTransportBar::tr("events"));
+  if (candidate.at("default").get<bool>()) text += ReplayTransportBar::tr(" (default)");
+  return text;
+}
+}  // namespace
+
+bool ReplayTransportBar::isAnswerToLastRequest() {
+  if (candidate_requests_unanswered_ == 0) return false;  // nothing was asked
+  --candidate_requests_unanswered_;
+  // Answers come in the order asked (the engine library at once, RemoteControl one at a time);
+  // a run opened since leaves no file waiting for one.
+  return candidate_requests_unanswered_ == 0 && !candidates_path_.isEmpty();
+}
+
+void ReplayTransportBar::showCandidates(const nlohmann::json& result) {
+  if (!isAnswerToLastRequest()) return;
+  QString path;
+  QStringList texts, sources, tips;
+  int default_index = 0;
+  try {
+    path = QString::fromStdString(result.at("path").get<std::string>());
+    if (path != candidates_path_) return;  // an answer about a file opened before
+    default_index = result.at("default").get<int>();
+    for (const auto& candidate : result.at("candidates")) {
+      texts << describeCandidate(candidate);
+      sources << QString::fromStdString(candidate.at("source").get<std::string>());
+      QStringList parts;
+      for (const auto& part : candidate.at("parts"))
+        parts << QString::fromStdString(part.get<std::string>());
+      tips << tr("replays %1").arg(parts.join(QStringLiteral(", ")));
+    }
+  } catch (const std::exception& error) {
+    if (!path.isEmpty() && path != candidates_path_) return;
+    refuseCandidates(tr("the engine's list of datasets cannot be read: %1")
+                         .arg(QString::fromUtf8(error.what())));
+    return;
+  }
+  if (texts.isEmpty() || default_index < 0 || default_index >= texts.size()) {
+    refuseCandidates(tr("the engine listed no dataset to replay in %1").arg(path));
+    return;
+  }
+  dataset_->clear();
+  for (int i = 0; i < texts.size(); ++i) {
+    dataset_->addItem(texts[i], sources[i]);
+    dataset_->setItemData(i, tips[i], Qt::ToolTipRole);
+  }
+  dataset_->setCurrentIndex(default_index);
+  dataset_->setEnabled(texts.size() > 1);  // one candidate: nothing to choose
+  emit openRequested(sources[default_index]);
+}
+
+void ReplayTransportBar::showCandidatesError(const QString& error) {
+  if (isAnswerToLastRequest()) refuseCandidates(error);
+}
+
+void ReplayTransportBar::refuseCandidates(const QString& error) {
+  clearCandidates(tr("no dataset to replay"));
+  error_->setText(error);
+}
+
+void ReplayTransportBar::clearCandidates(const QString& placeholder) {
+  dataset_->clear();
+  dataset_->setPlaceholderText(placeholder);
+  dataset_->setCurrentIndex(-1);
+  dataset_->setEnabled(false);
 }
 
 void ReplayTransportBar::rememberRecent(const QString& path) {

@@ -2,10 +2,15 @@
 // The replay transport bar (issue 7): open an HDF5 file or a run (a directory of recorded files),
 // with the recent ones kept in QSettings; play, pause, step back and forward, loop and pace/rate;
 // a progress bar and a seek slider over the replay's events; and a record button that records a
-// live source into a directory. The bar only shows and asks: the main window turns its requests
-// into EngineHost calls (embedded engine) and feeds back the engine's ReplayStatus/RecordStatus.
+// live source into a directory. Opening a file lists the datasets in it that could be the events
+// (issue 33: the engine's "replay_candidates" answer, with shape, type and events), replays the
+// default one and lets the user pick another. The bar only shows and asks: the main window turns
+// its requests into EngineHost calls (embedded engine) and feeds back the engine's
+// ReplayStatus/RecordStatus.
 #include <QStringList>
 #include <QWidget>
+
+#include <nlohmann/json.hpp>
 
 #include "exec/engine.hpp"
 
@@ -32,8 +37,20 @@ class ReplayTransportBar : public QWidget {
   void setSettings(QSettings* settings);
 
   // What the file dialogs end in, public so the tests (offscreen, no dialogs) take the same path:
-  // remembers `path` among the recent ones and asks for a replay of it (openRequested).
+  // remembers `path` among the recent ones. A directory (a run) is replayed at once
+  // (openRequested); for a file the bar asks for its candidate datasets (candidatesRequested) and
+  // replays the default one when they come (showCandidates).
   void openPath(const QString& path);
+  // The answer to candidatesRequested: a "replay_candidates" result (docs/protocol.md). Listed
+  // in the dataset box with the default selected, and the default replayed (openRequested with
+  // its source). Only the answer to the last request is shown (answers come in the order asked):
+  // one for a file opened before, or after a run was opened since, is ignored. A malformed answer
+  // is shown as an error.
+  void showCandidates(const nlohmann::json& result);
+  // The answer to candidatesRequested when the file has nothing to replay or cannot be read:
+  // `error` (discovery's reason) is shown and the dataset box says there is nothing to choose.
+  // Ignored like showCandidates when it answers an earlier request.
+  void showCandidatesError(const QString& error);
   // Asks for a recording into `directory` (recordRequested); an empty one stops recording.
   void setRecording(const QString& directory);
 
@@ -61,10 +78,16 @@ class ReplayTransportBar : public QWidget {
   QToolButton* stepForwardButton() const { return step_forward_; }
   QCheckBox* loopBox() const { return loop_; }
   QComboBox* paceCombo() const { return pace_; }
+  // The datasets of the file opened last; each item's data is its replay source.
+  QComboBox* datasetCombo() const { return dataset_; }
+  QLabel* errorLabel() const { return error_; }
   QDoubleSpinBox* rateSpin() const { return rate_; }
 
  signals:
-  void openRequested(QString source);  // "replay:PATH"
+  void openRequested(QString source);  // "replay:PATH" or "replay:FILE:/dataset"
+  // The candidate datasets of the HDF5 file `path` are wanted (answered by showCandidates or
+  // showCandidatesError); the engine, which may run on another machine, reads the file.
+  void candidatesRequested(QString path);
   void resumeRequested();
   void pauseRequested();
   void stepRequested(qint64 delta);
@@ -76,6 +99,11 @@ class ReplayTransportBar : public QWidget {
  private:
   void openFileDialog();
   void openRunDialog();
+  void replayRun(const QString& directory);
+  void clearCandidates(const QString& placeholder);
+  // Counts one answer to candidatesRequested; true when it answers the request still awaited.
+  bool isAnswerToLastRequest();
+  void refuseCandidates(const QString& error);
   void recordClicked(bool checked);
   void rememberRecent(const QString& path);
   void rebuildRecentMenu();
@@ -98,6 +126,9 @@ class ReplayTransportBar : public QWidget {
   QPushButton* record_;
   QLabel* record_label_;
   QLabel* error_;
+  QComboBox* dataset_;
+  QString candidates_path_;  // the file whose candidates were asked for last; empty after a run
+  int candidate_requests_unanswered_ = 0;
   bool run_active_ = false;
   bool replay_source_ = false;
   bool showing_config_ = false;  // showConfig() sets widgets: no replayOptionsChanged then

@@ -75,6 +75,17 @@ void add_2d_dataset(hid_t file, const char* path) {
   H5Sclose(space);
 }
 
+// An unwritten dataset of `file_type` and `dims` at `path`, its groups created.
+void add_dataset(hid_t file, const char* path, hid_t file_type, std::vector<hsize_t> dims) {
+  const hid_t space = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
+  const hid_t links = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(links, 1);
+  const hid_t set = H5Dcreate2(file, path, file_type, space, links, H5P_DEFAULT, H5P_DEFAULT);
+  H5Dclose(set);
+  H5Pclose(links);
+  H5Sclose(space);
+}
+
 template <typename Edit>
 void edit_file(const fs::path& path, Edit edit) {
   const hid_t file = H5Fopen(path.string().c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
@@ -170,6 +181,37 @@ class TestReplayDatasetDiscovery : public QObject {
     QCOMPARE(replay::find_event_dataset(path), std::string("/entry/data/data"));
   }
 
+  // Each candidate with the shape and numpy element type it was created with, the default first.
+  void candidates_are_described_with_shape_dtype_and_events() {
+    const fs::path path = file("described.cxi");
+    const hid_t f = H5Fcreate(path.string().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    add_dataset(f, "/entry/data/data", H5T_STD_U32BE, {2, 3, 4});  // big-endian is still uint32
+    add_dataset(f, "/entry_1/data_1/data", H5T_STD_I16LE, {5, 2, 2, 2});
+    add_dataset(f, "/entry_1/instrument_1/detector_1/data", H5T_IEEE_F64LE, {1, 6, 7});
+    add_dataset(f, "/entry_1/instrument_1/detector_1/mask", H5T_STD_I8LE, {6, 7});
+    H5Fclose(f);
+    const std::vector<replay::EventDatasetCandidate> described =
+        replay::describe_event_datasets(path);
+    QCOMPARE(described.size(), std::size_t(3));
+    QCOMPARE(described[0].dataset, std::string("/entry/data/data"));
+    QCOMPARE(described[0].shape, (std::vector<std::uint64_t>{2, 3, 4}));
+    QCOMPARE(described[0].dtype, std::string("uint32"));
+    QCOMPARE(described[0].events, std::uint64_t(2));
+    QVERIFY(described[0].is_default);
+    QCOMPARE(described[0].parts, std::vector<std::string>{"/entry/data/data"});
+    QCOMPARE(described[1].dataset, std::string("/entry_1/data_1/data"));
+    QCOMPARE(described[1].shape, (std::vector<std::uint64_t>{5, 2, 2, 2}));
+    QCOMPARE(described[1].dtype, std::string("int16"));
+    QCOMPARE(described[1].events, std::uint64_t(5));
+    QVERIFY(!described[1].is_default);
+    QCOMPARE(described[2].dataset, std::string("/entry_1/instrument_1/detector_1/data"));
+    QCOMPARE(described[2].dtype, std::string("float64"));
+    QCOMPARE(described[2].events, std::uint64_t(1));
+    QVERIFY(!described[2].is_default);
+    // The order and the default are discovery's.
+    QCOMPARE(replay::find_event_dataset(path), described[0].dataset);
+  }
+
   void a_file_without_events_is_refused_by_name() {
     const fs::path path = file("masks.h5");
     const hid_t f = H5Fcreate(path.string().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
@@ -180,6 +222,16 @@ class TestReplayDatasetDiscovery : public QObject {
     QVERIFY2(error.find(path.string()) != std::string::npos, error.c_str());
     QVERIFY2(error.find("no dataset of events found") != std::string::npos, error.c_str());
     QVERIFY2(error.find("FILE.h5:/path/to/dataset") != std::string::npos, error.c_str());
+    // Describing the candidates refuses the file with the same reason, not an empty list.
+    try {
+      replay::describe_event_datasets(path);
+      QFAIL("a file without events was described");
+    } catch (const InputError& e) {
+      const std::string described = e.what();
+      QVERIFY2(described.find("no dataset of events found") != std::string::npos &&
+                   described.find(path.string()) != std::string::npos,
+               described.c_str());
+    }
 
     const fs::path text = file("notes.txt");
     std::ofstream(text) << "not HDF5\n";

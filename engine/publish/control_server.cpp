@@ -17,6 +17,7 @@
 #include "protocol/control.hpp"
 #include "protocol/subscriber.hpp"
 #include "protocol/topics.hpp"
+#include "publish/replay_candidates.hpp"
 
 namespace livedrp {
 
@@ -72,6 +73,7 @@ const std::map<std::string, RequestShape, std::less<>>& request_shapes() {
       {"stop", {}},
       {"shutdown", {}},
       {"replay", {{}, {"action", "delta", "index"}}},
+      {"replay_candidates", {{}, {"path"}}},
       {"get_peak_params", {}},
       {"set_peak_params", {{"params"}}},
       {"rerun_peaks", {{}, {"frames"}}},
@@ -182,6 +184,19 @@ std::optional<std::uint64_t> read_rerun_frames(const json& body) {
   return frames->get<std::uint64_t>();
 }
 
+// "replay_candidates": "path" required, a non-empty string (a file on the engine's machine).
+std::string read_candidates_path(const json& body) {
+  const auto path = body.find("path");
+  if (path == body.end())
+    throw BadRequest(
+        "request 'replay_candidates' lacks field 'path' (the HDF5 file, on the engine's machine)");
+  if (!path->is_string() || path->get_ref<const std::string&>().empty())
+    throw BadRequest(
+        "request 'replay_candidates': field 'path' must be a non-empty string (a file), got " +
+        shown(*path));
+  return path->get<std::string>();
+}
+
 }  // namespace
 
 struct ControlServer::Impl {
@@ -265,6 +280,7 @@ struct ControlServer::Impl {
       return result;
     }
     if (name == "replay") return replay_result(body);
+    if (name == "replay_candidates") return replay_candidates_result(read_candidates_path(body));
     if (name == "get_peak_params") return controller.peak_params_json();
     if (name == "set_peak_params") return controller.set_peak_params(body.at("params"));
     if (name == "rerun_peaks") return controller.rerun_peaks(read_rerun_frames(body));

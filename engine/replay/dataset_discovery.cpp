@@ -145,7 +145,95 @@ std::vector<std::string> master_file_parts(const std::filesystem::path& path) {
   return parts;
 }
 
+// numpy's name for an HDF5 element type ("uint16", "float32"); the HDF5 class otherwise, so that a
+// compound or string dataset still shows what it is.
+std::string numpy_dtype(hid_t type) {
+  const std::size_t bytes = H5Tget_size(type);
+  switch (H5Tget_class(type)) {
+    case H5T_INTEGER: {
+      const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
+      if (bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8)
+        return (is_signed ? "int" : "uint") + std::to_string(bytes * 8);
+      return std::to_string(bytes * 8) + "-bit integer";
+    }
+    case H5T_FLOAT:
+      if (bytes == 2 || bytes == 4 || bytes == 8) return "float" + std::to_string(bytes * 8);
+      return std::to_string(bytes * 8) + "-bit float";
+    case H5T_COMPOUND:
+      return "compound";
+    case H5T_STRING:
+      return "string";
+    case H5T_ENUM:
+      return "enum";
+    default:
+      return "other HDF5 type";
+  }
+}
+
+// The shape and element type of a dataset that is_event_dataset() accepted (hdf5_mutex held).
+EventDatasetCandidate describe_dataset(hid_t file, const std::filesystem::path& path,
+                                       const std::string& dataset) {
+  H5Handle set(H5Dopen2(file, dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  H5Handle space(set.valid() ? H5Dget_space(set.get()) : -1, H5Sclose);
+  H5Handle type(set.valid() ? H5Dget_type(set.get()) : -1, H5Tclose);
+  const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (!type.valid() || rank < 1)
+    throw InputError("HDF5 file " + path.string() + ": dataset " + dataset +
+                     " cannot be read (damaged, or its data file is missing?)");
+  std::vector<hsize_t> dims(std::size_t(rank), 0);
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  EventDatasetCandidate candidate;
+  candidate.dataset = dataset;
+  candidate.parts = {dataset};
+  candidate.shape.assign(dims.begin(), dims.end());
+  candidate.dtype = numpy_dtype(type.get());
+  candidate.events = candidate.shape.front();
+  return candidate;
+}
+
+// Why `path` has nothing to replay, naming the places looked at.
+std::string no_events_found(const std::filesystem::path& path, bool master_links_looked_at) {
+  return "HDF5 file " + path.string() +
+         ": no dataset of events found (looked for /entry/data/data, NeXus NXdata signals" +
+         (master_links_looked_at ? ", CXI /entry_N/data_N/data and a master file's "
+                                   "/entry/data/data_NNNNNN links"
+                                 : " and CXI /entry_N/data_N/data") +
+         " with 3 or more dimensions); name one as FILE.h5:/path/to/dataset";
+}
+
 }  // namespace
+
+std::vector<EventDatasetCandidate> describe_event_datasets(const std::filesystem::path& path) {
+  // Each of these takes the HDF5 lock itself, and checks that the file exists and is HDF5.
+  const std::vector<std::string> others = event_dataset_candidates(path);
+  const std::vector<std::string> parts = master_file_parts(path);
+  if (parts.empty() && others.empty()) throw InputError(no_events_found(path, true));
+
+  std::lock_guard lock(hdf5_mutex());
+  const io::QuietHdf5Errors quiet;
+  H5Handle file(H5Fopen(path.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.valid())
+    throw InputError("HDF5 file " + path.string() + " cannot be opened (damaged or truncated?)");
+  std::vector<EventDatasetCandidate> described;
+  if (!parts.empty()) {
+    std::vector<EventDatasetCandidate> each;
+    for (const std::string& part : parts) each.push_back(describe_dataset(file.get(), path, part));
+    // Together: what event_dataset_parts() hands a replay that names no dataset.
+    EventDatasetCandidate together = each.front();
+    together.dataset.clear();
+    together.parts = parts;
+    together.events = 0;
+    for (const EventDatasetCandidate& part : each) together.events += part.events;
+    together.shape.front() = together.events;
+    described.push_back(std::move(together));
+    described.insert(described.end(), each.begin(), each.end());
+  }
+  for (const std::string& dataset : others)
+    if (std::find(parts.begin(), parts.end(), dataset) == parts.end())
+      described.push_back(describe_dataset(file.get(), path, dataset));
+  described.front().is_default = true;
+  return described;
+}
 
 std::vector<std::string> event_dataset_parts(const std::filesystem::path& path) {
   std::vector<std::string> parts = master_file_parts(path);
@@ -191,11 +279,7 @@ std::vector<std::string> event_dataset_candidates(const std::filesystem::path& p
 
 std::string find_event_dataset(const std::filesystem::path& path) {
   const std::vector<std::string> found = event_dataset_candidates(path);
-  if (found.empty())
-    throw InputError("HDF5 file " + path.string() +
-                     ": no dataset of events found (looked for /entry/data/data, NeXus NXdata "
-                     "signals and CXI /entry_N/data_N/data with 3 or more dimensions); name one "
-                     "as FILE.h5:/path/to/dataset");
+  if (found.empty()) throw InputError(no_events_found(path, false));
   return found.front();
 }
 

@@ -2,6 +2,7 @@
 // Finding the events in a detector file without being told the dataset: livedrp's own recordings,
 // NeXus files (an NXdata group's `signal` dataset) and CXI files (/entry_N/data_N/data, or the
 // detector's data under /entry_N/instrument_1/detector_1) hold their frames in different places.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -27,5 +28,23 @@ std::string find_event_dataset(const std::filesystem::path& path);
 // find_event_dataset() picks. Throws InputError naming the master file, the link and the data
 // file when a linked data file is missing or holds no dataset there.
 std::vector<std::string> event_dataset_parts(const std::filesystem::path& path);
+
+// One choice of events in a file, as a user picking what to replay needs to see it.
+struct EventDatasetCandidate {
+  // The dataset's HDF5 path; empty for a master file's linked parts taken together (a replay that
+  // names no dataset reads them in turn).
+  std::string dataset;
+  std::vector<std::string> parts;    // the datasets read, in event order: {dataset}, or the links
+  std::vector<std::uint64_t> shape;  // events first; for the parts together, their events summed
+  std::string dtype;                 // numpy's name ("uint16", "float32"); else the HDF5 class
+  std::uint64_t events = 0;          // shape[0]
+  bool is_default = false;           // what a replay without a named dataset reads
+};
+
+// Every choice of events in `path`, the default first: a master file's numbered data links
+// together, then each of them alone, then event_dataset_candidates() in their order. Throws
+// InputError as event_dataset_parts() and find_event_dataset() do: not an HDF5 file, a master
+// file's data file missing, or no dataset of events (the message names the places looked at).
+std::vector<EventDatasetCandidate> describe_event_datasets(const std::filesystem::path& path);
 
 }  // namespace livedrp::replay
