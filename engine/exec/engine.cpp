@@ -17,7 +17,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "calib/calibration_math.hpp"
 #include "calib/constants.hpp"
 #include "codec/compression_input.hpp"
 #include "core/detector.hpp"
@@ -31,6 +30,7 @@
 #include "exec/rate_bound.hpp"
 #include "exec/reorder_buffer.hpp"
 #include "exec/stage_books.hpp"
+#include "exec/stream_input.hpp"
 #include "integrate/array_values.hpp"
 #include "integrate/layout.hpp"
 #include "integrate/poni.hpp"
@@ -1041,20 +1041,7 @@ protocol::StatsPayload Engine::Impl::cumulative_stats() const {
   if (const auto unreadable = dropped_read_error.load())
     stats.drops_by_reason[kDropReadError] = unreadable;
   std::uint64_t dropped_at_source = 0;  // events a live stream began but could not hand on
-  if (stream_source) {
-    const stream::StreamCounts counts = stream_source->counts();
-    for (const auto& [reason, count] : counts.dropped) stats.drops_by_reason[reason] += count;
-    dropped_at_source = counts.dropped_total();
-    protocol::SourceStreamStats block;
-    block.kind = config.source.substr(0, config.source.find(':'));
-    block.messages = counts.messages;
-    block.events = counts.events;
-    block.acquisitions = counts.acquisitions;
-    block.acquisitions_ended = counts.acquisitions_ended;
-    block.rejected = counts.rejected;
-    block.last_problem = counts.last_problem;
-    stats.source_stream = std::move(block);
-  }
+  if (stream_source) dropped_at_source = add_stream_stats(*stream_source, config.source, stats);
   for (const auto& [reason, count] : stats.drops_by_reason) stats.events_dropped += count;
   stats.events_in = events_in.load() + dropped_at_source;
   stats.events_in_flight =
@@ -1287,20 +1274,7 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
         constants_seed = json["simulator"]["seed"].get<std::uint64_t>();
     }
   } else if (streaming) {
-    if (c.runtime.source == SourcePlacement::Device)
-      throw InputError(
-          "runtime.source 'device' runs the simulated detector on the GPU; a live stream "
-          "source is host-fed: use runtime.source 'host'");
-    stream::StreamOptions options;
-    options.detector = c.stream.detector;
-    options.module_timeout =
-        std::chrono::milliseconds(std::int64_t(std::llround(c.stream.module_timeout_s * 1e3)));
-    options.queue_events = std::size_t(c.stream.queue_events);
-    options.pending_events = std::size_t(c.stream.pending_events);
-    options.max_message_bytes = std::size_t(c.stream.max_message_mb * 1024.0 * 1024.0);
-    options.wait_for_start =
-        std::chrono::milliseconds(std::int64_t(std::llround(c.stream.wait_for_start_s * 1e3)));
-    d.stream_source = stream::open_stream_source(c.source, options);
+    d.stream_source = open_configured_stream(c);
     d.detector = d.stream_source->detector();
   } else {
     d.detector = find_detector(c.source.substr(4));
@@ -1329,19 +1303,11 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   }
   d.constants = c.constants_file.empty() ? d.simulator->constants()
                                          : load_constants_hdf5(c.constants_file, d.detector);
-  if (d.stream_source) {
-    // The detector's own mask (a Dectris start message's): its pixels are bad whatever the
-    // constants say. Masks of later acquisitions are not applied to a running engine.
-    const std::vector<std::uint8_t> bad = d.stream_source->detector_bad_pixels();
-    std::size_t masked = 0;
-    for (std::size_t p = 0; p < bad.size() && p < d.constants.pixel_status.size(); ++p)
-      if (bad[p] != 0) {
-        d.constants.pixel_status[p] |= calib::kStatusMasked;
-        ++masked;
-      }
-    if (!bad.empty())
+  // The detector's own mask (a Dectris start message's): its pixels are bad whatever the
+  // constants say.
+  if (d.stream_source)
+    if (const std::size_t masked = mask_detector_bad_pixels(*d.stream_source, d.constants))
       spdlog::info("{}: {} pixels masked by the detector's pixel mask", c.source, masked);
-  }
   if (streaming && c.constants_file.empty())
     spdlog::warn(
         "{}: no constants_file given: calibrating with the simulator's constants (seed {}), "
