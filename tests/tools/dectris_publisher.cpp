@@ -50,9 +50,10 @@ std::vector<std::byte> bit_transpose(std::span<const std::byte> block, std::size
   return rows;
 }
 
-// Writes tag 40 [[height, width], typed array], the typed array raw or in tag 56500.
+// Writes tag 40 [[height, width], typed array], the typed array raw or in tag 56500; `stored`
+// is the data as the series stores it (encode_pixels).
 void write_image_array(CborWriter& cbor, const SeriesSettings& series, std::uint32_t width,
-                       std::uint32_t height, std::span<const std::byte> pixels,
+                       std::uint32_t height, std::span<const std::byte> stored,
                        const ImageFaults& faults) {
   cbor.tag(kMultiDimArray);
   cbor.array(2);
@@ -60,23 +61,11 @@ void write_image_array(CborWriter& cbor, const SeriesSettings& series, std::uint
   cbor.unsigned_integer(height);  // row-major: the slowest dimension first
   cbor.unsigned_integer(width);
   cbor.tag(typed_array_tag(series.type));
-  std::vector<std::byte> stored;
   std::string algorithm;
-  switch (series.compression) {
-    case Compression::None:
-      stored.assign(pixels.begin(), pixels.end());
-      break;
-    case Compression::Bslz4:
-      stored = bitshuffle_lz4_frame(pixels, element_size(series.type));
-      algorithm = "bslz4";
-      break;
-    case Compression::Lz4:
-      stored = lz4_frame(pixels);
-      algorithm = "lz4";
-      break;
-  }
+  if (series.compression == Compression::Bslz4) algorithm = "bslz4";
+  if (series.compression == Compression::Lz4) algorithm = "lz4";
   if (!faults.algorithm.empty()) algorithm = faults.algorithm;
-  stored.resize(stored.size() - std::min(faults.cut_data_bytes, stored.size()));
+  stored = stored.first(stored.size() - std::min(faults.cut_data_bytes, stored.size()));
   if (algorithm.empty()) {
     cbor.bytes(stored);
     return;
@@ -257,8 +246,27 @@ std::vector<std::byte> start_message(const SeriesSettings& series) {
   return cbor.take();
 }
 
+std::vector<std::byte> encode_pixels(const SeriesSettings& series,
+                                     std::span<const std::byte> pixels) {
+  switch (series.compression) {
+    case Compression::Bslz4:
+      return bitshuffle_lz4_frame(pixels, element_size(series.type));
+    case Compression::Lz4:
+      return lz4_frame(pixels);
+    case Compression::None:
+      break;
+  }
+  return {pixels.begin(), pixels.end()};
+}
+
 std::vector<std::byte> image_message(const SeriesSettings& series, std::uint64_t image_id,
-                                     std::span<const std::byte> pixels, const ImageFaults& faults) {
+                                     std::span<const std::byte> pixels, const ImageFaults& faults,
+                                     const std::vector<std::byte>* encoded) {
+  std::vector<std::byte> encoded_here;
+  if (encoded == nullptr) {
+    encoded_here = encode_pixels(series, pixels);
+    encoded = &encoded_here;
+  }
   CborWriter cbor;
   cbor.tag(kSelfDescribedCbor);
   cbor.map(9 + (faults.padding_bytes > 0 ? 1 : 0));
@@ -285,7 +293,7 @@ std::vector<std::byte> image_message(const SeriesSettings& series, std::uint64_t
   cbor.map(1);
   cbor.text(series.channel);
   write_image_array(cbor, series, faults.width.value_or(series.width),
-                    faults.height.value_or(series.height), pixels, faults);
+                    faults.height.value_or(series.height), *encoded, faults);
   if (faults.padding_bytes > 0) {
     cbor.text("user_data");
     cbor.bytes(std::vector<std::byte>(faults.padding_bytes, std::byte(0x5a)));

@@ -65,10 +65,17 @@ struct ImageFaults {
 };
 
 std::vector<std::byte> start_message(const SeriesSettings& series);
-// `pixels`: width x height elements of the series' type, little-endian.
+// The image's data as the series stores it: raw, or compressed (bslz4, lz4). A frame sent many
+// times is encoded once and passed to image_message, so that the send rate is not the
+// compressor's.
+std::vector<std::byte> encode_pixels(const SeriesSettings& series,
+                                     std::span<const std::byte> pixels);
+// `pixels`: width x height elements of the series' type, little-endian; `encoded`, when given,
+// is encode_pixels of them.
 std::vector<std::byte> image_message(const SeriesSettings& series, std::uint64_t image_id,
                                      std::span<const std::byte> pixels,
-                                     const ImageFaults& faults = {});
+                                     const ImageFaults& faults = {},
+                                     const std::vector<std::byte>* encoded = nullptr);
 std::vector<std::byte> end_message(const SeriesSettings& series);
 // A well-formed map of another type (Jungfraujoch sends "calibration" and "metadata").
 std::vector<std::byte> other_message(const std::string& type);
@@ -85,8 +92,9 @@ class DectrisPublisher {
   void send(std::span<const std::byte> message);
   void send_start(const SeriesSettings& series) { send(start_message(series)); }
   void send_image(const SeriesSettings& series, std::uint64_t image_id,
-                  std::span<const std::byte> pixels, const ImageFaults& faults = {}) {
-    send(image_message(series, image_id, pixels, faults));
+                  std::span<const std::byte> pixels, const ImageFaults& faults = {},
+                  const std::vector<std::byte>* encoded = nullptr) {
+    send(image_message(series, image_id, pixels, faults, encoded));
   }
   void send_end(const SeriesSettings& series) { send(end_message(series)); }
   // Bytes that are not CBOR at all.

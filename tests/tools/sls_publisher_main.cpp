@@ -147,6 +147,8 @@ int run(const Options& options) {
   publisher_options.ports_per_module = options.ports_per_module;
   publisher_options.bind = options.bind;
   publisher_options.epoch_timestamps = options.epoch_timestamps;
+  // The simulator's pool lives as long as the publisher; replayed events do not.
+  publisher_options.events_outlive_publisher = simulate;
   tools::SlsPublisher publisher(detector, publisher_options);
   if (simulate) feed = std::make_unique<SimulatorFeed>(detector, options.seed, options.pool_events);
   std::cout << "sls publisher: " << detector.name << ", " << publisher.ports() << " ports ("
