@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -428,6 +429,54 @@ class TestStreamDectris : public QObject {
   }
 
   // --- The source, fed over tcp://127.0.0.1 ----------------------------------------------------
+
+  void the_queue_hands_an_image_buffer_over_instead_of_a_copy() {
+    // With the engine's allocator set, the buffer of the image next() returned becomes a ring
+    // slot as it is: the caller gets the image's own bytes and gives a buffer of the same
+    // allocator in its place, which the queue lends again; every buffer is freed exactly once.
+    std::map<void*, int> live;
+    int freed_twice = 0;
+    stream::BufferAllocator allocator{[&](std::size_t bytes) {
+                                        void* buffer = ::operator new(bytes);
+                                        live[buffer] = 1;
+                                        return buffer;
+                                      },
+                                      [&](void* buffer) {
+                                        if (live.erase(buffer) == 0) ++freed_twice;
+                                        ::operator delete(buffer);
+                                      }};
+    std::vector<void*> handed_over;
+    {
+      stream::dectris::EventQueue queue(4);
+      queue.set_event_bytes(32);
+      queue.set_buffer_allocator(allocator);
+      for (std::uint64_t image = 1; image <= 6; ++image) {
+        std::byte* buffer = queue.acquire_buffer();
+        QVERIFY(buffer);
+        QVERIFY(live.count(buffer) == 1);  // from the engine's allocator
+        std::memset(buffer, int(image), 32);
+        queue.publish(buffer, image, 0);
+        const auto event = queue.next(std::chrono::milliseconds(0));
+        QVERIFY(event);
+        QCOMPARE(event->frame_number, image);
+        void* replacement = allocator.allocate(32);
+        void* taken = queue.exchange_held_buffer(replacement);
+        QCOMPARE(taken, static_cast<const void*>(event->data));
+        QCOMPARE(static_cast<const std::byte*>(taken)[31], std::byte(image));
+        handed_over.push_back(taken);
+      }
+      // Nothing held after a next() that found nothing: no exchange then.
+      QVERIFY(!queue.next(std::chrono::milliseconds(0)));
+      void* refused = allocator.allocate(32);
+      QVERIFY(queue.exchange_held_buffer(refused) == nullptr);
+      handed_over.push_back(refused);  // still the test's
+    }
+    // The queue freed all it held; what it handed over (and the refused buffer) is the test's.
+    QCOMPARE(live.size(), handed_over.size());
+    for (void* buffer : handed_over) allocator.free(buffer);
+    QCOMPARE(freed_twice, 0);
+    QVERIFY(live.empty());
+  }
 
   void malformed_endpoints_are_refused_naming_them() {
     const StreamOptions options{.detector = "generic_f32"};

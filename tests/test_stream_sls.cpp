@@ -496,6 +496,126 @@ class TestStreamSls : public QObject {
     QCOMPARE(tiny.assembler.pending_events(), std::size_t(0));
   }
 
+  void a_batch_hands_events_on_only_after_its_copies() {
+    // The receiving thread notes a round of parts, then copies them together (spread over
+    // threads): nothing may be handed on before its bytes are there, and no two copies of a
+    // round may write the same bytes, even when an event is dropped in the middle of the round
+    // (its buffer must not be reused by an event begun in the same round).
+    TinyAssembly tiny(/*max_pending=*/1);
+    std::vector<TinyMessage> kept;  // the messages' bytes stay valid until end_batch
+    tiny.assembler.begin_batch();
+    for (const auto& [frame, row] : std::vector<std::pair<int, int>>{{1, 1}, {2, 0}, {2, 1}}) {
+      kept.push_back(tiny_part(std::uint64_t(frame), row));
+      tiny.send(row, kept.back());
+    }
+    // Frame 1 was dropped when frame 2 began (one event may wait); frame 2 is complete but its
+    // parts are not copied yet.
+    QCOMPARE(count_of(tiny.counts().dropped, "missing_module"), std::uint64_t(1));
+    QVERIFY(tiny.delivered.empty());
+    std::vector<SlsAssembler::PartCopy> made;
+    tiny.assembler.end_batch([&made](const std::vector<SlsAssembler::PartCopy>& copies) {
+      made = copies;
+      for (const auto& part : copies) std::memcpy(part.to, part.from, part.bytes);
+    });
+    QCOMPARE(made.size(), std::size_t(3));
+    for (std::size_t i = 0; i < made.size(); ++i)
+      for (std::size_t j = i + 1; j < made.size(); ++j)
+        QVERIFY2(
+            made[i].to + made[i].bytes <= made[j].to || made[j].to + made[j].bytes <= made[i].to,
+            "two copies of one round write the same bytes");
+    QCOMPARE(tiny.frames(), std::vector<std::uint64_t>({2}));
+    const AssembledEvent& event = tiny.delivered.front();
+    QCOMPARE(event.data[0], std::byte(2 * 16 + 0));
+    QCOMPARE(event.data[63], std::byte(2 * 16 + 0));
+    QCOMPARE(event.data[64], std::byte(2 * 16 + 1));
+    QCOMPARE(event.data[127], std::byte(2 * 16 + 1));
+    // Outside a batch, parts are copied at once again.
+    tiny.send(0, tiny_part(3, 0));
+    tiny.send(1, tiny_part(3, 1));
+    QCOMPARE(tiny.frames(), std::vector<std::uint64_t>({2, 3}));
+    QCOMPARE(tiny.delivered.back().data[127], std::byte(3 * 16 + 1));
+  }
+
+  void hands_an_event_buffer_over_instead_of_a_copy() {
+    // With the engine's allocator set, the buffer of the event next() returned can become a ring
+    // slot as it is: the caller gets the event's own bytes and gives a buffer of the same
+    // allocator in its place, which the source reuses; every buffer is freed exactly once, by
+    // the allocator that made it.
+    const Jungfrau4m& truth = jungfrau4m_events();
+    std::map<void*, int> live;  // buffers of the test's allocator not yet freed
+    int made = 0, freed_twice = 0;
+    BufferAllocator allocator{[&](std::size_t bytes) {
+                                ++made;
+                                void* buffer = ::operator new(bytes);
+                                live[buffer] = 1;
+                                return buffer;
+                              },
+                              [&](void* buffer) {
+                                if (live.erase(buffer) == 0) ++freed_twice;
+                                ::operator delete(buffer);
+                              }};
+    std::vector<void*> handed_over;
+    {
+      tools::SlsPublisher publisher(truth.detector);
+      StreamOptions options;
+      options.detector = "jungfrau4m";
+      auto source = open_stream_source(publisher.source_string(), options);
+      source->set_buffer_allocator(allocator);
+      QVERIFY(made >= int(options.pending_events));  // made ahead, before the first event
+      QVERIFY(publisher.wait_for_subscribers(std::chrono::seconds(60)));
+      source->start();
+      for (std::size_t i = 0; i < 6; ++i)
+        publisher.send_event(1 + i, truth.raw[i % truth.raw.size()].data(), 0);
+      for (std::size_t i = 0; i < 6; ++i) {
+        const auto event = next_event(*source);
+        QVERIFY(event);
+        QCOMPARE(event->frame_number, std::uint64_t(1 + i));
+        void* replacement = allocator.allocate(truth.detector.raw_event_bytes());
+        void* buffer = source->exchange_event_buffer(replacement);
+        QCOMPARE(buffer, static_cast<const void*>(event->data));
+        QVERIFY(std::memcmp(buffer, truth.raw[i % truth.raw.size()].data(), truth.raw[0].size()) ==
+                0);
+        handed_over.push_back(buffer);
+      }
+      QCOMPARE(source->counts().dropped_total(), std::uint64_t(0));
+    }
+    // The source freed all it held; what it handed over is the caller's.
+    QCOMPARE(live.size(), handed_over.size());
+    for (void* buffer : handed_over) QVERIFY(live.count(buffer) == 1);
+    for (void* buffer : handed_over) allocator.free(buffer);
+    QCOMPARE(freed_twice, 0);
+    QVERIFY(live.empty());
+  }
+
+  void keeps_buffers_made_before_the_allocator_to_itself() {
+    // A buffer made before the engine's allocator was set cannot become a ring slot (the ring
+    // would free it with the wrong allocator): the exchange is refused and the caller copies.
+    EventBufferPool pool(64);
+    std::byte* early = pool.acquire();
+    int made = 0, freed = 0;
+    pool.set_allocator({[&](std::size_t bytes) {
+                          ++made;
+                          return ::operator new(bytes);
+                        },
+                        [&](void* buffer) {
+                          ++freed;
+                          ::operator delete(buffer);
+                        }});
+    auto* replacement = static_cast<std::byte*>(::operator new(64));
+    QVERIFY(!pool.exchange(early, replacement));
+    pool.give_back(early);
+    // A free buffer of the old allocator is not lent again: the next one is made by the new.
+    std::byte* later = pool.acquire();
+    QCOMPARE(made, 1);
+    QVERIFY(pool.exchange(later, replacement));
+    pool.give_back(replacement);
+    ::operator delete(later);  // handed over: the caller's now (the test's own operator new)
+    QVERIFY(pool.acquire() == replacement);
+    pool.give_back(replacement);
+    QCOMPARE(freed, 0);
+    QVERIFY_THROWS_EXCEPTION(RuntimeFault, pool.set_bytes(128));
+  }
+
   void drops_an_event_whose_part_does_not_come_in_time() {
     TinyAssembly tiny;
     tiny.send(0, tiny_part(1, 0));

@@ -276,13 +276,13 @@ struct Engine::Impl {
   void produce_stream();
   // Claims a ring slot (waiting or dropping per policy), puts the event in it without a host copy
   // and rings the doorbell; false when the event was dropped because the ring was full.
-  // `copy`: `raw` is reused by the source at once (a live stream's), so it is copied into the
-  // slot's own memory.
-  // `hand_over`: a replay source whose acquired event `raw` is; its buffer goes into the ring
-  // slot in exchange for the slot's. Without it `raw` outlives the event (a generated event of
-  // event_pool) and the slot is lent it, as a DMA engine's event is written once and announced.
-  bool admit(const void* raw, const EventHeader& header, replay::ReplaySource* hand_over = nullptr,
-             bool copy = false);
+  // `exchange`: the source can give the buffer `raw` is in for the slot's own (a replay's read
+  // buffer, a live stream's assembled event): called with the slot's buffer, it returns the
+  // event's, which goes into the slot in its place; nullptr: it could not, and `raw` is copied
+  // into the slot. Without it `raw` outlives the event (a generated event of event_pool) and the
+  // slot is lent it, as a DMA engine's event is written once and announced.
+  using BufferExchange = std::function<void*(void* slot_buffer)>;
+  bool admit(const void* raw, const EventHeader& header, const BufferExchange& exchange = {});
   void record(const EventHeader& header, const void* raw);
   void close_recorder();  // flushes the last file; a failure fails the run
   void consume();
@@ -407,7 +407,7 @@ void Engine::Impl::record(const EventHeader& header, const void* raw) {
 }
 
 bool Engine::Impl::admit(const void* raw, const EventHeader& header,
-                         replay::ReplaySource* hand_over, bool copy) {
+                         const BufferExchange& exchange) {
   int slot = ring->producer_claim();
   if (slot < 0 && !drop_when_full) {
     const auto start = Clock::now();
@@ -422,12 +422,12 @@ bool Engine::Impl::admit(const void* raw, const EventHeader& header,
     dropped_ring_full.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  if (hand_over)
-    ring->exchange_slot_data(slot, hand_over->exchange_acquired_buffer(ring->slot_data(slot)));
-  else if (copy)
-    ring->copy_into_slot(slot, raw);
-  else
+  if (!exchange)
     ring->lend_slot_data(slot, raw);
+  else if (void* event_buffer = exchange(ring->slot_data(slot)))
+    ring->exchange_slot_data(slot, event_buffer);
+  else
+    ring->copy_into_slot(slot, raw);
   ring->slot_header(slot) = header;
   ring->ring_doorbell(slot);
   return true;
@@ -498,7 +498,8 @@ void Engine::Impl::produce_replay() {
       EventHeader header{sequence, event.pulse_id, event.timestamp_ns};
       record(header, event.data);
       header.timestamp_ns = wall_clock_ns();
-      admit(event.data, header, &source);
+      admit(event.data, header,
+            [&source](void* slot_buffer) { return source.exchange_acquired_buffer(slot_buffer); });
       source.release();
     }
   } catch (const std::exception& e) {
@@ -536,7 +537,8 @@ void Engine::Impl::produce_stream() {
                          event->timestamp_ns ? event->timestamp_ns : now};
       record(header, event->data);
       header.timestamp_ns = now;
-      admit(event->data, header, nullptr, /*copy=*/true);
+      admit(event->data, header,
+            [&source](void* slot_buffer) { return source.exchange_event_buffer(slot_buffer); });
     }
   } catch (const std::exception& e) {
     fail(std::string("stream source: ") + e.what());
@@ -1422,6 +1424,12 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     d.replay_source->set_buffer_allocator(
         [backend](std::size_t bytes) { return backend->allocate_host(bytes); },
         [backend](void* pointer) { backend->free_host(pointer); });
+  // Live streams' event buffers too: an assembled event is handed over, not copied, when the
+  // source can (stream_source.hpp).
+  if (d.stream_source)
+    d.stream_source->set_buffer_allocator(
+        {[backend](std::size_t bytes) { return backend->allocate_host(bytes); },
+         [backend](void* pointer) { backend->free_host(pointer); }});
   if (c.record.enabled()) {
     replay::RecordOptions options;
     options.directory = c.record.directory;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/detector.hpp"
+#include "stream/event_buffer_pool.hpp"
 
 namespace livedrp::stream {
 
@@ -84,6 +85,18 @@ class StreamSource {
   // Stops the receiving threads; next() returns nullopt from then on.
   virtual void stop() = 0;
   virtual StreamCounts counts() const = 0;
+  // The engine's host allocator (pinned memory with the CUDA backend), set before start(): event
+  // buffers made from then on come from it, so that exchange_event_buffer can hand one over.
+  virtual void set_buffer_allocator(BufferAllocator allocator) { (void)allocator; }
+  // Hands over the buffer of the event next() returned last, for good (the caller frees it with
+  // set_buffer_allocator's allocator: it becomes a ring slot), and takes `replacement`
+  // (detector().raw_event_bytes() long, from that allocator) in its place, to be given back
+  // with that event. nullptr, and nothing changes, when it cannot (a buffer made before the
+  // allocator was set, or a source without buffers of its own): the caller then copies the event.
+  virtual void* exchange_event_buffer(void* replacement) {
+    (void)replacement;
+    return nullptr;
+  }
   // Pixels the detector itself marks bad, known when the source was opened (a Dectris start
   // message's pixel mask), one flag per pixel in raw order (nonzero: bad); empty when none. The
   // engine masks them in its calibration constants at construction.

@@ -34,6 +34,12 @@ class DectrisSource : public StreamSource {
   std::optional<StreamEvent> next(std::chrono::milliseconds timeout) override;
   void stop() override;
   StreamCounts counts() const override { return receiver_.counts(); }
+  void set_buffer_allocator(BufferAllocator allocator) override {
+    queue_.set_buffer_allocator(std::move(allocator));
+  }
+  void* exchange_event_buffer(void* replacement) override {
+    return queue_.exchange_held_buffer(replacement);
+  }
   std::string describe() const override;
   // The pixel mask of the start message received so far (nonzero bits: bad), when it covers the
   // detector's pixels.

@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "stream/event_buffer_pool.hpp"
 #include "stream/stream_source.hpp"
 
 namespace livedrp::stream::dectris {
@@ -24,6 +25,11 @@ class EventQueue {
   // The size of every event; set once, before the first acquire_buffer().
   void set_event_bytes(std::size_t bytes);
   std::size_t event_bytes() const;
+
+  // Buffers made from now on come from `allocator` (the engine's pinned memory).
+  void set_buffer_allocator(BufferAllocator allocator);
+  // Engine: StreamSource::exchange_event_buffer for the event next() returned last.
+  void* exchange_held_buffer(void* replacement);
 
   // Receiving thread: a buffer of event_bytes() to fill, or nullptr when `capacity` events wait.
   std::byte* acquire_buffer();
@@ -44,12 +50,13 @@ class EventQueue {
     std::uint64_t frame_number;
     std::int64_t timestamp_ns;
   };
+  // Buffers made ahead (pinned allocations are slow): one being decoded into, one the engine
+  // holds, a few waiting.
+  static constexpr std::size_t kReserved = 4;
   const std::size_t capacity_;
   mutable std::mutex mutex_;
   std::condition_variable arrived_;
-  std::size_t event_bytes_ = 0;
-  std::vector<std::unique_ptr<std::byte[]>> owned_;
-  std::vector<std::byte*> free_;
+  EventBufferPool pool_;  // before waiting_ and held_, whose buffers it owns
   std::deque<Waiting> waiting_;
   std::byte* held_ = nullptr;  // the buffer of the event next() returned last
   bool closed_ = false;

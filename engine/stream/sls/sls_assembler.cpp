@@ -6,25 +6,6 @@
 
 namespace livedrp::stream::sls {
 
-std::unique_ptr<std::byte[]> EventBufferPool::acquire() {
-  {
-    const std::lock_guard lock(mutex_);
-    if (!free_.empty()) {
-      auto buffer = std::move(free_.back());
-      free_.pop_back();
-      return buffer;
-    }
-  }
-  // Not zeroed: every byte is written by a part before the event is handed on.
-  return std::make_unique_for_overwrite<std::byte[]>(bytes_);
-}
-
-void EventBufferPool::release(std::unique_ptr<std::byte[]> buffer) {
-  if (!buffer) return;
-  const std::lock_guard lock(mutex_);
-  free_.push_back(std::move(buffer));
-}
-
 SlsAssembler::SlsAssembler(SlsLayout layout, std::vector<std::string> port_names,
                            AssemblerSettings settings, EventBufferPool& pool, Deliver deliver)
     : layout_(std::move(layout)),
@@ -121,7 +102,7 @@ SlsAssembler::PendingMap::iterator SlsAssembler::begin_event(int port, const Sls
                                                              Clock::time_point now) {
   if (live_ >= settings_.max_pending) drop_oldest_waiting(now);
   Pending event;
-  event.data = pool_.acquire();
+  event.data = PooledBuffer(pool_, pool_.acquire());
   event.seen.assign(std::size_t(layout_.ports()), 0);
   event.timestamp_ns = epoch_timestamp_ns(header);
   event.deadline = now + settings_.module_timeout;
@@ -182,7 +163,11 @@ void SlsAssembler::on_part(int port, const SlsHeader& header, const SlsPartPlace
              std::to_string(header.packets) + " packets caught)",
          now);
   } else {
-    std::memcpy(event.data.get() + place.byte_offset, pixels.data(), pixels.size());
+    std::byte* const to = event.data.get() + place.byte_offset;
+    if (batching_)
+      copies_.push_back({to, pixels.data(), pixels.size()});
+    else
+      std::memcpy(to, pixels.data(), pixels.size());
   }
   if (caught_up) advance_generations(now);
   release_ready();
@@ -246,7 +231,10 @@ SlsAssembler::PendingMap::iterator SlsAssembler::drop(PendingMap::iterator it,
                                                       Clock::time_point now) {
   Pending& event = it->second;
   count_drop(reason, problem);
-  pool_.release(std::move(event.data));
+  if (batching_)
+    parked_.push_back(std::move(event.data));  // a copy into it may still be pending
+  else
+    event.data.reset();
   --live_;
   event.deadline = now + settings_.module_timeout;
   if (event.parts_seen == layout_.ports()) return pending_.erase(it);
@@ -293,7 +281,25 @@ SlsAssembler::Clock::time_point SlsAssembler::next_deadline() const {
   return earliest;
 }
 
+void SlsAssembler::begin_batch() {
+  batching_ = true;
+}
+
+void SlsAssembler::end_batch(const CopyParts& copy) {
+  if (!copies_.empty()) {
+    if (copy)
+      copy(copies_);
+    else
+      for (const PartCopy& part : copies_) std::memcpy(part.to, part.from, part.bytes);
+  }
+  copies_.clear();
+  parked_.clear();  // gives the dropped events' buffers back
+  batching_ = false;
+  release_ready();
+}
+
 void SlsAssembler::release_ready() {
+  if (batching_) return;  // their parts may not be copied yet: end_batch() hands them on
   for (auto it = pending_.begin(); it != pending_.end();) {
     Pending& event = it->second;
     if (event.dropped()) {
@@ -314,7 +320,7 @@ void SlsAssembler::release_ready() {
       counts_.last_problem = "frame " + std::to_string(finished.frame_number) +
                              ": the engine's queue of assembled events is full";
       lock.unlock();
-      pool_.release(std::move(finished.data));
+      finished.data.reset();
     }
   }
 }

@@ -34,30 +34,21 @@
 #include <string>
 #include <vector>
 
+#include "stream/event_buffer_pool.hpp"
 #include "stream/sls/sls_layout.hpp"
 #include "stream/stream_source.hpp"
 
 namespace livedrp::stream::sls {
 
 // Event-sized buffers, reused: the assembler takes one per event begun, the source gives it back
-// once the engine is done with the event. Thread-safe.
-class EventBufferPool {
- public:
-  explicit EventBufferPool(std::size_t bytes) : bytes_(bytes) {}
-  std::unique_ptr<std::byte[]> acquire();
-  void release(std::unique_ptr<std::byte[]> buffer);
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  std::size_t bytes_;
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<std::byte[]>> free_;
-};
+// once the engine is done with the event (stream/event_buffer_pool.hpp).
+using stream::EventBufferPool;
+using stream::PooledBuffer;
 
 struct AssembledEvent {
   std::uint64_t frame_number = 0;
   std::int64_t timestamp_ns = 0;
-  std::unique_ptr<std::byte[]> data;  // layout.event_bytes()
+  PooledBuffer data;  // layout.event_bytes()
 };
 
 struct AssemblerSettings {
@@ -89,6 +80,19 @@ class SlsAssembler {
   void expire(Clock::time_point now);
   // The earliest deadline of a waiting event (time_point::max() when none waits).
   Clock::time_point next_deadline() const;
+  // Batches: between begin_batch() and end_batch() on_message only notes where each part's
+  // pixels go; end_batch() copies them all (through `copy`, which may spread them over threads)
+  // and only then hands on the events they completed. Buffers of events dropped meanwhile are
+  // given back after the copies, so that none is reused while a copy into it is pending. The
+  // messages' bytes must stay valid until end_batch() returns.
+  struct PartCopy {
+    std::byte* to;
+    const std::byte* from;
+    std::size_t bytes;
+  };
+  using CopyParts = std::function<void(const std::vector<PartCopy>&)>;
+  void begin_batch();
+  void end_batch(const CopyParts& copy);
   // A problem that is not about one message (the receiving thread failing), kept as last_problem.
   void note_problem(const std::string& problem);
   // Thread-safe snapshot.
@@ -98,8 +102,8 @@ class SlsAssembler {
 
  private:
   struct Pending {
-    std::unique_ptr<std::byte[]> data;  // null once the event was dropped
-    std::vector<std::uint8_t> seen;     // per port position
+    PooledBuffer data;               // null once the event was dropped
+    std::vector<std::uint8_t> seen;  // per port position
     int parts_seen = 0;
     std::int64_t timestamp_ns = 0;
     Clock::time_point deadline;
@@ -133,6 +137,9 @@ class SlsAssembler {
   Deliver deliver_;
 
   PendingMap pending_;  // by frame number
+  bool batching_ = false;
+  std::vector<PartCopy> copies_;      // the batch's copies, not yet made
+  std::vector<PooledBuffer> parked_;  // buffers of events dropped during the batch
   std::size_t live_ = 0;
   std::vector<std::uint64_t> port_generation_;  // ends seen per port
   std::vector<int> port_position_;              // per port: the position it sends (-1 unknown)
