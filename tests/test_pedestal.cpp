@@ -81,8 +81,11 @@ DetectorDescription test_detector(const std::string& encoding) {
   return parse_detector_description(description, "test_pedestal");
 }
 
+// ePix10ka: all five gain configurations dealt to the ASICs, so that every mode's pedestal is
+// taken (out of the box the simulator configures every ASIC AHL).
 SimulatorConfig dark_config(int forced_stage, double common_mode_sigma) {
   SimulatorConfig c;
+  c.epix10ka_asic_configs = every_epix10ka_config();
   c.hit_fraction = 0;
   c.background_photons = 0;
   c.ring_peak_photons = 0;

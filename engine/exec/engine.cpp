@@ -34,6 +34,7 @@
 #include "integrate/array_values.hpp"
 #include "integrate/layout.hpp"
 #include "integrate/poni.hpp"
+#include "integrate/shipped_geometry.hpp"
 #include "io/array_file.hpp"
 #include "protocol/profile_topic.hpp"
 #include "publish/publisher.hpp"
@@ -113,7 +114,7 @@ integrate::Integrator make_integrator(const LiveIntegrationConfig& config,
   }
   integrate::PoniGeometry poni;
   try {
-    poni = integrate::read_poni(config.poni);
+    poni = integrate::load_poni(config.poni);
   } catch (const InputError& e) {
     throw InputError(std::string("integration.poni: ") + e.what());
   }
@@ -143,6 +144,26 @@ integrate::Integrator make_integrator(const LiveIntegrationConfig& config,
   } catch (const InputError& e) {
     throw InputError(std::string("integration: ") + e.what());
   }
+}
+
+// The ePix10ka gain configurations a simulator recording was made with, from the "simulator"
+// section of its pipeline_config: its gain_configs, or, for a recording from before that field,
+// all five in turn (the simulator's layout then), so old recordings calibrate as they were made.
+std::vector<std::string> recorded_gain_configs(const nlohmann::json& simulator) {
+  const auto configs = simulator.find("gain_configs");
+  std::vector<std::string> names;
+  if (configs == simulator.end()) {
+    for (std::uint8_t value : every_epix10ka_config())
+      names.push_back(epix10ka_config_names()[value]);
+    return names;
+  }
+  if (configs->is_array())
+    for (const nlohmann::json& name : *configs)
+      if (name.is_string()) names.push_back(name.get<std::string>());
+  if (names.empty() || names.size() != configs->size())
+    throw InputError("replay: the recording's pipeline_config has simulator.gain_configs " +
+                     configs->dump() + "; expected a list of ePix10ka gain-configuration names");
+  return names;
 }
 
 constexpr const char* kDropRingFull = "ring_full";
@@ -1245,6 +1266,7 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
                      "' (expected sim:DETECTOR, e.g. sim:epix10ka2m, replay:FILE.h5[:/dataset], "
                      "sls:tcp://HOST:PORT[,...] or dectris:tcp://HOST:PORT)");
   std::uint64_t constants_seed = c.seed;
+  std::vector<std::string> constants_gain_configs = c.simulator_gain_configs;
   if (replaying) {
     const replay::ReplaySpec spec = replay::parse_replay_source(c.source);
     replay::ReplayOptions options;
@@ -1272,6 +1294,8 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
       if (json.is_object() && json.contains("simulator") && json["simulator"].is_object() &&
           json["simulator"].value("seed", nlohmann::json()).is_number_unsigned())
         constants_seed = json["simulator"]["seed"].get<std::uint64_t>();
+      if (json.is_object() && json.contains("simulator") && json["simulator"].is_object())
+        constants_gain_configs = recorded_gain_configs(json["simulator"]);
     }
   } else if (streaming) {
     d.stream_source = open_configured_stream(c);
@@ -1297,6 +1321,14 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   SimulatorConfig simulator_config;
   simulator_config.seed = constants_seed;
   simulator_config.hit_fraction = c.hit_fraction;
+  simulator_config.epix10ka_asic_configs.clear();
+  for (const std::string& name : constants_gain_configs) {
+    const std::optional<std::uint8_t> value = epix10ka_config_value(name);
+    if (!value)
+      throw InputError("simulator.gain_configs: \"" + name +
+                       "\" is not an ePix10ka gain configuration (FH, FM, FL, AHL, AML)");
+    simulator_config.epix10ka_asic_configs.push_back(*value);
+  }
   {
     ThreadPool pool(c.cpu_threads == 0 ? std::thread::hardware_concurrency() : c.cpu_threads);
     d.simulator = std::make_unique<DetectorSimulator>(d.detector, simulator_config, &pool);

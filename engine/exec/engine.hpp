@@ -140,7 +140,11 @@ struct EngineConfig {
   std::uint64_t seed = 20260101;   // simulator seed
   double hit_fraction = 0.1;       // simulator: fraction of events with Bragg peaks
   int simulator_pool = 16;         // simulator: distinct events generated ahead and cycled
-  unsigned cpu_threads = 0;        // CPU backend threads; 0 = all cores
+  // Simulator: the ePix10ka gain configurations dealt to the ASICs in turn (JSON
+  // simulator.gain_configs; SimulatorConfig::epix10ka_asic_configs says why AHL everywhere is the
+  // default). Other detectors ignore it.
+  std::vector<std::string> simulator_gain_configs = {"AHL"};
+  unsigned cpu_threads = 0;  // CPU backend threads; 0 = all cores
   CompressionConfig compression;
   ReplayConfig replay;
   StreamInputConfig stream;
