@@ -28,6 +28,11 @@ EngineConfig outOfTheBoxConfig() {
   EngineConfig config;  // source sim:epix10ka2m
   config.compression.codec = "lossy";
   config.peak_finding.enabled = true;
+  // The pool the simulated source cycles holds the simulator's 10% hit fraction in whole events
+  // (2 hits of 20), so the hit-rate dock shows the configured rate; the first 20 events of the
+  // default seed hold one hit.
+  config.simulator_pool = 20;
+  config.simulator_pool_selection = "hit_fraction";
   // Any shipped reference starts the following; followSource puts in the source's own.
   config.integration.poni = std::string(integrate::kShippedPoniPrefix) + "epix10ka2m";
   followSource(config);

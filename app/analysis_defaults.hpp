@@ -4,7 +4,8 @@
 // `livedrp` with no saved settings runs the simulated ePix10ka2M with every stage on, so that each
 // dock fills: calibration, lossy compression (the engine's default error bound), azimuthal
 // integration with the geometry shipped for the detector (resources/geometry/, named
-// "builtin:NAME": integrate/shipped_geometry.hpp) and peak finding with the engine's defaults.
+// "builtin:NAME": integrate/shipped_geometry.hpp) and peak finding with the engine's defaults,
+// on a pool of simulated events that holds the simulator's hit fraction.
 //
 // While integration.poni names a shipped geometry, integration follows the source: a `sim:NAME`
 // source with a shipped geometry gets that geometry and integration on; any other source (a

@@ -57,21 +57,32 @@ double radius_of_q(double q_nm, const integrate::PoniGeometry& poni, double pixe
 }
 
 // The drawn curve's maximum within [low, high] (q), refined by the parabola through it and its
-// two neighbours; NaN when the window holds no interior maximum.
+// two neighbours; NaN when the window holds no interior maximum. The curve is first smoothed by
+// a running mean of kSmoothing samples, symmetric, so a ring's crest stays where it is, while a
+// bin holding one of the simulator's bright spots (a single pixel of hundreds to thousands of
+// photons) weighs a fifth as much.
+constexpr std::size_t kSmoothing = 5;
 double peak_between(const QwtPlotCurve& curve, double low, double high) {
-  std::size_t best = curve.dataSize();
-  for (std::size_t i = 1; i + 1 < curve.dataSize(); ++i) {
-    const QPointF s = curve.sample(i);
-    if (s.x() < low || s.x() > high) continue;
-    if (best == curve.dataSize() || s.y() > curve.sample(best).y()) best = i;
+  const std::size_t n = curve.dataSize(), half = kSmoothing / 2;
+  if (n < kSmoothing + 2) return std::nan("");
+  std::vector<double> q(n), smooth(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) q[i] = curve.sample(i).x();
+  for (std::size_t i = half; i + half < n; ++i) {
+    for (std::size_t k = i - half; k <= i + half; ++k) smooth[i] += curve.sample(k).y();
+    smooth[i] /= double(kSmoothing);
   }
-  if (best == curve.dataSize()) return std::nan("");
-  const QPointF a = curve.sample(best - 1), b = curve.sample(best), c = curve.sample(best + 1);
-  const double denominator = a.y() - 2 * b.y() + c.y();
-  if (!(denominator < 0)) return b.x();
+  std::size_t best = n;
+  for (std::size_t i = half + 1; i + half + 1 < n; ++i) {
+    if (q[i] < low || q[i] > high) continue;
+    if (best == n || smooth[i] > smooth[best]) best = i;
+  }
+  if (best == n) return std::nan("");
+  const double a = smooth[best - 1], b = smooth[best], c = smooth[best + 1];
+  const double denominator = a - 2 * b + c;
+  if (!(denominator < 0)) return q[best];
   // Vertex of the parabola through three points spaced (nearly) evenly in q.
-  const double step = 0.5 * (c.x() - a.x());
-  return b.x() + 0.5 * step * (a.y() - c.y()) / denominator;
+  const double step = 0.5 * (q[best + 1] - q[best - 1]);
+  return q[best] + 0.5 * step * (a - c) / denominator;
 }
 
 // The drawn value at the sample nearest to q.
@@ -183,12 +194,26 @@ class OutOfTheBoxTest : public QObject {
     QCOMPARE(config.seed, simulator.config().seed);
     QCOMPARE(config.hit_fraction, simulator.config().hit_fraction);
     const std::uint64_t pool = std::uint64_t(config.simulator_pool);
+    // The pool holds the hit fraction in whole events: the earliest hits and non-hits, ascending
+    // (simulator.pool_selection "hit_fraction"), found here from the simulator's hit flags.
+    QCOMPARE(config.simulator_pool_selection, std::string("hit_fraction"));
+    const auto pool_hits = std::uint64_t(std::llround(config.hit_fraction * double(pool)));
+    std::vector<std::uint64_t> pool_events;
+    std::uint64_t hits_taken = 0;
+    for (std::uint64_t index = 0; pool_events.size() < pool; ++index) {
+      const bool hit = simulator.is_hit(index);
+      if (hit ? hits_taken < pool_hits : pool_events.size() - hits_taken < pool - pool_hits) {
+        hits_taken += hit ? 1 : 0;
+        pool_events.push_back(index);
+      }
+    }
+    QVERIFY(pool_hits > 0);
 
     // A profile averaged over every event of the simulator's pool, drawn.
     widgets::ProfileModel* profiles = window.profileModel();
     QTRY_VERIFY_WITH_TIMEOUT(profiles->hasProfile() && profiles->latest().average_events >= pool,
                              kRunTimeoutMs);
-    QCOMPARE(profiles->latest().unit, protocol::RadialUnit::QNm);
+    QCOMPARE(profiles->latest().unit, protocol::RadialUnit::QInverseNm);
     widgets::RadialProfileView* view = window.radialProfileView();
     QVERIFY(!view->showingPlaceholder());
     const QwtPlotCurve& curve = *view->plot()->averageCurve();
@@ -217,13 +242,14 @@ class OutOfTheBoxTest : public QObject {
              qPrintable(QString("crest %1, between %2").arg(crest).arg(between)));
 
     // The hit rate over at least two passes of the pool, against the simulator's hit flags of
-    // the same events (event k is simulator event k % pool: the source cycles its pool).
+    // the same events (run event k is pool event k % pool: the source cycles its pool).
     widgets::HitRateModel* hit_rate = window.hitRateModel();
     QTRY_VERIFY_WITH_TIMEOUT(hit_rate->latest() && hit_rate->latest()->total_events >= 2 * pool,
                              kRunTimeoutMs);
     const protocol::PeakFindingStats block = *hit_rate->latest();
     std::uint64_t true_hits = 0;
-    for (std::uint64_t k = 0; k < block.total_events; ++k) true_hits += simulator.is_hit(k % pool);
+    for (std::uint64_t k = 0; k < block.total_events; ++k)
+      true_hits += simulator.is_hit(pool_events[k % pool]) ? 1 : 0;
     qInfo(
         "%llu events searched: %llu hits found, %llu true (hit fraction %.4f found, %.4f true, "
         "%.2f configured); %llu peaks",

@@ -594,6 +594,37 @@ class TestSimulator : public QObject {
 
   // Generated events agree with is_hit(), and hits carry peaks within the configured ranges, away
   // from ASIC edges. A small Jungfrau-like detector keeps 200 events cheap.
+  // A representative pool holds the hit fraction in whole events: the earliest hit and non-hit
+  // indices, ascending, distinct; a fraction of 0 or 1 gives the first indices.
+  void representativeIndicesHoldTheHitFraction() {
+    const DetectorDescription d = find_detector("generic_f32");
+    SimulatorConfig config;
+    config.hit_fraction = 0.1;
+    const DetectorSimulator tenth(d, config, &pool_);
+    const std::vector<std::uint64_t> indices = tenth.representative_indices(20);
+    QCOMPARE(indices.size(), std::size_t(20));
+    QVERIFY(std::is_sorted(indices.begin(), indices.end()));
+    QVERIFY(std::adjacent_find(indices.begin(), indices.end()) == indices.end());
+    std::size_t hits = 0;
+    for (std::uint64_t index : indices) hits += tenth.is_hit(index) ? 1 : 0;
+    QCOMPARE(hits, std::size_t(2));
+    // The earliest of each kind: every index below the last one taken that is left out is of a
+    // kind the pool already had enough of.
+    std::size_t hits_before = 0, misses_before = 0;
+    for (std::uint64_t index = 0; index <= indices.back(); ++index) {
+      const bool taken = std::binary_search(indices.begin(), indices.end(), index);
+      const bool hit = tenth.is_hit(index);
+      if (!taken) QVERIFY(hit ? hits_before == 2 : misses_before == 18);
+      if (taken) (hit ? hits_before : misses_before) += 1;
+    }
+    for (const double fraction : {0.0, 1.0}) {
+      config.hit_fraction = fraction;
+      const DetectorSimulator all_or_none(d, config, &pool_);
+      const std::vector<std::uint64_t> first = all_or_none.representative_indices(5);
+      QCOMPARE(first, (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
+    }
+  }
+
   void generatedTruthAgreesWithIsHit() {
     const DetectorDescription d = small_detector("jungfrau", 2, 64, 128, 32, 64, 64);
     SimulatorConfig config;

@@ -166,6 +166,18 @@ std::vector<std::string> recorded_gain_configs(const nlohmann::json& simulator) 
   return names;
 }
 
+// The simulator events that fill the pool of a simulated source (EngineConfig::
+// simulator_pool_selection).
+std::vector<std::uint64_t> simulator_pool_indices(const EngineConfig& config,
+                                                  const DetectorSimulator& simulator) {
+  const auto count = std::size_t(config.simulator_pool);
+  if (config.simulator_pool_selection == "hit_fraction")
+    return simulator.representative_indices(count);
+  std::vector<std::uint64_t> indices(count);
+  for (std::size_t i = 0; i < count; ++i) indices[i] = i;
+  return indices;
+}
+
 constexpr const char* kDropRingFull = "ring_full";
 constexpr const char* kDropBackendFault = "backend_fault";
 constexpr const char* kDropReadError = "read_error";  // a replayed event that could not be read
@@ -377,9 +389,10 @@ void Engine::Impl::produce() {
       ThreadPool pool(config.cpu_threads == 0 ? std::thread::hardware_concurrency()
                                               : config.cpu_threads);
       event_pool.clear();
-      for (std::size_t i = 0; i < std::size_t(config.simulator_pool) && !stop_requested; ++i) {
+      const std::vector<std::uint64_t> indices = simulator_pool_indices(config, *simulator);
+      for (std::size_t i = 0; i < indices.size() && !stop_requested; ++i) {
         event_pool.emplace_back(*active_backend.load(), detector.raw_event_bytes());
-        simulator->generate(i, event_pool.back().data(), nullptr, &pool);
+        simulator->generate(indices[i], event_pool.back().data(), nullptr, &pool);
       }
     }
     {
@@ -922,9 +935,10 @@ void Engine::Impl::run_device_source() {
     {
       ThreadPool threads(config.cpu_threads == 0 ? std::thread::hardware_concurrency()
                                                  : config.cpu_threads);
+      const std::vector<std::uint64_t> indices = simulator_pool_indices(config, *simulator);
       for (std::size_t i = 0; i < pool.size() && !stop_requested; ++i) {
         pool[i].resize(detector.raw_event_bytes());
-        simulator->generate(i, pool[i].data(), nullptr, &threads);
+        simulator->generate(indices[i], pool[i].data(), nullptr, &threads);
       }
     }
     gpu::ResidentConfig resident;

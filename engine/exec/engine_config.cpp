@@ -161,6 +161,7 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read_integer("seed", c.seed, 0, (1LL << 62));
     reader.read_number("hit_fraction", c.hit_fraction, 0.0, 1.0);
     reader.read_integer("pool_events", c.simulator_pool, 1, 4096);
+    reader.read_choice("pool_selection", c.simulator_pool_selection, {"first", "hit_fraction"});
     if (const json* configs = reader.find("gain_configs"))
       c.simulator_gain_configs = read_simulator_gain_configs(reader, *configs);
     reader.reject_unknown_keys();
@@ -303,6 +304,7 @@ json EngineConfig::to_json() const {
                {{"seed", seed},
                 {"hit_fraction", hit_fraction},
                 {"pool_events", simulator_pool},
+                {"pool_selection", simulator_pool_selection},
                 {"gain_configs", simulator_gain_configs}}},
               {"compression",
                {{"codec", compression.codec},

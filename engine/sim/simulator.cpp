@@ -359,6 +359,25 @@ bool DetectorSimulator::is_hit(std::uint64_t index) const {
          config_.hit_fraction;
 }
 
+std::vector<std::uint64_t> DetectorSimulator::representative_indices(std::size_t count) const {
+  const auto hits_wanted = std::size_t(std::llround(config_.hit_fraction * double(count)));
+  std::vector<std::uint64_t> indices;
+  std::size_t hits = 0, misses = 0;
+  // Every index is a hit or not, each with a non-zero share unless the fraction is 0 or 1 (then
+  // only one kind is wanted), so the scan ends.
+  for (std::uint64_t index = 0; indices.size() < count; ++index) {
+    const bool hit = is_hit(index);
+    if (hit && hits < hits_wanted) {
+      ++hits;
+      indices.push_back(index);
+    } else if (!hit && misses < count - hits_wanted) {
+      ++misses;
+      indices.push_back(index);
+    }
+  }
+  return indices;
+}
+
 EventHeader DetectorSimulator::header_for(std::uint64_t index) const {
   EventHeader header;
   header.sequence = index;

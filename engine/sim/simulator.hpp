@@ -169,6 +169,11 @@ class DetectorSimulator {
                 ThreadPool* pool = nullptr) const;
   // Whether event `index` has Bragg peaks, without generating it.
   bool is_hit(std::uint64_t index) const;
+  // `count` event indices holding the configured hit fraction in whole events: the earliest
+  // llround(hit_fraction * count) hit indices and the earliest non-hit ones, in ascending order.
+  // A source that cycles a small pool of events shows the hit rate of its pool; the first
+  // `count` indices may hold none (the default seed's first 64 events hold one hit).
+  std::vector<std::uint64_t> representative_indices(std::size_t count) const;
   // sequence = index, pulse_id = first_pulse_id + pulses_per_event * index, timestamp from
   // start_time_ns at event_rate_hz.
   EventHeader header_for(std::uint64_t index) const;
