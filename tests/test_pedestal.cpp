@@ -836,8 +836,9 @@ class TestPedestal : public QObject {
       const CliResult r = run_cli(
           "LIVEDRP_ENGINE_EXE",
           {"simulate-dark", "--detector", QString::fromStdString(description), "--frames", "10",
-           "--first-event", stage[0] == 'l' ? "1000" : "0", "--gain-stage", stage, "--output",
-           QString::fromStdString(dark), "--truth", QString::fromStdString(path("epix_truth.h5"))});
+           "--first-event", stage[0] == 'l' ? "1000" : "0", "--gain-stage", stage,
+           "--gain-configs", "FH,FM,FL,AHL,AML", "--output", QString::fromStdString(dark),
+           "--truth", QString::fromStdString(path("epix_truth.h5"))});
       QVERIFY2(r.exit_code == 0, qPrintable(r.err));
       inputs << "--input" << QString::fromStdString(dark);
     }
