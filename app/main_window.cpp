@@ -21,6 +21,7 @@
 #include <QTimer>
 #include <QToolBar>
 
+#include "app/analysis_defaults.hpp"
 #include "app/comparison_panel.hpp"
 #include "app/engine_host.hpp"
 #include "app/peak_tuning_panel.hpp"
@@ -93,6 +94,7 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
     : QMainWindow(parent),
       attached_(!options.connect.empty()),
       connect_endpoint_(QString::fromStdString(options.connect)),
+      base_config_(outOfTheBoxConfig()),
       model_(new widgets::StatsModel(this)),
       profile_model_(new widgets::ProfileModel(this)),
       peak_model_(new widgets::PeakFindingModel(this)),
@@ -117,6 +119,7 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
   if (options.backend) base_config_.backend = *options.backend;
   if (options.rate_hz) base_config_.rate_hz = *options.rate_hz;
   if (options.publish) base_config_.publish = *options.publish;
+  followSource(base_config_);  // a --source of another detector takes its shipped geometry
   run_control_->setConfig(base_config_);
   stream_config_->setConfig(base_config_);
   transport_->setSettings(settings_.get());
@@ -157,6 +160,10 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
     connectHost();
     connectTransport();
     run_control_->setEndpoint(QString::fromStdString(base_config_.publish));
+    // The radial-profile dock says why it stays empty, for the source the next start uses.
+    connect(run_control_->sourceCombo(), &QComboBox::currentTextChanged, this,
+            &MainWindow::showIntegrationState);
+    showIntegrationState();
     if (options.autostart) startRun();
   }
   connectPeakTuning();
@@ -427,6 +434,7 @@ void MainWindow::connectHost() {
     stream_config_->setConfig(base_config_);
     transport_->showConfig(base_config_);
     transport_->setRunActive(true, base_config_.source.rfind("replay:", 0) == 0);
+    showIntegrationState();
     // No model_->clear(): the model starts a new series itself when the run number changes.
     const QString text = tr("applied: run %1 with %2")
                              .arg(run)
@@ -563,6 +571,7 @@ void MainWindow::openReplay(const QString& source) {
   if (!host_) return;
   EngineConfig next = run_control_->config(base_config_);
   next.source = source.toStdString();
+  followSource(next);             // no shipped geometry for a replay: integration says so
   next.record.directory.clear();  // a replay is not recorded again by default
   transport_->applyTo(next);
   applyRunConfig(next, tr("replaying %1").arg(source));
@@ -592,6 +601,8 @@ void MainWindow::startRun() {
   profile_model_->clear();  // and shows no profile until one of this run arrives
   peak_model_->clear();     // nor an image or peaks of the last run
   hit_rate_model_->clear();
+  showIntegrationState();
+  if (const QString off = integrationOffReason(base_config_); !off.isEmpty()) appendLog(off);
   if (host_->start(base_config_)) {
     run_control_->setRunActive(true);
     appendLog(tr("starting the embedded engine: %1, backend %2, %3, publishing on %4")
@@ -852,6 +863,19 @@ QString MainWindow::logText() const {
 
 void MainWindow::appendLog(const QString& line) {
   log_->appendPlainText(QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) + line);
+}
+
+void MainWindow::showIntegrationState() {
+  if (attached_) return;  // a remote engine's configuration is its own
+  const EngineConfig next = run_control_->config(base_config_);
+  const QString off = integrationOffReason(next);
+  radial_profile_view_->setNoDataText(
+      off.isEmpty() ? tr("no profile data yet: integration with %1 (%2 bins, %3) starts with the "
+                         "run's first events")
+                          .arg(QString::fromStdString(next.integration.poni))
+                          .arg(next.integration.npt)
+                          .arg(QString::fromStdString(next.integration.unit))
+                    : off);
 }
 
 void MainWindow::updateTitle() {

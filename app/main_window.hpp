@@ -138,6 +138,9 @@ class MainWindow : public QMainWindow {
   void loadLayoutDialog();
   void appendLog(const QString& line);
   void updateTitle();
+  // The radial-profile dock's placeholder: why integration is off for the next start's
+  // configuration, or what it waits for (embedded engine only).
+  void showIntegrationState();
   void setConfigurationsDirectory(const QString& directory);
 
   const bool attached_;

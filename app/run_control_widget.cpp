@@ -10,6 +10,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "app/analysis_defaults.hpp"
 #include "app/app_options.hpp"
 
 namespace livedrp::app {
@@ -94,6 +95,7 @@ EngineConfig RunControlWidget::config(const EngineConfig& base) const {
   config.source = source_->currentText().trimmed().toStdString();
   config.backend = backend_->currentText().toStdString();
   config.rate_hz = rate_->value();
+  followSource(config);  // the shipped geometry follows a change of simulated detector
   return config;
 }
 

@@ -29,7 +29,8 @@ class RunControlWidget : public QWidget {
 
   // Shows `config`'s source, backend and rate in the fields.
   void setConfig(const EngineConfig& config);
-  // `base` with the fields' source, backend and rate.
+  // `base` with the fields' source, backend and rate, its shipped geometry following the source
+  // (analysis_defaults.hpp).
   EngineConfig config(const EngineConfig& base) const;
 
   // Embedded: Start/Stop follow `active`. Attached to a remote engine: everything disabled and

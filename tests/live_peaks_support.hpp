@@ -50,11 +50,15 @@ inline EngineConfig live_config() {
   return c;
 }
 
-// The simulator the engine runs, built here with the configuration's seed and hit fraction.
+// The simulator the engine runs, built here with the configuration's seed, hit fraction and
+// ePix10ka gain configurations.
 inline DetectorSimulator engine_simulator(const EngineConfig& c, ThreadPool& pool) {
   SimulatorConfig simulator_config;
   simulator_config.seed = c.seed;
   simulator_config.hit_fraction = c.hit_fraction;
+  simulator_config.epix10ka_asic_configs.clear();
+  for (const std::string& name : c.simulator_gain_configs)
+    simulator_config.epix10ka_asic_configs.push_back(epix10ka_config_value(name).value());
   return DetectorSimulator(find_detector(c.source.substr(4)), simulator_config, &pool);
 }
 

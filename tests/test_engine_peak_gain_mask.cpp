@@ -1,13 +1,13 @@
 // Live peak finding restricted to some ePix10ka gain configurations (peak_finding.
-// search_gain_configs): on the simulated ePix10ka2M, whose ASICs cycle through FH FM FL AHL AML,
-// a run searching FH and AHL must report no peak on a pixel configured otherwise, publish the
-// lists of an independent PeakFinder8 whose mask leaves those pixels out (built here from the
-// simulator's constants, as engine/tools/bench_peaks.cpp does), and bring the count from the
-// false peaks of the medium- and low-gain ASICs down to the simulator's true Bragg peaks. The
-// field is checked as strictly as the rest of the configuration (names, types, duplicates),
-// round-trips through JSON, merges through apply, is refused by set_peak_params (it shapes the
-// mask, fixed for a run), and is refused for a detector without a per-pixel gain configuration
-// and when no pixel has a listed configuration.
+// search_gain_configs): on the simulated ePix10ka2M with its ASICs dealt FH FM FL AHL AML in turn
+// (simulator.gain_configs; out of the box every ASIC is AHL), a run searching FH and AHL must
+// report no peak on a pixel configured otherwise, publish the lists of an independent PeakFinder8
+// whose mask leaves those pixels out (built here from the simulator's constants, as
+// engine/tools/bench_peaks.cpp does), and bring the count from the false peaks of the medium- and
+// low-gain ASICs down to the simulator's true Bragg peaks. The field is checked as strictly as the
+// rest of the configuration (names, types, duplicates), round-trips through JSON, merges through
+// apply, is refused by set_peak_params (it shapes the mask, fixed for a run), and is refused for a
+// detector without a per-pixel gain configuration and when no pixel has a listed configuration.
 #include <QtTest>
 
 #include <algorithm>
@@ -71,6 +71,7 @@ class TestEnginePeakGainMask : public QObject {
     EngineConfig config = live_config();
     config.events = 3;  // the simulator's pool: each event once
     config.peak_finding.params = truth_params();
+    config.simulator_gain_configs = {"FH", "FM", "FL", "AHL", "AML"};  // a mixed layout
     config.peak_finding.search_gain_configs = kHighGainStart;
     config.peak_finding.recent_frames = 3;
     config.image.publish_hz = 0;

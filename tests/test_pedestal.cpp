@@ -81,8 +81,11 @@ DetectorDescription test_detector(const std::string& encoding) {
   return parse_detector_description(description, "test_pedestal");
 }
 
+// ePix10ka: all five gain configurations dealt to the ASICs, so that every mode's pedestal is
+// taken (out of the box the simulator configures every ASIC AHL).
 SimulatorConfig dark_config(int forced_stage, double common_mode_sigma) {
   SimulatorConfig c;
+  c.epix10ka_asic_configs = every_epix10ka_config();
   c.hit_fraction = 0;
   c.background_photons = 0;
   c.ring_peak_photons = 0;
@@ -833,8 +836,9 @@ class TestPedestal : public QObject {
       const CliResult r = run_cli(
           "LIVEDRP_ENGINE_EXE",
           {"simulate-dark", "--detector", QString::fromStdString(description), "--frames", "10",
-           "--first-event", stage[0] == 'l' ? "1000" : "0", "--gain-stage", stage, "--output",
-           QString::fromStdString(dark), "--truth", QString::fromStdString(path("epix_truth.h5"))});
+           "--first-event", stage[0] == 'l' ? "1000" : "0", "--gain-stage", stage,
+           "--gain-configs", "FH,FM,FL,AHL,AML", "--output", QString::fromStdString(dark),
+           "--truth", QString::fromStdString(path("epix_truth.h5"))});
       QVERIFY2(r.exit_code == 0, qPrintable(r.err));
       inputs << "--input" << QString::fromStdString(dark);
     }

@@ -12,9 +12,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <numbers>
 #include <map>
 #include <memory>
+#include <numbers>
 #include <set>
 #include <vector>
 
@@ -67,17 +67,26 @@ SimulatorConfig no_photon_config() {
 
 // The configurations the suite runs the built-in detectors with.
 enum class Scene {
-  Default,           // SimulatorConfig{}
-  NoPhotons,         // no_photon_config()
-  AllHits,           // every event has Bragg peaks: bright pixels switch gain
-  AllHitsNoPowder,   // every event has Bragg peaks and nothing else but bright spots
+  Default,          // SimulatorConfig{}
+  NoPhotons,        // no_photon_config()
+  AllHits,          // every event has Bragg peaks: bright pixels switch gain
+  AllHitsNoPowder,  // every event has Bragg peaks and nothing else but bright spots
 };
+// Every scene deals all five ePix10ka gain configurations to the ASICs (a test fixture: the
+// default configures every ASIC AHL, as a facility runs it; epix10kaDefaultIsAutoHighToLow), so
+// that one event shows every configuration and all seven gain modes.
 SimulatorConfig config_for(Scene scene) {
   SimulatorConfig c;
+  c.epix10ka_asic_configs = every_epix10ka_config();
   switch (scene) {
-    case Scene::Default: break;
-    case Scene::NoPhotons: c = no_photon_config(); break;
-    case Scene::AllHits: c.hit_fraction = 1; break;
+    case Scene::Default:
+      break;
+    case Scene::NoPhotons:
+      c = no_photon_config();
+      break;
+    case Scene::AllHits:
+      c.hit_fraction = 1;
+      break;
     case Scene::AllHitsNoPowder:
       c.hit_fraction = 1;
       c.background_photons = 0;  // a window sum is then all peak: no background to fit
@@ -103,19 +112,24 @@ DetectorDescription small_detector(const std::string& encoding, int segments, in
     placement.push_back({{"x_px", (s % 2) * (cols + gap_px)},
                          {"y_px", (s / 2) * (rows + gap_px)},
                          {"rotation_deg", 0}});
-  const nlohmann::json description = {
-      {"schema_version", 1},         {"name", "small_" + encoding},
-      {"raw_encoding", encoding},    {"segments", segments},
-      {"segment_shape", {rows, cols}}, {"pixel_size_um", 75.0},
-      {"asic_shape", {asic_rows, asic_cols}}, {"bank_columns", bank_columns},
-      {"gain_modes", modes},         {"placement", placement}};
+  const nlohmann::json description = {{"schema_version", 1},
+                                      {"name", "small_" + encoding},
+                                      {"raw_encoding", encoding},
+                                      {"segments", segments},
+                                      {"segment_shape", {rows, cols}},
+                                      {"pixel_size_um", 75.0},
+                                      {"asic_shape", {asic_rows, asic_cols}},
+                                      {"bank_columns", bank_columns},
+                                      {"gain_modes", modes},
+                                      {"placement", placement}};
   return parse_detector_description(description, "test_simulator");
 }
 
 // Fraction of a 1-D Gaussian (centre, sigma) that falls on pixel `index` (edges at index +- 0.5).
 double pixel_fraction(double centre, double sigma, int index) {
   const double scale = 1.0 / (std::numbers::sqrt2 * sigma);
-  return 0.5 * (std::erf((index + 0.5 - centre) * scale) - std::erf((index - 0.5 - centre) * scale));
+  return 0.5 *
+         (std::erf((index + 0.5 - centre) * scale) - std::erf((index - 0.5 - centre) * scale));
 }
 
 // Expected energy (keV) that the true sources of an event put on one pixel.
@@ -147,7 +161,9 @@ bool binomial_consistent(std::size_t count, std::size_t trials, double probabili
   return std::abs(double(count) - mean) <= kSigmas * sigma + 0.5;
 }
 
-std::uint16_t adc_of(std::uint16_t word) { return word & calib::kAdcBits; }
+std::uint16_t adc_of(std::uint16_t word) {
+  return word & calib::kAdcBits;
+}
 
 }  // namespace
 
@@ -162,7 +178,8 @@ class TestSimulator : public QObject {
   const DetectorSimulator& simulator(const std::string& detector, Scene scene) {
     auto& slot = simulators_[{detector, scene}];
     if (!slot)
-      slot = std::make_unique<DetectorSimulator>(find_detector(detector), config_for(scene), &pool_);
+      slot =
+          std::make_unique<DetectorSimulator>(find_detector(detector), config_for(scene), &pool_);
     return *slot;
   }
 
@@ -170,7 +187,7 @@ class TestSimulator : public QObject {
   void sameIndexGivesIdenticalBytes() {
     const DetectorSimulator& first = simulator("epix10ka2m", Scene::Default);
     const DetectorDescription& d = first.detector();
-    DetectorSimulator second(d, SimulatorConfig{}, &pool_);  // built separately, same seed
+    DetectorSimulator second(d, config_for(Scene::Default), &pool_);  // built apart, same seed
     RawEvent a(d), b(d);
     first.generate(7, a.data());
     second.generate(7, b.data());
@@ -200,7 +217,8 @@ class TestSimulator : public QObject {
     DetectorSimulator reseeded(d, other_seed, &pool_);
     std::size_t differing_pedestals = 0;
     for (std::size_t p = 0; p < d.pixels(); ++p)
-      differing_pedestals += reseeded.constants().at(0, p).pedestal != jungfrau.constants().at(0, p).pedestal;
+      differing_pedestals +=
+          reseeded.constants().at(0, p).pedestal != jungfrau.constants().at(0, p).pedestal;
     QVERIFY(differing_pedestals > d.pixels() * 9 / 10);
   }
 
@@ -243,7 +261,8 @@ class TestSimulator : public QObject {
         QVERIFY(std::abs(adu_per_kev_sum / n - nominal) <=
                 kSigmas * config.gain_spread * nominal / std::sqrt(n) + 1e-6 * nominal);
         const double pedestal_mean = pedestal_sum / n;
-        QVERIFY2(pedestal_mean > 1000 && pedestal_mean < 2500, qPrintable(QString::number(pedestal_mean)));
+        QVERIFY2(pedestal_mean > 1000 && pedestal_mean < 2500,
+                 qPrintable(QString::number(pedestal_mean)));
         pedestal_means.insert(std::round(pedestal_mean));
       }
       // Each mode has its own pedestal level, so reading the wrong plane shows.
@@ -268,6 +287,32 @@ class TestSimulator : public QObject {
           configs.insert(config);
         }
     QCOMPARE(configs, (std::set<int>{0, 1, 2, 3, 4}));
+  }
+
+  // Out of the box every ASIC is auto high-to-low (what an SFX run configures), and a list deals
+  // its configurations to the ASICs in turn, in segment, row, column order.
+  void epix10kaDefaultIsAutoHighToLowAndAListIsDealtByAsic() {
+    const DetectorDescription d = find_detector("epix10ka2m");
+    const DetectorSimulator defaults(d, SimulatorConfig{}, &pool_);
+    std::array<std::size_t, 8> count{};
+    for (const std::uint8_t status : defaults.constants().pixel_status)
+      ++count[status & calib::kStatusConfigBits];
+    QCOMPARE(count[calib::kConfigAHL], d.pixels());
+
+    SimulatorConfig dealt;
+    dealt.epix10ka_asic_configs = {calib::kConfigFM, calib::kConfigFH, calib::kConfigFH};
+    const DetectorSimulator two_to_one(d, dealt, &pool_);
+    const int asics_across = d.cols / d.asic_cols, asics_down = d.rows / d.asic_rows;
+    for (int s = 0; s < d.segments; ++s)
+      for (int ar = 0; ar < asics_down; ++ar)
+        for (int ac = 0; ac < asics_across; ++ac) {
+          const int asic = (s * asics_down + ar) * asics_across + ac;
+          const std::size_t corner =
+              (std::size_t(s) * d.rows + std::size_t(ar * d.asic_rows)) * d.cols +
+              std::size_t(ac * d.asic_cols);
+          QCOMPARE(int(two_to_one.constants().pixel_status[corner] & calib::kStatusConfigBits),
+                   asic % 3 == 0 ? int(calib::kConfigFM) : int(calib::kConfigFH));
+        }
   }
 
   void everyEpix10kaModeOccursAndSwitchCountMatchesTruth() {
@@ -366,9 +411,10 @@ class TestSimulator : public QObject {
           previous = calib::kAHL_H;
         else if (pixel.mode == calib::kAML_L)
           previous = calib::kAML_M;
-        const bool final_stage = d.encoding == RawEncoding::Jungfrau ? pixel.mode == 2
-                                                                     : previous >= 0;
-        if (!final_stage) QVERIFY2(adc_of(word) < kAdcMax, qPrintable(QString("%1 pixel %2").arg(name).arg(p)));
+        const bool final_stage =
+            d.encoding == RawEncoding::Jungfrau ? pixel.mode == 2 : previous >= 0;
+        if (!final_stage)
+          QVERIFY2(adc_of(word) < kAdcMax, qPrintable(QString("%1 pixel %2").arg(name).arg(p)));
         if (previous < 0) continue;
         const double common_mode = truth.common_mode_adu[p / std::size_t(d.bank_columns)];
         const calib::PedestalGain now = k.at(pixel.mode, p), before = k.at(previous, p);
@@ -379,8 +425,11 @@ class TestSimulator : public QObject {
             kSigmas * std::sqrt(config.noise_adu * config.noise_adu + kRoundingVarianceAdu2) *
             (1.0 + double(now.gain) / double(before.gain));
         QVERIFY2(reading_before > kAdcMax - uncertainty_adu,
-                 qPrintable(QString("%1 pixel %2: %3 ADU in mode %4").arg(name).arg(p)
-                                .arg(reading_before).arg(previous)));
+                 qPrintable(QString("%1 pixel %2: %3 ADU in mode %4")
+                                .arg(name)
+                                .arg(p)
+                                .arg(reading_before)
+                                .arg(previous)));
         ++checked_switched;
       }
       QCOMPARE(checked_switched, truth.gain_switched_pixels);
@@ -400,9 +449,9 @@ class TestSimulator : public QObject {
       const SimulatorConfig& config = sim.config();
       const CalibrationConstants& k = sim.constants();
       const bool integer_adc = d.encoding != RawEncoding::Float32;
-      const double pixel_noise2 =
-          integer_adc ? config.noise_adu * config.noise_adu + kRoundingVarianceAdu2
-                      : config.float32_noise_kev * config.float32_noise_kev;
+      const double pixel_noise2 = integer_adc
+                                      ? config.noise_adu * config.noise_adu + kRoundingVarianceAdu2
+                                      : config.float32_noise_kev * config.float32_noise_kev;
       const double median_sigma_adu =
           d.bank_columns > 0 ? kMedianEfficiency * std::sqrt(pixel_noise2 / d.bank_columns) : 0;
       calib::CalibrationParams params;
@@ -418,7 +467,8 @@ class TestSimulator : public QObject {
         calibrate_event_cpu(d, k, params, raw.data(), calibrated.data(), &pool_);
         for (const TruePeak& peak : truth.peaks) {
           const int half = int(std::ceil(4 * peak.sigma_px));
-          const int row0 = int(std::lround(peak.row)) - half, col0 = int(std::lround(peak.col)) - half;
+          const int row0 = int(std::lround(peak.row)) - half,
+                    col0 = int(std::lround(peak.col)) - half;
           double measured = 0, expected = 0, variance = 0;
           bool clipped = false, switched = false;
           std::vector<std::pair<std::size_t, double>> bank_gain;  // bank row, summed gain
@@ -429,8 +479,9 @@ class TestSimulator : public QObject {
                   calib::decode_raw(d.encoding, raw.data(), p, k.pixel_status[p]);
               if (pixel.bad) continue;
               if (integer_adc && adc_of(raw.words[p]) == kAdcMax) clipped = true;
-              switched = switched || (d.encoding == RawEncoding::Epix10ka ? pixel.mode >= calib::kAHL_L
-                                                                          : pixel.mode > 0);
+              switched =
+                  switched || (d.encoding == RawEncoding::Epix10ka ? pixel.mode >= calib::kAHL_L
+                                                                   : pixel.mode > 0);
               const double gain = k.at(pixel.mode, p).gain;
               const double pixel_kev = expected_kev(truth, peak.segment, r, c);
               measured += calibrated[p];
@@ -453,8 +504,14 @@ class TestSimulator : public QObject {
           QVERIFY2(std::abs(pull) < kSigmas,
                    qPrintable(QString("%1 event %2 peak at segment %3 (%4, %5), %6 photons: "
                                       "measured %7 keV, expected %8 keV, sigma %9 keV")
-                                  .arg(name).arg(event).arg(peak.segment).arg(peak.row)
-                                  .arg(peak.col).arg(peak.photons).arg(measured).arg(expected)
+                                  .arg(name)
+                                  .arg(event)
+                                  .arg(peak.segment)
+                                  .arg(peak.row)
+                                  .arg(peak.col)
+                                  .arg(peak.photons)
+                                  .arg(measured)
+                                  .arg(expected)
                                   .arg(std::sqrt(variance))));
           pull_squared_sum += pull * pull;
           ++tested;
@@ -495,9 +552,11 @@ class TestSimulator : public QObject {
         for (std::size_t p = bank_row * d.bank_columns; p < (bank_row + 1) * d.bank_columns; ++p) {
           const calib::DecodedPixel pixel =
               calib::decode_raw(d.encoding, raw.data(), p, k.pixel_status[p]);
-          if (!pixel.bad) offsets.push_back(double(pixel.adc) - double(k.at(pixel.mode, p).pedestal));
+          if (!pixel.bad)
+            offsets.push_back(double(pixel.adc) - double(k.at(pixel.mode, p).pedestal));
         }
-        const double median_sigma = kMedianEfficiency * pixel_sigma / std::sqrt(double(offsets.size()));
+        const double median_sigma =
+            kMedianEfficiency * pixel_sigma / std::sqrt(double(offsets.size()));
         const double difference = median(offsets) - double(truth.common_mode_adu[bank_row]);
         difference_sum += difference;
         difference_sq_sum += difference * difference;
@@ -535,6 +594,37 @@ class TestSimulator : public QObject {
 
   // Generated events agree with is_hit(), and hits carry peaks within the configured ranges, away
   // from ASIC edges. A small Jungfrau-like detector keeps 200 events cheap.
+  // A representative pool holds the hit fraction in whole events: the earliest hit and non-hit
+  // indices, ascending, distinct; a fraction of 0 or 1 gives the first indices.
+  void representativeIndicesHoldTheHitFraction() {
+    const DetectorDescription d = find_detector("generic_f32");
+    SimulatorConfig config;
+    config.hit_fraction = 0.1;
+    const DetectorSimulator tenth(d, config, &pool_);
+    const std::vector<std::uint64_t> indices = tenth.representative_indices(20);
+    QCOMPARE(indices.size(), std::size_t(20));
+    QVERIFY(std::is_sorted(indices.begin(), indices.end()));
+    QVERIFY(std::adjacent_find(indices.begin(), indices.end()) == indices.end());
+    std::size_t hits = 0;
+    for (std::uint64_t index : indices) hits += tenth.is_hit(index) ? 1 : 0;
+    QCOMPARE(hits, std::size_t(2));
+    // The earliest of each kind: every index below the last one taken that is left out is of a
+    // kind the pool already had enough of.
+    std::size_t hits_before = 0, misses_before = 0;
+    for (std::uint64_t index = 0; index <= indices.back(); ++index) {
+      const bool taken = std::binary_search(indices.begin(), indices.end(), index);
+      const bool hit = tenth.is_hit(index);
+      if (!taken) QVERIFY(hit ? hits_before == 2 : misses_before == 18);
+      if (taken) (hit ? hits_before : misses_before) += 1;
+    }
+    for (const double fraction : {0.0, 1.0}) {
+      config.hit_fraction = fraction;
+      const DetectorSimulator all_or_none(d, config, &pool_);
+      const std::vector<std::uint64_t> first = all_or_none.representative_indices(5);
+      QCOMPARE(first, (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
+    }
+  }
+
   void generatedTruthAgreesWithIsHit() {
     const DetectorDescription d = small_detector("jungfrau", 2, 64, 128, 32, 64, 64);
     SimulatorConfig config;
@@ -558,7 +648,8 @@ class TestSimulator : public QObject {
       QVERIFY(int(truth.peaks.size()) <= config.peaks_per_hit_max);
       for (const TruePeak& peak : truth.peaks) {
         QVERIFY(peak.photons >= config.peak_photons_min && peak.photons <= config.peak_photons_max);
-        QVERIFY(peak.sigma_px >= config.peak_sigma_min_px && peak.sigma_px <= config.peak_sigma_max_px);
+        QVERIFY(peak.sigma_px >= config.peak_sigma_min_px &&
+                peak.sigma_px <= config.peak_sigma_max_px);
         QCOMPARE(peak.intensity_kev, peak.photons * config.photon_energy_kev);
         const double in_asic_row = std::fmod(peak.row, d.asic_rows);
         const double in_asic_col = std::fmod(peak.col, d.asic_cols);
@@ -593,8 +684,8 @@ class TestSimulator : public QObject {
       bool constant = true, always_high = true;
       for (int e = 0; e < kEvents; ++e) {
         constant = constant && events[std::size_t(e)].words[p] == events[0].words[p];
-        always_high = always_high &&
-                      adc_of(events[std::size_t(e)].words[p]) - pedestal > config.hot_pixel_offset_adu / 2;
+        always_high = always_high && adc_of(events[std::size_t(e)].words[p]) - pedestal >
+                                         config.hot_pixel_offset_adu / 2;
       }
       QVERIFY(!(constant && always_high));
       QCOMPARE(k.masked(p), constant || always_high);
@@ -604,8 +695,10 @@ class TestSimulator : public QObject {
       }
       hot += always_high;
     }
-    QVERIFY2(binomial_consistent(dead, d.pixels(), config.dead_pixel_fraction), qPrintable(QString::number(dead)));
-    QVERIFY2(binomial_consistent(hot, d.pixels(), config.hot_pixel_fraction), qPrintable(QString::number(hot)));
+    QVERIFY2(binomial_consistent(dead, d.pixels(), config.dead_pixel_fraction),
+             qPrintable(QString::number(dead)));
+    QVERIFY2(binomial_consistent(hot, d.pixels(), config.hot_pixel_fraction),
+             qPrintable(QString::number(hot)));
   }
 
   // Photon counts are Poisson: float32 data without noise is photons * E exactly, so the count
@@ -639,8 +732,9 @@ class TestSimulator : public QObject {
       if (mean < 30) {
         double probability = std::exp(-mean);
         for (std::size_t count = 0; count < 6; ++count) {
-          QVERIFY2(binomial_consistent(histogram[count], d.pixels(), probability),
-                   qPrintable(QString("%1 pixels with %2 photons").arg(histogram[count]).arg(count)));
+          QVERIFY2(
+              binomial_consistent(histogram[count], d.pixels(), probability),
+              qPrintable(QString("%1 pixels with %2 photons").arg(histogram[count]).arg(count)));
           probability *= mean / double(count + 1);
         }
       }
@@ -713,11 +807,10 @@ class TestSimulator : public QObject {
                qPrintable(QString("%1: %2 hot").arg(encoding).arg(hot)));
       double probability = std::exp(-mean);
       for (std::size_t count = 0; count < histogram.size(); ++count) {
-        QVERIFY2(binomial_consistent(histogram[count], healthy, probability),
-                 qPrintable(QString("%1: %2 pixels count %3")
-                                .arg(encoding)
-                                .arg(histogram[count])
-                                .arg(count)));
+        QVERIFY2(
+            binomial_consistent(histogram[count], healthy, probability),
+            qPrintable(
+                QString("%1: %2 pixels count %3").arg(encoding).arg(histogram[count]).arg(count)));
         probability *= mean / double(count + 1);
       }
     }
@@ -742,8 +835,9 @@ class TestSimulator : public QObject {
     auto model = [&](double radius) {
       double mean = config.background_photons;
       for (double ring : radii)
-        mean += config.ring_peak_photons * std::exp(-(radius - ring) * (radius - ring) /
-                                                    (2 * config.ring_sigma_px * config.ring_sigma_px));
+        mean +=
+            config.ring_peak_photons * std::exp(-(radius - ring) * (radius - ring) /
+                                                (2 * config.ring_sigma_px * config.ring_sigma_px));
       return mean;
     };
     // Radial bins of 1 px: summed photons, summed model means and pixels over 20 events.
@@ -759,7 +853,8 @@ class TestSimulator : public QObject {
             const std::size_t p = (std::size_t(s) * d.rows + r) * d.cols + c;
             if (sim.constants().masked(p)) continue;
             const SegmentPlacement& place = d.placement[std::size_t(s)];
-            const double radius = std::hypot(place.x_px + c + 0.5 - beam, place.y_px + r + 0.5 - beam);
+            const double radius =
+                std::hypot(place.x_px + c + 0.5 - beam, place.y_px + r + 0.5 - beam);
             const std::size_t bin = std::size_t(radius);
             photons[bin] += raw.values[p] / config.photon_energy_kev;
             expected[bin] += model(radius);
@@ -769,7 +864,9 @@ class TestSimulator : public QObject {
     for (std::size_t bin = 0; bin < bins; ++bin) {
       if (expected[bin] < 100) continue;  // corners and centre: too few pixels to judge
       QVERIFY2(std::abs(photons[bin] - expected[bin]) < kSigmas * std::sqrt(expected[bin]),
-               qPrintable(QString("radius %1: %2 photons, expected %3").arg(bin).arg(photons[bin])
+               qPrintable(QString("radius %1: %2 photons, expected %3")
+                              .arg(bin)
+                              .arg(photons[bin])
                               .arg(expected[bin])));
     }
     // On each ring crest the rate is several times the background: the comparison had contrast.
@@ -811,6 +908,17 @@ class TestSimulator : public QObject {
     } catch (const InputError& e) {
       QVERIFY2(QString(e.what()).contains("peak_edge_margin_px"), e.what());
     }
+    for (const std::vector<std::uint8_t>& configs :
+         {std::vector<std::uint8_t>{}, std::vector<std::uint8_t>{calib::kConfigAHL, 5}}) {
+      config = SimulatorConfig{};
+      config.epix10ka_asic_configs = configs;
+      try {
+        DetectorSimulator sim(d, config);
+        QFAIL("expected InputError");
+      } catch (const InputError& e) {
+        QVERIFY2(QString(e.what()).contains("epix10ka_asic_configs"), e.what());
+      }
+    }
   }
 
   // One ePix10ka2M event (2.16 Mpixel) in well under a second on one core, faster with a pool.
@@ -827,12 +935,13 @@ class TestSimulator : public QObject {
       auto seconds_per_event = [&](ThreadPool* with) {
         const auto start = std::chrono::steady_clock::now();
         for (int e = 0; e < kEvents; ++e) sim.generate(std::uint64_t(e), raw.data(), nullptr, with);
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / kEvents;
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+               kEvents;
       };
       const double single = seconds_per_event(nullptr);
       const double pooled = seconds_per_event(&pool_);
-      qInfo("%s (%zu pixels): %.1f ms per event on one thread, %.1f ms with a %u-thread pool",
-            name, d.pixels(), single * 1e3, pooled * 1e3, pool_.size());
+      qInfo("%s (%zu pixels): %.1f ms per event on one thread, %.1f ms with a %u-thread pool", name,
+            d.pixels(), single * 1e3, pooled * 1e3, pool_.size());
       if (std::string(name) == "epix10ka2m") QVERIFY(single < kMaxSecondsPerEvent);
     }
   }

@@ -33,10 +33,13 @@ QString RadialProfileView::unitSelectorToolTip() {
 }
 
 RadialProfileView::RadialProfileView(ProfileModel* model, QWidget* parent)
-    : QWidget(parent), model_(model), coalescer_(new RefreshCoalescer(this)) {
+    : QWidget(parent),
+      model_(model),
+      coalescer_(new RefreshCoalescer(this)),
+      no_data_text_(noDataText()) {
   setObjectName(QStringLiteral("radialProfileView"));
 
-  placeholder_ = new QLabel(noDataText());
+  placeholder_ = new QLabel(no_data_text_);
   placeholder_->setObjectName(QStringLiteral("radialProfilePlaceholder"));
   placeholder_->setAlignment(Qt::AlignCenter);
   placeholder_->setWordWrap(true);
@@ -159,9 +162,14 @@ void RadialProfileView::clear() {
   plot_->clear();
   waterfall_->clear();
   summary_->clear();
-  placeholder_->setText(noDataText());
+  placeholder_->setText(no_data_text_);
   stack_->setCurrentIndex(kPlaceholderPage);
   coalescer_->request();
+}
+
+void RadialProfileView::setNoDataText(const QString& text) {
+  no_data_text_ = text;
+  if (showingPlaceholder()) placeholder_->setText(text);
 }
 
 // Profiles that arrive but do not decode: saying "not configured" would then be wrong.

@@ -41,6 +41,10 @@ class RadialProfileView : public QWidget {
 
   void applyProfile(const protocol::RadialProfile& profile, std::int64_t run = 0);
   void clear();
+  // What the placeholder says while no profile is shown (noDataText() until set): whoever knows
+  // the configuration says why integration is off, or what it waits for. Shown at once when the
+  // placeholder is up.
+  void setNoDataText(const QString& text);
   // Whether choosing a unit can reach the engine (an embedded engine, or a remote one with a
   // control socket). Off by default.
   void setUnitChangeAvailable(bool available);
@@ -76,6 +80,7 @@ class RadialProfileView : public QWidget {
   std::uint64_t replots_ = 0;
   QStackedWidget* stack_ = nullptr;
   QLabel* placeholder_ = nullptr;
+  QString no_data_text_;
   QLabel* summary_ = nullptr;
   QLabel* readout_ = nullptr;
   QComboBox* unit_selector_ = nullptr;

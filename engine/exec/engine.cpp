@@ -34,6 +34,7 @@
 #include "integrate/array_values.hpp"
 #include "integrate/layout.hpp"
 #include "integrate/poni.hpp"
+#include "integrate/shipped_geometry.hpp"
 #include "io/array_file.hpp"
 #include "protocol/profile_topic.hpp"
 #include "publish/publisher.hpp"
@@ -113,7 +114,7 @@ integrate::Integrator make_integrator(const LiveIntegrationConfig& config,
   }
   integrate::PoniGeometry poni;
   try {
-    poni = integrate::read_poni(config.poni);
+    poni = integrate::load_poni(config.poni);
   } catch (const InputError& e) {
     throw InputError(std::string("integration.poni: ") + e.what());
   }
@@ -143,6 +144,38 @@ integrate::Integrator make_integrator(const LiveIntegrationConfig& config,
   } catch (const InputError& e) {
     throw InputError(std::string("integration: ") + e.what());
   }
+}
+
+// The ePix10ka gain configurations a simulator recording was made with, from the "simulator"
+// section of its pipeline_config: its gain_configs, or, for a recording from before that field,
+// all five in turn (the simulator's layout then), so old recordings calibrate as they were made.
+std::vector<std::string> recorded_gain_configs(const nlohmann::json& simulator) {
+  const auto configs = simulator.find("gain_configs");
+  std::vector<std::string> names;
+  if (configs == simulator.end()) {
+    for (std::uint8_t value : every_epix10ka_config())
+      names.push_back(epix10ka_config_names()[value]);
+    return names;
+  }
+  if (configs->is_array())
+    for (const nlohmann::json& name : *configs)
+      if (name.is_string()) names.push_back(name.get<std::string>());
+  if (names.empty() || names.size() != configs->size())
+    throw InputError("replay: the recording's pipeline_config has simulator.gain_configs " +
+                     configs->dump() + "; expected a list of ePix10ka gain-configuration names");
+  return names;
+}
+
+// The simulator events that fill the pool of a simulated source (EngineConfig::
+// simulator_pool_selection).
+std::vector<std::uint64_t> simulator_pool_indices(const EngineConfig& config,
+                                                  const DetectorSimulator& simulator) {
+  const auto count = std::size_t(config.simulator_pool);
+  if (config.simulator_pool_selection == "hit_fraction")
+    return simulator.representative_indices(count);
+  std::vector<std::uint64_t> indices(count);
+  for (std::size_t i = 0; i < count; ++i) indices[i] = i;
+  return indices;
 }
 
 constexpr const char* kDropRingFull = "ring_full";
@@ -356,9 +389,10 @@ void Engine::Impl::produce() {
       ThreadPool pool(config.cpu_threads == 0 ? std::thread::hardware_concurrency()
                                               : config.cpu_threads);
       event_pool.clear();
-      for (std::size_t i = 0; i < std::size_t(config.simulator_pool) && !stop_requested; ++i) {
+      const std::vector<std::uint64_t> indices = simulator_pool_indices(config, *simulator);
+      for (std::size_t i = 0; i < indices.size() && !stop_requested; ++i) {
         event_pool.emplace_back(*active_backend.load(), detector.raw_event_bytes());
-        simulator->generate(i, event_pool.back().data(), nullptr, &pool);
+        simulator->generate(indices[i], event_pool.back().data(), nullptr, &pool);
       }
     }
     {
@@ -903,9 +937,10 @@ void Engine::Impl::run_device_source() {
     {
       ThreadPool threads(config.cpu_threads == 0 ? std::thread::hardware_concurrency()
                                                  : config.cpu_threads);
+      const std::vector<std::uint64_t> indices = simulator_pool_indices(config, *simulator);
       for (std::size_t i = 0; i < pool.size() && !stop_requested; ++i) {
         pool[i].resize(detector.raw_event_bytes());
-        simulator->generate(i, pool[i].data(), nullptr, &threads);
+        simulator->generate(indices[i], pool[i].data(), nullptr, &threads);
       }
     }
     gpu::ResidentConfig resident;
@@ -1247,6 +1282,7 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
                      "' (expected sim:DETECTOR, e.g. sim:epix10ka2m, replay:FILE.h5[:/dataset], "
                      "sls:tcp://HOST:PORT[,...] or dectris:tcp://HOST:PORT)");
   std::uint64_t constants_seed = c.seed;
+  std::vector<std::string> constants_gain_configs = c.simulator_gain_configs;
   if (replaying) {
     const replay::ReplaySpec spec = replay::parse_replay_source(c.source);
     replay::ReplayOptions options;
@@ -1274,6 +1310,8 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
       if (json.is_object() && json.contains("simulator") && json["simulator"].is_object() &&
           json["simulator"].value("seed", nlohmann::json()).is_number_unsigned())
         constants_seed = json["simulator"]["seed"].get<std::uint64_t>();
+      if (json.is_object() && json.contains("simulator") && json["simulator"].is_object())
+        constants_gain_configs = recorded_gain_configs(json["simulator"]);
     }
   } else if (streaming) {
     d.stream_source = open_configured_stream(c);
@@ -1299,6 +1337,14 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   SimulatorConfig simulator_config;
   simulator_config.seed = constants_seed;
   simulator_config.hit_fraction = c.hit_fraction;
+  simulator_config.epix10ka_asic_configs.clear();
+  for (const std::string& name : constants_gain_configs) {
+    const std::optional<std::uint8_t> value = epix10ka_config_value(name);
+    if (!value)
+      throw InputError("simulator.gain_configs: \"" + name +
+                       "\" is not an ePix10ka gain configuration (FH, FM, FL, AHL, AML)");
+    simulator_config.epix10ka_asic_configs.push_back(*value);
+  }
   {
     ThreadPool pool(c.cpu_threads == 0 ? std::thread::hardware_concurrency() : c.cpu_threads);
     d.simulator = std::make_unique<DetectorSimulator>(d.detector, simulator_config, &pool);

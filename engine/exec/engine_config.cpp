@@ -51,6 +51,34 @@ json peak_finding_json(const LivePeakFindingConfig& p) {
           {"recent_frames", p.recent_frames}};
 }
 
+// The quoted list of the ePix10ka gain-configuration names, for messages.
+std::string allowed_gain_config_names() {
+  std::string allowed;
+  for (const std::string& name : epix10ka_config_names())
+    allowed += (allowed.empty() ? "\"" : ", \"") + name + "\"";
+  return allowed;
+}
+
+// One entry of a list of ePix10ka gain-configuration names, checked (`field` names the list).
+std::string read_gain_config_name(const FieldReader& reader, const std::string& field,
+                                  const json& item, const json& list) {
+  const std::string allowed = allowed_gain_config_names();
+  if (!item.is_string())
+    reader.fail(field, "must hold gain-configuration names (strings: " + allowed + "), got " +
+                           item.dump() + " in " + list.dump());
+  const std::string name = item.get<std::string>();
+  if (!epix10ka_config_value(name)) {
+    std::string upper = name;
+    std::transform(upper.begin(), upper.end(), upper.begin(),
+                   [](unsigned char ch) { return char(std::toupper(ch)); });
+    const std::string hint =
+        upper != name && epix10ka_config_value(upper) ? " (did you mean \"" + upper + "\"?)" : "";
+    reader.fail(field, "has \"" + name + "\", which is not an ePix10ka gain configuration" + hint +
+                           "; the configurations are " + allowed);
+  }
+  return name;
+}
+
 // peak_finding.search_gain_configs: distinct ePix10ka gain-configuration names (null: none, every
 // pixel searched, so that a merge patch may clear it). Whether the detector has such a
 // configuration is the engine's to check (LivePeakGeometry): a replay names its detector in the
@@ -58,32 +86,31 @@ json peak_finding_json(const LivePeakFindingConfig& p) {
 std::vector<std::string> read_gain_config_names(const FieldReader& reader, const json& value) {
   const std::string field = reader.name("search_gain_configs");
   if (value.is_null()) return {};
-  std::string allowed;
-  for (const std::string& name : epix10ka_config_names())
-    allowed += (allowed.empty() ? "\"" : ", \"") + name + "\"";
   if (!value.is_array())
-    reader.fail(field, "must be a list of ePix10ka gain-configuration names (" + allowed +
+    reader.fail(field, "must be a list of ePix10ka gain-configuration names (" +
+                           allowed_gain_config_names() +
                            "), e.g. [\"FH\", \"AHL\"], or [] to search every pixel; got " +
                            value.dump());
   std::vector<std::string> names;
   for (const json& item : value) {
-    if (!item.is_string())
-      reader.fail(field, "must hold gain-configuration names (strings: " + allowed + "), got " +
-                             item.dump() + " in " + value.dump());
-    const std::string name = item.get<std::string>();
-    if (!epix10ka_config_value(name)) {
-      std::string upper = name;
-      std::transform(upper.begin(), upper.end(), upper.begin(),
-                     [](unsigned char ch) { return char(std::toupper(ch)); });
-      const std::string hint =
-          upper != name && epix10ka_config_value(upper) ? " (did you mean \"" + upper + "\"?)" : "";
-      reader.fail(field, "has \"" + name + "\", which is not an ePix10ka gain configuration" +
-                             hint + "; the configurations are " + allowed);
-    }
+    const std::string name = read_gain_config_name(reader, field, item, value);
     if (std::find(names.begin(), names.end(), name) != names.end())
       reader.fail(field, "names \"" + name + "\" twice in " + value.dump());
     names.push_back(name);
   }
+  return names;
+}
+
+// simulator.gain_configs: the configurations the simulated ePix10ka deals to its ASICs in turn
+// (SimulatorConfig::epix10ka_asic_configs); at least one, repeats allowed (they weight the deal).
+std::vector<std::string> read_simulator_gain_configs(const FieldReader& reader, const json& value) {
+  const std::string field = reader.name("gain_configs");
+  if (!value.is_array() || value.empty())
+    reader.fail(field, "must be a non-empty list of ePix10ka gain-configuration names (" +
+                           allowed_gain_config_names() +
+                           ") dealt to the ASICs in turn, e.g. [\"AHL\"]; got " + value.dump());
+  std::vector<std::string> names;
+  for (const json& item : value) names.push_back(read_gain_config_name(reader, field, item, value));
   return names;
 }
 
@@ -134,6 +161,9 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read_integer("seed", c.seed, 0, (1LL << 62));
     reader.read_number("hit_fraction", c.hit_fraction, 0.0, 1.0);
     reader.read_integer("pool_events", c.simulator_pool, 1, 4096);
+    reader.read_choice("pool_selection", c.simulator_pool_selection, {"first", "hit_fraction"});
+    if (const json* configs = reader.find("gain_configs"))
+      c.simulator_gain_configs = read_simulator_gain_configs(reader, *configs);
     reader.reject_unknown_keys();
   }
   if (const json* compression = root.find("compression")) {
@@ -209,7 +239,9 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read_integer("average_events", i.average_events, 1, 10000);
     reader.read_number("publish_hz", i.publish_hz, 0.1, 100.0);
     if (i.enabled && i.poni.empty())
-      reader.fail("integration.poni", "must name a pyFAI PONI file when integration is enabled");
+      reader.fail("integration.poni",
+                  "must name a pyFAI PONI file, or a shipped geometry (\"builtin:epix10ka2m\", "
+                  "resources/geometry/), when integration is enabled");
     reader.reject_unknown_keys();
   }
   if (const json* peak_finding = root.find("peak_finding")) {
@@ -269,7 +301,11 @@ json EngineConfig::to_json() const {
                 {"common_mode_min_pixels", calibration.common_mode_min_pixels}}},
               {"runtime", livedrp::to_json(runtime)},
               {"simulator",
-               {{"seed", seed}, {"hit_fraction", hit_fraction}, {"pool_events", simulator_pool}}},
+               {{"seed", seed},
+                {"hit_fraction", hit_fraction},
+                {"pool_events", simulator_pool},
+                {"pool_selection", simulator_pool_selection},
+                {"gain_configs", simulator_gain_configs}}},
               {"compression",
                {{"codec", compression.codec},
                 {"error_bound", compression.error_bound},

@@ -46,10 +46,6 @@ constexpr std::uint16_t kEpix10kaLowGainBit = 1u << 14;
 constexpr std::uint16_t kJungfrauStageBits[3] = {0x0000, 0x4000, 0xC000};  // g0 00, g1 01, g2 11
 constexpr std::uint16_t kJungfrauBadStageBits = 0x8000;                    // 10: invalid
 
-// ePix10ka per-pixel configuration is assigned by ASIC, cycling through the five configurations,
-// so that a 64-ASIC ePix10ka2M shows every configuration and, through the auto ones, all 7 modes.
-constexpr int kEpix10kaConfigurations = 5;
-
 // A Bragg peak deposits photons within +-4 sigma of its centre: a 2-D Gaussian holds all but
 // 1.3e-4 of its photons there, and the deposit is renormalised so the truth stays exact.
 constexpr double kPeakSupportSigmas = 4.0;
@@ -211,6 +207,13 @@ void validate(const SimulatorConfig& c, const DetectorDescription& d) {
     reject("peak_edge_margin_px", c.peak_edge_margin_px,
            "less than half the ASIC size " + std::to_string(d.asic_rows) + "x" +
                std::to_string(d.asic_cols) + " of detector '" + d.name + "'");
+  if (c.epix10ka_asic_configs.empty())
+    reject("epix10ka_asic_configs", 0,
+           "at least one ePix10ka gain configuration (a list of size >= 1)");
+  for (std::uint8_t config : c.epix10ka_asic_configs)
+    if (config > calib::kConfigAML)
+      reject("epix10ka_asic_configs[]", config,
+             "an ePix10ka gain configuration: 0 FH, 1 FM, 2 FL, 3 AHL or 4 AML");
   check_range("bright_spots_per_event", c.bright_spots_per_event, 0, 1e6);
   check_positive("bright_spot_photons_min", c.bright_spot_photons_min);
   check_ordered("bright_spot_photons_min", c.bright_spot_photons_min, "bright_spot_photons_max",
@@ -304,7 +307,9 @@ DetectorSimulator::DetectorSimulator(DetectorDescription detector, SimulatorConf
           const int asic = segment * asics_per_segment +
                            (row / detector_.asic_rows) * asics_per_row +
                            int(col) / detector_.asic_cols;
-          status |= std::uint8_t(asic % kEpix10kaConfigurations);
+          status |=
+              config_
+                  .epix10ka_asic_configs[std::size_t(asic) % config_.epix10ka_asic_configs.size()];
         }
         constants_.pixel_status[p] = status;
 
@@ -343,9 +348,34 @@ DetectorSimulator::DetectorSimulator(DetectorDescription detector, SimulatorConf
   });
 }
 
+const std::vector<std::uint8_t>& every_epix10ka_config() {
+  static const std::vector<std::uint8_t> configs = {
+      calib::kConfigFH, calib::kConfigFM, calib::kConfigFL, calib::kConfigAHL, calib::kConfigAML};
+  return configs;
+}
+
 bool DetectorSimulator::is_hit(std::uint64_t index) const {
   return sim::unit_double(hash_key(hash_key(config_.seed, kPurposeHit), index)) <
          config_.hit_fraction;
+}
+
+std::vector<std::uint64_t> DetectorSimulator::representative_indices(std::size_t count) const {
+  const auto hits_wanted = std::size_t(std::llround(config_.hit_fraction * double(count)));
+  std::vector<std::uint64_t> indices;
+  std::size_t hits = 0, misses = 0;
+  // Every index is a hit or not, each with a non-zero share unless the fraction is 0 or 1 (then
+  // only one kind is wanted), so the scan ends.
+  for (std::uint64_t index = 0; indices.size() < count; ++index) {
+    const bool hit = is_hit(index);
+    if (hit && hits < hits_wanted) {
+      ++hits;
+      indices.push_back(index);
+    } else if (!hit && misses < count - hits_wanted) {
+      ++misses;
+      indices.push_back(index);
+    }
+  }
+  return indices;
 }
 
 EventHeader DetectorSimulator::header_for(std::uint64_t index) const {

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "calib/calibration_math.hpp"
 #include "calib/constants.hpp"
 #include "core/detector.hpp"
 #include "core/event.hpp"
@@ -56,6 +57,17 @@ struct SimulatorConfig {
   // Per-pixel pedestal spread around each mode's typical pedestal (ADU), and relative gain spread.
   double pedestal_spread_adu = 150.0;
   double gain_spread = 0.03;
+
+  // --- ePix10ka per-pixel gain configuration (calib::kConfigFH ... kConfigAML) ---
+  // Dealt to the ASICs in turn: ASIC a (in segment, row, column order) gets entry a % size. A
+  // facility configures a whole ePix10ka alike for an experiment, and for SFX at hard X-ray
+  // energies that is auto high-to-low (AHL): a 9.5 keV photon is ~150 ADU over 4 ADU of noise in
+  // high gain, and a Bragg peak's bright pixels switch to low gain rather than saturate. A layout
+  // mixing configurations is a test fixture (every_epix10ka_config(): all seven gain modes on
+  // one event), not a run: in fixed low gain (FL) the same photon is 1.5 ADU, under the noise, and
+  // no peak-finder threshold fits FL and high-gain ASICs in one radius bin. Other detectors
+  // ignore it.
+  std::vector<std::uint8_t> epix10ka_asic_configs = {calib::kConfigAHL};
 
   // --- Defects (fractions of pixels; fixed by the seed, masked in constants()) ---
   double dead_pixel_fraction = 1e-3;   // read a constant: their pedestal, no noise, no photons
@@ -100,6 +112,11 @@ struct SimulatorConfig {
   double bright_spot_photons_min = 400;
   double bright_spot_photons_max = 5000;
 };
+
+// The five ePix10ka gain configurations FH FM FL AHL AML, for
+// SimulatorConfig::epix10ka_asic_configs: ASICs cycle through them, so one event shows every
+// configuration and, through the auto ones, all seven gain modes (the calibration tests' layout).
+const std::vector<std::uint8_t>& every_epix10ka_config();
 
 // A photon source in segment coordinates: pixel centres at integer (row, col).
 struct TruePeak {
@@ -152,6 +169,11 @@ class DetectorSimulator {
                 ThreadPool* pool = nullptr) const;
   // Whether event `index` has Bragg peaks, without generating it.
   bool is_hit(std::uint64_t index) const;
+  // `count` event indices holding the configured hit fraction in whole events: the earliest
+  // llround(hit_fraction * count) hit indices and the earliest non-hit ones, in ascending order.
+  // A source that cycles a small pool of events shows the hit rate of its pool; the first
+  // `count` indices may hold none (the default seed's first 64 events hold one hit).
+  std::vector<std::uint64_t> representative_indices(std::size_t count) const;
   // sequence = index, pulse_id = first_pulse_id + pulses_per_event * index, timestamp from
   // start_time_ns at event_rate_hz.
   EventHeader header_for(std::uint64_t index) const;

@@ -19,6 +19,7 @@
 #include "integrate/array_values.hpp"
 #include "integrate/integrator.hpp"
 #include "integrate/poni.hpp"
+#include "integrate/shipped_geometry.hpp"
 #include "io/array_file.hpp"
 #include "tools/command_status.hpp"
 #ifdef LIVEDRP_HAVE_CUDA
@@ -167,7 +168,7 @@ int integrate_all(const IntegrateOptions& o) {
     throw InputError("--clip-iterations (max_iter) must be >= 0, got " +
                      std::to_string(o.clip_iterations));
 
-  const integrate::PoniGeometry poni = integrate::read_poni(o.poni);
+  const integrate::PoniGeometry poni = integrate::load_poni(o.poni);
   const io::Array input = read_input("input", o.input);
   const FrameShape frame = frame_shape(o, input);
   if (o.detector.empty() && poni.max_shape &&
@@ -268,7 +269,11 @@ IntegrateCommand::IntegrateCommand(CLI::App& app) : options_(std::make_unique<In
   IntegrateOptions& o = *options_;
   command_ = app.add_subcommand(
       "integrate", "Azimuthal integration of an image or a stack to radial profiles (CSV)");
-  command_->add_option("--poni", o.poni, "Geometry (pyFAI PONI file)")->required();
+  command_
+      ->add_option("--poni", o.poni,
+                   "Geometry: a pyFAI PONI file, or builtin:DETECTOR for the geometry shipped for "
+                   "the simulated detector")
+      ->required();
   command_
       ->add_option("--input", o.input,
                    "Image (rows x columns) or stack (frames x rows x columns): FILE.npy or "

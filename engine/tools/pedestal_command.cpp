@@ -39,6 +39,8 @@ struct PedestalCommandOptions {
 
 struct SimulateDarkOptions {
   std::string detector, output, truth, gain_stage;
+  // ePix10ka gain configurations dealt to the ASICs in turn; empty: the simulator's default.
+  std::vector<std::string> gain_configs;
   std::uint64_t frames = 100, first_event = 0, seed = SimulatorConfig{}.seed;
   double noise_adu = SimulatorConfig{}.noise_adu;
   double common_mode_sigma_adu = SimulatorConfig{}.common_mode_sigma_adu;
@@ -302,6 +304,22 @@ int simulate_dark(const SimulateDarkOptions& o) {
   config.bright_spots_per_event = 0;
   config.noise_adu = o.noise_adu;
   config.common_mode_sigma_adu = o.common_mode_sigma_adu;
+  if (!o.gain_configs.empty()) {
+    if (detector.encoding != RawEncoding::Epix10ka)
+      throw InputError("--gain-configs is for ePix10ka detectors; " + detector.name +
+                       " has no per-pixel gain configuration");
+    config.epix10ka_asic_configs.clear();
+    for (const std::string& name : o.gain_configs) {
+      const auto value = epix10ka_config_value(name);
+      if (!value)
+        throw InputError("--gain-configs: '" + name +
+                         "' is not an ePix10ka gain configuration (FH, FM, FL, AHL, AML)");
+      config.epix10ka_asic_configs.push_back(*value);
+    }
+  }
+  std::vector<std::string> config_names;
+  for (const std::uint8_t value : config.epix10ka_asic_configs)
+    config_names.push_back(epix10ka_config_names()[value]);
   if (!o.gain_stage.empty()) {
     config.forced_gain_stage = -2;  // not understood
     for (std::size_t m = 0; m < detector.gain_modes.size(); ++m)
@@ -330,7 +348,8 @@ int simulate_dark(const SimulateDarkOptions& o) {
                                      {"frames", o.frames},
                                      {"forced_gain_stage", config.forced_gain_stage},
                                      {"noise_adu", config.noise_adu},
-                                     {"common_mode_sigma_adu", config.common_mode_sigma_adu}}}};
+                                     {"common_mode_sigma_adu", config.common_mode_sigma_adu},
+                                     {"gain_configs", config_names}}}};
   replay::Hdf5EventWriter writer(o.output, detector, replay::WriteLayout{}, settings.dump());
   std::vector<std::uint8_t> raw(detector.raw_event_bytes());
   for (std::uint64_t i = 0; i < o.frames; ++i) {
@@ -426,6 +445,11 @@ SimulateDarkCommand::SimulateDarkCommand(CLI::App& app)
   command_->add_option("--gain-stage", o.gain_stage,
                        "Forced gain: Jungfrau G0, G1 or G2; ePix10ka low (auto pixels forced to "
                        "low gain) or high; default: no forcing");
+  command_
+      ->add_option("--gain-configs", o.gain_configs,
+                   "ePix10ka: gain configurations dealt to the ASICs in turn, e.g. "
+                   "FH,FM,FL,AHL,AML (default: AHL on every ASIC, as the simulated source)")
+      ->delimiter(',');
   command_->add_option("--noise", o.noise_adu, "Electronic noise, ADU rms")->capture_default_str();
   command_
       ->add_option("--common-mode-sigma", o.common_mode_sigma_adu,
