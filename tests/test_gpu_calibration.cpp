@@ -241,6 +241,7 @@ class TestGpuCalibration : public QObject {
     SimulatorConfig config;
     config.seed = 777 + (common_mode ? 1 : 0);
     config.hit_fraction = 0.5;  // Bragg peaks and gain switching in about half the events
+    config.epix10ka_asic_configs = every_epix10ka_config();  // all seven ePix10ka gain modes
     DetectorSimulator simulator(d, config, &pool);
     const CalibrationConstants& constants = simulator.constants();
 
@@ -302,6 +303,7 @@ class TestGpuCalibration : public QObject {
       SimulatorConfig config;
       config.seed = 4242;
       config.hit_fraction = 1.0;
+      config.epix10ka_asic_configs = every_epix10ka_config();
       DetectorSimulator simulator(d, config, &pool);
       std::vector<std::uint8_t> raw(d.raw_event_bytes());
       simulator.generate(3, raw.data(), nullptr, &pool);

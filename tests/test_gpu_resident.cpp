@@ -64,6 +64,7 @@ class TestGpuResident : public QObject {
     SimulatorConfig config;
     config.seed = 777;
     config.hit_fraction = 0.5;  // peaks and gain switching in some events
+    config.epix10ka_asic_configs = every_epix10ka_config();  // all seven ePix10ka gain modes
     simulator_ = std::make_unique<DetectorSimulator>(detector_, config, &pool);
     std::vector<float> image(detector_.pixels());
     for (int i = 0; i < kPoolEvents; ++i) {

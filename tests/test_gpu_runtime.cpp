@@ -91,6 +91,7 @@ class TestGpuRuntime : public QObject {
     SimulatorConfig config;
     config.seed = 4242;
     config.hit_fraction = 0.5;  // peaks and gain switching in some events
+    config.epix10ka_asic_configs = every_epix10ka_config();  // all seven ePix10ka gain modes
     simulator_ = std::make_unique<DetectorSimulator>(detector_, config, &pool);
     params_ = calib::CalibrationParams{};  // common mode on: the harder kernel
     for (int i = 0; i < kPoolEvents; ++i) {
