@@ -29,8 +29,9 @@ CommandLine parseCommandLine(const QStringList& arguments) {
   const QCommandLineOption help = parser.addHelpOption();
   const QCommandLineOption version = parser.addVersionOption();
   const QCommandLineOption source(
-      QStringLiteral("source"), QStringLiteral("Event source of the embedded engine (sim:epix10ka2m, "
-                                               "sim:jungfrau4m, sim:DETECTOR)."),
+      QStringLiteral("source"),
+      QStringLiteral("Event source of the embedded engine (sim:epix10ka2m, "
+                     "sim:jungfrau4m, sim:DETECTOR)."),
       QStringLiteral("SOURCE"));
   const QCommandLineOption backend(QStringLiteral("backend"),
                                    QStringLiteral("Engine backend: auto, cpu or cuda."),
@@ -54,7 +55,8 @@ CommandLine parseCommandLine(const QStringList& arguments) {
                      "the publisher's port + 1)."),
       QStringLiteral("ENDPOINT"));
   const QCommandLineOption no_autostart(
-      QStringLiteral("no-autostart"), QStringLiteral("Do not start the embedded engine at launch."));
+      QStringLiteral("no-autostart"),
+      QStringLiteral("Do not start the embedded engine at launch."));
   const QCommandLineOption settings(
       QStringLiteral("settings"),
       QStringLiteral("Read and write window layout and settings in FILE (.ini) instead of the "
@@ -68,8 +70,14 @@ CommandLine parseCommandLine(const QStringList& arguments) {
       QStringLiteral("screenshot-after"),
       QStringLiteral("Seconds to run before the screenshot is taken (default 5)."),
       QStringLiteral("SECONDS"));
-  parser.addOptions({source, backend, rate, publish, connect, control, no_autostart, settings, screenshot,
-                     screenshot_after});
+  const QCommandLineOption config(
+      QStringLiteral("config"),
+      QStringLiteral("Start the embedded engine from this pipeline configuration (JSON, as "
+                     "livedrp-engine run --config reads it); --source, --backend, --rate and "
+                     "--publish override it."),
+      QStringLiteral("FILE"));
+  parser.addOptions({config, source, backend, rate, publish, connect, control, no_autostart,
+                     settings, screenshot, screenshot_after});
 
   CommandLine result;
   if (!parser.parse(arguments)) {
@@ -101,7 +109,8 @@ CommandLine parseCommandLine(const QStringList& arguments) {
   AppOptions& options = result.options;
   if (parser.isSet(source)) {
     const QString value = parser.value(source).trimmed();
-    if (value.isEmpty()) return fail(QStringLiteral("--source: empty; expected e.g. sim:epix10ka2m"));
+    if (value.isEmpty())
+      return fail(QStringLiteral("--source: empty; expected e.g. sim:epix10ka2m"));
     options.source = value.toStdString();
   }
   if (parser.isSet(backend)) {
@@ -145,15 +154,29 @@ CommandLine parseCommandLine(const QStringList& arguments) {
     }
     if (parser.isSet(publish) || parser.isSet(source) || parser.isSet(backend) ||
         parser.isSet(rate)) {
-      return fail(QStringLiteral("--connect attaches to a remote engine; --source, --backend, "
-                                 "--rate and --publish configure the embedded one: use one or "
-                                 "the other"));
+      return fail(
+          QStringLiteral("--connect attaches to a remote engine; --source, --backend, "
+                         "--rate and --publish configure the embedded one: use one or "
+                         "the other"));
+    }
+  }
+  if (parser.isSet(config)) {
+    if (parser.isSet(connect))
+      return fail(
+          QStringLiteral("--config configures the embedded engine; --connect attaches to "
+                         "a remote one: use one or the other"));
+    options.config_file = parser.value(config);
+    try {
+      options.config = load_engine_config_file(options.config_file.toStdString());
+    } catch (const std::exception& error) {
+      return fail(QStringLiteral("--config: %1").arg(QString::fromUtf8(error.what())));
     }
   }
   if (parser.isSet(control)) {
     if (!parser.isSet(connect)) {
-      return fail(QStringLiteral("--control: only with --connect (the embedded engine is "
-                                 "controlled directly)"));
+      return fail(
+          QStringLiteral("--control: only with --connect (the embedded engine is "
+                         "controlled directly)"));
     }
     if (!endpoint(control, options.control)) {
       return fail(QStringLiteral("--control: '%1' is not a ZeroMQ endpoint (e.g. "
@@ -167,7 +190,8 @@ CommandLine parseCommandLine(const QStringList& arguments) {
   if (parser.isSet(settings)) options.settings_file = parser.value(settings);
   if (parser.isSet(screenshot)) {
     options.screenshot_file = parser.value(screenshot);
-    if (options.screenshot_file.isEmpty()) return fail(QStringLiteral("--screenshot: empty file name"));
+    if (options.screenshot_file.isEmpty())
+      return fail(QStringLiteral("--screenshot: empty file name"));
   }
   if (parser.isSet(screenshot_after)) {
     bool ok = false;

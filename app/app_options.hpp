@@ -6,6 +6,8 @@
 #include <QString>
 #include <QStringList>
 
+#include "exec/engine.hpp"
+
 namespace livedrp::app {
 
 // The embedded engine's default endpoint: loopback only (DESIGN: defaults bind to 127.0.0.1), the
@@ -21,6 +23,11 @@ inline constexpr const char* kSimulatorSources[] = {"sim:epix10ka2m", "sim:jungf
 inline constexpr const char* kBackends[] = {"auto", "cpu", "cuda"};
 
 struct AppOptions {
+  // --config FILE.json: the pipeline configuration the embedded engine starts from (as
+  // `livedrp-engine run --config` reads it), read and checked when the command line is; it wins
+  // over the saved settings, and --source, --backend, --rate and --publish over it.
+  std::optional<EngineConfig> config;
+  QString config_file;
   std::optional<std::string> source;   // --source
   std::optional<std::string> backend;  // --backend
   std::optional<double> rate_hz;       // --rate (0 = as fast as possible)

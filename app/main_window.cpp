@@ -15,6 +15,7 @@
 #include <QFileInfo>
 #include <QMenuBar>
 #include <QPlainTextEdit>
+#include <QSaveFile>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -114,7 +115,11 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
                   : std::make_unique<QSettings>(options.settings_file, QSettings::IniFormat);
   readSettings(*settings_, settings_->fileName());
 
-  // The command line wins over the saved settings.
+  // The command line wins over the saved settings: a configuration file first, then the options.
+  if (options.config) {
+    base_config_ = *options.config;
+    appendLog(tr("configuration read from %1").arg(options.config_file));
+  }
   if (options.source) base_config_.source = *options.source;
   if (options.backend) base_config_.backend = *options.backend;
   if (options.rate_hz) base_config_.rate_hz = *options.rate_hz;
@@ -374,6 +379,16 @@ void MainWindow::buildDocks() {
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open_config =
+      file->addAction(tr("&Open Configuration..."), this, &MainWindow::openConfigurationDialog);
+  open_config->setShortcut(QKeySequence::Open);
+  QAction* save_config =
+      file->addAction(tr("Save &Configuration..."), this, &MainWindow::saveConfigurationDialog);
+  save_config->setShortcut(QKeySequence::Save);
+  // Attached, the configuration is the remote engine's (the stream-configuration dock applies it).
+  open_config->setEnabled(!attached_);
+  save_config->setEnabled(!attached_);
+  file->addSeparator();
   file->addAction(tr("&Save Layout..."), this, &MainWindow::saveLayoutDialog);
   file->addAction(tr("&Load Layout..."), this, &MainWindow::loadLayoutDialog);
   file->addSeparator();
@@ -835,6 +850,64 @@ bool MainWindow::loadLayout(const QString& path) {
                                ? tr("; the engine configuration applies at the next start")
                                : QString()));
   return true;
+}
+
+void MainWindow::showFileProblem(const QString& problem) {
+  appendLog(problem);
+  statusBar()->showMessage(problem, kStatusMessageMs);
+}
+
+bool MainWindow::saveConfiguration(const QString& path) {
+  if (attached_) {
+    showFileProblem(tr("attached to a remote engine: its configuration is not saved from here"));
+    return false;
+  }
+  QSaveFile file(path);
+  const QByteArray text = QByteArray::fromStdString(engineConfig().to_json().dump(2) + "\n");
+  if (!file.open(QIODevice::WriteOnly) || file.write(text) != text.size() || !file.commit()) {
+    showFileProblem(tr("cannot write the configuration to %1: %2").arg(path, file.errorString()));
+    return false;
+  }
+  appendLog(tr("configuration saved to %1").arg(path));
+  return true;
+}
+
+bool MainWindow::openConfiguration(const QString& path) {
+  if (attached_) {
+    showFileProblem(
+        tr("attached to a remote engine: apply a configuration to it from the stream "
+           "configuration dock"));
+    return false;
+  }
+  EngineConfig loaded;
+  try {
+    loaded = load_engine_config_file(path.toStdString());
+  } catch (const std::exception& error) {
+    showFileProblem(tr("configuration not opened: %1").arg(QString::fromUtf8(error.what())));
+    return false;
+  }
+  base_config_ = loaded;
+  run_control_->setConfig(base_config_);
+  stream_config_->setConfig(base_config_);
+  transport_->showConfig(base_config_);
+  showIntegrationState();
+  appendLog(tr("configuration opened from %1%2")
+                .arg(path, host_ && host_->isActive() ? tr("; it applies at the next start")
+                                                      : QString()));
+  return true;
+}
+
+void MainWindow::saveConfigurationDialog() {
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Save pipeline configuration"), QString(), tr("pipeline configuration (*.json)"));
+  if (!path.isEmpty())
+    saveConfiguration(path.endsWith(QLatin1String(".json")) ? path : path + ".json");
+}
+
+void MainWindow::openConfigurationDialog() {
+  const QString path = QFileDialog::getOpenFileName(
+      this, tr("Open pipeline configuration"), QString(), tr("pipeline configuration (*.json)"));
+  if (!path.isEmpty()) openConfiguration(path);
 }
 
 void MainWindow::resetLayout() {

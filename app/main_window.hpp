@@ -74,6 +74,13 @@ class MainWindow : public QMainWindow {
   bool saveLayout(const QString& path);
   bool loadLayout(const QString& path);
 
+  // The pipeline configuration alone, in the JSON that `livedrp --config` and `livedrp-engine run
+  // --config` read. Opening one makes it the configuration of the next start (or Apply); false,
+  // and the reason (the file, the field) in the log and the status bar, when the file cannot be
+  // written or read, is not a valid configuration, or the window is attached to a remote engine.
+  bool saveConfiguration(const QString& path);
+  bool openConfiguration(const QString& path);
+
   bool isAttached() const { return attached_; }
   EngineConfig engineConfig() const;
   widgets::StatsModel* model() const { return model_; }
@@ -136,6 +143,9 @@ class MainWindow : public QMainWindow {
   void resetLayout();
   void saveLayoutDialog();
   void loadLayoutDialog();
+  void saveConfigurationDialog();
+  void openConfigurationDialog();
+  void showFileProblem(const QString& problem);  // in the log and the status bar
   void appendLog(const QString& line);
   void updateTitle();
   // The radial-profile dock's placeholder: why integration is off for the next start's

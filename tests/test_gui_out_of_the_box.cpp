@@ -10,6 +10,7 @@
 // The drawn running-average curve's maximum near each ring, refined by a parabola through it and
 // its neighbours, is mapped back to a radius and compared with the simulator's.
 #include <QComboBox>
+#include <QFile>
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QTest>
@@ -19,6 +20,7 @@
 #include <numbers>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <qwt_plot_curve.h>
 
 #include "app/app_options.hpp"
@@ -176,6 +178,62 @@ class OutOfTheBoxTest : public QObject {
     window.runControl()->sourceCombo()->setCurrentText(QStringLiteral("sim:jungfrau4m"));
     QCOMPARE(window.engineConfig().integration.poni, std::string("/beamline/geometry/run12.poni"));
     QVERIFY(window.engineConfig().integration.enabled);
+  }
+
+  void aConfigurationFileIsTheStartingPointAndRoundTrips() {
+    // `livedrp --config FILE.json` starts from the file (over the saved settings), the options
+    // over it; File > Save Configuration writes what the next start would run, and File > Open
+    // Configuration reads it back; a bad file changes nothing and says what is wrong.
+    EngineConfig file_config;
+    file_config.source = "sim:jungfrau4m";
+    file_config.integration.enabled = true;
+    file_config.integration.poni = "builtin:jungfrau4m";
+    file_config.integration.npt = 500;
+    file_config.peak_finding.enabled = true;
+    file_config.peak_finding.params.minimum_snr = 7;
+    AppOptions options = freshOptions(dir_, QStringLiteral("config.ini"));
+    options.config = file_config;
+    options.config_file = QStringLiteral("run.json");
+    options.rate_hz = 50;
+    MainWindow window(options);
+    EngineConfig config = window.engineConfig();
+    QCOMPARE(config.source, std::string("sim:jungfrau4m"));
+    QCOMPARE(config.integration.npt, 500);
+    QCOMPARE(config.integration.poni, std::string("builtin:jungfrau4m"));
+    QCOMPARE(config.peak_finding.params.minimum_snr, 7.0f);
+    QCOMPARE(config.rate_hz, 50.0);
+    QVERIFY(window.logText().contains("configuration read from run.json"));
+
+    const QString saved = dir_.filePath(QStringLiteral("saved.json"));
+    QVERIFY(window.saveConfiguration(saved));
+    QVERIFY(load_engine_config_file(saved.toStdString()).to_json() == config.to_json());
+
+    EngineConfig other = config;
+    other.integration.npt = 321;
+    other.compression.codec = "lossless";
+    const QString other_path = dir_.filePath(QStringLiteral("other.json"));
+    {
+      QFile file(other_path);
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      file.write(QByteArray::fromStdString(other.to_json().dump()));
+    }
+    QVERIFY(window.openConfiguration(other_path));
+    QCOMPARE(window.engineConfig().integration.npt, 321);
+    QCOMPARE(window.engineConfig().compression.codec, std::string("lossless"));
+
+    nlohmann::json bad = other.to_json();
+    bad["peak_finding"]["params"]["minimum_snr"] = "high";
+    const QString bad_path = dir_.filePath(QStringLiteral("bad.json"));
+    {
+      QFile file(bad_path);
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      file.write(QByteArray::fromStdString(bad.dump()));
+    }
+    QVERIFY(!window.openConfiguration(bad_path));
+    QVERIFY2(window.logText().contains("configuration not opened") &&
+                 window.logText().contains("minimum_snr"),
+             qPrintable(window.logText()));
+    QCOMPARE(window.engineConfig().integration.npt, 321);  // unchanged
   }
 
   void theDefaultRunDrawsTheSimulatorsRingsAndCountsItsHits() {

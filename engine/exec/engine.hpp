@@ -167,6 +167,10 @@ struct EngineConfig {
   nlohmann::json to_json() const;
 };
 
+// A pipeline configuration file (JSON, as to_json() writes it). Throws InputError naming the file
+// and what is wrong: unreadable, not JSON, or a field from_json refuses.
+EngineConfig load_engine_config_file(const std::string& path);
+
 struct RunSummary {
   protocol::StatsPayload stats;  // cumulative counters; rates over the whole run
   bool finished = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <fstream>
 #include <set>
 
 #include "calib/constants.hpp"
@@ -337,6 +338,18 @@ json EngineConfig::to_json() const {
               {"image", {{"publish_hz", image.publish_hz}}}};
   for (const auto& [name, section] : stages) out[name] = section;
   return out;
+}
+
+EngineConfig load_engine_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read configuration file '" + path + "'");
+  json object;
+  try {
+    object = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError("configuration file '" + path + "' is not valid JSON: " + e.what());
+  }
+  return EngineConfig::from_json(object, "'" + path + "'");
 }
 
 }  // namespace livedrp

@@ -46,18 +46,6 @@ int bad_input(const std::string& what) {
   return kExitBadInput;
 }
 
-livedrp::EngineConfig load_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw livedrp::InputError("cannot read configuration file '" + path + "'");
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw livedrp::InputError("configuration file '" + path + "' is not valid JSON: " + e.what());
-  }
-  return livedrp::EngineConfig::from_json(json, "'" + path + "'");
-}
-
 std::string drops_text(const livedrp::protocol::StatsPayload& stats) {
   std::string text;
   for (const auto& [reason, count] : stats.drops_by_reason)
@@ -363,7 +351,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<livedrp::Engine> engine;
   livedrp::EngineConfig config;
   try {
-    config = config_file.empty() ? livedrp::EngineConfig{} : load_config_file(config_file);
+    config = config_file.empty() ? livedrp::EngineConfig{}
+                                 : livedrp::load_engine_config_file(config_file);
     if (!source.empty()) config.source = source;
     if (run->count("--events")) config.events = events;
     const bool replay_source = config.source.rfind("replay:", 0) == 0;
