@@ -32,6 +32,7 @@
 #include "app/saved_configurations.hpp"
 #include "app/stream_config_panel.hpp"
 #include "app/subscriber_thread.hpp"
+#include "exec/peak_requests.hpp"
 #include "peaks/peak_params.hpp"
 #include "publish/replay_candidates.hpp"
 #include "widgets/compression_view.hpp"
@@ -204,8 +205,30 @@ void MainWindow::connectRadialUnit() {
 
 void MainWindow::connectPeakTuning() {
   if (host_) {
-    connect(peak_tuning_, &PeakTuningPanel::applyRequested, host_, &EngineHost::setPeakParams);
-    connect(peak_tuning_, &PeakTuningPanel::paramsRequested, host_, &EngineHost::requestPeakParams);
+    // With a run going, parameters go to the engine; with none, they are the next run's.
+    connect(peak_tuning_, &PeakTuningPanel::applyRequested, this,
+            [this](const nlohmann::json& request) {
+              if (host_->isActive()) {
+                host_->setPeakParams(request);
+                return;
+              }
+              try {
+                base_config_.peak_finding.params =
+                    merge_peak_params_request(base_config_.peak_finding.params, request);
+              } catch (const std::exception& error) {
+                peak_tuning_->showRefusal(QString::fromUtf8(error.what()));
+                appendLog(tr("peak finder: %1").arg(QString::fromUtf8(error.what())));
+                return;
+              }
+              showNextRunPeakParams();
+              appendLog(tr("peak finder: no run; the parameters apply from the next start"));
+            });
+    connect(peak_tuning_, &PeakTuningPanel::paramsRequested, this, [this] {
+      if (host_->isActive())
+        host_->requestPeakParams();
+      else
+        showNextRunPeakParams();
+    });
     connect(peak_tuning_, &PeakTuningPanel::rerunRequested, this,
             [this](const nlohmann::json& request) {
               std::optional<std::uint64_t> frames;
@@ -850,6 +873,13 @@ bool MainWindow::loadLayout(const QString& path) {
                                ? tr("; the engine configuration applies at the next start")
                                : QString()));
   return true;
+}
+
+void MainWindow::showNextRunPeakParams() {
+  // Version 0: no run has them in force yet.
+  const EngineConfig next = run_control_->config(base_config_);
+  peak_tuning_->showParams(peak_params_reply(
+      PeakParamsState{next.peak_finding.enabled, next.peak_finding.params, /*version=*/0}));
 }
 
 void MainWindow::showFileProblem(const QString& problem) {

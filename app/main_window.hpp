@@ -146,6 +146,8 @@ class MainWindow : public QMainWindow {
   void saveConfigurationDialog();
   void openConfigurationDialog();
   void showFileProblem(const QString& problem);  // in the log and the status bar
+  // The peak-tuning dock shows the parameters the next start will run with (no run going).
+  void showNextRunPeakParams();
   void appendLog(const QString& line);
   void updateTitle();
   // The radial-profile dock's placeholder: why integration is off for the next start's

@@ -10,6 +10,7 @@
 // The drawn running-average curve's maximum near each ring, refined by a parabola through it and
 // its neighbours, is mapped back to a radius and compared with the simulator's.
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QSettings>
 #include <QTemporaryDir>
@@ -20,12 +21,13 @@
 #include <numbers>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <qwt_plot_curve.h>
+#include <nlohmann/json.hpp>
 
 #include "app/app_options.hpp"
 #include "app/engine_host.hpp"
 #include "app/main_window.hpp"
+#include "app/peak_tuning_panel.hpp"
 #include "app/run_control_widget.hpp"
 #include "core/detector.hpp"
 #include "integrate/shipped_geometry.hpp"
@@ -39,6 +41,7 @@
 using namespace livedrp;
 using livedrp::app::AppOptions;
 using livedrp::app::MainWindow;
+using livedrp::app::PeakTuningPanel;
 
 namespace {
 
@@ -234,6 +237,37 @@ class OutOfTheBoxTest : public QObject {
                  window.logText().contains("minimum_snr"),
              qPrintable(window.logText()));
     QCOMPARE(window.engineConfig().integration.npt, 321);  // unchanged
+  }
+
+  void theTuningPanelsApplyWithNoRunChangesTheNextRun() {
+    AppOptions options = freshOptions(dir_, QStringLiteral("tuning.ini"));
+    options.backend = "cpu";
+    options.rate_hz = 5;
+    MainWindow window(options);
+    QVERIFY(!window.engineHost()->isActive());
+    PeakTuningPanel* panel = window.peakTuning();
+    qobject_cast<QDoubleSpinBox*>(panel->field("minimum_snr"))->setValue(6.5);
+    QVERIFY(panel->apply());
+    QCOMPARE(window.engineConfig().peak_finding.params.minimum_snr, 6.5f);
+    QCOMPARE(panel->paramsVersion().value_or(99), std::uint64_t(0));  // no run has them yet
+    QCOMPARE(double(panel->inForce().minimum_snr), 6.5);
+    QVERIFY(panel->refusalText().isEmpty());
+    QVERIFY(window.logText().contains("apply from the next start"));
+
+    // A name the engine does not know is refused here as the engine would, and changes nothing.
+    emit panel->applyRequested({{"params", {{"minimum_snrr", 3}}}});
+    QVERIFY2(panel->refusalText().contains(QStringLiteral("minimum_snrr")),
+             qPrintable(panel->refusalText()));
+    QCOMPARE(window.engineConfig().peak_finding.params.minimum_snr, 6.5f);
+
+    // The next start runs with them.
+    window.startRun();
+    QTRY_VERIFY_WITH_TIMEOUT(window.engineHost()->isActive(), 60000);
+    // The host takes the configuration on its thread: its copy follows once the engine started.
+    QTRY_COMPARE_WITH_TIMEOUT(window.engineHost()->currentConfig().peak_finding.params.minimum_snr,
+                              6.5f, 60000);
+    window.stopRun();
+    QTRY_VERIFY_WITH_TIMEOUT(!window.engineHost()->isActive(), 60000);
   }
 
   void theDefaultRunDrawsTheSimulatorsRingsAndCountsItsHits() {
