@@ -3,6 +3,7 @@
 #include <exception>
 #include <optional>
 
+#include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
 #include <QCheckBox>
@@ -14,6 +15,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QSaveFile>
 #include <QSettings>
@@ -21,6 +23,7 @@
 #include <QStatusBar>
 #include <QTimer>
 #include <QToolBar>
+#include <QToolButton>
 
 #include "app/analysis_defaults.hpp"
 #include "app/comparison_panel.hpp"
@@ -417,10 +420,31 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
+  // Some platforms (and the offscreen one) define no standard Quit key.
+  if (quit->shortcut().isEmpty()) quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
 
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   run->addAction(run_control_->startAction());
   run->addAction(run_control_->stopAction());
+
+  // The replay dock's transport from anywhere in the window; a shortcut does what its button
+  // does, and nothing while the button is disabled (no replay running).
+  QMenu* replay = menuBar()->addMenu(tr("Re&play"));
+  const auto add_transport = [this, replay](const QString& text, const QKeySequence& key,
+                                            QAbstractButton* button) {
+    QAction* action = replay->addAction(text);
+    action->setShortcut(key);
+    connect(action, &QAction::triggered, button, [button] {
+      if (button->isEnabled()) button->click();
+    });
+  };
+  add_transport(tr("&Play"), QKeySequence(Qt::CTRL | Qt::Key_Space), transport_->playButton());
+  add_transport(tr("P&ause"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Space),
+                transport_->pauseButton());
+  add_transport(tr("Step &Back"), QKeySequence(Qt::CTRL | Qt::Key_Left),
+                transport_->stepBackButton());
+  add_transport(tr("Step &Forward"), QKeySequence(Qt::CTRL | Qt::Key_Right),
+                transport_->stepForwardButton());
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock :
@@ -432,6 +456,28 @@ void MainWindow::buildMenus() {
   view->addAction(run_toolbar_->toggleViewAction());
   view->addSeparator();
   view->addAction(tr("&Reset Layout"), this, &MainWindow::resetLayout);
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&Keyboard Shortcuts"), this, [this] {
+    QMessageBox::information(this, tr("Keyboard shortcuts"), keyboardShortcutsText());
+  });
+}
+
+QString MainWindow::keyboardShortcutsText() const {
+  // Every menu action with a shortcut, menu by menu, as the menus show them.
+  QStringList lines;
+  for (const QAction* menu_action : menuBar()->actions()) {
+    const QMenu* menu = menu_action->menu();
+    if (menu == nullptr) continue;
+    for (const QAction* action : menu->actions()) {
+      if (action->shortcut().isEmpty()) continue;
+      lines << QStringLiteral("%1\t%2 > %3")
+                   .arg(action->shortcut().toString(QKeySequence::NativeText),
+                        QString(menu_action->text()).remove(QLatin1Char('&')),
+                        QString(action->text()).remove(QLatin1Char('&')));
+    }
+  }
+  return lines.join(QLatin1Char('\n'));
 }
 
 void MainWindow::connectHost() {

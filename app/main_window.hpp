@@ -81,6 +81,9 @@ class MainWindow : public QMainWindow {
   bool saveConfiguration(const QString& path);
   bool openConfiguration(const QString& path);
 
+  // "Ctrl+R\tRun > Start" ... : every menu shortcut, one a line (Help > Keyboard Shortcuts).
+  QString keyboardShortcutsText() const;
+
   bool isAttached() const { return attached_; }
   EngineConfig engineConfig() const;
   widgets::StatsModel* model() const { return model_; }

@@ -4,13 +4,15 @@
 #include <cstdlib>
 #include <string>
 
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
 #include <QDockWidget>
+#include <QDoubleSpinBox>
 #include <QImage>
 #include <QLabel>
 #include <QSettings>
-#include <QAction>
-#include <QComboBox>
-#include <QDoubleSpinBox>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -21,6 +23,7 @@
 
 #include "app/app_options.hpp"
 #include "app/main_window.hpp"
+#include "app/replay_transport_bar.hpp"
 #include "app/run_control_widget.hpp"
 #include "app/subscriber_thread.hpp"
 #include "protocol/message.hpp"
@@ -34,6 +37,7 @@
 
 using livedrp::app::AppOptions;
 using livedrp::app::MainWindow;
+using livedrp::app::ReplayTransportBar;
 using livedrp::protocol::StatsPayload;
 using livedrp::protocol::StatusPayload;
 using livedrp::widgets::RateStripChart;
@@ -108,6 +112,43 @@ class MainWindowTest : public QObject {
  private slots:
   void initTestCase() { QVERIFY(dir_.isValid()); }
 
+  void everyShortcutIsListedAndTheReplayOnesDriveTheTransport() {
+    AppOptions options;
+    options.settings_file = dir_.filePath(QStringLiteral("shortcuts.ini"));
+    options.publish = "tcp://127.0.0.1:*";
+    options.autostart = false;
+    MainWindow window(options);
+    window.show();
+    QApplication::setActiveWindow(&window);
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    const QString text = window.keyboardShortcutsText();
+    for (const char* line :
+         {"Ctrl+O\tFile > Open Configuration...", "Ctrl+S\tFile > Save Configuration...",
+          "Ctrl+Q\tFile > Quit", "Ctrl+R\tRun > ", "Ctrl+.\tRun > ", "Ctrl+Space\tReplay > Play",
+          "Ctrl+Shift+Space\tReplay > Pause", "Ctrl+Left\tReplay > Step Back",
+          "Ctrl+Right\tReplay > Step Forward"})
+      QVERIFY2(text.contains(QLatin1String(line)),
+               qPrintable(line + QStringLiteral(" in:\n") + text));
+
+    ReplayTransportBar* transport = window.transportBar();
+    QSignalSpy steps(transport, &ReplayTransportBar::stepRequested);
+    QSignalSpy pauses(transport, &ReplayTransportBar::pauseRequested);
+    QSignalSpy resumes(transport, &ReplayTransportBar::resumeRequested);
+    // No replay running: the transport is disabled, and so are its shortcuts.
+    QTest::keyClick(&window, Qt::Key_Right, Qt::ControlModifier);
+    QCOMPARE(steps.count(), 0);
+    transport->setRunActive(true, /*replay_source=*/true);
+    QTest::keyClick(&window, Qt::Key_Right, Qt::ControlModifier);
+    QTest::keyClick(&window, Qt::Key_Left, Qt::ControlModifier);
+    QCOMPARE(steps.count(), 2);
+    QCOMPARE(steps.at(0).at(0).toLongLong(), 1LL);
+    QCOMPARE(steps.at(1).at(0).toLongLong(), -1LL);
+    QTest::keyClick(&window, Qt::Key_Space, Qt::ControlModifier | Qt::ShiftModifier);
+    QCOMPARE(pauses.count(), 1);
+    QTest::keyClick(&window, Qt::Key_Space, Qt::ControlModifier);
+    QCOMPARE(resumes.count(), 1);
+  }
+
   void showsTheStatsAPublisherSends() {
     livedrp::Publisher publisher("tcp://127.0.0.1:*");
     MainWindow window(attachedTo(publisher.endpoint()));
@@ -119,7 +160,8 @@ class MainWindowTest : public QObject {
     double elapsed = 0;
     auto publishOne = [&] {
       elapsed += 0.25;
-      livedrp::protocol::Message stats = livedrp::protocol::make_stats_message(runningStats(elapsed));
+      livedrp::protocol::Message stats =
+          livedrp::protocol::make_stats_message(runningStats(elapsed));
       stats.run = 3;
       publisher.publish(stats);
       publisher.publish(livedrp::protocol::make_status_message(runningStatus()));
@@ -157,7 +199,8 @@ class MainWindowTest : public QObject {
     QCOMPARE(status->backendLabel()->text(), QStringLiteral("backend: cpu"));
     QCOMPARE(status->deviceLabel()->text(), QStringLiteral("device: CPU (2 threads)"));
     QCOMPARE(status->stateLabel()->text(), QStringLiteral("running"));
-    QTRY_COMPARE(window.counters()->valueText("Throughput", "event rate"), QStringLiteral("321 Hz"));
+    QTRY_COMPARE(window.counters()->valueText("Throughput", "event rate"),
+                 QStringLiteral("321 Hz"));
     QCOMPARE(window.counters()->valueText("Run", "detector"), QStringLiteral("epix10ka2m"));
     // Run control shows what the remote engine runs, read-only.
     auto* control = window.runControl();
@@ -193,11 +236,12 @@ class MainWindowTest : public QObject {
     double elapsed = 0;
     for (int i = 0; i < 200 && (!window.model()->hasStats() || malformed->isHidden()); ++i) {
       // Garbage on the stats topic, then a valid message.
-      std::vector<zmq::const_buffer> garbage{zmq::str_buffer("stats"), zmq::str_buffer("{not json")};
+      std::vector<zmq::const_buffer> garbage{zmq::str_buffer("stats"),
+                                             zmq::str_buffer("{not json")};
       zmq::send_multipart(publisher, garbage);
       elapsed += 0.25;
-      const auto parts = livedrp::protocol::encode(
-          livedrp::protocol::make_stats_message(runningStats(elapsed)));
+      const auto parts =
+          livedrp::protocol::encode(livedrp::protocol::make_stats_message(runningStats(elapsed)));
       std::vector<zmq::const_buffer> valid;
       for (const std::string& part : parts) valid.push_back(zmq::buffer(part));
       zmq::send_multipart(publisher, valid);
@@ -206,7 +250,8 @@ class MainWindowTest : public QObject {
     QVERIFY(window.model()->hasStats());
     QTRY_VERIFY(!malformed->isHidden());
     QVERIFY(window.subscriber()->malformedCount() >= 1);
-    QVERIFY2(malformed->text().endsWith(QLatin1String(" malformed")), qPrintable(malformed->text()));
+    QVERIFY2(malformed->text().endsWith(QLatin1String(" malformed")),
+             qPrintable(malformed->text()));
     QVERIFY(window.logText().contains(QLatin1String("malformed")));
     QCOMPARE(window.model()->latestStats().event_rate_hz, 321.0);
   }
@@ -266,7 +311,8 @@ class MainWindowTest : public QObject {
 
     // The file carries the engine configuration as JSON, next to the window state.
     QSettings saved(path, QSettings::IniFormat);
-    const auto config = nlohmann::json::parse(saved.value("engine/config").toString().toStdString());
+    const auto config =
+        nlohmann::json::parse(saved.value("engine/config").toString().toStdString());
     QCOMPARE(config.at("source").get<std::string>(), std::string("sim:jungfrau4m"));
     QCOMPARE(config.at("rate_hz").get<double>(), 123.0);
     QVERIFY(!saved.value("window/state").toByteArray().isEmpty());
