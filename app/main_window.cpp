@@ -1,5 +1,6 @@
 #include "app/main_window.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <optional>
 
@@ -12,10 +13,13 @@
 #include <QDateTime>
 #include <QDockWidget>
 #include <QDoubleSpinBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QMimeData>
 #include <QPlainTextEdit>
 #include <QSaveFile>
 #include <QSettings>
@@ -24,6 +28,7 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QToolButton>
+#include <QUrl>
 
 #include "app/analysis_defaults.hpp"
 #include "app/comparison_panel.hpp"
@@ -36,6 +41,7 @@
 #include "app/stream_config_panel.hpp"
 #include "app/subscriber_thread.hpp"
 #include "exec/peak_requests.hpp"
+#include "integrate/shipped_geometry.hpp"
 #include "peaks/peak_params.hpp"
 #include "publish/replay_candidates.hpp"
 #include "widgets/compression_view.hpp"
@@ -107,6 +113,7 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
   setObjectName(QStringLiteral("livedrpMainWindow"));
   widgets::registerProtocolMetaTypes();
   setDockNestingEnabled(true);
+  setAcceptDrops(true);  // configurations, geometries and files to replay (openDroppedFile)
   setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowNestedDocks |
                  QMainWindow::AllowTabbedDocks);
   buildDocks();
@@ -1034,6 +1041,64 @@ void MainWindow::updateTitle() {
     setWindowTitle(tr("livedrp — embedded engine, %1")
                        .arg(QString::fromStdString(run_control_->config(base_config_).source)));
   }
+}
+
+namespace {
+bool isHdf5File(const QString& suffix) {
+  return QStringList{"h5", "hdf5", "nxs", "cxi"}.contains(suffix);
+}
+bool isDroppable(const QString& path) {
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  return suffix == QLatin1String("json") || suffix == QLatin1String("poni") || isHdf5File(suffix);
+}
+}  // namespace
+
+bool MainWindow::openDroppedFile(const QString& path) {
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  if (isHdf5File(suffix)) {
+    openReplay(QStringLiteral("replay:") + path);
+    return true;
+  }
+  if (attached_) {
+    showFileProblem(
+        tr("%1 not opened: attached to a remote engine, only a replay is sent to it").arg(path));
+    return false;
+  }
+  if (suffix == QLatin1String("json")) return openConfiguration(path);
+  if (suffix == QLatin1String("poni")) {
+    try {
+      integrate::load_poni(path.toStdString());  // refused here, not at the next start
+    } catch (const std::exception& error) {
+      showFileProblem(tr("geometry not taken: %1").arg(QString::fromUtf8(error.what())));
+      return false;
+    }
+    base_config_.integration.enabled = true;
+    base_config_.integration.poni = path.toStdString();
+    run_control_->setConfig(base_config_);
+    stream_config_->setConfig(base_config_);
+    showIntegrationState();
+    appendLog(tr("geometry %1: integration uses it from the next start").arg(path));
+    return true;
+  }
+  showFileProblem(tr("%1 not opened: drop a pipeline configuration (.json), a PONI geometry "
+                     "(.poni) or an HDF5 file to replay (.h5, .hdf5, .nxs, .cxi)")
+                      .arg(path));
+  return false;
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  const QList<QUrl> urls = event->mimeData()->urls();
+  const bool all_files =
+      !urls.isEmpty() && std::all_of(urls.begin(), urls.end(), [](const QUrl& url) {
+        return url.isLocalFile() && isDroppable(url.toLocalFile());
+      });
+  if (all_files) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  for (const QUrl& url : event->mimeData()->urls())
+    if (url.isLocalFile()) openDroppedFile(url.toLocalFile());
+  event->acceptProposedAction();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

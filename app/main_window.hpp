@@ -19,6 +19,8 @@
 #include "widgets/protocol_metatypes.hpp"
 
 class QDockWidget;
+class QDragEnterEvent;
+class QDropEvent;
 class QPlainTextEdit;
 class QSettings;
 class QToolBar;
@@ -125,8 +127,17 @@ class MainWindow : public QMainWindow {
   SubscriberThread* subscriber() const;  // the current one; null before the first subscription
   QString logText() const;
 
+  // A file dropped on the window (or given here): a .json pipeline configuration opens
+  // (openConfiguration), a .poni geometry becomes integration's for the next start, an HDF5 file
+  // (.h5, .hdf5, .nxs, .cxi) replays (openReplay). False, with the reason in the log and the
+  // status bar, for anything else, an unreadable or invalid file, or attached to a remote engine
+  // (only a replay is sent there).
+  bool openDroppedFile(const QString& path);
+
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
 
  private:
   void buildDocks();

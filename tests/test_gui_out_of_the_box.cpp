@@ -9,12 +9,17 @@
 // the shipped PONI's distance and wavelength: q = 4 pi / lambda * sin(atan(r * pixel / d) / 2).
 // The drawn running-average curve's maximum near each ring, refined by a parabola through it and
 // its neighbours, is mapped back to a radius and compared with the simulator's.
+#include <QApplication>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFile>
+#include <QMimeData>
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QUrl>
 
 #include <algorithm>
 #include <cmath>
@@ -266,6 +271,74 @@ class OutOfTheBoxTest : public QObject {
     // The host takes the configuration on its thread: its copy follows once the engine started.
     QTRY_COMPARE_WITH_TIMEOUT(window.engineHost()->currentConfig().peak_finding.params.minimum_snr,
                               6.5f, 60000);
+    window.stopRun();
+    QTRY_VERIFY_WITH_TIMEOUT(!window.engineHost()->isActive(), 60000);
+  }
+
+  void droppedFilesDoTheObviousThing() {
+    AppOptions options = freshOptions(dir_, QStringLiteral("drops.ini"));
+    MainWindow window(options);
+    const auto drop = [&window](const QStringList& paths) {
+      QMimeData mime;
+      QList<QUrl> urls;
+      for (const QString& path : paths) urls << QUrl::fromLocalFile(path);
+      mime.setUrls(urls);
+      QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+      QApplication::sendEvent(&window, &enter);
+      if (!enter.isAccepted()) return false;
+      QDropEvent dropped(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+      QApplication::sendEvent(&window, &dropped);
+      return true;
+    };
+
+    // A pipeline configuration opens.
+    EngineConfig config = window.engineConfig();
+    config.integration.npt = 777;
+    const QString json_path = dir_.filePath(QStringLiteral("dropped.json"));
+    {
+      QFile file(json_path);
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      file.write(QByteArray::fromStdString(config.to_json().dump()));
+    }
+    QVERIFY(drop({json_path}));
+    QCOMPARE(window.engineConfig().integration.npt, 777);
+
+    // A PONI geometry becomes integration's, checked first: one that does not parse is refused.
+    const QString poni_path = dir_.filePath(QStringLiteral("beamline.poni"));
+    {
+      QFile file(poni_path);
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      const auto& shipped = integrate::shipped_geometries();
+      const auto it = std::find_if(shipped.begin(), shipped.end(),
+                                   [](const auto& g) { return g.name == "epix10ka2m"; });
+      QVERIFY(it != shipped.end());
+      file.write(it->poni.data(), qint64(it->poni.size()));
+    }
+    QVERIFY(drop({poni_path}));
+    QCOMPARE(window.engineConfig().integration.poni, poni_path.toStdString());
+    QVERIFY(window.engineConfig().integration.enabled);
+    const QString bad_poni = dir_.filePath(QStringLiteral("bad.poni"));
+    {
+      QFile file(bad_poni);
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      file.write("Distance: far\n");
+    }
+    QVERIFY(drop({bad_poni}));
+    QVERIFY2(
+        window.logText().contains("geometry not taken") && window.logText().contains("bad.poni"),
+        qPrintable(window.logText()));
+    QCOMPARE(window.engineConfig().integration.poni, poni_path.toStdString());
+
+    // Other kinds are not accepted for dropping, and openDroppedFile says what it takes.
+    QVERIFY(!drop({dir_.filePath(QStringLiteral("notes.txt"))}));
+    QVERIFY(!window.openDroppedFile(dir_.filePath(QStringLiteral("notes.txt"))));
+    QVERIFY(window.logText().contains("drop a pipeline configuration (.json)"));
+
+    // An HDF5 file replays: the run's source becomes it.
+    const QString h5 = dir_.filePath(QStringLiteral("run0001.h5"));
+    QVERIFY(drop({h5}));
+    QTRY_COMPARE_WITH_TIMEOUT(QString::fromStdString(window.engineConfig().source),
+                              QStringLiteral("replay:") + h5, 60000);
     window.stopRun();
     QTRY_VERIFY_WITH_TIMEOUT(!window.engineHost()->isActive(), 60000);
   }
