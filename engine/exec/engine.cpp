@@ -42,6 +42,7 @@
 #include "replay/replay_source.hpp"
 #include "ring/doorbell_ring.hpp"
 #include "sim/simulator.hpp"
+#include "sim/simulator_settings.hpp"
 #include "stages/registry.hpp"
 #include "stream/stream_source.hpp"
 
@@ -144,38 +145,6 @@ integrate::Integrator make_integrator(const LiveIntegrationConfig& config,
   } catch (const InputError& e) {
     throw InputError(std::string("integration: ") + e.what());
   }
-}
-
-// The ePix10ka gain configurations a simulator recording was made with, from the "simulator"
-// section of its pipeline_config: its gain_configs, or, for a recording from before that field,
-// all five in turn (the simulator's layout then), so old recordings calibrate as they were made.
-std::vector<std::string> recorded_gain_configs(const nlohmann::json& simulator) {
-  const auto configs = simulator.find("gain_configs");
-  std::vector<std::string> names;
-  if (configs == simulator.end()) {
-    for (std::uint8_t value : every_epix10ka_config())
-      names.push_back(epix10ka_config_names()[value]);
-    return names;
-  }
-  if (configs->is_array())
-    for (const nlohmann::json& name : *configs)
-      if (name.is_string()) names.push_back(name.get<std::string>());
-  if (names.empty() || names.size() != configs->size())
-    throw InputError("replay: the recording's pipeline_config has simulator.gain_configs " +
-                     configs->dump() + "; expected a list of ePix10ka gain-configuration names");
-  return names;
-}
-
-// The simulator events that fill the pool of a simulated source (EngineConfig::
-// simulator_pool_selection).
-std::vector<std::uint64_t> simulator_pool_indices(const EngineConfig& config,
-                                                  const DetectorSimulator& simulator) {
-  const auto count = std::size_t(config.simulator_pool);
-  if (config.simulator_pool_selection == "hit_fraction")
-    return simulator.representative_indices(count);
-  std::vector<std::uint64_t> indices(count);
-  for (std::size_t i = 0; i < count; ++i) indices[i] = i;
-  return indices;
 }
 
 constexpr const char* kDropRingFull = "ring_full";
@@ -389,7 +358,8 @@ void Engine::Impl::produce() {
       ThreadPool pool(config.cpu_threads == 0 ? std::thread::hardware_concurrency()
                                               : config.cpu_threads);
       event_pool.clear();
-      const std::vector<std::uint64_t> indices = simulator_pool_indices(config, *simulator);
+      const std::vector<std::uint64_t> indices = simulator_pool_indices(
+          *simulator, std::size_t(config.simulator_pool), config.simulator_pool_selection);
       for (std::size_t i = 0; i < indices.size() && !stop_requested; ++i) {
         event_pool.emplace_back(*active_backend.load(), detector.raw_event_bytes());
         simulator->generate(indices[i], event_pool.back().data(), nullptr, &pool);
@@ -937,7 +907,8 @@ void Engine::Impl::run_device_source() {
     {
       ThreadPool threads(config.cpu_threads == 0 ? std::thread::hardware_concurrency()
                                                  : config.cpu_threads);
-      const std::vector<std::uint64_t> indices = simulator_pool_indices(config, *simulator);
+      const std::vector<std::uint64_t> indices = simulator_pool_indices(
+          *simulator, std::size_t(config.simulator_pool), config.simulator_pool_selection);
       for (std::size_t i = 0; i < pool.size() && !stop_requested; ++i) {
         pool[i].resize(detector.raw_event_bytes());
         simulator->generate(indices[i], pool[i].data(), nullptr, &threads);
@@ -1337,14 +1308,7 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   SimulatorConfig simulator_config;
   simulator_config.seed = constants_seed;
   simulator_config.hit_fraction = c.hit_fraction;
-  simulator_config.epix10ka_asic_configs.clear();
-  for (const std::string& name : constants_gain_configs) {
-    const std::optional<std::uint8_t> value = epix10ka_config_value(name);
-    if (!value)
-      throw InputError("simulator.gain_configs: \"" + name +
-                       "\" is not an ePix10ka gain configuration (FH, FM, FL, AHL, AML)");
-    simulator_config.epix10ka_asic_configs.push_back(*value);
-  }
+  simulator_config.epix10ka_asic_configs = epix10ka_configs_from_names(constants_gain_configs);
   {
     ThreadPool pool(c.cpu_threads == 0 ? std::thread::hardware_concurrency() : c.cpu_threads);
     d.simulator = std::make_unique<DetectorSimulator>(d.detector, simulator_config, &pool);
@@ -1461,21 +1425,16 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   d.device_label = d.backend->device_name();
   spdlog::info("engine: {}", d.backend_note);
   Backend* backend = d.backend.get();
-  d.ring = std::make_unique<DoorbellRing>(
-      std::size_t(c.ring_slots), d.detector.raw_event_bytes(),
+  // One host allocator (pinned memory on CUDA) for the ring's slots and the sources' buffers: a
+  // replay's read buffer or a stream's assembled event becomes a ring slot as it is.
+  const stream::BufferAllocator host_buffers{
       [backend](std::size_t bytes) { return backend->allocate_host(bytes); },
-      [backend](void* pointer) { backend->free_host(pointer); });
-  // Replay buffers from the ring's allocator: a read event's buffer becomes a ring slot as it is.
+      [backend](void* pointer) { backend->free_host(pointer); }};
+  d.ring = std::make_unique<DoorbellRing>(std::size_t(c.ring_slots), d.detector.raw_event_bytes(),
+                                          host_buffers.allocate, host_buffers.free);
   if (d.replay_source)
-    d.replay_source->set_buffer_allocator(
-        [backend](std::size_t bytes) { return backend->allocate_host(bytes); },
-        [backend](void* pointer) { backend->free_host(pointer); });
-  // Live streams' event buffers too: an assembled event is handed over, not copied, when the
-  // source can (stream_source.hpp).
-  if (d.stream_source)
-    d.stream_source->set_buffer_allocator(
-        {[backend](std::size_t bytes) { return backend->allocate_host(bytes); },
-         [backend](void* pointer) { backend->free_host(pointer); }});
+    d.replay_source->set_buffer_allocator(host_buffers.allocate, host_buffers.free);
+  if (d.stream_source) d.stream_source->set_buffer_allocator(host_buffers);
   if (c.record.enabled()) {
     replay::RecordOptions options;
     options.directory = c.record.directory;
