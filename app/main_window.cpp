@@ -4,7 +4,6 @@
 #include <exception>
 #include <optional>
 
-#include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
 #include <QCheckBox>
@@ -21,7 +20,6 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPlainTextEdit>
-#include <QSaveFile>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -40,6 +38,7 @@
 #include "app/saved_configurations.hpp"
 #include "app/stream_config_panel.hpp"
 #include "app/subscriber_thread.hpp"
+#include "app/window_files.hpp"
 #include "exec/peak_requests.hpp"
 #include "integrate/shipped_geometry.hpp"
 #include "peaks/peak_params.hpp"
@@ -434,24 +433,8 @@ void MainWindow::buildMenus() {
   run->addAction(run_control_->startAction());
   run->addAction(run_control_->stopAction());
 
-  // The replay dock's transport from anywhere in the window; a shortcut does what its button
-  // does, and nothing while the button is disabled (no replay running).
-  QMenu* replay = menuBar()->addMenu(tr("Re&play"));
-  const auto add_transport = [this, replay](const QString& text, const QKeySequence& key,
-                                            QAbstractButton* button) {
-    QAction* action = replay->addAction(text);
-    action->setShortcut(key);
-    connect(action, &QAction::triggered, button, [button] {
-      if (button->isEnabled()) button->click();
-    });
-  };
-  add_transport(tr("&Play"), QKeySequence(Qt::CTRL | Qt::Key_Space), transport_->playButton());
-  add_transport(tr("P&ause"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Space),
-                transport_->pauseButton());
-  add_transport(tr("Step &Back"), QKeySequence(Qt::CTRL | Qt::Key_Left),
-                transport_->stepBackButton());
-  add_transport(tr("Step &Forward"), QKeySequence(Qt::CTRL | Qt::Key_Right),
-                transport_->stepForwardButton());
+  // The replay dock's transport from anywhere in the window.
+  transport_->addShortcutActions(menuBar()->addMenu(tr("Re&play")));
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock :
@@ -471,20 +454,7 @@ void MainWindow::buildMenus() {
 }
 
 QString MainWindow::keyboardShortcutsText() const {
-  // Every menu action with a shortcut, menu by menu, as the menus show them.
-  QStringList lines;
-  for (const QAction* menu_action : menuBar()->actions()) {
-    const QMenu* menu = menu_action->menu();
-    if (menu == nullptr) continue;
-    for (const QAction* action : menu->actions()) {
-      if (action->shortcut().isEmpty()) continue;
-      lines << QStringLiteral("%1\t%2 > %3")
-                   .arg(action->shortcut().toString(QKeySequence::NativeText),
-                        QString(menu_action->text()).remove(QLatin1Char('&')),
-                        QString(action->text()).remove(QLatin1Char('&')));
-    }
-  }
-  return lines.join(QLatin1Char('\n'));
+  return menuShortcutsText(*menuBar());
 }
 
 void MainWindow::connectHost() {
@@ -945,10 +915,8 @@ bool MainWindow::saveConfiguration(const QString& path) {
     showFileProblem(tr("attached to a remote engine: its configuration is not saved from here"));
     return false;
   }
-  QSaveFile file(path);
-  const QByteArray text = QByteArray::fromStdString(engineConfig().to_json().dump(2) + "\n");
-  if (!file.open(QIODevice::WriteOnly) || file.write(text) != text.size() || !file.commit()) {
-    showFileProblem(tr("cannot write the configuration to %1: %2").arg(path, file.errorString()));
+  if (const auto problem = writeConfigurationFile(engineConfig(), path)) {
+    showFileProblem(tr("cannot write the configuration to %1: %2").arg(path, *problem));
     return false;
   }
   appendLog(tr("configuration saved to %1").arg(path));
@@ -1043,19 +1011,9 @@ void MainWindow::updateTitle() {
   }
 }
 
-namespace {
-bool isHdf5File(const QString& suffix) {
-  return QStringList{"h5", "hdf5", "nxs", "cxi"}.contains(suffix);
-}
-bool isDroppable(const QString& path) {
-  const QString suffix = QFileInfo(path).suffix().toLower();
-  return suffix == QLatin1String("json") || suffix == QLatin1String("poni") || isHdf5File(suffix);
-}
-}  // namespace
-
 bool MainWindow::openDroppedFile(const QString& path) {
-  const QString suffix = QFileInfo(path).suffix().toLower();
-  if (isHdf5File(suffix)) {
+  const DroppedFile kind = droppedFileKind(path);
+  if (kind == DroppedFile::Replay) {
     openReplay(QStringLiteral("replay:") + path);
     return true;
   }
@@ -1064,8 +1022,8 @@ bool MainWindow::openDroppedFile(const QString& path) {
         tr("%1 not opened: attached to a remote engine, only a replay is sent to it").arg(path));
     return false;
   }
-  if (suffix == QLatin1String("json")) return openConfiguration(path);
-  if (suffix == QLatin1String("poni")) {
+  if (kind == DroppedFile::Configuration) return openConfiguration(path);
+  if (kind == DroppedFile::Geometry) {
     try {
       integrate::load_poni(path.toStdString());  // refused here, not at the next start
     } catch (const std::exception& error) {
@@ -1080,9 +1038,7 @@ bool MainWindow::openDroppedFile(const QString& path) {
     appendLog(tr("geometry %1: integration uses it from the next start").arg(path));
     return true;
   }
-  showFileProblem(tr("%1 not opened: drop a pipeline configuration (.json), a PONI geometry "
-                     "(.poni) or an HDF5 file to replay (.h5, .hdf5, .nxs, .cxi)")
-                      .arg(path));
+  showFileProblem(tr("%1 not opened: drop %2").arg(path, droppableKindsText()));
   return false;
 }
 
@@ -1090,7 +1046,7 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
   const QList<QUrl> urls = event->mimeData()->urls();
   const bool all_files =
       !urls.isEmpty() && std::all_of(urls.begin(), urls.end(), [](const QUrl& url) {
-        return url.isLocalFile() && isDroppable(url.toLocalFile());
+        return url.isLocalFile() && droppedFileKind(url.toLocalFile()) != DroppedFile::Other;
       });
   if (all_files) event->acceptProposedAction();
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -388,6 +389,20 @@ void ReplayTransportBar::showStatus(const ReplayStatus& replay, const RecordStat
                   .arg(QString::fromStdString(record.files.back()));
     record_label_->setText(text);
   }
+}
+
+void ReplayTransportBar::addShortcutActions(QMenu* menu) {
+  const auto add = [this, menu](const QString& text, const QKeySequence& key, QToolButton* button) {
+    QAction* action = menu->addAction(text);
+    action->setShortcut(key);
+    connect(action, &QAction::triggered, button, [button] {
+      if (button->isEnabled()) button->click();
+    });
+  };
+  add(tr("&Play"), QKeySequence(Qt::CTRL | Qt::Key_Space), play_);
+  add(tr("P&ause"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Space), pause_);
+  add(tr("Step &Back"), QKeySequence(Qt::CTRL | Qt::Key_Left), step_back_);
+  add(tr("Step &Forward"), QKeySequence(Qt::CTRL | Qt::Key_Right), step_forward_);
 }
 
 void ReplayTransportBar::setRunActive(bool active, bool replay_source) {

@@ -20,6 +20,7 @@ class QDoubleSpinBox;
 class QLabel;
 class QMenu;
 class QProgressBar;
+class QMenu;
 class QPushButton;
 class QSettings;
 class QSlider;
@@ -72,6 +73,10 @@ class ReplayTransportBar : public QWidget {
   QLabel* positionLabel() const { return position_; }
   QLabel* recordLabel() const { return record_label_; }
   QPushButton* recordButton() const { return record_; }
+  // Play, pause and step as actions of `menu` with window-wide shortcuts (Ctrl+Space,
+  // Ctrl+Shift+Space, Ctrl+Left, Ctrl+Right); each does what its button does, and nothing while
+  // the button is disabled (no replay running).
+  void addShortcutActions(QMenu* menu);
   QToolButton* playButton() const { return play_; }
   QToolButton* pauseButton() const { return pause_; }
   QToolButton* stepBackButton() const { return step_back_; }

@@ -10,14 +10,15 @@
 
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "cbor_writer.hpp"
 #include "core/error.hpp"
+#include "counting_allocator.hpp"
 #include "dectris_publisher.hpp"
 #include "replay/chunk_decoder.hpp"
 #include "replay/hdf5_event_file.hpp"
@@ -434,17 +435,9 @@ class TestStreamDectris : public QObject {
     // With the engine's allocator set, the buffer of the image next() returned becomes a ring
     // slot as it is: the caller gets the image's own bytes and gives a buffer of the same
     // allocator in its place, which the queue lends again; every buffer is freed exactly once.
-    std::map<void*, int> live;
-    int freed_twice = 0;
-    stream::BufferAllocator allocator{[&](std::size_t bytes) {
-                                        void* buffer = ::operator new(bytes);
-                                        live[buffer] = 1;
-                                        return buffer;
-                                      },
-                                      [&](void* buffer) {
-                                        if (live.erase(buffer) == 0) ++freed_twice;
-                                        ::operator delete(buffer);
-                                      }};
+    testing::CountingAllocator counting;
+    const stream::BufferAllocator allocator = counting.allocator();
+    const std::set<void*>& live = counting.counts->live;
     std::vector<void*> handed_over;
     {
       stream::dectris::EventQueue queue(4);
@@ -474,7 +467,7 @@ class TestStreamDectris : public QObject {
     // The queue freed all it held; what it handed over (and the refused buffer) is the test's.
     QCOMPARE(live.size(), handed_over.size());
     for (void* buffer : handed_over) allocator.free(buffer);
-    QCOMPARE(freed_twice, 0);
+    QCOMPARE(counting.counts->freed_unknown, 0);
     QVERIFY(live.empty());
   }
 

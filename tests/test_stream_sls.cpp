@@ -14,12 +14,14 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "core/detector.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "counting_allocator.hpp"
 #include "replay/hdf5_event_file.hpp"
 #include "sim/simulator.hpp"
 #include "stream/sls/sls_assembler.hpp"
@@ -542,18 +544,9 @@ class TestStreamSls : public QObject {
     // allocator in its place, which the source reuses; every buffer is freed exactly once, by
     // the allocator that made it.
     const Jungfrau4m& truth = jungfrau4m_events();
-    std::map<void*, int> live;  // buffers of the test's allocator not yet freed
-    int made = 0, freed_twice = 0;
-    BufferAllocator allocator{[&](std::size_t bytes) {
-                                ++made;
-                                void* buffer = ::operator new(bytes);
-                                live[buffer] = 1;
-                                return buffer;
-                              },
-                              [&](void* buffer) {
-                                if (live.erase(buffer) == 0) ++freed_twice;
-                                ::operator delete(buffer);
-                              }};
+    testing::CountingAllocator counting;
+    const BufferAllocator allocator = counting.allocator();
+    const std::set<void*>& live = counting.counts->live;  // made and not yet freed
     std::vector<void*> handed_over;
     {
       tools::SlsPublisher publisher(truth.detector);
@@ -561,7 +554,8 @@ class TestStreamSls : public QObject {
       options.detector = "jungfrau4m";
       auto source = open_stream_source(publisher.source_string(), options);
       source->set_buffer_allocator(allocator);
-      QVERIFY(made >= int(options.pending_events));  // made ahead, before the first event
+      QVERIFY(counting.counts->made >=
+              int(options.pending_events));  // made ahead, before the first event
       QVERIFY(publisher.wait_for_subscribers(std::chrono::seconds(60)));
       source->start();
       for (std::size_t i = 0; i < 6; ++i)
@@ -583,7 +577,7 @@ class TestStreamSls : public QObject {
     QCOMPARE(live.size(), handed_over.size());
     for (void* buffer : handed_over) QVERIFY(live.count(buffer) == 1);
     for (void* buffer : handed_over) allocator.free(buffer);
-    QCOMPARE(freed_twice, 0);
+    QCOMPARE(counting.counts->freed_unknown, 0);
     QVERIFY(live.empty());
   }
 
