@@ -1,15 +1,22 @@
 #pragma once
-// The engine's side of the stage-contract stages (stages/stage.hpp): one book per stage of the
-// run's list, fed every processed event in admission order (the consumer thread), asked for its
-// messages at each report tick and its block of `stats` (the reporter thread), and the per-stage
-// timing of stats.stages that every stage gets without saying anything. Calls on one book are
+// The engine's side of the stages (stages/stage.hpp): one book per stage, fed every processed
+// event in admission order (the consumer thread), asked for its messages at each report tick or
+// at its own rate and for its block of `stats` (the reporter thread), plus the per-stage timing
+// of stats.stages that every stage gets without saying anything. Calls on one book are
 // serialised here, so books need no lock of their own.
+// A stage of the contract's list finds its result in CompletedEvent::stage_outputs; a built-in
+// stage whose backends still report it in CompletedEvent's own fields (compression,
+// integration) is added with the function that reads them.
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "exec/stage_timer.hpp"
 #include "protocol/topics.hpp"
 #include "stages/stage.hpp"
 
@@ -20,37 +27,51 @@ struct CompletedEvent;
 
 class StageBooks {
  public:
+  // An event's result for a built-in stage, moved out of the event's fields; nullopt when the
+  // event has none (the stage did not run on it).
+  using ReadResult = std::function<std::optional<stages::StageOutput>(CompletedEvent&)>;
+
+  StageBooks() = default;
+  // The books of the contract's stages, whose results are the events' stage_outputs in order.
   explicit StageBooks(const stages::StageList& stages);
   StageBooks(const StageBooks&) = delete;
   StageBooks& operator=(const StageBooks&) = delete;
 
+  // A built-in stage's book, timed as `timing_name` over `input_bytes` an event.
+  void add_builtin(std::string timing_name, double input_bytes,
+                   std::unique_ptr<stages::StageBook> book, ReadResult read_result);
+
   bool empty() const { return entries_.empty(); }
   // Consumer thread, in admission order. Throws RuntimeFault when the event carries no result
-  // for a stage (a backend that skipped it).
-  void add(const CompletedEvent& done);
-  // Reporter thread: every book's messages, published with the run number; `last` at the end.
+  // for a contract stage (a backend that skipped it).
+  void add(CompletedEvent& done);
+  // Reporter thread, at each report tick and once more at the end (`last`): every book's
+  // messages, published with the run number.
   void publish(Publisher& publisher, std::int64_t run, bool last);
-  // Reporter thread: each stage's timing over the interval (into stats.stages) and its block
-  // (stats.stage_stats); starts the next interval.
+  // Reporter thread, between ticks: the books with a rate of their own whose time has come.
+  void publish_due(Publisher& publisher, std::int64_t run,
+                   std::chrono::steady_clock::time_point now);
+  // Reporter thread: each stage's timing over the interval (into stats.stages) and its blocks
+  // (stats.stage_stats, the protocol's own blocks); starts the next interval.
   void take_interval(protocol::StatsPayload& stats);
   // The same over the whole run (the summary).
   void add_totals(protocol::StatsPayload& stats) const;
 
  private:
   struct Entry {
+    Entry(std::string name, double input_bytes) : name(name), timer(std::move(name), input_bytes) {}
     std::string name;
-    std::uint64_t input_bytes = 0;
     std::unique_ptr<stages::StageBook> book;
-    // Guards the book and the timings: the consumer adds while the reporter reads.
+    ReadResult read_result;        // built-in stages; contract stages read stage_outputs
+    std::size_t output_index = 0;  // contract stages: the index in stage_outputs
+    std::chrono::steady_clock::time_point next_publish{};
+    // Guards the book and the timer: the consumer adds while the reporter reads.
     mutable std::mutex mutex;
-    double interval_us = 0, interval_max_us = 0;
-    std::uint64_t interval_events = 0;
-    double total_us = 0;
-    std::uint64_t total_events = 0;
+    StageTimer timer;
   };
-  static protocol::StageTiming timing(const Entry& entry, double us, double max_us,
-                                      std::uint64_t events);
+  void publish_entry(Entry& entry, Publisher& publisher, std::int64_t run, bool last);
   std::vector<std::unique_ptr<Entry>> entries_;
+  std::size_t contract_stages_ = 0;
 };
 
 }  // namespace livedrp

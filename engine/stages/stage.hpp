@@ -16,11 +16,12 @@
 // backend's CompletedEvent and the engine: only the stage's own CPU part, CUDA part and book
 // know its type.
 //
-// How the built-in stages map onto it (they do not run through it yet; see docs/stages.md):
+// How the built-in stages map onto it (the books of integrate and compress are StageBooks in
+// the engine's list; the rest does not run through it yet; see docs/stages.md):
 //   integrate  config: LiveIntegrationConfig ("integration"); CPU part: Integrator::integrate
 //              -> profile_intensities; CUDA part: a DeviceIntegrator per lane (CSR tables once
 //              per lane), bins to pinned memory per position; result: std::vector<double>;
-//              book: the running-average window, `profile` at integration.publish_hz.
+//              book: IntegrationBook (stages/integrate), `profile` at integration.publish_hz.
 //   peaks      config: LivePeakFindingConfig; CPU part: PeakFinder8::find; CUDA part: a
 //              DevicePeakFinder8 per position (its own stream and pinned list); result:
 //              PeakList + params version; book: LivePeakBook (hit rate in stats.peak_finding,
@@ -29,7 +30,7 @@
 //   compress   config: CompressionConfig; CPU part: CpuCompressor on the raw words (lossless) or
 //              the calibrated image (lossy), which is why CpuEvent and CudaEvent carry both;
 //              CUDA part: a DeviceCodec per lane, size word to pinned memory; result: bytes
-//              in/out; book: stats.compression (ratio histogram, GB/s).
+//              in/out; book: CompressionBook (stages/compress), stats.compression.
 //   image      no per-event work on either backend: its book takes the released event's image
 //              (today through Backend::read_output), which needs a hook of its own.
 #include <any>
@@ -48,6 +49,7 @@
 #include "core/detector.hpp"
 #include "core/event.hpp"
 #include "protocol/message.hpp"
+#include "protocol/topics.hpp"
 
 namespace livedrp {
 class ThreadPool;
@@ -116,6 +118,15 @@ class StageBook {
   // The stage's block of the stats payload (stats.stage_stats[name]): for the interval since the
   // last call, or over the whole run when `whole_run` (the summary). null: nothing to add.
   virtual nlohmann::json stats_block(bool whole_run) = 0;
+  // How often publish() wants to be asked between report ticks, for a topic with a rate of its
+  // own (the built-in `profile`); 0: at the report ticks only.
+  virtual double publish_hz() const { return 0; }
+  // The protocol's own blocks of `stats` that a built-in stage's book fills (stats.compression),
+  // for the interval or the whole run; a stage defined outside the engine uses stats_block.
+  virtual void fill_stats(protocol::StatsPayload& stats, bool whole_run) {
+    (void)stats;
+    (void)whole_run;
+  }
 };
 
 // A configured stage for one run. Shared by the backend (run_cpu, make_cuda_lane) and the engine

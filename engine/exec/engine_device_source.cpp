@@ -1,0 +1,155 @@
+#include <algorithm>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/thread_pool.hpp"
+#include "exec/engine_impl.hpp"
+#include "sim/simulator_settings.hpp"
+
+#ifdef LIVEDRP_HAVE_CUDA
+#include "codec/compression_input.hpp"
+#endif
+
+namespace livedrp {
+using namespace engine_detail;
+
+void Engine::Impl::run_device_source() {
+#ifdef LIVEDRP_HAVE_CUDA
+  try {
+    std::vector<std::vector<std::uint8_t>> pool(std::size_t(config.simulator_pool));
+    {
+      ThreadPool threads(config.cpu_threads == 0 ? std::thread::hardware_concurrency()
+                                                 : config.cpu_threads);
+      const std::vector<std::uint64_t> indices = simulator_pool_indices(
+          *simulator, std::size_t(config.simulator_pool), config.simulator_pool_selection);
+      for (std::size_t i = 0; i < pool.size() && !stop_requested; ++i) {
+        pool[i].resize(detector.raw_event_bytes());
+        simulator->generate(indices[i], pool[i].data(), nullptr, &threads);
+      }
+    }
+    gpu::ResidentConfig resident;
+    resident.launch = config.runtime.launch;
+    resident.lanes = config.runtime.streams;
+    resident.ring_slots = config.ring_slots;
+    resident.producer = gpu::ProducerMode::Copy;  // the simulator writes every event's data
+    resident.rate_hz = config.rate_hz;
+    resident.events = config.events;
+    resident.params = config.calibration;
+    const SimulatorConfig& sim = simulator->config();
+    resident.first_pulse_id = sim.first_pulse_id;
+    resident.pulses_per_event = sim.pulses_per_event;
+    resident.stages.compression = compression_params(config.compression);
+    resident.stages.integrator = integrator;
+    if (peak_geometry)
+      resident.stages.peak_finder = peak_geometry->finder(peak_param_history.front());
+    gpu::ResidentPipeline pipeline(detector, constants, pool, resident);
+    {
+      std::lock_guard lock(mutex);
+      run_start = Clock::now();
+      backend_note = "cuda, device-resident source: " + pipeline.describe();
+    }
+    set_state("running", pipeline.describe());
+    pipeline.start();
+    const int lane_count =
+        config.runtime.launch == LaunchMode::Persistent ? 1 : config.runtime.streams;
+    std::vector<LaneOccupancy> per_lane(static_cast<std::size_t>(lane_count));
+    for (auto& lane : per_lane) lane.capacity = std::uint64_t(config.ring_slots / lane_count);
+    auto last_snapshot = Clock::now();
+    auto last_result = Clock::now();
+    constexpr auto kStallLimit = std::chrono::seconds(10);
+    bool stop_sent = false;
+    const std::int64_t wall_minus_steady =
+        wall_clock_ns() -
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+            .count();
+    for (;;) {
+      if (stop_requested && !stop_sent) {
+        pipeline.request_stop();
+        stop_sent = true;
+      }
+      auto result = pipeline.next_result(false);
+      if (!result) {
+        if (const auto final = pipeline.final_count();
+            final && pipeline.results_returned() >= *final)
+          break;
+      } else {
+        last_result = Clock::now();
+        CompletedEvent done;
+        done.header.sequence = result->sequence;
+        done.header.pulse_id = result->pulse_id;
+        // Source time: the doorbell, on the host's wall clock; latency = doorbell -> seen here.
+        done.header.timestamp_ns = pipeline.to_host_ns(result->doorbell_ns) + wall_minus_steady;
+        done.ring_slot = result->slot;
+        done.admission = result->sequence;
+        done.stream = result->lane;
+        if (resident.stages.any())
+          fill_stage_results(pipeline, *result, done);
+        else
+          done.calibrate_us = double(result->done_ns - result->doorbell_ns) * 1e-3;
+        events_in.store(std::max(events_in.load(), result->sequence + 1));
+        account_completed(done);
+        ++per_lane[std::size_t(result->lane % lane_count)].completed;
+      }
+      if (const auto now = Clock::now(); now - last_snapshot >= std::chrono::milliseconds(20)) {
+        last_snapshot = now;
+        const std::uint64_t announced = pipeline.announced();
+        events_in.store(std::max(events_in.load(), announced));
+        // Events announced and nothing back for a long time: the device is stuck. Fail with what
+        // its coordination words say (the pipeline's destructor then aborts its kernels).
+        if (announced > processed.load() && now - last_result > kStallLimit)
+          throw RuntimeFault("no result for " + std::to_string(kStallLimit.count()) +
+                             " s with events in flight (" + pipeline.diagnostics() + ")");
+        const std::uint64_t in_flight = announced - std::min(announced, processed.load());
+        std::lock_guard lock(mutex);
+        for (std::size_t l = 0; l < per_lane.size(); ++l)
+          per_lane[l].in_flight =
+              in_flight / per_lane.size() + (l < in_flight % per_lane.size() ? 1 : 0);
+        lanes = per_lane;
+      }
+      if (!result) std::this_thread::yield();
+    }
+    pipeline.stop();
+    std::lock_guard lock(mutex);
+    for (auto& lane : per_lane) lane.in_flight = 0;
+    lanes = per_lane;
+  } catch (const std::exception& e) {
+    fail(std::string("device-resident source: ") + e.what());
+    const std::uint64_t lost = events_in.load() - processed.load();
+    dropped_backend_fault.fetch_add(lost);
+  }
+#endif
+  producer_done = true;
+  consumer_done = true;
+}
+
+#ifdef LIVEDRP_HAVE_CUDA
+void Engine::Impl::fill_stage_results(const gpu::ResidentPipeline& pipeline,
+                                      const gpu::ResidentResult& result,
+                                      CompletedEvent& done) const {
+  done.calibrate_us = result.stage_us(gpu::kStampCalibrated);
+  if (config.compression.enabled()) {
+    const codec::DType dtype =
+        codec::compression_input(detector.encoding, compression_params(config.compression)->codec)
+            .dtype;
+    done.compress_bytes_in =
+        std::uint64_t(detector.pixels()) * (dtype == codec::DType::Float32 ? 4 : 2);
+    done.compress_bytes_out = result.compressed_bytes;
+    done.compress_us = result.stage_us(gpu::kStampCompressed);
+    if (result.compressed_bytes == 0)
+      throw RuntimeFault("device-resident codec reported an empty stream for event " +
+                         std::to_string(result.sequence));
+  }
+  if (integrator) {
+    done.profile = profile_intensities(pipeline.profile(result));
+    done.integrate_us = result.stage_us(gpu::kStampIntegrated);
+  }
+  if (peak_geometry) {
+    done.peaks = pipeline.peaks(result);
+    done.searched = true;
+    done.params_version = 1;
+    done.peaks_us = result.stage_us(gpu::kStampSearched);
+  }
+}
+#endif
+
+}  // namespace livedrp

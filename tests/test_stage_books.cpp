@@ -1,0 +1,224 @@
+// The books of the built-in stages behind the stage contract (stages/integrate/integration_book,
+// stages/compress/compression_book) and the engine's list of books (exec/stage_books): running
+// averages against a float64 mean of the window computed here, compression blocks against sums
+// and ratio bins computed here, per-stage timing against the times given, and events without a
+// stage's result skipped.
+#include <QtTest/QtTest>
+
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "core/error.hpp"
+#include "exec/backend.hpp"
+#include "exec/stage_books.hpp"
+#include "protocol/profile_topic.hpp"
+#include "stages/compress/compression_book.hpp"
+#include "stages/integrate/integration_book.hpp"
+
+using namespace livedrp;
+
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+stages::IntegrationBookSettings profile_settings(std::size_t bins, std::uint64_t window) {
+  stages::IntegrationBookSettings settings;
+  settings.unit = protocol::RadialUnit::QInverseNm;
+  for (std::size_t b = 0; b < bins; ++b) settings.centres.push_back(0.5 + double(b));
+  settings.average_events = window;
+  settings.publish_hz = 4;
+  return settings;
+}
+
+protocol::RadialProfile published_profile(stages::StageBook& book) {
+  const std::vector<protocol::Message> messages = book.publish(false);
+  if (messages.size() != 1) throw std::runtime_error("expected one profile message");
+  return protocol::profile_from_message(messages.front());
+}
+
+}  // namespace
+
+class TestStageBooks : public QObject {
+  Q_OBJECT
+ private slots:
+  // Over 1,000 events (the window turns over ten times, so the sums are rebuilt from the window
+  // ten times) the published average is the float64 mean of the last 100 events' finite values
+  // per bin, NaN where none was finite; the latest profile and its event are the newest.
+  void integrationAverageIsTheWindowMean() {
+    constexpr std::size_t kBins = 16;
+    constexpr std::uint64_t kWindow = 100;
+    stages::IntegrationBook book(profile_settings(kBins, kWindow));
+    std::mt19937_64 random(11);
+    std::normal_distribution<double> intensity(1000.0, 300.0);
+    std::deque<std::vector<double>> window;
+    for (std::uint64_t event = 0; event < 1000; ++event) {
+      std::vector<double> profile(kBins);
+      for (std::size_t b = 0; b < kBins; ++b)
+        // Bin 3 has pixels in every fifth event only; bin 7 never.
+        profile[b] = (b == 3 && event % 5 != 0) || b == 7 ? kNaN : intensity(random);
+      window.push_back(profile);
+      if (window.size() > kWindow) window.pop_front();
+      book.add(EventHeader{event, 5000 + event, 0}, stages::ProfileResult(profile));
+    }
+    const protocol::RadialProfile published = published_profile(book);
+    QCOMPARE(published.sequence, 999ull);
+    QCOMPARE(published.pulse_id, 5999ull);
+    QCOMPARE(published.average_window, kWindow);
+    QCOMPARE(published.average_events, kWindow);
+    for (std::size_t b = 0; b < kBins; ++b) {
+      double sum = 0;
+      int finite = 0;
+      for (const auto& p : window)
+        if (std::isfinite(p[b])) {
+          sum += p[b];
+          ++finite;
+        }
+      if (finite == 0) {
+        QVERIFY2(std::isnan(published.average[b]), qPrintable(QString("bin %1").arg(b)));
+        continue;
+      }
+      QVERIFY2(
+          std::abs(published.average[b] - sum / finite) <= 1e-9 * std::abs(sum / finite),
+          qPrintable(
+              QString("bin %1: %2 against %3").arg(b).arg(published.average[b]).arg(sum / finite)));
+      if (std::isfinite(window.back()[b])) QCOMPARE(published.latest[b], window.back()[b]);
+    }
+    QCOMPARE(finite_count(published.average), kBins - 1);
+  }
+
+  // A profile goes out once per new event: asked again with nothing new, the book says nothing.
+  void integrationPublishesOnlyWhatIsNew() {
+    stages::IntegrationBook book(profile_settings(4, 10));
+    QVERIFY(book.publish(false).empty());
+    book.add(EventHeader{0, 1, 0}, stages::ProfileResult{1, 2, 3, 4});
+    QCOMPARE(published_profile(book).average_events, 1ull);
+    QVERIFY(book.publish(true).empty());
+    QCOMPARE(book.publish_hz(), 4.0);
+  }
+
+  void integrationRefusesAProfileOfOtherBins() {
+    stages::IntegrationBook book(profile_settings(4, 10));
+    QVERIFY_THROWS_EXCEPTION(RuntimeFault,
+                             book.add(EventHeader{0, 1, 0}, stages::ProfileResult{1, 2, 3}));
+  }
+
+  // Interval and run blocks: byte sums, ratio = in / out, GB/s = in / codec time, and each
+  // event's ratio in the histogram bin the protocol gives it; the next interval starts empty.
+  void compressionBlocksAreTheSums() {
+    stages::CompressionBook book({"lossy", 0.5});
+    const std::vector<stages::CompressedSize> events = {
+        {8'000'000, 1'000'000, 100.0}, {8'000'000, 2'000'000, 150.0}, {8'000'000, 500'000, 50.0}};
+    std::array<std::uint64_t, protocol::kRatioHistogramBins> histogram{};
+    for (std::size_t k = 0; k < events.size(); ++k) {
+      book.add(EventHeader{k, k, 0}, events[k]);
+      ++histogram[protocol::ratio_histogram_bin(double(events[k].bytes_in) /
+                                                double(events[k].bytes_out))];
+    }
+    protocol::StatsPayload stats;
+    book.fill_stats(stats, false);
+    QVERIFY(stats.compression.has_value());
+    const protocol::CompressionStats& interval = *stats.compression;
+    QCOMPARE(interval.codec, std::string("lossy"));
+    QCOMPARE(interval.error_bound, 0.5);
+    QCOMPARE(interval.interval_bytes_in, 24'000'000ull);
+    QCOMPARE(interval.interval_bytes_out, 3'500'000ull);
+    QCOMPARE(interval.interval_ratio, 24.0 / 3.5);
+    QCOMPARE(interval.gbps, 24e6 / 300e-6 / 1e9);
+    QVERIFY(interval.ratio_histogram == histogram);
+
+    book.add(EventHeader{3, 3, 0}, stages::CompressedSize{8'000'000, 4'000'000, 100.0});
+    protocol::StatsPayload next;
+    book.fill_stats(next, false);
+    QCOMPARE(next.compression->interval_bytes_in, 8'000'000ull);
+    QCOMPARE(next.compression->total_bytes_in, 32'000'000ull);
+    QCOMPARE(next.compression->interval_ratio, 2.0);
+
+    protocol::StatsPayload run;
+    book.fill_stats(run, true);
+    QCOMPARE(run.compression->interval_bytes_in, 32'000'000ull);
+    QCOMPARE(run.compression->interval_bytes_out, 7'500'000ull);
+    QCOMPARE(run.compression->gbps, 32e6 / 400e-6 / 1e9);
+    QCOMPARE(run.compression->ratio_histogram,
+             (std::array<std::uint64_t, protocol::kRatioHistogramBins>{}));
+  }
+
+  // A lossless codec has no error bound in its block, whatever the configuration said.
+  void losslessHasNoBound() {
+    stages::CompressionBook book({"lossless", 0.5});
+    book.add(EventHeader{0, 0, 0}, stages::CompressedSize{100, 50, 1.0});
+    protocol::StatsPayload stats;
+    book.fill_stats(stats, false);
+    QCOMPARE(stats.compression->error_bound, 0.0);
+  }
+
+  // The list: each built-in book gets the events that carry its result (read out of the event's
+  // fields), its timing is the mean and maximum of the times given and its GB/s the input bytes
+  // over the mean; an event without a result is not counted; stats.stages keeps the list's order.
+  void builtInBooksAreTimedInOrder() {
+    StageBooks books;
+    books.add_builtin(
+        "compress", 4e6,
+        std::make_unique<stages::CompressionBook>(stages::CompressionBookSettings{"lossless", 0}),
+        [](CompletedEvent& done) -> std::optional<stages::StageOutput> {
+          if (done.compress_bytes_out == 0) return std::nullopt;
+          return stages::StageOutput{
+              stages::CompressedSize{done.compress_bytes_in, done.compress_bytes_out,
+                                     done.compress_us},
+              done.compress_us};
+        });
+    books.add_builtin("integrate", 8e6,
+                      std::make_unique<stages::IntegrationBook>(profile_settings(2, 4)),
+                      [](CompletedEvent& done) -> std::optional<stages::StageOutput> {
+                        if (done.profile.empty()) return std::nullopt;
+                        return stages::StageOutput{stages::ProfileResult(std::move(done.profile)),
+                                                   done.integrate_us};
+                      });
+    for (std::uint64_t k = 0; k < 4; ++k) {
+      CompletedEvent done;
+      done.header = EventHeader{k, k, 0};
+      done.compress_bytes_in = 4'000'000;
+      done.compress_bytes_out = k == 3 ? 0 : 1'000'000;  // the last one was not compressed
+      done.compress_us = 10.0 * double(k + 1);
+      done.profile = {1.0, 2.0};
+      done.integrate_us = k == 1 ? 40.0 : 20.0;
+      books.add(done);
+      QVERIFY(done.profile.empty());  // moved into the book, not copied
+    }
+    protocol::StatsPayload stats;
+    books.take_interval(stats);
+    QCOMPARE(stats.stages.size(), std::size_t(2));
+    QCOMPARE(stats.stages[0].name, std::string("compress"));
+    QCOMPARE(stats.stages[0].mean_us, 20.0);  // (10 + 20 + 30) / 3
+    QCOMPARE(stats.stages[0].max_us, 30.0);
+    QCOMPARE(stats.stages[0].gbps, 4e6 / 20e-6 / 1e9);
+    QCOMPARE(stats.compression->interval_bytes_in, 12'000'000ull);
+    QCOMPARE(stats.stages[1].name, std::string("integrate"));
+    QCOMPARE(stats.stages[1].mean_us, 25.0);
+    QCOMPARE(stats.stages[1].max_us, 40.0);
+    QVERIFY(stats.stage_stats.empty());
+
+    protocol::StatsPayload next;
+    books.take_interval(next);
+    QCOMPARE(next.stages[0].mean_us, 0.0);  // nothing since the last interval
+    protocol::StatsPayload run;
+    books.add_totals(run);
+    QCOMPARE(run.stages[1].mean_us, 25.0);
+    QCOMPARE(run.stages[1].max_us, 0.0);  // not kept over a run
+    QCOMPARE(run.compression->total_bytes_out, 3'000'000ull);
+  }
+
+ private:
+  static std::size_t finite_count(const std::vector<double>& values) {
+    std::size_t n = 0;
+    for (double v : values) n += std::isfinite(v) ? 1 : 0;
+    return n;
+  }
+};
+
+QTEST_APPLESS_MAIN(TestStageBooks)
+#include "test_stage_books.moc"
