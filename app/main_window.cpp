@@ -20,6 +20,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPlainTextEdit>
+#include <QScreen>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -30,6 +31,7 @@
 
 #include "app/analysis_defaults.hpp"
 #include "app/comparison_panel.hpp"
+#include "app/dock_layouts.hpp"
 #include "app/engine_host.hpp"
 #include "app/peak_tuning_panel.hpp"
 #include "app/remote_control.hpp"
@@ -116,13 +118,31 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
   setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowNestedDocks |
                  QMainWindow::AllowTabbedDocks);
   buildDocks();
-  buildMenus();
-  resize(1200, 760);
-  default_state_ = saveState(kLayoutVersion);
-
   settings_ = options.settings_file.isEmpty()
                   ? std::make_unique<QSettings>()
                   : std::make_unique<QSettings>(options.settings_file, QSettings::IniFormat);
+  layouts_ = new DockLayouts(*this,
+                             WindowDocks{.rates = chart_dock_,
+                                         .run_control = run_dock_,
+                                         .counters = counters_dock_,
+                                         .log = log_dock_,
+                                         .stream_config = stream_config_dock_,
+                                         .engine = engine_dock_,
+                                         .comparison = comparison_dock_,
+                                         .compression = compression_dock_,
+                                         .radial_profile = radial_profile_dock_,
+                                         .detector_image = detector_image_dock_,
+                                         .peak_table = peak_table_dock_,
+                                         .hit_rate = hit_rate_dock_,
+                                         .gain_occupancy = gain_occupancy_dock_,
+                                         .peak_tuning = peak_tuning_dock_,
+                                         .replay = replay_dock_},
+                             kLayoutVersion, *settings_, this);
+  connect(layouts_, &DockLayouts::logMessage, this, &MainWindow::appendLog);
+  buildMenus();
+  // The dashboard is made for a whole screen; saved settings bring the window's own size back.
+  if (const QScreen* screen = this->screen()) resize(screen->availableGeometry().size());
+  layouts_->arrange(BuiltInLayout::Dashboard);
   readSettings(*settings_, settings_->fileName());
 
   // The command line wins over the saved settings: a configuration file first, then the options.
@@ -344,26 +364,6 @@ void MainWindow::buildDocks() {
       makeDock(tr("Peak finder tuning"), QStringLiteral("peakTuningDock"), peak_tuning_, this);
 
   replay_dock_ = makeDock(tr("Replay"), QStringLiteral("replayDock"), transport_, this);
-  addDockWidget(Qt::TopDockWidgetArea, replay_dock_);
-  addDockWidget(Qt::LeftDockWidgetArea, run_dock_);
-  addDockWidget(Qt::LeftDockWidgetArea, counters_dock_);
-  tabifyDockWidget(counters_dock_, engine_dock_);
-  tabifyDockWidget(engine_dock_, stream_config_dock_);
-  addDockWidget(Qt::RightDockWidgetArea, chart_dock_);
-  tabifyDockWidget(chart_dock_, comparison_dock_);
-  tabifyDockWidget(comparison_dock_, compression_dock_);
-  tabifyDockWidget(compression_dock_, radial_profile_dock_);
-  tabifyDockWidget(radial_profile_dock_, detector_image_dock_);
-  tabifyDockWidget(detector_image_dock_, hit_rate_dock_);
-  tabifyDockWidget(hit_rate_dock_, gain_occupancy_dock_);
-  tabifyDockWidget(stream_config_dock_, peak_tuning_dock_);
-  tabifyDockWidget(peak_tuning_dock_, peak_table_dock_);
-  addDockWidget(Qt::RightDockWidgetArea, log_dock_);
-  engine_dock_->raise();
-  chart_dock_->raise();
-  resizeDocks({run_dock_, chart_dock_}, {400, 800}, Qt::Horizontal);
-  resizeDocks({run_dock_, counters_dock_}, {170, 490}, Qt::Vertical);
-  resizeDocks({chart_dock_, log_dock_}, {520, 140}, Qt::Vertical);
 
   run_toolbar_ = addToolBar(tr("Run"));
   run_toolbar_->setObjectName(QStringLiteral("runToolBar"));
@@ -445,7 +445,7 @@ void MainWindow::buildMenus() {
   }
   view->addAction(run_toolbar_->toggleViewAction());
   view->addSeparator();
-  view->addAction(tr("&Reset Layout"), this, &MainWindow::resetLayout);
+  view->addMenu(layouts_->menu());
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&Keyboard Shortcuts"), this, [this] {
@@ -790,7 +790,7 @@ void MainWindow::readSettings(QSettings& settings, const QString& origin) {
   const QByteArray geometry = settings.value(kGeometryKey).toByteArray();
   if (!geometry.isEmpty()) restoreGeometry(geometry);
   const QByteArray state = settings.value(kStateKey).toByteArray();
-  if (!state.isEmpty() && !restoreState(state, kLayoutVersion)) {
+  if (!state.isEmpty() && !layouts_->restoreWindowState(state)) {
     appendLog(
         tr("%1: the saved window layout is from another version; using the default").arg(origin));
   }
@@ -959,10 +959,6 @@ void MainWindow::openConfigurationDialog() {
   const QString path = QFileDialog::getOpenFileName(
       this, tr("Open pipeline configuration"), QString(), tr("pipeline configuration (*.json)"));
   if (!path.isEmpty()) openConfiguration(path);
-}
-
-void MainWindow::resetLayout() {
-  restoreState(default_state_, kLayoutVersion);
 }
 
 void MainWindow::saveLayoutDialog() {

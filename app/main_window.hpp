@@ -45,6 +45,7 @@ class StatsModel;
 namespace livedrp::app {
 
 class ComparisonPanel;
+class DockLayouts;
 class EngineHost;
 class PeakTuningPanel;
 class RemoteControl;
@@ -58,7 +59,9 @@ class MainWindow : public QMainWindow {
 
  public:
   // Bumped when the dock arrangement changes incompatibly (QMainWindow::saveState's version).
-  static constexpr int kLayoutVersion = 2;  // 2: stream configuration, engine, comparison docks
+  // 2: stream configuration, engine, comparison docks; 3: the dashboard replaces the tabbed
+  // default (a window saved before opens on the dashboard once).
+  static constexpr int kLayoutVersion = 3;
   // Lines kept in the log dock.
   static constexpr int kLogLines = 2000;
   // Topics the window shows: stats, status, profile, peaks, image.
@@ -117,6 +120,9 @@ class MainWindow : public QMainWindow {
   // Replays `source` ("replay:PATH"): starts a run, or applies it to the running one (next run).
   void openReplay(const QString& source);
   RemoteControl* remoteControl() const { return remote_; }  // null when embedded or unknown
+  // The named dock layouts (View > Layouts): the dashboard the window opens on, the operator's,
+  // the peak-finder tuner's, the stream comparer's, and the user's own.
+  DockLayouts* layouts() const { return layouts_; }
   // Where the named configurations are saved (QSettings "configurations/directory").
   QString configurationsDirectory() const { return configurations_dir_; }
   // The stream-configuration panel's Apply: embedded, to the EngineHost (the running engine
@@ -154,7 +160,6 @@ class MainWindow : public QMainWindow {
   void showRemoteRun();
   void readSettings(QSettings& settings, const QString& origin);
   void writeSettings(QSettings& settings) const;
-  void resetLayout();
   void saveLayoutDialog();
   void loadLayoutDialog();
   void saveConfigurationDialog();
@@ -213,7 +218,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* run_dock_ = nullptr;
   QDockWidget* counters_dock_ = nullptr;
   QDockWidget* log_dock_ = nullptr;
-  QByteArray default_state_;
+  DockLayouts* layouts_ = nullptr;
 
   EngineHost* host_ = nullptr;
   QPointer<SubscriberThread> subscriber_;

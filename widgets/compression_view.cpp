@@ -36,6 +36,9 @@ QColor throughputColor() {
 QwtPlot* makePlot(QWidget* parent, const QString& name) {
   auto* plot = new QwtPlot(parent);
   plot->setObjectName(name);
+  // Expanding, not QwtPlot's MinimumExpanding: its size hint (room for every tick label) would be
+  // the smallest the dock could get, and the dashboard shows this beside three others.
+  plot->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
   plot->setAutoReplot(false);
   plot->setCanvasBackground(Qt::white);
   if (auto* canvas = qobject_cast<QwtPlotCanvas*>(plot->canvas())) {

@@ -51,6 +51,9 @@ GainOccupancyView::GainOccupancyView(PeakFindingModel* model, QWidget* parent)
 
   plot_ = new QwtPlot;
   plot_->setObjectName(QStringLiteral("gainOccupancyPlot"));
+  // Expanding, not QwtPlot's MinimumExpanding: its size hint (room for every tick label) would be
+  // the smallest the dock could get, and the layouts show this beside others.
+  plot_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
   plot_->setAutoReplot(false);
   plot_->setCanvasBackground(Qt::white);
   plot_->setAxisTitle(QwtAxis::XBottom, tr("segment"));

@@ -34,6 +34,9 @@ QwtInterval usableRange(const QwtInterval& range) {
 
 ProfileWaterfall::ProfileWaterfall(QWidget* parent, std::size_t capacity) : QwtPlot(parent) {
   setObjectName(QStringLiteral("profileWaterfall"));
+  // Expanding, not QwtPlot's MinimumExpanding: its size hint (room for every tick label) would be
+  // the smallest the dock could get, and the dashboard shows this beside three others.
+  setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
   setAutoReplot(false);
   setCanvasBackground(Qt::white);
   if (auto* canvas = qobject_cast<QwtPlotCanvas*>(this->canvas())) {

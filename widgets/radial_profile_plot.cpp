@@ -45,6 +45,9 @@ QString intensityText(double value) {
 
 RadialProfilePlot::RadialProfilePlot(QWidget* parent) : QwtPlot(parent) {
   setObjectName(QStringLiteral("radialProfilePlot"));
+  // Expanding, not QwtPlot's MinimumExpanding: its size hint (room for every tick label) would be
+  // the smallest the dock could get, and the dashboard shows this beside three others.
+  setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
   setAutoReplot(false);
   setCanvasBackground(Qt::white);
   if (auto* canvas = qobject_cast<QwtPlotCanvas*>(this->canvas())) {
