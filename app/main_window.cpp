@@ -34,6 +34,7 @@
 #include "app/dock_layouts.hpp"
 #include "app/engine_host.hpp"
 #include "app/peak_tuning_panel.hpp"
+#include "app/recent_configurations.hpp"
 #include "app/remote_control.hpp"
 #include "app/replay_transport_bar.hpp"
 #include "app/run_control_widget.hpp"
@@ -139,6 +140,17 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
                                          .replay = replay_dock_},
                              kLayoutVersion, *settings_, this);
   connect(layouts_, &DockLayouts::logMessage, this, &MainWindow::appendLog);
+  recent_ = new RecentConfigurations(*settings_, this, this);
+  recent_->setAvailable(!attached_);  // attached, configurations are not opened from here
+  connect(recent_, &RecentConfigurations::openRequested, this, [this](const QString& path) {
+    if (!QFileInfo::exists(path)) {
+      recent_->remove(path);
+      showFileProblem(
+          tr("configuration not opened: %1 no longer exists (removed from Open Recent)").arg(path));
+      return;
+    }
+    openConfiguration(path);
+  });
   buildMenus();
   // The dashboard is made for a whole screen; saved settings bring the window's own size back.
   if (const QScreen* screen = this->screen()) resize(screen->availableGeometry().size());
@@ -149,6 +161,7 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
   if (options.config) {
     base_config_ = *options.config;
     appendLog(tr("configuration read from %1").arg(options.config_file));
+    if (!options.config_file.isEmpty()) recent_->add(options.config_file);
   }
   if (options.source) base_config_.source = *options.source;
   if (options.backend) base_config_.backend = *options.backend;
@@ -414,6 +427,7 @@ void MainWindow::buildMenus() {
   QAction* open_config =
       file->addAction(tr("&Open Configuration..."), this, &MainWindow::openConfigurationDialog);
   open_config->setShortcut(QKeySequence::Open);
+  file->addMenu(recent_->menu());
   QAction* save_config =
       file->addAction(tr("Save &Configuration..."), this, &MainWindow::saveConfigurationDialog);
   save_config->setShortcut(QKeySequence::Save);
@@ -919,6 +933,7 @@ bool MainWindow::saveConfiguration(const QString& path) {
     showFileProblem(tr("cannot write the configuration to %1: %2").arg(path, *problem));
     return false;
   }
+  recent_->add(path);
   appendLog(tr("configuration saved to %1").arg(path));
   return true;
 }
@@ -942,6 +957,7 @@ bool MainWindow::openConfiguration(const QString& path) {
   stream_config_->setConfig(base_config_);
   transport_->showConfig(base_config_);
   showIntegrationState();
+  recent_->add(path);
   appendLog(tr("configuration opened from %1%2")
                 .arg(path, host_ && host_->isActive() ? tr("; it applies at the next start")
                                                       : QString()));

@@ -48,6 +48,7 @@ class ComparisonPanel;
 class DockLayouts;
 class EngineHost;
 class PeakTuningPanel;
+class RecentConfigurations;
 class RemoteControl;
 class ReplayTransportBar;
 class RunControlWidget;
@@ -83,6 +84,7 @@ class MainWindow : public QMainWindow {
   // --config` read. Opening one makes it the configuration of the next start (or Apply); false,
   // and the reason (the file, the field) in the log and the status bar, when the file cannot be
   // written or read, is not a valid configuration, or the window is attached to a remote engine.
+  // A file saved or opened goes first in File > Open Recent.
   bool saveConfiguration(const QString& path);
   bool openConfiguration(const QString& path);
 
@@ -123,6 +125,8 @@ class MainWindow : public QMainWindow {
   // The named dock layouts (View > Layouts): the dashboard the window opens on, the operator's,
   // the peak-finder tuner's, the stream comparer's, and the user's own.
   DockLayouts* layouts() const { return layouts_; }
+  // File > Open Recent: the configurations opened or saved here, or given with --config.
+  RecentConfigurations* recentConfigurations() const { return recent_; }
   // Where the named configurations are saved (QSettings "configurations/directory").
   QString configurationsDirectory() const { return configurations_dir_; }
   // The stream-configuration panel's Apply: embedded, to the EngineHost (the running engine
@@ -219,6 +223,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* counters_dock_ = nullptr;
   QDockWidget* log_dock_ = nullptr;
   DockLayouts* layouts_ = nullptr;
+  RecentConfigurations* recent_ = nullptr;
 
   EngineHost* host_ = nullptr;
   QPointer<SubscriberThread> subscriber_;
