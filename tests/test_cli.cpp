@@ -1,5 +1,6 @@
 // livedrp-engine on the command line: bad input of every kind gives exit status 2 and a message
 // naming the problem; a good run prints its summary and exits 0.
+#include <QRegularExpression>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -34,6 +35,16 @@ class TestCli : public QObject {
   void initTestCase() {
     QVERIFY2(QFile::exists(qEnvironmentVariable("LIVEDRP_ENGINE_EXE")),
              "set LIVEDRP_ENGINE_EXE to the livedrp-engine executable (CTest does)");
+  }
+
+  // Every tool says its version (the project's, from CMake) and exits 0.
+  void version_is_printed() {
+    for (const char* variable : {"LIVEDRP_ENGINE_EXE", "LIVEDRP_CODEC_EXE"}) {
+      const CliResult r = run_cli(variable, {"--version"});
+      QCOMPARE(r.exit_code, 0);
+      const QRegularExpression expected(R"(^livedrp-(engine|codec) \d+\.\d+\.\d+\s*$)");
+      QVERIFY2(expected.match(r.out).hasMatch(), qPrintable(r.out + r.err));
+    }
   }
 
   void unreadable_config_is_named() {

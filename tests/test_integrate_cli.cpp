@@ -246,6 +246,22 @@ class TestIntegrateCli : public QObject {
                "radial range");
     expect_bad(QStringList(base) << "--npt"
                                  << "10"
+                                 << "--radial-range"
+                                 << "5"
+                                 << "1",
+               "radial range");
+    expect_bad(QStringList(base) << "--npt"
+                                 << "10"
+                                 << "--azimuth-range"
+                                 << "90"
+                                 << "-90",
+               "azimuth range");
+    // A folder where the CSV should go is the user's to fix: exit 2, the path named.
+    expect_bad({"integrate", "--poni", poni, "--input", image, "--output",
+                QFileInfo(out).absolutePath(), "--npt", "10"},
+               "cannot write output file");
+    expect_bad(QStringList(base) << "--npt"
+                                 << "10"
                                  << "--polarization"
                                  << "2",
                "polarization");

@@ -102,6 +102,31 @@ class TestReplayRecorder : public QObject {
   fs::path path(const char* name) const { return fs::path(dir_.path().toStdString()) / name; }
 
  private slots:
+  // A second recording of the same run into the same directory is refused naming the file, and
+  // the first recording stays as it was.
+  void a_recording_is_never_overwritten() {
+    const DetectorDescription d = small_detector();
+    replay::RecordOptions options;
+    options.directory = path("twice");
+    options.run = 7;
+    {
+      replay::Recorder first(options, d, "{}");
+      for (std::uint64_t i = 0; i < 3; ++i)
+        QVERIFY(first.record(header_of(i), event_of(d, i).data()));
+      first.close();
+    }
+    try {
+      replay::Recorder second(options, d, "{}");
+      QFAIL("a second recording of run 7 was opened over the first");
+    } catch (const InputError& e) {
+      QVERIFY2(QString(e.what()).contains("run0007-000.h5") &&
+                   QString(e.what()).contains("not overwritten"),
+               e.what());
+    }
+    QCOMPARE(replayed_pulse_ids(options.directory, d),
+             (std::vector<std::uint64_t>{1000, 1001, 1002}));
+  }
+
   // Queue of 2, writer held at event 0: events 1 and 2 queue, 3..9 are dropped and counted;
   // what was accepted is on disk, in order, bit-identical.
   void a_full_queue_under_drop_counts_the_dropped_events() {

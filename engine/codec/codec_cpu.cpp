@@ -15,6 +15,7 @@
 #include "codec/codec.hpp"
 #include "codec/codec_math.hpp"
 #include "codec/container.hpp"
+#include "core/memory_limit.hpp"
 #include "core/thread_pool.hpp"
 
 namespace livedrp::codec {
@@ -173,7 +174,9 @@ std::span<const std::uint8_t> CpuCompressor::compress_flat(const void* data, DTy
 
 namespace {
 
-StreamInfo decode_into(const ParsedStream& s, std::uint8_t* out, ThreadPool* pool) {
+// Before anything is decoded or allocated for the output: a corrupted payload is refused for
+// the price of reading it once.
+void verify_payload(const ParsedStream& s, ThreadPool* pool) {
   const StreamInfo& info = s.info;
   const std::size_t chunks = std::size_t(info.chunk_count);
   std::vector<std::uint64_t> partial(chunks, 0);
@@ -193,7 +196,11 @@ StreamInfo decode_into(const ParsedStream& s, std::uint8_t* out, ThreadPool* poo
                   static_cast<unsigned long long>(checksum));
     fail(text);
   }
+}
 
+StreamInfo decode_into(const ParsedStream& s, std::uint8_t* out, ThreadPool* pool) {
+  const StreamInfo& info = s.info;
+  const std::size_t chunks = std::size_t(info.chunk_count);
   const std::uint32_t per_chunk = chunk_elements(info.dtype, info.chunk_bytes);
   const std::uint32_t esize = element_bytes(info.dtype);
   std::mutex mutex;
@@ -255,6 +262,9 @@ StreamInfo read_header(const std::uint8_t* bytes, std::size_t size) {
 
 DecodedArray decompress_cpu(const std::uint8_t* bytes, std::size_t size, ThreadPool* pool) {
   const ParsedStream s = parse_stream(bytes, size);
+  verify_payload(s, pool);
+  check_input_allocation(s.info.raw_bytes,
+                         "a codec stream of " + std::to_string(s.info.element_count) + " elements");
   DecodedArray result;
   result.bytes.resize(std::size_t(s.info.raw_bytes));
   result.info = decode_into(s, result.bytes.data(), pool);
@@ -268,6 +278,7 @@ StreamInfo decompress_cpu_into(const std::uint8_t* bytes, std::size_t size, void
     fail("the output buffer has " + std::to_string(out_bytes) + " bytes, the stream decodes to " +
          std::to_string(s.info.raw_bytes));
   if (out_bytes != 0 && out == nullptr) fail("no output buffer");
+  verify_payload(s, pool);
   return decode_into(s, static_cast<std::uint8_t*>(out), pool);
 }
 

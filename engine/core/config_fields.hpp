@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_input.hpp"
 
 namespace livedrp {
 
@@ -36,13 +37,13 @@ class FieldReader {
 
   void read(const char* key, std::string& value) {
     if (const nlohmann::json* v = find(key)) {
-      if (!v->is_string()) fail(name(key), "must be a string, got " + v->dump());
+      if (!v->is_string()) fail(name(key), "must be a string, got " + json_excerpt(*v));
       value = v->get<std::string>();
     }
   }
   void read(const char* key, bool& value) {
     if (const nlohmann::json* v = find(key)) {
-      if (!v->is_boolean()) fail(name(key), "must be true or false, got " + v->dump());
+      if (!v->is_boolean()) fail(name(key), "must be true or false, got " + json_excerpt(*v));
       value = v->get<bool>();
     }
   }
@@ -53,7 +54,7 @@ class FieldReader {
           v->get<long long>() > maximum ||
           (v->is_number_unsigned() && v->get<unsigned long long>() > (unsigned long long)maximum))
         fail(name(key), "must be an integer in " + std::to_string(minimum) + ".." +
-                            std::to_string(maximum) + ", got " + v->dump());
+                            std::to_string(maximum) + ", got " + json_excerpt(*v));
       value = Integer(v->get<long long>());
     }
   }
@@ -61,7 +62,7 @@ class FieldReader {
     if (const nlohmann::json* v = find(key)) {
       if (!v->is_number() || !(v->get<double>() >= minimum) || !(v->get<double>() <= maximum))
         fail(name(key), "must be a number in [" + std::to_string(minimum) + ", " +
-                            std::to_string(maximum) + "], got " + v->dump());
+                            std::to_string(maximum) + "], got " + json_excerpt(*v));
       value = v->get<double>();
     }
   }
@@ -76,11 +77,11 @@ class FieldReader {
       const bool pair = v->is_array() && v->size() == 2 && (*v)[0].is_number() &&
                         (*v)[1].is_number() && std::isfinite((*v)[0].get<double>()) &&
                         std::isfinite((*v)[1].get<double>());
-      if (!pair) fail(name(key), "must be [MIN, MAX], two finite numbers, got " + v->dump());
+      if (!pair) fail(name(key), "must be [MIN, MAX], two finite numbers, got " + json_excerpt(*v));
       const double low = (*v)[0].get<double>(), high = (*v)[1].get<double>();
       if (wrap ? low == high : !(low < high))
         fail(name(key), std::string(wrap ? "must have MIN != MAX" : "must have MIN < MAX") +
-                            ", got " + v->dump());
+                            ", got " + json_excerpt(*v));
       value = std::make_pair(low, high);
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <limits>
 #include <numbers>
@@ -11,6 +12,7 @@
 
 #include "core/builtin_detectors.hpp"
 #include "core/error.hpp"
+#include "core/json_input.hpp"
 
 namespace livedrp {
 namespace {
@@ -33,14 +35,15 @@ int require_positive_int(const json& object, const char* key, const std::string&
   const json& value = require(object, key, origin);
   if (!value.is_number_integer() || value.get<long long>() <= 0 || value.get<long long>() > maximum)
     fail(origin, std::string("field '") + key + "' must be an integer in 1.." +
-                     std::to_string(maximum) + ", got " + value.dump());
+                     std::to_string(maximum) + ", got " + json_excerpt(value));
   return value.get<int>();
 }
 
 double require_positive_number(const json& object, const char* key, const std::string& origin) {
   const json& value = require(object, key, origin);
   if (!value.is_number() || !(value.get<double>() > 0))
-    fail(origin, std::string("field '") + key + "' must be a positive number, got " + value.dump());
+    fail(origin,
+         std::string("field '") + key + "' must be a positive number, got " + json_excerpt(value));
   return value.get<double>();
 }
 
@@ -51,7 +54,7 @@ std::pair<int, int> require_shape(const json& object, const char* key, const std
       value[1].get<long long>() <= 0 || value[0].get<long long>() > 65536 ||
       value[1].get<long long>() > 65536)
     fail(origin, std::string("field '") + key +
-                     "' must be [rows, cols] with positive integers, got " + value.dump());
+                     "' must be [rows, cols] with positive integers, got " + json_excerpt(value));
   return {value[0].get<int>(), value[1].get<int>()};
 }
 
@@ -63,7 +66,7 @@ RawEncoding parse_encoding(const json& value, const std::string& origin) {
   fail(origin,
        "field 'raw_encoding' must be one of epix10ka, jungfrau, float32, uint16, uint32, int32; "
        "got " +
-           value.dump());
+           json_excerpt(value));
 }
 
 // "gaps": {"rows": [[first, count], ...], "cols": [...]}, each range inside the segment.
@@ -80,7 +83,7 @@ std::vector<PixelRange> parse_gap_ranges(const json& gaps, const char* key, int 
         range[0].get<long long>() + range[1].get<long long>() > extent)
       fail(origin, std::string("field 'gaps.") + key +
                        "' must hold [first, count] ranges within the segment's " +
-                       std::to_string(extent) + ", got " + range.dump());
+                       std::to_string(extent) + ", got " + json_excerpt(range));
     ranges.push_back({range[0].get<int>(), range[1].get<int>()});
   }
   return ranges;
@@ -138,7 +141,8 @@ bool DetectorDescription::in_gap(int row, int col) const {
 DetectorDescription parse_detector_description(const json& object, const std::string& origin) {
   DetectorDescription d;
   const json& version = require(object, "schema_version", origin);
-  if (version != 1) fail(origin, "unsupported schema_version " + version.dump() + " (expected 1)");
+  if (version != 1)
+    fail(origin, "unsupported schema_version " + json_excerpt(version) + " (expected 1)");
   const json& name = require(object, "name", origin);
   if (!name.is_string() || name.get<std::string>().empty())
     fail(origin, "field 'name' must be a non-empty string");
@@ -148,6 +152,12 @@ DetectorDescription parse_detector_description(const json& object, const std::st
   d.encoding = parse_encoding(require(object, "raw_encoding", origin), origin);
   d.segments = require_positive_int(object, "segments", origin, 1024);
   std::tie(d.rows, d.cols) = require_shape(object, "segment_shape", origin);
+  // Every pixel index fits 32 bits with room to spare; the largest detectors have about 2^24.
+  constexpr std::uint64_t kMaxPixels = std::uint64_t(1) << 28;
+  if (std::uint64_t(d.segments) * std::uint64_t(d.rows) * std::uint64_t(d.cols) > kMaxPixels)
+    fail(origin, std::to_string(d.segments) + " segments of " + std::to_string(d.rows) + " x " +
+                     std::to_string(d.cols) + " pixels are more than " +
+                     std::to_string(kMaxPixels) + " pixels in all");
   d.pixel_size_um = require_positive_number(object, "pixel_size_um", origin);
   std::tie(d.asic_rows, d.asic_cols) = require_shape(object, "asic_shape", origin);
   if (d.rows % d.asic_rows != 0 || d.cols % d.asic_cols != 0)
@@ -157,12 +167,13 @@ DetectorDescription parse_detector_description(const json& object, const std::st
   const json& bank = require(object, "bank_columns", origin);
   if (!bank.is_number_integer() || bank.get<long long>() < 0 || bank.get<long long>() > 64)
     fail(origin, "field 'bank_columns' must be an integer in 0..64 (0 = no common mode), got " +
-                     bank.dump());
+                     json_excerpt(bank));
   d.bank_columns = bank.get<int>();
   // Common mode is an ADC baseline shift; counts and values converted upstream have none.
   if (is_integer_image(d.encoding) && d.bank_columns != 0)
     fail(origin, "bank_columns must be 0 for raw_encoding " + std::string(to_string(d.encoding)) +
-                     " (integer images have no ADC baseline to correct), got " + bank.dump());
+                     " (integer images have no ADC baseline to correct), got " +
+                     json_excerpt(bank));
   if (d.bank_columns > 0 && d.asic_cols % d.bank_columns != 0)
     fail(origin, "bank_columns " + std::to_string(d.bank_columns) +
                      " does not divide the ASIC width " + std::to_string(d.asic_cols));
@@ -189,9 +200,18 @@ DetectorDescription parse_detector_description(const json& object, const std::st
     const json& x = require(p, "x_px", origin);
     const json& y = require(p, "y_px", origin);
     const json& rotation = require(p, "rotation_deg", origin);
-    if (!x.is_number() || !y.is_number()) fail(origin, "placement x_px and y_px must be numbers");
-    if (!rotation.is_number_integer() || rotation.get<int>() % 90 != 0)
-      fail(origin, "placement rotation_deg must be a multiple of 90, got " + rotation.dump());
+    // Offsets beyond a million pixels are no detector's, and would lose the pixel's own
+    // position in double precision when the image is assembled.
+    constexpr double kMaxOffsetPx = 1 << 20;
+    if (!x.is_number() || !y.is_number() || !(std::abs(x.get<double>()) <= kMaxOffsetPx) ||
+        !(std::abs(y.get<double>()) <= kMaxOffsetPx))
+      fail(origin, "placement x_px and y_px must be numbers within +-" +
+                       std::to_string(int(kMaxOffsetPx)) + " pixels, got " + json_excerpt(x) +
+                       ", " + json_excerpt(y));
+    if (!rotation.is_number_integer() || std::abs(rotation.get<long long>()) > 3600 ||
+        rotation.get<int>() % 90 != 0)
+      fail(origin,
+           "placement rotation_deg must be a multiple of 90, got " + json_excerpt(rotation));
     s.x_px = x.get<double>();
     s.y_px = y.get<double>();
     s.rotation_deg = ((rotation.get<int>() % 360) + 360) % 360;
@@ -200,7 +220,8 @@ DetectorDescription parse_detector_description(const json& object, const std::st
 
   if (auto large = object.find("large_pixels"); large != object.end()) {
     if (!large->is_object())
-      fail(origin, "field 'large_pixels' must be an object {\"factor\": F}, got " + large->dump());
+      fail(origin,
+           "field 'large_pixels' must be an object {\"factor\": F}, got " + json_excerpt(*large));
     const auto factor_entry = large->find("factor");
     if (factor_entry == large->end())
       fail(origin, "field 'large_pixels.factor' is missing (large_pixels: {\"factor\": F})");
@@ -210,7 +231,7 @@ DetectorDescription parse_detector_description(const json& object, const std::st
       fail(origin,
            "field 'large_pixels.factor' must be an integer in 1..16 (the width of the "
            "pixels along internal ASIC edges, in normal pixels), got " +
-               factor.dump());
+               json_excerpt(factor));
     d.large_pixel_factor = factor.get<int>();
     // With one-pixel ASICs a pixel would be on both edges of its ASIC: no sensor is built so.
     const bool internal_row_edges = d.asic_rows < d.rows, internal_col_edges = d.asic_cols < d.cols;
@@ -237,12 +258,7 @@ DetectorDescription parse_detector_description(const json& object, const std::st
 DetectorDescription load_detector_description(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) throw InputError("cannot open detector description " + path.string());
-  json object;
-  try {
-    object = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError("detector description " + path.string() + " is not valid JSON: " + e.what());
-  }
+  const json object = parse_json_input(in, "detector description " + path.string());
   return parse_detector_description(object, path.string());
 }
 

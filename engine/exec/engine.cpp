@@ -7,6 +7,8 @@
 
 #include "codec/compression_input.hpp"
 #include "core/error.hpp"
+#include "core/json_input.hpp"
+#include "core/memory_limit.hpp"
 #include "core/thread_pool.hpp"
 #include "exec/engine_impl.hpp"
 #include "exec/stream_input.hpp"
@@ -35,6 +37,24 @@ std::optional<codec::CodecParams> compression_params(const CompressionConfig& co
 
 }  // namespace engine_detail
 using namespace engine_detail;
+
+namespace {
+
+// A setting that makes the engine hold `events` whole events at once must fit in memory, or the
+// run would never start (or take the machine's memory for a short run): refused naming the most
+// that fits.
+void check_buffered_events(std::int64_t events, const DetectorDescription& detector,
+                           const std::string& field) {
+  const std::uint64_t event_bytes = detector.raw_event_bytes();
+  const std::uint64_t limit = input_allocation_limit();
+  if (events > 0 && std::uint64_t(events) > limit / event_bytes)
+    throw InputError(
+        field + " " + std::to_string(events) + ": that many " + detector.name + " events of " +
+        std::to_string(event_bytes) + " bytes need more than half of " + "this machine's memory (" +
+        std::to_string(limit) + " bytes); at most " + std::to_string(limit / event_bytes) + " fit");
+}
+
+}  // namespace
 
 Engine::Engine(EngineConfig config) : Engine(config, nullptr) {}
 
@@ -74,7 +94,8 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     // recording's seed (from its pipeline_config attribute) unless a constants file is given.
     const std::string& recorded = d.replay_source->files().front().pipeline_config;
     if (c.constants_file.empty() && !recorded.empty()) {
-      const auto json = nlohmann::json::parse(recorded, nullptr, false);
+      std::string unreadable;
+      const auto json = try_parse_json(recorded, unreadable).value_or(nlohmann::json());
       if (json.is_object() && json.contains("simulator") && json["simulator"].is_object() &&
           json["simulator"].value("seed", nlohmann::json()).is_number_unsigned())
         constants_seed = json["simulator"]["seed"].get<std::uint64_t>();
@@ -89,6 +110,9 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   }
   if (c.ring_slots < 1) throw InputError("ring_slots must be at least 1");
   if (c.simulator_pool < 1) throw InputError("simulator pool_events must be at least 1");
+  if (!replaying && !streaming)
+    check_buffered_events(c.simulator_pool, d.detector, "simulator.pool_events");
+  if (streaming) check_buffered_events(c.stream.queue_events, d.detector, "stream.queue_events");
   if (!(c.rate_hz >= 0)) throw InputError("rate must be >= 0 Hz (0 = as fast as possible)");
   if (c.full_ring != "auto" && c.full_ring != "drop" && c.full_ring != "wait")
     throw InputError("full_ring must be auto, drop or wait, got '" + c.full_ring + "'");
@@ -257,6 +281,8 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   if (d.replay_source)
     d.replay_source->set_buffer_allocator(host_buffers.allocate, host_buffers.free);
   if (d.stream_source) d.stream_source->set_buffer_allocator(host_buffers);
+  if (c.record.enabled())
+    check_buffered_events(c.record.queue_events, d.detector, "record.queue_events");
   if (c.record.enabled()) {
     replay::RecordOptions options;
     options.directory = c.record.directory;

@@ -9,6 +9,7 @@
 #include "calib/constants.hpp"
 #include "core/config_fields.hpp"
 #include "core/error.hpp"
+#include "core/json_input.hpp"
 #include "exec/engine.hpp"
 #include "peaks/peak_params.hpp"
 #include "stages/registry.hpp"
@@ -66,7 +67,7 @@ std::string read_gain_config_name(const FieldReader& reader, const std::string& 
   const std::string allowed = allowed_gain_config_names();
   if (!item.is_string())
     reader.fail(field, "must hold gain-configuration names (strings: " + allowed + "), got " +
-                           item.dump() + " in " + list.dump());
+                           json_excerpt(item) + " in " + json_excerpt(list));
   const std::string name = item.get<std::string>();
   if (!epix10ka_config_value(name)) {
     std::string upper = name;
@@ -91,12 +92,12 @@ std::vector<std::string> read_gain_config_names(const FieldReader& reader, const
     reader.fail(field, "must be a list of ePix10ka gain-configuration names (" +
                            allowed_gain_config_names() +
                            "), e.g. [\"FH\", \"AHL\"], or [] to search every pixel; got " +
-                           value.dump());
+                           json_excerpt(value));
   std::vector<std::string> names;
   for (const json& item : value) {
     const std::string name = read_gain_config_name(reader, field, item, value);
     if (std::find(names.begin(), names.end(), name) != names.end())
-      reader.fail(field, "names \"" + name + "\" twice in " + value.dump());
+      reader.fail(field, "names \"" + name + "\" twice in " + json_excerpt(value));
     names.push_back(name);
   }
   return names;
@@ -109,7 +110,8 @@ std::vector<std::string> read_simulator_gain_configs(const FieldReader& reader, 
   if (!value.is_array() || value.empty())
     reader.fail(field, "must be a non-empty list of ePix10ka gain-configuration names (" +
                            allowed_gain_config_names() +
-                           ") dealt to the ASICs in turn, e.g. [\"AHL\"]; got " + value.dump());
+                           ") dealt to the ASICs in turn, e.g. [\"AHL\"]; got " +
+                           json_excerpt(value));
   std::vector<std::string> names;
   for (const json& item : value) names.push_back(read_gain_config_name(reader, field, item, value));
   return names;
@@ -134,8 +136,8 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
       !stream::is_stream_source(c.source))
     root.fail("source",
               "must be sim:DETECTOR (e.g. sim:epix10ka2m), replay:FILE.h5[:/dataset], "
-              "sls:tcp://HOST:PORT[,...] or dectris:tcp://HOST:PORT, got \"" +
-                  c.source + "\"");
+              "sls:tcp://HOST:PORT[,...] or dectris:tcp://HOST:PORT, got " +
+                  json_excerpt(json(c.source)));
   root.read_integer("events", c.events, 0, (1LL << 62));
   root.read_number("rate_hz", c.rate_hz, 0.0, 1e7);
   root.read_choice("full_ring", c.full_ring, {"auto", "drop", "wait"});
@@ -257,8 +259,9 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
                         (*beam)[1].is_number() && std::isfinite((*beam)[0].get<double>()) &&
                         std::isfinite((*beam)[1].get<double>());
       if (!pair)
-        reader.fail("peak_finding.beam",
-                    "must be [X, Y], two finite numbers (assembled pixels), got " + beam->dump());
+        reader.fail(
+            "peak_finding.beam",
+            "must be [X, Y], two finite numbers (assembled pixels), got " + json_excerpt(*beam));
       p.beam = std::make_pair((*beam)[0].get<double>(), (*beam)[1].get<double>());
     }
     reader.read("radius_map", p.radius_map);
@@ -343,12 +346,7 @@ json EngineConfig::to_json() const {
 EngineConfig load_engine_config_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError("cannot read configuration file '" + path + "'");
-  json object;
-  try {
-    object = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError("configuration file '" + path + "' is not valid JSON: " + e.what());
-  }
+  const json object = parse_json_input(in, "configuration file '" + path + "'");
   return EngineConfig::from_json(object, "'" + path + "'");
 }
 

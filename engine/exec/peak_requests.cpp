@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/json_input.hpp"
 
 namespace livedrp {
 
@@ -17,7 +18,8 @@ peaks::PeakFinderParams merge_peak_params_request(const peaks::PeakFinderParams&
   const nlohmann::json& given =
       request.is_object() && request.contains("params") ? request.at("params") : request;
   if (!given.is_object())
-    throw InputError("params must be a JSON object of peak-finder parameters, got " + given.dump());
+    throw InputError("params must be a JSON object of peak-finder parameters, got " +
+                     json_excerpt(given));
   // The peak_finding section's other fields are read once when a run starts (search_gain_configs,
   // mask, radius_map and beam make its mask and radii): they change through an apply request,
   // which restarts the run, and a parameter request naming one says so.
@@ -28,7 +30,8 @@ peaks::PeakFinderParams merge_peak_params_request(const peaks::PeakFinderParams&
                        "' is not a peak-finder parameter but a field of the peak_finding "
                        "configuration, read once when a run starts, so it cannot change while the "
                        "run goes; change it with an apply request, {\"peak_finding\": {\"" +
-                       item.key() + "\": " + item.value().dump() + "}} (the run restarts with it)");
+                       item.key() + "\": " + json_excerpt(item.value()) +
+                       "}} (the run restarts with it)");
   nlohmann::json merged = peaks::to_json(in_force);
   merged.update(given);
   return peaks::parse_peak_params(merged, "params");

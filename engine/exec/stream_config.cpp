@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_input.hpp"
 
 namespace livedrp {
 namespace {
@@ -14,7 +15,8 @@ namespace {
 using nlohmann::json;
 
 // Name tables: the JSON spelling of each choice, in enum order.
-constexpr std::array<std::string_view, 4> kLaunchNames{"plain", "graph", "device_graph", "persistent"};
+constexpr std::array<std::string_view, 4> kLaunchNames{"plain", "graph", "device_graph",
+                                                       "persistent"};
 constexpr std::array<std::string_view, 2> kSegmentsNames{"all", "one"};
 constexpr std::array<std::string_view, 2> kThreadNames{"one_for_all", "per_stream"};
 constexpr std::array<std::string_view, 2> kSourceNames{"host", "device"};
@@ -53,11 +55,21 @@ int parse_int(const json& object, const char* key, int current, int minimum, int
 
 }  // namespace
 
-std::string_view to_string(LaunchMode value) { return kLaunchNames[std::size_t(value)]; }
-std::string_view to_string(SegmentsPerLaunch value) { return kSegmentsNames[std::size_t(value)]; }
-std::string_view to_string(HostThreadModel value) { return kThreadNames[std::size_t(value)]; }
-std::string_view to_string(SourcePlacement value) { return kSourceNames[std::size_t(value)]; }
-std::string_view to_string(FaultPolicy value) { return kFaultNames[std::size_t(value)]; }
+std::string_view to_string(LaunchMode value) {
+  return kLaunchNames[std::size_t(value)];
+}
+std::string_view to_string(SegmentsPerLaunch value) {
+  return kSegmentsNames[std::size_t(value)];
+}
+std::string_view to_string(HostThreadModel value) {
+  return kThreadNames[std::size_t(value)];
+}
+std::string_view to_string(SourcePlacement value) {
+  return kSourceNames[std::size_t(value)];
+}
+std::string_view to_string(FaultPolicy value) {
+  return kFaultNames[std::size_t(value)];
+}
 
 json to_json(const StreamConfig& c) {
   return {{"streams", c.streams},
@@ -72,10 +84,11 @@ json to_json(const StreamConfig& c) {
 
 StreamConfig stream_config_from_json(const json& object, const std::string& origin) {
   if (!object.is_object())
-    throw InputError(origin + ": field 'runtime' must be a JSON object, got " + object.dump());
-  static const std::set<std::string> known{"streams", "slots_per_stream",    "launch",
-                                           "batch",   "segments_per_launch", "host_threads",
-                                           "source",  "on_fault"};
+    throw InputError(origin + ": field 'runtime' must be a JSON object, got " +
+                     json_excerpt(object));
+  static const std::set<std::string> known{
+      "streams",      "slots_per_stream", "launch",  "batch", "segments_per_launch",
+      "host_threads", "source",           "on_fault"};
   for (auto it = object.begin(); it != object.end(); ++it)
     if (!known.count(it.key()))
       throw InputError(origin + ": unknown field 'runtime." + it.key() + "'");

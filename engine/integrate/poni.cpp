@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 // The host helpers of geometry.hpp live here too.
+#include "core/json_input.hpp"
 #include "integrate/geometry.hpp"
 
 namespace livedrp::integrate {
@@ -86,12 +87,10 @@ class Reader {
 void read_detector_config(const Reader& r, PoniGeometry& g, bool allow_orientation) {
   const Entry& e = r.require("detector_config", "Detector_config");
   const std::string where = "line " + std::to_string(e.line) + ": Detector_config ";
-  nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(e.value);
-  } catch (const nlohmann::json::exception& ex) {
-    fail(r.source(), where + "is not valid JSON (" + ex.what() + ")");
-  }
+  std::string error;
+  std::optional<nlohmann::json> parsed = try_parse_json(e.value, error);
+  if (!parsed) fail(r.source(), where + "is " + error);
+  const nlohmann::json config = std::move(*parsed);
   if (!config.is_object()) fail(r.source(), where + "must be a JSON object");
 
   const auto size = [&](const char* key) {
@@ -101,7 +100,7 @@ void read_detector_config(const Reader& r, PoniGeometry& g, bool allow_orientati
     if (!config[key].is_number() || !(config[key].get<double>() > 0.0) ||
         !std::isfinite(config[key].get<double>()))
       fail(r.source(),
-           where + "'" + key + "' must be a positive number, not " + config[key].dump());
+           where + "'" + key + "' must be a positive number, not " + json_excerpt(config[key]));
     return config[key].get<double>();
   };
   g.pixel1 = size("pixel1");
@@ -113,8 +112,8 @@ void read_detector_config(const Reader& r, PoniGeometry& g, bool allow_orientati
       return v.is_number_integer() && v.get<long long>() > 0 && v.get<long long>() <= (1 << 30);
     };
     if (!s.is_array() || s.size() != 2 || !extent_ok(s[0]) || !extent_ok(s[1]))
-      fail(r.source(),
-           where + "'max_shape' must be [rows, columns] of positive integers, not " + s.dump());
+      fail(r.source(), where + "'max_shape' must be [rows, columns] of positive integers, not " +
+                           json_excerpt(s));
     g.max_shape = std::array<int, 2>{s[0].get<int>(), s[1].get<int>()};
   }
 
@@ -128,7 +127,8 @@ void read_detector_config(const Reader& r, PoniGeometry& g, bool allow_orientati
     if (!allow_orientation)
       fail(r.source(), where + "has 'orientation', which only poni_version 2.1 defines");
     if (!o.is_number_integer() || o.get<long long>() < 1 || o.get<long long>() > 4)
-      fail(r.source(), where + "'orientation' must be an integer from 1 to 4, not " + o.dump());
+      fail(r.source(),
+           where + "'orientation' must be an integer from 1 to 4, not " + json_excerpt(o));
     g.orientation = o.get<int>();
     // The other orientations flip the detector's axes; there is no pyFAI that reads them here
     // to check against, so they are refused rather than guessed.
@@ -153,8 +153,11 @@ PoniGeometry parse_poni(std::string_view text, const std::string& source) {
     if (line.empty() || line.front() == '#') continue;
     const auto colon = line.find(':');
     if (colon == std::string::npos)
-      fail(source,
-           "line " + std::to_string(line_number) + ": expected 'key: value', got '" + line + "'");
+      // The line itself is not quoted: a control request may name any readable file as a PONI
+      // file, and its refusal must not hand the file's content to the requester.
+      fail(source, "line " + std::to_string(line_number) +
+                       ": expected 'key: value', got a line of " + std::to_string(line.size()) +
+                       " characters without ':' (is this a PONI file?)");
     Entry e{trim(std::string_view(line).substr(colon + 1)), line_number,
             trim(std::string_view(line).substr(0, colon))};
     // pyFAI reads keys case-insensitively.

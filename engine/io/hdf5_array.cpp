@@ -1,6 +1,7 @@
 #include "io/hdf5_array.hpp"
 
 #include "core/error.hpp"
+#include "core/memory_limit.hpp"
 #include "io/hdf5_handle.hpp"
 
 namespace livedrp::io {
@@ -86,6 +87,8 @@ Array read_hdf5_dataset(const std::filesystem::path& path, const std::string& da
   array.shape.assign(dims.begin(), dims.end());
   const auto elements = checked_elements(array.shape, array.type);
   if (!elements) throw InputError(where + ": shape " + shape_text(array.shape) + " is too large");
+  check_input_allocation(*elements * element_bytes(array.type),
+                         where + ": shape " + shape_text(array.shape));
   array.bytes.resize(*elements * element_bytes(array.type));
   if (*elements > 0 && H5Dread(set.get(), native_type(array.type), H5S_ALL, H5S_ALL, H5P_DEFAULT,
                                array.bytes.data()) < 0)

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_input.hpp"
 
 namespace livedrp::peaks {
 
@@ -46,13 +47,13 @@ namespace {
 
 template <typename T>
 void read_number(const nlohmann::json& value, T& target, const std::string& where) {
-  if (!value.is_number()) throw InputError(where + " must be a number, not " + value.dump());
+  if (!value.is_number()) throw InputError(where + " must be a number, not " + json_excerpt(value));
   if constexpr (std::is_integral_v<T>) {
     if (!value.is_number_integer() && !value.is_number_unsigned())
-      throw InputError(where + " must be a whole number, not " + value.dump());
+      throw InputError(where + " must be a whole number, not " + json_excerpt(value));
     const auto v = value.get<long long>();
     if (v < -(1ll << 31) || v > (1ll << 31) - 1)
-      throw InputError(where + " is out of range: " + value.dump());
+      throw InputError(where + " is out of range: " + json_excerpt(value));
     target = T(v);
   } else {
     target = value.get<T>();
@@ -96,13 +97,7 @@ PeakFinderParams parse_peak_params(const nlohmann::json& json, const std::string
 PeakFinderParams load_peak_params(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot open the peak-finder parameter file");
-  nlohmann::json json;
-  try {
-    in >> json;
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path + ": not valid JSON (" + e.what() + ")");
-  }
-  return parse_peak_params(json, path);
+  return parse_peak_params(parse_json_input(in, path), path);
 }
 
 nlohmann::json to_json(const PeakFinderParams& p) {

@@ -1,5 +1,7 @@
 #include "protocol/control.hpp"
 
+#include "core/json_input.hpp"
+
 namespace livedrp::protocol {
 
 namespace {
@@ -9,10 +11,7 @@ using nlohmann::json;
 // A short rendering of a value for an error message: a client that sent a 1 MiB string must not
 // get it back in the reply.
 std::string shown(const json& value) {
-  constexpr std::size_t kMaxShown = 80;
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > kMaxShown) text = text.substr(0, kMaxShown) + "...";
-  return text;
+  return json_excerpt(value, 80);
 }
 
 // Checks "schema" and "schema_version" of a request or reply object; `what` is "request" or
@@ -34,12 +33,10 @@ void check_schema(const json& object, const char* what) {
 }
 
 json parse_object(std::string_view bytes, const char* what) {
-  json object;
-  try {
-    object = json::parse(bytes.begin(), bytes.end());
-  } catch (const json::parse_error& error) {
-    throw ProtocolError(std::string(what) + " is not valid JSON: " + error.what());
-  }
+  std::string error;
+  std::optional<json> parsed = try_parse_json(bytes, error);
+  if (!parsed) throw ProtocolError(std::string(what) + " is " + error);
+  json object = std::move(*parsed);
   if (!object.is_object())
     throw ProtocolError(std::string(what) + " must be a JSON object, got " +
                         std::string(object.type_name()));

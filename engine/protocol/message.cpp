@@ -7,6 +7,8 @@
 #include <optional>
 #include <utility>
 
+#include "core/json_input.hpp"
+
 namespace livedrp::protocol {
 
 // Frames go on the wire as the host's bytes; the protocol says little-endian, so a big-endian host
@@ -163,11 +165,9 @@ class HeaderReader {
 };
 
 json parse_header(std::string_view text, const std::string& context) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception& error) {
-    throw ProtocolError(context + ": invalid JSON (" + error.what() + ")");
-  }
+  std::string error;
+  if (auto parsed = try_parse_json(text, error)) return std::move(*parsed);
+  throw ProtocolError(context + ": invalid JSON (" + error + ")");
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "protocol/control.hpp"
 #include "protocol/subscriber.hpp"
 #include "protocol/topics.hpp"
+#include "publish/bind_endpoint.hpp"
 #include "publish/replay_candidates.hpp"
 
 namespace livedrp {
@@ -212,6 +213,8 @@ struct ControlServer::Impl {
       : controller(controller_), socket(protocol::shared_zmq_context(), zmq::socket_type::rep) {
     socket.set(zmq::sockopt::linger, kLingerMs);
     socket.set(zmq::sockopt::maxmsgsize, kHardMessageLimitBytes);
+    if (const std::string problem = bind_endpoint_problem(endpoint, "control"); !problem.empty())
+      throw InputError("cannot bind control socket to '" + endpoint + "': " + problem);
     try {
       socket.bind(endpoint);
     } catch (const zmq::error_t& error) {

@@ -6,10 +6,12 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -18,6 +20,7 @@
 
 #include "core/error.hpp"
 #include "protocol/subscriber.hpp"
+#include "publish/bind_endpoint.hpp"
 
 namespace livedrp {
 
@@ -50,6 +53,13 @@ constexpr std::size_t kMaxQueuedMessages = 1000;
 // ZeroMQ's XPUB subscription notice: one byte (1 = subscribe, 0 = unsubscribe), then the prefix.
 constexpr unsigned char kSubscribeNotice = 1;
 
+// A topic's last message is replayed for late joiners at most this often: XPUB sends a replay to
+// every matching subscriber, so answering each notice at once would let a client that subscribes
+// thousands of times flood every viewer with copies (and the engine's memory with queued images).
+// Notices within the period are answered together at its end, so each joiner still gets every
+// topic within a quarter of a second.
+constexpr auto kReplayPeriod = std::chrono::milliseconds(250);
+
 using EncodedParts = std::vector<std::string>;
 
 std::string errno_text() {
@@ -70,6 +80,9 @@ struct Publisher::Impl {
   std::atomic<std::uint64_t> dropped{0};
 
   std::map<std::string, EncodedParts, std::less<>> last_by_topic;  // `sender` only
+  // Topics asked for by notices not answered yet, and when the next replay may go (`sender`).
+  std::set<std::string, std::less<>> replay_pending;
+  std::chrono::steady_clock::time_point next_replay{};
   std::thread sender;
 
   explicit Impl(const std::string& endpoint)
@@ -79,6 +92,8 @@ struct Publisher::Impl {
     // Pass every subscription up, repeats included: a second viewer subscribing to "status" must
     // get the replay as well, and without VERBOSE ZeroMQ reports only the first.
     socket.set(zmq::sockopt::xpub_verbose, 1);
+    if (const std::string problem = bind_endpoint_problem(endpoint, "publish"); !problem.empty())
+      throw InputError("cannot bind publisher to '" + endpoint + "': " + problem);
     try {
       socket.bind(endpoint);
     } catch (const zmq::error_t& error) {
@@ -173,35 +188,49 @@ struct Publisher::Impl {
     }
   }
 
-  // Late joiners: replay the last message of every topic the new subscription's prefix matches.
-  // XPUB sends to every matching subscriber, so existing ones see a repeat; Subscriber skips it.
-  void answer_subscriptions() {
+  // Late joiners: the last message of every topic a new subscription's prefix matches is due
+  // for a replay. XPUB sends to every matching subscriber, so existing ones see a repeat;
+  // Subscriber skips it.
+  void take_subscriptions() {
     zmq::message_t notice;
     while (receive_notice(notice)) {
       if (notice.size() == 0 || *notice.data<unsigned char>() != kSubscribeNotice) continue;
       const std::string_view prefix(notice.data<char>() + 1, notice.size() - 1);
-      for (const auto& [topic, parts] : last_by_topic) {
-        if (topic.starts_with(prefix)) send(parts);
-      }
+      for (const auto& [topic, parts] : last_by_topic)
+        if (topic.starts_with(prefix)) replay_pending.insert(topic);
     }
+  }
+
+  // Sends the replays that are due; returns how long to wait for the next (-1: none pending).
+  std::chrono::milliseconds replay_due() {
+    if (replay_pending.empty()) return std::chrono::milliseconds(-1);
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_replay) return std::chrono::ceil<std::chrono::milliseconds>(next_replay - now);
+    for (const std::string& topic : replay_pending)
+      if (const auto it = last_by_topic.find(topic); it != last_by_topic.end()) send(it->second);
+    replay_pending.clear();
+    next_replay = now + kReplayPeriod;
+    return std::chrono::milliseconds(-1);
   }
 
   void run_sender() {
     bool stop = false;
+    auto wait = std::chrono::milliseconds(-1);
     while (!stop) {
       std::array<zmq::pollitem_t, 2> items{{
           {socket.handle(), 0, ZMQ_POLLIN, 0},
           {nullptr, wake_read_fd, ZMQ_POLLIN, 0},
       }};
       try {
-        zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
+        zmq::poll(items.data(), items.size(), wait);
       } catch (const zmq::error_t& error) {
         if (error.num() == EINTR) continue;
         // Nothing sensible is left to do with a socket that cannot be polled; drop what comes.
         break;
       }
       if (items[1].revents & ZMQ_POLLIN) drain_wake_pipe();
-      if (items[0].revents & ZMQ_POLLIN) answer_subscriptions();
+      if (items[0].revents & ZMQ_POLLIN) take_subscriptions();
+      wait = replay_due();
 
       std::deque<EncodedParts> batch;
       {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_input.hpp"
 #include "io/hdf5_handle.hpp"
 #include "replay/chunk_decoder.hpp"
 #include "replay/hdf5_lock.hpp"
@@ -669,12 +670,9 @@ DetectorDescription detector_for_file(const EventFileInfo& info, const std::stri
     return detector;
   }
   if (!info.detector_description.empty()) {
-    try {
-      return parse_detector_description(nlohmann::json::parse(info.detector_description),
-                                        where + " attribute detector_description");
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(where + ": attribute detector_description is not valid JSON: " + e.what());
-    }
+    return parse_detector_description(
+        parse_json_input(info.detector_description, where + ": attribute detector_description"),
+        where + " attribute detector_description");
   }
   if (!info.detector_name.empty()) return find_detector(info.detector_name);
   // No attributes (a file of another program): the built-in detector of this shape and type.

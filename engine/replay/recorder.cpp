@@ -29,12 +29,10 @@ Recorder::Recorder(RecordOptions options, DetectorDescription detector,
     std::lock_guard hdf5(hdf5_mutex());
     open_next();
   }
-  // queue_events waiting, plus the one the writer is writing.
+  // queue_events waiting, plus the one the writer is writing. Each buffer's memory is taken
+  // when it is first used: a deep queue costs memory only when the disk falls behind.
   buffers_.resize(options_.queue_events + 1);
-  for (std::size_t i = 0; i < buffers_.size(); ++i) {
-    buffers_[i].data.resize(detector_.raw_event_bytes());
-    free_.push_back(i);
-  }
+  for (std::size_t i = 0; i < buffers_.size(); ++i) free_.push_back(i);
   thread_ = std::thread([this] { write_events(); });
 }
 
@@ -56,6 +54,11 @@ void Recorder::open_next() {
   std::snprintf(name, sizeof name, "run%04lld-%03zu.h5", static_cast<long long>(options_.run),
                 index);
   const auto path = options_.directory / name;
+  // A recording is never written over: an earlier run's file of the same run number stays.
+  if (std::filesystem::exists(path))
+    throw InputError("record: " + path.string() +
+                     " exists, and recordings are not overwritten; choose another run number "
+                     "(`run`) or record.directory");
   writer_ = std::make_unique<Hdf5EventWriter>(path, detector_, options_.layout, config_json_);
   std::lock_guard lock(mutex_);
   files_.push_back(path);
@@ -83,6 +86,7 @@ bool Recorder::record(const EventHeader& header, const void* raw) {
   lock.unlock();
   // The copy outside the lock: the writer goes on with the events queued before.
   buffers_[buffer].header = header;
+  if (buffers_[buffer].data.empty()) buffers_[buffer].data.resize(detector_.raw_event_bytes());
   std::memcpy(buffers_[buffer].data.data(), raw, buffers_[buffer].data.size());
   lock.lock();
   queue_.push_back(buffer);

@@ -79,7 +79,7 @@ class Recorder {
 
   mutable std::mutex mutex_;  // guards the fields below
   std::condition_variable changed_;
-  std::vector<Queued> buffers_;  // queue_events + 1 (the one being written), allocated once
+  std::vector<Queued> buffers_;  // queue_events + 1 (the one being written); data on first use
   std::deque<std::size_t> free_, queue_;  // buffer indices
   std::vector<std::filesystem::path> files_;
   std::string error_;  // the writer's failure, named

@@ -566,6 +566,7 @@ int run_calibrate(const Options& o) {
 
 int main(int argc, char** argv) {
   CLI::App app{"livedrp-bench: stage throughput against the bandwidth measured in the same run"};
+  app.set_version_flag("--version", std::string("livedrp-bench ") + LIVEDRP_VERSION);
   app.require_subcommand(1);
   Options o;
   CLI::App* calibrate = app.add_subcommand("calibrate", "calibration throughput, CPU and CUDA");

@@ -33,6 +33,7 @@
 
 #include "codec/codec.hpp"
 #include "core/error.hpp"
+#include "core/memory_limit.hpp"
 #include "core/thread_pool.hpp"
 #include "exec/backend.hpp"
 #include "io/array_file.hpp"
@@ -120,7 +121,7 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
 void write_file(const std::string& path, const std::vector<std::uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-  if (!out) throw RuntimeFault("cannot write " + path);
+  if (!out) throw InputError("cannot write " + path);
 }
 
 io::ArrayFormat output_format(const io::ArrayLocation& where) {
@@ -171,6 +172,8 @@ codec::DecodedArray decompress_on_gpu(const std::vector<std::uint8_t>& bytes, do
   codec::DecodedArray decoded;
   decoded.info = codec::read_header(bytes.data(), bytes.size());
   const codec::StreamInfo& info = decoded.info;
+  check_input_allocation(info.raw_bytes,
+                         "a codec stream of " + std::to_string(info.element_count) + " elements");
   gpu::DeviceCodec codec(std::max<std::uint64_t>(info.element_count, 1));
   gpu::Stream stream;
   gpu::DeviceBuffer in(std::max<std::size_t>(bytes.size(), 4)),
@@ -320,6 +323,7 @@ void add_codec_options(CLI::App& command, Options& o) {
 
 int main(int argc, char** argv) {
   CLI::App app{"livedrp-codec: compress, decompress and verify arrays with livedrp's codecs"};
+  app.set_version_flag("--version", std::string("livedrp-codec ") + LIVEDRP_VERSION);
   app.require_subcommand(1);
   Options o;
   app.add_option("--threads", o.threads, "CPU threads; 0 = all cores")->capture_default_str();

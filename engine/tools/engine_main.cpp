@@ -270,6 +270,7 @@ int run_controlled(const livedrp::EngineConfig& config, const std::string& contr
 
 int main(int argc, char** argv) {
   CLI::App app{"livedrp-engine: live detector data reduction (headless)"};
+  app.set_version_flag("--version", std::string("livedrp-engine ") + LIVEDRP_VERSION);
   app.require_subcommand(1);
 
   CLI::App* run =
@@ -325,6 +326,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return bad_input(e.what());

@@ -1,9 +1,11 @@
 #include "tools/integrate_command.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -68,8 +70,18 @@ IntegrationConfig make_config(const IntegrateOptions& o) {
     c.splitting = integrate::Splitting::BBox;
   else if (o.method != "no")
     throw InputError("--method must be no or bbox, got '" + o.method + "'");
-  if (!o.radial_range.empty()) c.radial_range = std::pair{o.radial_range[0], o.radial_range[1]};
-  if (!o.azimuth_range.empty()) c.azimuth_range = std::pair{o.azimuth_range[0], o.azimuth_range[1]};
+  // As the pipeline JSON reads them: two finite numbers, the first below the second.
+  auto range = [](const std::vector<double>& given, const char* option, const char* what) {
+    if (!(std::isfinite(given[0]) && std::isfinite(given[1]) && given[0] < given[1]))
+      throw InputError(std::string(option) + ": the " + what +
+                       " must be MIN MAX, two finite numbers with MIN < MAX, got " +
+                       std::to_string(given[0]) + " " + std::to_string(given[1]));
+    return std::pair{given[0], given[1]};
+  };
+  if (!o.radial_range.empty())
+    c.radial_range = range(o.radial_range, "--radial-range", "radial range");
+  if (!o.azimuth_range.empty())
+    c.azimuth_range = range(o.azimuth_range, "--azimuth-range", "azimuth range");
   c.solid_angle = !o.no_solid_angle;
   c.polarization = o.polarization;
   if (o.error_model == "poisson")
@@ -220,10 +232,9 @@ int integrate_all(const IntegrateOptions& o) {
 #endif
   }
   std::FILE* out = o.output == "-" ? stdout : std::fopen(o.output.c_str(), "w");
-  if (!out) {
-    std::cerr << "livedrp-engine: error: cannot write output file '" << o.output << "'\n";
-    return kExitFailed;
-  }
+  // The path is the user's to fix (a directory, a missing folder, no permission): bad input.
+  if (!out)
+    throw InputError("cannot write output file '" + o.output + "': " + std::strerror(errno));
   std::fprintf(out, "frame,radial,intensity,sigma\n");
   auto last_report = std::chrono::steady_clock::now();
   // Time spent in the integration itself (the backend's call per frame; not reading the input or

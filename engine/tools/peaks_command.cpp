@@ -101,7 +101,7 @@ struct Result {
 
 void write_csv(const std::string& path, const Result& result, bool segmented) {
   std::FILE* out = path == "-" ? stdout : std::fopen(path.c_str(), "w");
-  if (!out) throw RuntimeFault("cannot write output file '" + path + "'");
+  if (!out) throw InputError("cannot write output file '" + path + "'");
   std::fprintf(out, "event,segment,fs,ss,intensity,num_pixels,max_value,sigma,snr\n");
   for (std::size_t e = 0; e < result.lists.size(); ++e)
     for (const peaks::Peak& p : result.lists[e].peaks)

@@ -182,6 +182,7 @@ int main(int argc, char** argv) {
       "Stand-in Dectris detector: streams SIMPLON stream v2 (CBOR over ZeroMQ PUSH) series of "
       "synthetic photon counts or of a replayed HDF5 run, for livedrp's "
       "--source dectris:tcp://HOST:PORT"};
+  app.set_version_flag("--version", std::string("livedrp-dectris-publisher ") + LIVEDRP_VERSION);
   app.add_option("--bind", o.bind, "PUSH endpoint to bind (a DCU uses port 31001)")
       ->capture_default_str();
   app.add_option("--source", o.source,

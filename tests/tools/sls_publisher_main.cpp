@@ -199,6 +199,7 @@ int run(const Options& options) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Streams detector events as the slsDetectorPackage receivers of a Jungfrau do"};
+  app.set_version_flag("--version", std::string("livedrp-sls-publisher ") + LIVEDRP_VERSION);
   Options options;
   app.add_option("--source", options.source, "sim:DETECTOR or replay:PATH[:/dataset]");
   app.add_option("--bind", options.bind,

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_input.hpp"
+
 namespace livedrp::stream::sls {
 namespace {
 
@@ -97,8 +99,10 @@ SlsHeaderResult parse_sls_header(std::string_view bytes) {
   if (first == std::string_view::npos || bytes[first] != '{')
     return refuse("foreign", "not an sls JSON header (" + leading_bytes(bytes) + ")");
 
-  const json object = json::parse(bytes.begin(), bytes.end(), nullptr, /*allow_exceptions=*/false);
-  if (object.is_discarded()) return refuse("malformed", "header is not valid JSON");
+  std::string error;
+  std::optional<json> parsed = try_parse_json(bytes, error);
+  if (!parsed) return refuse("malformed", "header is " + error);
+  const json object = std::move(*parsed);
   if (!object.is_object()) return refuse("malformed", "header is not a JSON object");
 
   SlsHeader header;
