@@ -39,10 +39,6 @@ struct CompletedEvent {
   std::uint64_t compress_bytes_in = 0;
   std::uint64_t compress_bytes_out = 0;
   double compress_us = 0;
-  // Live integration (empty when off): the event's mean intensity per radial bin, NaN where no
-  // pixel contributed (the `profile` topic's convention), and the time the integration took.
-  std::vector<double> profile;
-  double integrate_us = 0;
   // Live peak finding (searched false when off): the event's peakfinder8 list, the time the
   // search took, and the version of the parameters it was searched with.
   bool searched = false;
@@ -61,7 +57,7 @@ struct RerunFrame {
   peaks::PeakList peaks;
 };
 
-// A profile's intensities as CompletedEvent::profile carries them: NaN for a bin without
+// A profile's intensities as live integration's result carries them: NaN for a bin without
 // contributing pixels (count or normalisation 0), where the integrator reports its empty value.
 inline std::vector<double> profile_intensities(const integrate::Profile& profile) {
   std::vector<double> out(profile.intensity.size());
@@ -115,16 +111,6 @@ class Backend {
       throw InputError("compression on the " + name() +
                        " backend needs its codec, not built yet; use backend cpu or compression "
                        "off");
-  }
-
-  // Integrate every calibrated event from the next submit on with (a copy of) `integrator`, whose
-  // layout is the detector's (integrate::layout_from_detector); nullopt turns it off. The result
-  // is CompletedEvent::profile. Backends that cannot integrate throw InputError for anything but
-  // off.
-  virtual void set_integration(const std::optional<integrate::Integrator>& integrator) {
-    if (integrator)
-      throw InputError("live integration on the " + name() +
-                       " backend is not available; use backend cpu or cuda");
   }
 
   // Live peak finding. All three are called from the thread that submits (the engine's).

@@ -54,20 +54,6 @@ class CpuBackend final : public Backend {
     compression_ = params;
   }
 
-  // The integrator's geometry tables are built here, once, so the first event does not pay for
-  // them; its sums then run on the backend's pool.
-  void set_integration(const std::optional<integrate::Integrator>& integrator) override {
-    integrator_.reset();
-    if (!integrator) return;
-    if (integrator->pixels() != detector_.pixels())
-      throw InputError("cpu backend: the integrator takes " + std::to_string(integrator->pixels()) +
-                       " pixels, the detector has " + std::to_string(detector_.pixels()));
-    integrator_.emplace(*integrator);
-    integrator_->set_thread_pool(&pool_);
-    integrator_->csr();
-    integrator_->normalization();
-  }
-
   void set_peak_finding(const std::optional<peaks::PeakFinder8>& finder,
                         int recent_frames) override {
     finder_.reset();
@@ -108,13 +94,6 @@ class CpuBackend final : public Backend {
     calibrate_event_cpu(detector_, constants_, params_, event.raw, output_.data(), &pool_);
     const auto end = std::chrono::steady_clock::now();
     CompletedEvent done;
-    if (integrator_) {
-      const auto integrate_start = std::chrono::steady_clock::now();
-      done.profile = profile_intensities(integrator_->integrate(output_));
-      done.integrate_us = std::chrono::duration<double, std::micro>(
-                              std::chrono::steady_clock::now() - integrate_start)
-                              .count();
-    }
     if (finder_) {
       const auto search_start = std::chrono::steady_clock::now();
       done.peaks = finder_->find(output_.data(), &pool_);
@@ -207,7 +186,6 @@ class CpuBackend final : public Backend {
   std::vector<float> output_;
   std::optional<codec::CodecParams> compression_;
   codec::CpuCompressor compressor_;  // its buffers are reused event after event
-  std::optional<integrate::Integrator> integrator_;
   std::optional<peaks::PeakFinder8> finder_;
   std::uint64_t params_version_ = 0;
   std::size_t recent_capacity_ = 0, recent_next_ = 0;

@@ -15,19 +15,15 @@
 // are read when the launch's end event has completed. The compressed bytes stay on the device,
 // overwritten by the lane's next event.
 //
-// Live integration (set_integration): each lane owns a DeviceIntegrator (the CPU integrator's
-// contributing CSR entries, uploaded once per lane; the pixel-major kernels where the plan
-// allows them) and each launch slot pinned host memory for
-// its events' bin values. Right after a launch's calibration, the lane's stream integrates each
-// calibrated event between two timing events and copies its bins to the slot's memory; they are
-// read, like the codec's sizes, when the launch's end event has completed: no host wait.
+// Live integration is a stage of the contract (stages/integrate/integrate_stage): it runs with
+// the stage-contract stages below.
 //
 // Live peak finding (set_peak_finding): every event position of every lane (slot * batch +
 // position) has its own DevicePeakFinder8 and its own stream. A finder returns its list through
 // one pinned buffer and its collect() waits for the stream it is given, so a finder per position
 // on a stream of its own is what lets launches in flight keep their results apart and lets the
-// list be read at retirement without waiting for later work. After a launch's calibration (and
-// integration), the position streams wait for it, search, and the lane's stream waits for them
+// list be read at retirement without waiting for later work. After a launch's calibration, the
+// position streams wait for it, search, and the lane's stream waits for them
 // before the launch's end event. The calibrated frame is also copied (device to device) into a
 // ring of kept frames for rerun_peaks, which searches them on the GPU with the parameters in
 // force. A parameter change builds a new set of finders (a "generation"); launches in flight
@@ -64,7 +60,6 @@
 #include "cuda/codec/device_codec.hpp"
 #include "cuda/cuda_calibrator.hpp"
 #include "cuda/device.hpp"
-#include "cuda/integrate/device_integrator.hpp"
 #include "cuda/launch_graph.hpp"
 #include "cuda/peaks/device_peakfinder8.hpp"
 
@@ -155,11 +150,6 @@ struct LaunchSlot {
   std::vector<std::unique_ptr<gpu::Event>> compress_begin, compress_end;
   std::uint64_t compress_bytes_in = 0;
   std::uint64_t compress_capacity = 0;
-  // Integration of the last launch (made when integration is configured): timing events around
-  // each event's integration, and its bin values (batch x DeviceIntegrator::result_doubles()).
-  std::vector<std::unique_ptr<gpu::Event>> integrate_begin, integrate_end;
-  gpu::PinnedBuffer profiles;
-  bool integrated = false;
   // Peak finding of the last launch: the finders it used (kept alive until the slot is launched
   // again), the event its searches wait for, and each event's kept-frame entry.
   std::shared_ptr<PeakGeneration> peak_generation;
@@ -186,7 +176,6 @@ struct Lane {
   std::unique_ptr<gpu::DeviceCodec> codec;
   gpu::DeviceBuffer compressed;
   gpu::PinnedBuffer sizes;
-  std::unique_ptr<gpu::DeviceIntegrator> integrator;          // made by set_integration
   std::vector<std::unique_ptr<PeakPosition>> peak_positions;  // made by set_peak_finding
   // Stage-contract stages (made by set_stages): each stage's CUDA part for this lane and the
   // pinned memory its results come back to, one block of `result_stride` bytes per position.
@@ -315,41 +304,6 @@ class CudaBackend final : public Backend {
     }
     compression_ = params;
     compress_dtype_ = dtype;
-  }
-
-  // Configuration time, like set_compression: the plan (the CPU integrator's contributing
-  // entries) is built once and uploaded to every lane; every launch slot gets pinned memory for
-  // its events' bins and its timing events. nullopt turns integration off.
-  void set_integration(const std::optional<integrate::Integrator>& integrator) override {
-    if (!integrator) {
-      integrating_ = false;
-      return;
-    }
-    if (integrator->pixels() != detector_.pixels())
-      throw InputError("cuda backend: the integrator takes " +
-                       std::to_string(integrator->pixels()) + " pixels, the detector has " +
-                       std::to_string(detector_.pixels()));
-    integrate::Integrator reference = *integrator;
-    const gpu::IntegrationPlan plan = gpu::plan_from(reference);
-    // Nothing may still run on buffers about to be replaced (set-up only, never per event).
-    for (auto& lane : lanes_) lane->stream.synchronize();
-    for (auto& lane : lanes_) {
-      // The pixel-major kernels where the plan allows them (no splitting, Poisson or no error
-      // model): the image read once; the bin-major kernel otherwise. Both are deterministic.
-      lane->integrator =
-          std::make_unique<gpu::DeviceIntegrator>(plan, 1, gpu::IntegrationKernel::PixelMajor);
-      const std::size_t doubles = lane->integrator->result_doubles();
-      for (auto& slot : lane->slots) {
-        slot->profiles = gpu::PinnedBuffer(std::size_t(config_.batch) * doubles * sizeof(double));
-        slot->integrate_begin.clear();
-        slot->integrate_end.clear();
-        for (int i = 0; i < config_.batch; ++i) {
-          slot->integrate_begin.push_back(std::make_unique<gpu::Event>(true));
-          slot->integrate_end.push_back(std::make_unique<gpu::Event>(true));
-        }
-      }
-    }
-    integrating_ = true;
   }
 
   // Configuration time (before the run): every event position gets its stream and timing
@@ -631,8 +585,6 @@ class CudaBackend final : public Backend {
       slot.start.record(lane.stream);
       graph->launch(lane.stream);
     }
-    slot.integrated = integrating_;
-    if (integrating_) enqueue_integration(lane, open_slot_, fill);
     slot.peak_generation = peak_generation_;
     if (peak_generation_) enqueue_peaks(lane, open_slot_, fill);
     slot.compress_bytes_in = 0;
@@ -707,19 +659,7 @@ class CudaBackend final : public Backend {
     return part.results.as<char>() + std::size_t(position) * part.result_stride;
   }
 
-  // After the launch's calibration: every event of the launch integrated on its own (one launch
-  // per event), timed by its own pair of events, its bins copied to the slot's pinned memory.
-  void enqueue_integration(Lane& lane, int slot_index, int fill) {
-    LaunchSlot& slot = *lane.slots[std::size_t(slot_index)];
-    for (int i = 0; i < fill; ++i) {
-      slot.integrate_begin[std::size_t(i)]->record(lane.stream);
-      lane.integrator->enqueue_into(out_of(lane, slot_index, i), profile_values(lane, slot, i),
-                                    lane.stream);
-      slot.integrate_end[std::size_t(i)]->record(lane.stream);
-    }
-  }
-
-  // After the launch's calibration and integration: each event searched on its position's stream
+  // After the launch's calibration: each event searched on its position's stream
   // (which waits for the calibration), and its frame copied into the next kept-frame entry on
   // the lane's stream. Only enqueues.
   void enqueue_peaks(Lane& lane, int slot_index, int fill) {
@@ -767,10 +707,6 @@ class CudaBackend final : public Backend {
     return generation;
   }
 
-  double* profile_values(const Lane& lane, LaunchSlot& slot, int position) const {
-    return slot.profiles.as<double>() + std::size_t(position) * lane.integrator->result_doubles();
-  }
-
   std::uint64_t* size_word(const Lane& lane, int slot, int position) const {
     return lane.sizes.as<std::uint64_t>() + std::size_t(slot) * std::size_t(config_.batch) +
            std::size_t(position);
@@ -798,10 +734,9 @@ class CudaBackend final : public Backend {
     LaunchSlot& slot = *lane.slots[std::size_t(head)];
     if (!slot.end.query()) return false;
     const bool compressed = slot.compress_bytes_in > 0;
-    // The calibration ends where the first event's integration (else compression) begins.
+    // The calibration ends where the first later stage begins.
     const bool searched = slot.peak_generation != nullptr;
-    const gpu::Event& calibrated = slot.integrated   ? *slot.integrate_begin[0]
-                                   : searched        ? *slot.peaks_ready
+    const gpu::Event& calibrated = searched          ? *slot.peaks_ready
                                    : compressed      ? *slot.compress_begin[0]
                                    : slot.staged > 0 ? *slot.stage_begin[0]
                                                      : slot.end;
@@ -817,12 +752,6 @@ class CudaBackend final : public Backend {
       c.stream = lane.index;
       c.calibrate_us = us;
       c.output_slot = lane.index * per_lane + head * config_.batch + int(i);
-      if (slot.integrated) {
-        c.profile =
-            profile_intensities(lane.integrator->profile_from(profile_values(lane, slot, int(i))));
-        c.integrate_us =
-            1000.0 * double(slot.integrate_end[i]->elapsed_ms_since(*slot.integrate_begin[i]));
-      }
       if (searched) {
         // The launch's end event waited for this search: its stream has nothing left to do, so
         // collect() returns at once.
@@ -966,8 +895,7 @@ class CudaBackend final : public Backend {
   // detector's shape, with which every event is compressed (as the CPU backend does).
   std::optional<codec::CodecParams> compression_;
   codec::DType compress_dtype_ = codec::DType::UInt16;
-  bool integrating_ = false;  // live integration configured (submitting thread)
-  int stage_count_ = 0;       // stage-contract stages configured (set_stages)
+  int stage_count_ = 0;  // stage-contract stages configured (set_stages)
   // Live peak finding (submitting thread): the finders new launches take (null: off), the ring of
   // kept frames with what each entry holds, and the stream re-runs search on.
   std::shared_ptr<PeakGeneration> peak_generation_;

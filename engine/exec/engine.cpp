@@ -15,8 +15,7 @@
 #include "protocol/profile_topic.hpp"
 #include "sim/simulator_settings.hpp"
 #include "stages/compress/compression_book.hpp"
-#include "stages/integrate/integration_book.hpp"
-#include "stages/integrate/live_integrator.hpp"
+#include "stages/integrate/integrate_stage.hpp"
 #include "stages/registry.hpp"
 
 #ifdef LIVEDRP_HAVE_CUDA
@@ -182,23 +181,9 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
               done.compress_us};
         });
   }
-  if (c.integration.enabled) {
-    d.integrator.emplace(stages::make_live_integrator(c.integration, d.detector, d.constants));
-    stages::IntegrationBookSettings profile;
-    profile.unit = protocol::radial_unit_from_string(c.integration.unit);
-    // The centres as the integrator reports them (the device backends report the same).
-    profile.centres = d.integrator->integrate(std::vector<float>(d.detector.pixels(), 0.0f)).radial;
-    profile.average_events = std::uint64_t(c.integration.average_events);
-    profile.publish_hz = c.integration.publish_hz;
-    d.builtin_books.add_builtin("integrate", double(d.detector.pixels() * sizeof(float)),
-                                std::make_unique<stages::IntegrationBook>(std::move(profile)),
-                                [](CompletedEvent& done) -> std::optional<stages::StageOutput> {
-                                  if (done.profile.empty()) return std::nullopt;
-                                  return stages::StageOutput{
-                                      stages::ProfileResult(std::move(done.profile)),
-                                      done.integrate_us};
-                                });
-  }
+  // Integration is a stage of the contract (stages/integrate), first in the run's list.
+  if (c.integration.enabled)
+    d.integrate_stage = stages::make_integrate_stage(c.integration, d.detector, d.constants);
 
   if (c.peak_finding.enabled) {
     if (const std::string problem = peaks::validate(c.peak_finding.params); !problem.empty())
@@ -221,14 +206,18 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   }
 
   d.stages = stages::build_stages(c.stages, {d.detector, d.constants});
+  if (d.integrate_stage) d.stages.insert(d.stages.begin(), d.integrate_stage);
   if (!d.stages.empty()) d.stage_books = std::make_unique<StageBooks>(d.stages);
 
   if (c.runtime.source == SourcePlacement::Device) {
     // The device-resident source: no host ring and no Backend; run_device_source does it all.
-    if (!d.stages.empty())
-      throw InputError("stage '" + d.stages.front()->name() +
-                       "' runs on the host-fed backends only, not yet with runtime.source "
-                       "'device'; use runtime.source 'host'");
+    // The device-resident lanes run integration themselves (cuda/resident); other stages of
+    // the contract not yet.
+    for (const auto& stage : d.stages)
+      if (stage != d.integrate_stage)
+        throw InputError("stage '" + stage->name() +
+                         "' runs on the host-fed backends only, not yet with runtime.source "
+                         "'device'; use runtime.source 'host'");
     if (c.backend == "cpu")
       throw InputError("runtime.source 'device' needs the CUDA backend (backend is 'cpu')");
     if (const auto reason = cuda_unavailable_reason())
@@ -258,7 +247,6 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   d.backend = std::move(choice.backend);
   d.active_backend = d.backend.get();
   d.backend->set_compression(compression_params(c.compression));
-  d.backend->set_integration(d.integrator);
   d.backend->set_stages(d.stages);
   if (d.peak_geometry)
     d.backend->set_peak_finding(d.peak_geometry->finder(c.peak_finding.params),

@@ -148,7 +148,6 @@ void Engine::Impl::consume() {
         try {
           auto cpu = make_cpu_backend(detector, constants, config.calibration, config.cpu_threads);
           cpu->set_compression(compression_params(config.compression));
-          cpu->set_integration(integrator);
           cpu->set_stages(stages);
           if (peak_geometry) {
             std::lock_guard lock(peak_mutex);

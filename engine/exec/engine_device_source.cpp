@@ -39,7 +39,7 @@ void Engine::Impl::run_device_source() {
     resident.first_pulse_id = sim.first_pulse_id;
     resident.pulses_per_event = sim.pulses_per_event;
     resident.stages.compression = compression_params(config.compression);
-    resident.stages.integrator = integrator;
+    if (integrate_stage) resident.stages.integrator = integrate_stage->integrator();
     if (peak_geometry)
       resident.stages.peak_finder = peak_geometry->finder(peak_param_history.front());
     gpu::ResidentPipeline pipeline(detector, constants, pool, resident);
@@ -139,10 +139,11 @@ void Engine::Impl::fill_stage_results(const gpu::ResidentPipeline& pipeline,
       throw RuntimeFault("device-resident codec reported an empty stream for event " +
                          std::to_string(result.sequence));
   }
-  if (integrator) {
-    done.profile = profile_intensities(pipeline.profile(result));
-    done.integrate_us = result.stage_us(gpu::kStampIntegrated);
-  }
+  // The stage list is the integrate stage alone here (the engine refuses others).
+  if (integrate_stage)
+    done.stage_outputs.push_back(
+        {stages::ProfileResult(profile_intensities(pipeline.profile(result))),
+         result.stage_us(gpu::kStampIntegrated)});
   if (peak_geometry) {
     done.peaks = pipeline.peaks(result);
     done.searched = true;

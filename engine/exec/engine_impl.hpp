@@ -41,6 +41,7 @@
 #include "replay/replay_source.hpp"
 #include "ring/doorbell_ring.hpp"
 #include "sim/simulator.hpp"
+#include "stages/integrate/integrate_stage.hpp"
 #include "stages/stage.hpp"
 #include "stream/stream_source.hpp"
 
@@ -124,10 +125,11 @@ struct Engine::Impl {
   std::uint64_t reorder_depth = 0;
   std::function<void(const protocol::StatsPayload&)> progress;
 
-  // Live integration: the integrator as configured (kept for a fallback backend).
-  std::optional<integrate::Integrator> integrator;
+  // Live integration, the first stage of `stages` when on (the device-resident source runs
+  // its integrator itself).
+  std::shared_ptr<stages::IntegrateStage> integrate_stage;
   // The books of the built-in stages whose backends report them in CompletedEvent's own fields
-  // (compression, integration), in the order stats.stages lists them.
+  // (compression), in the order stats.stages lists them.
   StageBooks builtin_books;
 
   // The stage-contract stages of the run (config.stages, in registration order; kept for a

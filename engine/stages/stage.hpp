@@ -16,12 +16,10 @@
 // backend's CompletedEvent and the engine: only the stage's own CPU part, CUDA part and book
 // know its type.
 //
-// How the built-in stages map onto it (the books of integrate and compress are StageBooks in
-// the engine's list; the rest does not run through it yet; see docs/stages.md):
-//   integrate  config: LiveIntegrationConfig ("integration"); CPU part: Integrator::integrate
-//              -> profile_intensities; CUDA part: a DeviceIntegrator per lane (CSR tables once
-//              per lane), bins to pinned memory per position; result: std::vector<double>;
-//              book: IntegrationBook (stages/integrate), `profile` at integration.publish_hz.
+// How the built-in stages map onto it (see docs/stages.md):
+//   integrate  on the contract: stages/integrate/integrate_stage (CPU part Integrator, CUDA
+//              part a DeviceIntegrator per lane, result ProfileResult, book IntegrationBook,
+//              `profile` at integration.publish_hz), built by the engine from "integration".
 //   peaks      config: LivePeakFindingConfig; CPU part: PeakFinder8::find; CUDA part: a
 //              DevicePeakFinder8 per position (its own stream and pinned list); result:
 //              PeakList + params version; book: LivePeakBook (hit rate in stats.peak_finding,
@@ -30,7 +28,8 @@
 //   compress   config: CompressionConfig; CPU part: CpuCompressor on the raw words (lossless) or
 //              the calibrated image (lossy), which is why CpuEvent and CudaEvent carry both;
 //              CUDA part: a DeviceCodec per lane, size word to pinned memory; result: bytes
-//              in/out; book: CompressionBook (stages/compress), stats.compression.
+//              in/out; book: CompressionBook (stages/compress, in the engine's list),
+//              stats.compression.
 //   image      no per-event work on either backend: its book takes the released event's image
 //              (today through Backend::read_output), which needs a hook of its own.
 #include <any>
