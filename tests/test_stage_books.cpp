@@ -1,8 +1,8 @@
 // The books of the built-in stages behind the stage contract (stages/integrate/integration_book,
 // stages/compress/compression_book) and the engine's list of books (exec/stage_books): running
 // averages against a float64 mean of the window computed here, compression blocks against sums
-// and ratio bins computed here, per-stage timing against the times given, and events without a
-// stage's result skipped.
+// and ratio bins computed here, per-stage timing against the times given, the compress stage's
+// CPU part against the codec run directly, and an event without a stage's result refused.
 #include <QtTest/QtTest>
 
 #include <cmath>
@@ -13,10 +13,13 @@
 #include <random>
 #include <vector>
 
+#include "codec/codec.hpp"
+#include "core/detector.hpp"
 #include "core/error.hpp"
 #include "exec/backend.hpp"
 #include "exec/stage_books.hpp"
 #include "protocol/profile_topic.hpp"
+#include "stages/compress/compress_stage.hpp"
 #include "stages/compress/compression_book.hpp"
 #include "stages/integrate/integration_book.hpp"
 
@@ -112,10 +115,11 @@ class TestStageBooks : public QObject {
   void compressionBlocksAreTheSums() {
     stages::CompressionBook book({"lossy", 0.5});
     const std::vector<stages::CompressedSize> events = {
-        {8'000'000, 1'000'000, 100.0}, {8'000'000, 2'000'000, 150.0}, {8'000'000, 500'000, 50.0}};
+        {8'000'000, 1'000'000}, {8'000'000, 2'000'000}, {8'000'000, 500'000}};
+    const std::vector<double> us = {100.0, 150.0, 50.0};
     std::array<std::uint64_t, protocol::kRatioHistogramBins> histogram{};
     for (std::size_t k = 0; k < events.size(); ++k) {
-      book.add(EventHeader{k, k, 0}, events[k]);
+      book.add_timed(EventHeader{k, k, 0}, events[k], us[k]);
       ++histogram[protocol::ratio_histogram_bin(double(events[k].bytes_in) /
                                                 double(events[k].bytes_out))];
     }
@@ -131,7 +135,7 @@ class TestStageBooks : public QObject {
     QCOMPARE(interval.gbps, 24e6 / 300e-6 / 1e9);
     QVERIFY(interval.ratio_histogram == histogram);
 
-    book.add(EventHeader{3, 3, 0}, stages::CompressedSize{8'000'000, 4'000'000, 100.0});
+    book.add_timed(EventHeader{3, 3, 0}, stages::CompressedSize{8'000'000, 4'000'000}, 100.0);
     protocol::StatsPayload next;
     book.fill_stats(next, false);
     QCOMPARE(next.compression->interval_bytes_in, 8'000'000ull);
@@ -150,33 +154,43 @@ class TestStageBooks : public QObject {
   // A lossless codec has no error bound in its block, whatever the configuration said.
   void losslessHasNoBound() {
     stages::CompressionBook book({"lossless", 0.5});
-    book.add(EventHeader{0, 0, 0}, stages::CompressedSize{100, 50, 1.0});
+    book.add_timed(EventHeader{0, 0, 0}, stages::CompressedSize{100, 50}, 1.0);
     protocol::StatsPayload stats;
     book.fill_stats(stats, false);
     QCOMPARE(stats.compression->error_bound, 0.0);
   }
 
-  // The list: a built-in book gets the events that carry its result (read out of the event's
-  // fields), its timing is the mean and maximum of the times given and its GB/s the input bytes
-  // over the mean; an event without a result is not counted; the run's totals keep no maximum.
-  void builtInBooksAreTimed() {
-    StageBooks books;
-    books.add_builtin(
-        "compress", 4e6,
-        std::make_unique<stages::CompressionBook>(stages::CompressionBookSettings{"lossless", 0}),
-        [](CompletedEvent& done) -> std::optional<stages::StageOutput> {
-          if (done.compress_bytes_out == 0) return std::nullopt;
-          return stages::StageOutput{
-              stages::CompressedSize{done.compress_bytes_in, done.compress_bytes_out,
-                                     done.compress_us},
-              done.compress_us};
-        });
-    for (std::uint64_t k = 0; k < 4; ++k) {
+  // The compress stage's CPU part writes what the codec writes for the same input (the raw
+  // words for lossless, in the detector's [segments, rows, cols] shape), and its book, in the
+  // engine's list, is timed by the times given: mean, maximum, GB/s over its input bytes, and
+  // stats.compression's GB/s over the same times.
+  void compressStageAndItsBookInTheList() {
+    const DetectorDescription detector = find_detector("epix10ka2m");
+    const auto stage = stages::make_compress_stage({"lossless", 0.5, 16384}, detector);
+    QVERIFY(stage);
+    QCOMPARE(stage->input_bytes(), std::uint64_t(detector.pixels()) * 2);
+    std::vector<std::uint16_t> raw(detector.pixels());
+    std::mt19937 random(3);
+    for (auto& word : raw) word = std::uint16_t(1000 + random() % 64);
+    const std::vector<float> calibrated(detector.pixels(), 0.0f);
+    const EventHeader header{0, 1, 0};
+    const auto size = std::any_cast<stages::CompressedSize>(
+        stage->run_cpu({header, raw.data(), calibrated, nullptr}));
+    codec::CodecParams params;
+    params.codec = codec::Codec::Lossless;
+    const std::vector<std::uint8_t> expected =
+        codec::compress_cpu(raw.data(), codec::DType::UInt16,
+                            {std::uint64_t(detector.segments), std::uint64_t(detector.rows),
+                             std::uint64_t(detector.cols)},
+                            params);
+    QCOMPARE(size.bytes_in, stage->input_bytes());
+    QCOMPARE(size.bytes_out, std::uint64_t(expected.size()));
+
+    StageBooks books(stages::StageList{stage});
+    for (std::uint64_t k = 0; k < 3; ++k) {
       CompletedEvent done;
       done.header = EventHeader{k, k, 0};
-      done.compress_bytes_in = 4'000'000;
-      done.compress_bytes_out = k == 3 ? 0 : 1'000'000;  // the last one was not compressed
-      done.compress_us = 10.0 * double(k + 1);
+      done.stage_outputs.push_back({size, 10.0 * double(k + 1)});
       books.add(done);
     }
     protocol::StatsPayload stats;
@@ -185,8 +199,9 @@ class TestStageBooks : public QObject {
     QCOMPARE(stats.stages[0].name, std::string("compress"));
     QCOMPARE(stats.stages[0].mean_us, 20.0);  // (10 + 20 + 30) / 3
     QCOMPARE(stats.stages[0].max_us, 30.0);
-    QCOMPARE(stats.stages[0].gbps, 4e6 / 20e-6 / 1e9);
-    QCOMPARE(stats.compression->interval_bytes_in, 12'000'000ull);
+    QCOMPARE(stats.stages[0].gbps, double(stage->input_bytes()) / 20e-6 / 1e9);
+    QCOMPARE(stats.compression->interval_bytes_in, 3 * stage->input_bytes());
+    QCOMPARE(stats.compression->gbps, 3.0 * double(stage->input_bytes()) / 60e-6 / 1e9);
     QVERIFY(stats.stage_stats.empty());
 
     protocol::StatsPayload next;
@@ -196,7 +211,11 @@ class TestStageBooks : public QObject {
     books.add_totals(run);
     QCOMPARE(run.stages[0].mean_us, 20.0);
     QCOMPARE(run.stages[0].max_us, 0.0);  // not kept over a run
-    QCOMPARE(run.compression->total_bytes_out, 3'000'000ull);
+    QCOMPARE(run.compression->total_bytes_out, 3 * size.bytes_out);
+
+    // An event that came back without the stage's result is a backend fault, named.
+    CompletedEvent empty;
+    QVERIFY_THROWS_EXCEPTION(RuntimeFault, books.add(empty));
   }
 
  private:

@@ -10,9 +10,9 @@ BackendChoice make_backend(const std::string& requested, const DetectorDescripti
                            const StreamConfig& runtime) {
   // The CPU backend has one lane and launches nothing: the runtime settings are CUDA's.
   const std::string cpu_runtime_note =
-      runtime == StreamConfig{} ? ""
-                                : "; the runtime settings (" + describe(runtime) +
-                                      ") apply to the CUDA backend only";
+      runtime == StreamConfig{}
+          ? ""
+          : "; the runtime settings (" + describe(runtime) + ") apply to the CUDA backend only";
   if (requested == "cpu")
     return {make_cpu_backend(detector, constants, params, cpu_threads),
             "cpu: as requested" + cpu_runtime_note};
@@ -24,15 +24,13 @@ BackendChoice make_backend(const std::string& requested, const DetectorDescripti
   if (requested == "auto") {
     if (auto reason = cuda_unavailable_reason())
       return {make_cpu_backend(detector, constants, params, cpu_threads),
-              "auto: CUDA not usable (" + *reason + "), using the CPU backend" +
-                  cpu_runtime_note};
+              "auto: CUDA not usable (" + *reason + "), using the CPU backend" + cpu_runtime_note};
     try {
       return {make_cuda_backend(detector, constants, params, runtime), "auto: CUDA device found"};
     } catch (const RuntimeFault& fault) {
-      return {
-          make_cpu_backend(detector, constants, params, cpu_threads),
-          std::string("auto: CUDA set-up failed (") + fault.what() + "), using the CPU backend" +
-              cpu_runtime_note};
+      return {make_cpu_backend(detector, constants, params, cpu_threads),
+              std::string("auto: CUDA set-up failed (") + fault.what() +
+                  "), using the CPU backend" + cpu_runtime_note};
     }
   }
   throw InputError("unknown backend '" + requested + "' (expected cpu, cuda or auto)");

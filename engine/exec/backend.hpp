@@ -34,11 +34,6 @@ struct CompletedEvent {
   int stream = 0;           // lane (CUDA stream) that ran it
   double calibrate_us = 0;  // time the calibration stage took for this event (its launch's time)
   int output_slot = -1;     // which output buffer holds the result (see read_output)
-  // Live compression (zero when off): the event's uncompressed bytes, its stream's bytes, and the
-  // time the codec took.
-  std::uint64_t compress_bytes_in = 0;
-  std::uint64_t compress_bytes_out = 0;
-  double compress_us = 0;
   // Live peak finding (searched false when off): the event's peakfinder8 list, the time the
   // search took, and the version of the parameters it was searched with.
   bool searched = false;
@@ -104,15 +99,6 @@ class Backend {
   // One entry per lane. Called from the thread that submits.
   virtual std::vector<LaneOccupancy> lane_occupancy() const = 0;
   virtual StreamConfig stream_config() const { return {}; }  // what the backend actually runs
-  // Compress every event from the next submit on: Lossless the raw data, Lossy the calibrated
-  // image; nullopt turns it off. Backends without a codec throw InputError for anything but off.
-  virtual void set_compression(const std::optional<codec::CodecParams>& params) {
-    if (params)
-      throw InputError("compression on the " + name() +
-                       " backend needs its codec, not built yet; use backend cpu or compression "
-                       "off");
-  }
-
   // Live peak finding. All three are called from the thread that submits (the engine's).
   // set_peak_finding: search every calibrated event from the next submit on with (a copy of)
   // `finder` (parameters version 1), whose layout is peaks::slab_layout(detector), and keep the

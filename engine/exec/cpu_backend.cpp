@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "calib/calibrate_cpu.hpp"
-#include "codec/compression_input.hpp"
 #include "core/thread_pool.hpp"
 #include "exec/backend.hpp"
 
@@ -41,19 +40,6 @@ class CpuBackend final : public Backend {
 
   // One event at a time: the pool already spreads each event over every core.
   bool can_submit() const override { return completed_.empty(); }
-  // Checks the parameters by the codec's own rules now, so a bad bound or chunk size is refused
-  // when the run is configured rather than on its first event.
-  void set_compression(const std::optional<codec::CodecParams>& params) override {
-    if (params) {
-      try {
-        codec::compressed_bound(dtype_for(*params), detector_.pixels(), 3, *params);
-      } catch (const InputError& e) {
-        throw InputError(std::string("cpu backend: compression: ") + e.what());
-      }
-    }
-    compression_ = params;
-  }
-
   void set_peak_finding(const std::optional<peaks::PeakFinder8>& finder,
                         int recent_frames) override {
     finder_.reset();
@@ -104,7 +90,6 @@ class CpuBackend final : public Backend {
       done.params_version = params_version_;
       keep_recent(event.header);
     }
-    if (compression_) compress(event.raw, done);
     run_stages(event, done);
     done.header = event.header;
     done.ring_slot = event.ring_slot;
@@ -129,10 +114,6 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  codec::DType dtype_for(const codec::CodecParams& params) const {
-    return codec::compression_input(detector_.encoding, params.codec).dtype;
-  }
-
   // The stage-contract stages, in order, each on the calibrated image and timed on its own.
   void run_stages(const BackendEvent& event, CompletedEvent& done) {
     done.stage_outputs.reserve(stages_.size());
@@ -161,31 +142,11 @@ class CpuBackend final : public Backend {
     recent_next_ = (recent_next_ + 1) % recent_capacity_;
   }
 
-  void compress(const void* raw, CompletedEvent& done) {
-    const codec::CompressionInput input =
-        codec::compression_input(detector_.encoding, compression_->codec);
-    const void* data = input.calibrated_image ? static_cast<const void*>(output_.data()) : raw;
-    const codec::DType dtype = input.dtype;
-    const std::uint64_t count = detector_.pixels();
-    const auto start = std::chrono::steady_clock::now();
-    const std::span<const std::uint8_t> stream =
-        compressor_.compress(data, dtype,
-                             {std::uint64_t(detector_.segments), std::uint64_t(detector_.rows),
-                              std::uint64_t(detector_.cols)},
-                             *compression_, &pool_);
-    const auto end = std::chrono::steady_clock::now();
-    done.compress_bytes_in = count * (dtype == codec::DType::Float32 ? 4 : 2);
-    done.compress_bytes_out = stream.size();
-    done.compress_us = std::chrono::duration<double, std::micro>(end - start).count();
-  }
-
   DetectorDescription detector_;
   const CalibrationConstants& constants_;
   calib::CalibrationParams params_;
   ThreadPool pool_;
   std::vector<float> output_;
-  std::optional<codec::CodecParams> compression_;
-  codec::CpuCompressor compressor_;  // its buffers are reused event after event
   std::optional<peaks::PeakFinder8> finder_;
   std::uint64_t params_version_ = 0;
   std::size_t recent_capacity_ = 0, recent_next_ = 0;

@@ -8,15 +8,8 @@
 // by one polling thread per lane that hands them over through a locked queue (per_stream). Every
 // host wait is bounded: a device that stops answering is reported as a RuntimeFault.
 //
-// Live compression (set_compression): each lane owns a GPU codec and an output buffer, made when
-// compression is configured. After a launch's calibration, the lane's stream compresses each of
-// its events separately (lossless: the raw event; lossy: the calibrated image), each between two
-// timing events, and copies the 8-byte stream size into the lane's pinned size words; the sizes
-// are read when the launch's end event has completed. The compressed bytes stay on the device,
-// overwritten by the lane's next event.
-//
-// Live integration is a stage of the contract (stages/integrate/integrate_stage): it runs with
-// the stage-contract stages below.
+// Live compression and integration are stages of the contract (stages/compress/compress_stage,
+// stages/integrate/integrate_stage): they run with the stage-contract stages below.
 //
 // Live peak finding (set_peak_finding): every event position of every lane (slot * batch +
 // position) has its own DevicePeakFinder8 and its own stream. A finder returns its list through
@@ -33,8 +26,7 @@
 // (its device buffers) and pinned memory for one result per event position. After the built-in
 // stages, a launch records each stage over its events on the lane's stream between two timing
 // events: directly (plain launches) or as a graph captured once per slot, stage and fill and
-// replayed (graph launches). The results are read, like the codec's sizes, when the launch's end
-// event has completed.
+// replayed (graph launches). The results are read when the launch's end event has completed.
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,9 +47,6 @@
 #include <thread>
 #include <vector>
 
-#include "codec/codec.hpp"
-#include "codec/compression_input.hpp"
-#include "cuda/codec/device_codec.hpp"
 #include "cuda/cuda_calibrator.hpp"
 #include "cuda/device.hpp"
 #include "cuda/launch_graph.hpp"
@@ -145,11 +134,6 @@ struct LaunchSlot {
   std::vector<gpu::PinnedBuffer> staging;  // per event position; only for pageable sources
   std::vector<std::unique_ptr<gpu::LaunchGraph>> graphs;  // [fill - 1]
   std::vector<std::uint64_t> graph_params_version;
-  // Compression of the last launch: timing events around each event's compression (made when
-  // compression is first configured), and the bytes each event fed the codec (0: not compressed).
-  std::vector<std::unique_ptr<gpu::Event>> compress_begin, compress_end;
-  std::uint64_t compress_bytes_in = 0;
-  std::uint64_t compress_capacity = 0;
   // Peak finding of the last launch: the finders it used (kept alive until the slot is launched
   // again), the event its searches wait for, and each event's kept-frame entry.
   std::shared_ptr<PeakGeneration> peak_generation;
@@ -170,12 +154,6 @@ struct Lane {
   gpu::Stream stream;
   gpu::DeviceBuffer raw, out;
   std::vector<std::unique_ptr<LaunchSlot>> slots;
-  // Live compression (made by set_compression): the lane's codec, the buffer each stream is
-  // written to, and the pinned words its sizes come back to, one per event position
-  // (slot * batch + position).
-  std::unique_ptr<gpu::DeviceCodec> codec;
-  gpu::DeviceBuffer compressed;
-  gpu::PinnedBuffer sizes;
   std::vector<std::unique_ptr<PeakPosition>> peak_positions;  // made by set_peak_finding
   // Stage-contract stages (made by set_stages): each stage's CUDA part for this lane and the
   // pinned memory its results come back to, one block of `result_stride` bytes per position.
@@ -205,9 +183,7 @@ class CudaBackend final : public Backend {
         calibrator_(detector, constants),
         raw_stride_(round_up(detector.raw_event_bytes(), kStrideAlign)),
         out_stride_floats_(round_up(detector.pixels() * sizeof(float), kStrideAlign) /
-                           sizeof(float)),
-        shape_{std::uint64_t(detector.segments), std::uint64_t(detector.rows),
-               std::uint64_t(detector.cols)} {
+                           sizeof(float)) {
     const int K = config_.batch;
     for (int l = 0; l < config_.streams; ++l) {
       auto lane = std::make_unique<Lane>();
@@ -260,50 +236,6 @@ class CudaBackend final : public Backend {
   void set_params(const calib::CalibrationParams& params) override {
     params_ = params;
     ++params_version_;  // graphs captured with the old parameters are captured again when used
-  }
-
-  // Configuration time (the engine calls it before the run): checks the parameters by the
-  // codec's own rules, then gives every lane its codec, output buffer and size words, and every
-  // launch slot its timing events, on first use or when an output must grow. Applies to launches
-  // from now on; nullopt turns compression off (the buffers are kept for a later change).
-  void set_compression(const std::optional<codec::CodecParams>& params) override {
-    if (!params) {
-      compression_.reset();
-      return;
-    }
-    // As the CPU backend (codec/compression_input.hpp).
-    const codec::DType dtype = codec::compression_input(detector_.encoding, params->codec).dtype;
-    std::uint64_t bound = 0;
-    try {
-      bound = codec::compressed_bound(dtype, detector_.pixels(), unsigned(shape_.size()), *params);
-    } catch (const InputError& e) {
-      throw InputError(std::string("cuda backend: compression: ") + e.what());
-    }
-    const bool grow = std::any_of(lanes_.begin(), lanes_.end(), [&](const auto& lane) {
-      return !lane->codec || lane->compressed.bytes() < bound;
-    });
-    if (grow) {
-      // Nothing may still run on buffers about to be replaced (set-up only, never per event).
-      for (auto& lane : lanes_) lane->stream.synchronize();
-      const std::size_t positions =
-          std::size_t(config_.slots_per_stream) * std::size_t(config_.batch);
-      for (auto& lane : lanes_) {
-        if (!lane->codec) {
-          lane->codec = std::make_unique<gpu::DeviceCodec>(detector_.pixels());
-          lane->sizes = gpu::PinnedBuffer(positions * sizeof(std::uint64_t));
-          std::memset(lane->sizes.get(), 0, lane->sizes.bytes());
-          for (auto& slot : lane->slots) {
-            for (int i = 0; i < config_.batch; ++i) {
-              slot->compress_begin.push_back(std::make_unique<gpu::Event>(true));
-              slot->compress_end.push_back(std::make_unique<gpu::Event>(true));
-            }
-          }
-        }
-        if (lane->compressed.bytes() < bound) lane->compressed = gpu::DeviceBuffer(bound);
-      }
-    }
-    compression_ = params;
-    compress_dtype_ = dtype;
   }
 
   // Configuration time (before the run): every event position gets its stream and timing
@@ -587,11 +519,9 @@ class CudaBackend final : public Backend {
     }
     slot.peak_generation = peak_generation_;
     if (peak_generation_) enqueue_peaks(lane, open_slot_, fill);
-    slot.compress_bytes_in = 0;
-    if (compression_) enqueue_compression(lane, open_slot_, fill);
     slot.staged = stage_count_;
     if (stage_count_ > 0) enqueue_stages(lane, open_slot_, fill);
-    // The launch ends when its searches have too (they run beside the compression).
+    // The launch ends when its searches have too (they run beside the later stages).
     if (peak_generation_)
       for (int i = 0; i < fill; ++i) lane.stream.wait(peak_position(lane, open_slot_, i).end.get());
     slot.end.record(lane.stream);
@@ -602,28 +532,6 @@ class CudaBackend final : public Backend {
     lane.launched.notify_one();
     open_ = 0;
     current_lane_ = (current_lane_ + 1) % config_.streams;
-  }
-
-  // After the launch's calibration on the lane's stream: every event of the launch compressed on
-  // its own (each stream separable from its neighbours), timed by its own pair of events, its
-  // size copied to the lane's pinned word for that position. Only enqueues.
-  void enqueue_compression(Lane& lane, int slot_index, int fill) {
-    LaunchSlot& slot = *lane.slots[std::size_t(slot_index)];
-    const bool calibrated_image =
-        codec::compression_input(detector_.encoding, compression_->codec).calibrated_image;
-    const std::uint64_t count = detector_.pixels();
-    for (int i = 0; i < fill; ++i) {
-      const void* input = calibrated_image ? static_cast<const void*>(out_of(lane, slot_index, i))
-                                           : raw_of(lane, slot_index, i);
-      slot.compress_begin[std::size_t(i)]->record(lane.stream);
-      lane.codec->compress(input, compress_dtype_, count, shape_, *compression_,
-                           lane.compressed.get(), lane.compressed.bytes(), lane.stream);
-      slot.compress_end[std::size_t(i)]->record(lane.stream);
-      gpu::copy_async(size_word(lane, slot_index, i), lane.codec->device_size_word(),
-                      sizeof(std::uint64_t), lane.stream, "compressed size to pinned memory");
-    }
-    slot.compress_bytes_in = count * (compress_dtype_ == codec::DType::Float32 ? 4 : 2);
-    slot.compress_capacity = lane.compressed.bytes();
   }
 
   // After the launch's built-in stages, on the lane's stream: each stage-contract stage over the
@@ -707,11 +615,6 @@ class CudaBackend final : public Backend {
     return generation;
   }
 
-  std::uint64_t* size_word(const Lane& lane, int slot, int position) const {
-    return lane.sizes.as<std::uint64_t>() + std::size_t(slot) * std::size_t(config_.batch) +
-           std::size_t(position);
-  }
-
   // Launches not yet retired, all lanes (the engine's thread).
   std::size_t launched_in_flight() const {
     std::size_t n = 0;
@@ -733,11 +636,9 @@ class CudaBackend final : public Backend {
     }
     LaunchSlot& slot = *lane.slots[std::size_t(head)];
     if (!slot.end.query()) return false;
-    const bool compressed = slot.compress_bytes_in > 0;
     // The calibration ends where the first later stage begins.
     const bool searched = slot.peak_generation != nullptr;
     const gpu::Event& calibrated = searched          ? *slot.peaks_ready
-                                   : compressed      ? *slot.compress_begin[0]
                                    : slot.staged > 0 ? *slot.stage_begin[0]
                                                      : slot.end;
     const double us = 1000.0 * double(calibrated.elapsed_ms_since(slot.start));
@@ -763,19 +664,6 @@ class CudaBackend final : public Backend {
         c.params_version = slot.peak_generation->version;
         c.peaks_us = 1000.0 * double(position.end.elapsed_ms_since(position.begin));
         c.kept_frame = slot.kept_frame[i];
-      }
-      if (compressed) {
-        const std::uint64_t size = *size_word(lane, head, int(i));
-        if (size == 0 || size > slot.compress_capacity)
-          throw RuntimeFault("cuda backend: the GPU codec reported a stream of " +
-                             std::to_string(size) + " bytes for event " +
-                             std::to_string(c.header.sequence) + " (lane " +
-                             std::to_string(lane.index) + ", output buffer of " +
-                             std::to_string(slot.compress_capacity) + " bytes)");
-        c.compress_bytes_in = slot.compress_bytes_in;
-        c.compress_bytes_out = size;
-        c.compress_us =
-            1000.0 * double(slot.compress_end[i]->elapsed_ms_since(*slot.compress_begin[i]));
       }
       if (slot.staged > 0) collect_stages(lane, slot, head, int(i), c);
       done.push_back(c);
@@ -891,10 +779,6 @@ class CudaBackend final : public Backend {
   std::string device_name_;
   gpu::DeviceCalibrator calibrator_;
   std::size_t raw_stride_, out_stride_floats_;
-  // Live compression as configured (submitting thread): parameters, element type, and the
-  // detector's shape, with which every event is compressed (as the CPU backend does).
-  std::optional<codec::CodecParams> compression_;
-  codec::DType compress_dtype_ = codec::DType::UInt16;
   int stage_count_ = 0;  // stage-contract stages configured (set_stages)
   // Live peak finding (submitting thread): the finders new launches take (null: off), the ring of
   // kept frames with what each entry holds, and the stream re-runs search on.
@@ -904,7 +788,6 @@ class CudaBackend final : public Backend {
   std::uint64_t kept_next_ = 0;
   std::size_t recent_frames_ = 0;
   gpu::Stream rerun_stream_;
-  std::vector<std::uint64_t> shape_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   gpu::Stream read_stream_;
   // Submitting thread only.

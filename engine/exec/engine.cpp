@@ -5,7 +5,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "codec/compression_input.hpp"
 #include "core/error.hpp"
 #include "core/json_input.hpp"
 #include "core/memory_limit.hpp"
@@ -14,7 +13,7 @@
 #include "exec/stream_input.hpp"
 #include "protocol/profile_topic.hpp"
 #include "sim/simulator_settings.hpp"
-#include "stages/compress/compression_book.hpp"
+#include "stages/compress/compress_stage.hpp"
 #include "stages/integrate/integrate_stage.hpp"
 #include "stages/registry.hpp"
 
@@ -23,18 +22,6 @@
 #endif
 
 namespace livedrp {
-namespace engine_detail {
-
-std::optional<codec::CodecParams> compression_params(const CompressionConfig& config) {
-  if (!config.enabled()) return std::nullopt;
-  codec::CodecParams params;
-  params.codec = config.codec == "lossy" ? codec::Codec::Lossy : codec::Codec::Lossless;
-  params.error_bound = params.codec == codec::Codec::Lossy ? config.error_bound : 0.0;
-  params.chunk_bytes = config.chunk_bytes;
-  return params;
-}
-
-}  // namespace engine_detail
 using namespace engine_detail;
 
 namespace {
@@ -167,21 +154,9 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
         "tiles of any event, so no lane holds an event for later stages); compression, "
         "integration and peak finding run with launch 'device_graph', 'graph' or 'plain'");
   d.calibrate_timer.emplace("calibrate", double(d.detector.raw_event_bytes()));
-  if (const auto params = compression_params(c.compression)) {
-    const codec::DType dtype = codec::compression_input(d.detector.encoding, params->codec).dtype;
-    d.builtin_books.add_builtin(
-        "compress", double(d.detector.pixels()) * (dtype == codec::DType::Float32 ? 4 : 2),
-        std::make_unique<stages::CompressionBook>(
-            stages::CompressionBookSettings{c.compression.codec, c.compression.error_bound}),
-        [](CompletedEvent& done) -> std::optional<stages::StageOutput> {
-          if (done.compress_bytes_out == 0) return std::nullopt;
-          return stages::StageOutput{
-              stages::CompressedSize{done.compress_bytes_in, done.compress_bytes_out,
-                                     done.compress_us},
-              done.compress_us};
-        });
-  }
-  // Integration is a stage of the contract (stages/integrate), first in the run's list.
+  // Compression and integration are stages of the contract (stages/compress, stages/integrate),
+  // first in the run's list in that order.
+  d.compress_stage = stages::make_compress_stage(c.compression, d.detector);
   if (c.integration.enabled)
     d.integrate_stage = stages::make_integrate_stage(c.integration, d.detector, d.constants);
 
@@ -207,14 +182,15 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
 
   d.stages = stages::build_stages(c.stages, {d.detector, d.constants});
   if (d.integrate_stage) d.stages.insert(d.stages.begin(), d.integrate_stage);
+  if (d.compress_stage) d.stages.insert(d.stages.begin(), d.compress_stage);
   if (!d.stages.empty()) d.stage_books = std::make_unique<StageBooks>(d.stages);
 
   if (c.runtime.source == SourcePlacement::Device) {
     // The device-resident source: no host ring and no Backend; run_device_source does it all.
-    // The device-resident lanes run integration themselves (cuda/resident); other stages of
-    // the contract not yet.
+    // The device-resident lanes run compression and integration themselves (cuda/resident);
+    // other stages of the contract not yet.
     for (const auto& stage : d.stages)
-      if (stage != d.integrate_stage)
+      if (stage != d.integrate_stage && stage != d.compress_stage)
         throw InputError("stage '" + stage->name() +
                          "' runs on the host-fed backends only, not yet with runtime.source "
                          "'device'; use runtime.source 'host'");
@@ -246,7 +222,6 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
       make_backend(c.backend, d.detector, d.constants, c.calibration, c.cpu_threads, c.runtime);
   d.backend = std::move(choice.backend);
   d.active_backend = d.backend.get();
-  d.backend->set_compression(compression_params(c.compression));
   d.backend->set_stages(d.stages);
   if (d.peak_geometry)
     d.backend->set_peak_finding(d.peak_geometry->finder(c.peak_finding.params),

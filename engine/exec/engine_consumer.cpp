@@ -26,7 +26,6 @@ void Engine::Impl::account_completed(CompletedEvent& done) {
     run_latencies.add(latency_us);
     calibrate_timer->add(done.calibrate_us);
   }
-  builtin_books.add(done);
   account_peaks(done);
   if (stage_books) stage_books->add(done);
   if (ring) ring->rearm(done.ring_slot);
@@ -147,7 +146,6 @@ void Engine::Impl::consume() {
         spdlog::warn("engine: {}", what);
         try {
           auto cpu = make_cpu_backend(detector, constants, config.calibration, config.cpu_threads);
-          cpu->set_compression(compression_params(config.compression));
           cpu->set_stages(stages);
           if (peak_geometry) {
             std::lock_guard lock(peak_mutex);

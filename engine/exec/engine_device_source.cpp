@@ -6,10 +6,6 @@
 #include "exec/engine_impl.hpp"
 #include "sim/simulator_settings.hpp"
 
-#ifdef LIVEDRP_HAVE_CUDA
-#include "codec/compression_input.hpp"
-#endif
-
 namespace livedrp {
 using namespace engine_detail;
 
@@ -38,7 +34,7 @@ void Engine::Impl::run_device_source() {
     const SimulatorConfig& sim = simulator->config();
     resident.first_pulse_id = sim.first_pulse_id;
     resident.pulses_per_event = sim.pulses_per_event;
-    resident.stages.compression = compression_params(config.compression);
+    if (compress_stage) resident.stages.compression = compress_stage->params();
     if (integrate_stage) resident.stages.integrator = integrate_stage->integrator();
     if (peak_geometry)
       resident.stages.peak_finder = peak_geometry->finder(peak_param_history.front());
@@ -127,19 +123,16 @@ void Engine::Impl::fill_stage_results(const gpu::ResidentPipeline& pipeline,
                                       const gpu::ResidentResult& result,
                                       CompletedEvent& done) const {
   done.calibrate_us = result.stage_us(gpu::kStampCalibrated);
-  if (config.compression.enabled()) {
-    const codec::DType dtype =
-        codec::compression_input(detector.encoding, compression_params(config.compression)->codec)
-            .dtype;
-    done.compress_bytes_in =
-        std::uint64_t(detector.pixels()) * (dtype == codec::DType::Float32 ? 4 : 2);
-    done.compress_bytes_out = result.compressed_bytes;
-    done.compress_us = result.stage_us(gpu::kStampCompressed);
+  // The stage list is compression and integration here, in that order (the engine refuses
+  // other stages with this source).
+  if (compress_stage) {
     if (result.compressed_bytes == 0)
       throw RuntimeFault("device-resident codec reported an empty stream for event " +
                          std::to_string(result.sequence));
+    done.stage_outputs.push_back(
+        {stages::CompressedSize{compress_stage->input_bytes(), result.compressed_bytes},
+         result.stage_us(gpu::kStampCompressed)});
   }
-  // The stage list is the integrate stage alone here (the engine refuses others).
   if (integrate_stage)
     done.stage_outputs.push_back(
         {stages::ProfileResult(profile_intensities(pipeline.profile(result))),

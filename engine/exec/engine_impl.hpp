@@ -41,6 +41,7 @@
 #include "replay/replay_source.hpp"
 #include "ring/doorbell_ring.hpp"
 #include "sim/simulator.hpp"
+#include "stages/compress/compress_stage.hpp"
 #include "stages/integrate/integrate_stage.hpp"
 #include "stages/stage.hpp"
 #include "stream/stream_source.hpp"
@@ -59,9 +60,6 @@ inline std::int64_t wall_clock_ns() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
-
-// The codec parameters of the configuration's compression; nullopt when it is off.
-std::optional<codec::CodecParams> compression_params(const CompressionConfig& config);
 
 inline constexpr const char* kDropRingFull = "ring_full";
 inline constexpr const char* kDropBackendFault = "backend_fault";
@@ -125,12 +123,10 @@ struct Engine::Impl {
   std::uint64_t reorder_depth = 0;
   std::function<void(const protocol::StatsPayload&)> progress;
 
-  // Live integration, the first stage of `stages` when on (the device-resident source runs
-  // its integrator itself).
+  // Live compression and integration, the first stages of `stages` when on, in that order
+  // (the device-resident source runs their codec and integrator itself).
+  std::shared_ptr<stages::CompressStage> compress_stage;
   std::shared_ptr<stages::IntegrateStage> integrate_stage;
-  // The books of the built-in stages whose backends report them in CompletedEvent's own fields
-  // (compression), in the order stats.stages lists them.
-  StageBooks builtin_books;
 
   // The stage-contract stages of the run (config.stages, in registration order; kept for a
   // fallback backend) and their books (null when there are none).

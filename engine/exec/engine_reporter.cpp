@@ -130,7 +130,8 @@ void Engine::Impl::report() {
       const auto wake = last_time + interval;
       while (Clock::now() < wake && !consumer_done) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        if (publisher) builtin_books.publish_due(*publisher, config.run, Clock::now());
+        if (publisher && stage_books)
+          stage_books->publish_due(*publisher, config.run, Clock::now());
         if (peak_book)
           if (auto due = peak_book->take_due(Clock::now(), false)) publish_peaks(*due);
         if (live_image) publish_image();
@@ -140,7 +141,6 @@ void Engine::Impl::report() {
     // The last event's profile goes out before the final stats, so a run always ends with it;
     // so do the last hit waiting for its turn and the last image handed over.
     if (last_round) {
-      if (publisher) builtin_books.publish(*publisher, config.run, true);
       if (peak_book)
         if (auto due = peak_book->take_due(Clock::now(), true)) publish_peaks(*due);
       if (live_image) publish_image();
@@ -161,7 +161,6 @@ void Engine::Impl::report() {
         stats.streams.push_back({i, lanes[i].in_flight, lanes[i].capacity, lanes[i].completed});
       stats.reorder_depth = reorder_depth;
     }
-    builtin_books.take_interval(stats);
     if (peak_book) {
       protocol::StageTiming peak_stage{"peak"};
       stats.peak_finding = peak_book->take_interval(peak_stage.mean_us, peak_stage.max_us);
@@ -245,7 +244,6 @@ RunSummary Engine::summary() const {
   summary.stats.latency_p99_us = d.run_latencies.quantile_us(0.99);
   summary.stats.latency_max_us = d.run_latencies.max_us();
   summary.stats.stages.push_back(d.calibrate_timer->totals());
-  d.builtin_books.add_totals(summary.stats);
   if (d.peak_book) {
     protocol::StageTiming stage{"peak"};
     summary.stats.peak_finding = d.peak_book->totals(stage.mean_us);

@@ -22,8 +22,7 @@ class ReorderBuffer {
       throw std::logic_error("reorder: admission " + std::to_string(admission) +
                              " was already released (next is " + std::to_string(next_) + ")");
     if (!held_.emplace(admission, std::move(item)).second)
-      throw std::logic_error("reorder: admission " + std::to_string(admission) +
-                             " inserted twice");
+      throw std::logic_error("reorder: admission " + std::to_string(admission) + " inserted twice");
   }
 
   // The next item in admission order, if it has come back.

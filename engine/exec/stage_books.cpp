@@ -13,37 +13,21 @@ StageBooks::StageBooks(const stages::StageList& stages) {
     auto entry = std::make_unique<Entry>(stage->name(), double(stage->input_bytes()));
     entry->book = stage->make_book();
     if (!entry->book) throw RuntimeFault("stage '" + entry->name + "' made no book");
-    entry->output_index = contract_stages_++;
     entries_.push_back(std::move(entry));
   }
 }
 
-void StageBooks::add_builtin(std::string timing_name, double input_bytes,
-                             std::unique_ptr<stages::StageBook> book, ReadResult read_result) {
-  auto entry = std::make_unique<Entry>(std::move(timing_name), input_bytes);
-  entry->book = std::move(book);
-  entry->read_result = std::move(read_result);
-  entries_.push_back(std::move(entry));
-}
-
-void StageBooks::add(CompletedEvent& done) {
-  if (contract_stages_ > 0 && done.stage_outputs.size() != contract_stages_)
+void StageBooks::add(const CompletedEvent& done) {
+  if (done.stage_outputs.size() != entries_.size())
     throw RuntimeFault("event " + std::to_string(done.header.sequence) + " came back with " +
                        std::to_string(done.stage_outputs.size()) + " stage results for " +
-                       std::to_string(contract_stages_) + " stages");
-  for (auto& entry : entries_) {
-    std::optional<stages::StageOutput> read;
-    const stages::StageOutput* output = nullptr;
-    if (entry->read_result) {
-      read = entry->read_result(done);
-      if (!read) continue;
-      output = &*read;
-    } else {
-      output = &done.stage_outputs[entry->output_index];
-    }
-    std::lock_guard lock(entry->mutex);
-    entry->book->add(done.header, output->result);
-    entry->timer.add(output->us);
+                       std::to_string(entries_.size()) + " stages");
+  for (std::size_t k = 0; k < entries_.size(); ++k) {
+    Entry& entry = *entries_[k];
+    const stages::StageOutput& output = done.stage_outputs[k];
+    std::lock_guard lock(entry.mutex);
+    entry.book->add_timed(done.header, output.result, output.us);
+    entry.timer.add(output.us);
   }
 }
 
@@ -68,7 +52,9 @@ void StageBooks::publish_entry(Entry& entry, Publisher& publisher, std::int64_t 
 }
 
 void StageBooks::publish(Publisher& publisher, std::int64_t run, bool last) {
-  for (auto& entry : entries_) publish_entry(*entry, publisher, run, last);
+  // A book with a rate of its own is asked by publish_due, and here only at the end.
+  for (auto& entry : entries_)
+    if (last || !(entry->book->publish_hz() > 0)) publish_entry(*entry, publisher, run, last);
 }
 
 void StageBooks::publish_due(Publisher& publisher, std::int64_t run,

@@ -4,15 +4,11 @@
 // at its own rate and for its block of `stats` (the reporter thread), plus the per-stage timing
 // of stats.stages that every stage gets without saying anything. Calls on one book are
 // serialised here, so books need no lock of their own.
-// A stage of the contract's list finds its result in CompletedEvent::stage_outputs; a built-in
-// stage whose backends still report it in CompletedEvent's own fields (compression,
-// integration) is added with the function that reads them.
+// Every stage's result is in CompletedEvent::stage_outputs, in the list's order.
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,26 +23,17 @@ struct CompletedEvent;
 
 class StageBooks {
  public:
-  // An event's result for a built-in stage, moved out of the event's fields; nullopt when the
-  // event has none (the stage did not run on it).
-  using ReadResult = std::function<std::optional<stages::StageOutput>(CompletedEvent&)>;
-
-  StageBooks() = default;
-  // The books of the contract's stages, whose results are the events' stage_outputs in order.
   explicit StageBooks(const stages::StageList& stages);
   StageBooks(const StageBooks&) = delete;
   StageBooks& operator=(const StageBooks&) = delete;
 
-  // A built-in stage's book, timed as `timing_name` over `input_bytes` an event.
-  void add_builtin(std::string timing_name, double input_bytes,
-                   std::unique_ptr<stages::StageBook> book, ReadResult read_result);
-
   bool empty() const { return entries_.empty(); }
   // Consumer thread, in admission order. Throws RuntimeFault when the event carries no result
-  // for a contract stage (a backend that skipped it).
-  void add(CompletedEvent& done);
-  // Reporter thread, at each report tick and once more at the end (`last`): every book's
-  // messages, published with the run number.
+  // for a stage (a backend that skipped it).
+  void add(const CompletedEvent& done);
+  // Reporter thread, at each report tick and once more at the end (`last`): the messages of
+  // every book without a rate of its own (all of them at the end), published with the run
+  // number.
   void publish(Publisher& publisher, std::int64_t run, bool last);
   // Reporter thread, between ticks: the books with a rate of their own whose time has come.
   void publish_due(Publisher& publisher, std::int64_t run,
@@ -62,8 +49,6 @@ class StageBooks {
     Entry(std::string name, double input_bytes) : name(name), timer(std::move(name), input_bytes) {}
     std::string name;
     std::unique_ptr<stages::StageBook> book;
-    ReadResult read_result;        // built-in stages; contract stages read stage_outputs
-    std::size_t output_index = 0;  // contract stages: the index in stage_outputs
     std::chrono::steady_clock::time_point next_publish{};
     // Guards the book and the timer: the consumer adds while the reporter reads.
     mutable std::mutex mutex;
@@ -71,7 +56,6 @@ class StageBooks {
   };
   void publish_entry(Entry& entry, Publisher& publisher, std::int64_t run, bool last);
   std::vector<std::unique_ptr<Entry>> entries_;
-  std::size_t contract_stages_ = 0;
 };
 
 }  // namespace livedrp

@@ -15,16 +15,16 @@ enum class LaunchMode {
   DeviceGraph,  // a device-launched graph that relaunches itself (tail launch): no host per event
   Persistent,   // one resident kernel follows the doorbells
 };
-enum class SegmentsPerLaunch { All, One };        // whole detector, or one segment per launch
+enum class SegmentsPerLaunch { All, One };            // whole detector, or one segment per launch
 enum class HostThreadModel { OneForAll, PerStream };  // host threads that retire completions
-enum class SourcePlacement { Host, Device };       // ring in pinned host memory, or in GPU memory
-enum class FaultPolicy { Stop, FallbackCpu };      // on a device fault during a run
+enum class SourcePlacement { Host, Device };   // ring in pinned host memory, or in GPU memory
+enum class FaultPolicy { Stop, FallbackCpu };  // on a device fault during a run
 
 struct StreamConfig {
   int streams = 1;           // CUDA streams, 1..16; the CPU backend has one lane
   int slots_per_stream = 4;  // launches in flight per stream, 1..64 (buffers allocated once)
   LaunchMode launch = LaunchMode::Plain;
-  int batch = 1;             // K events per launch, 1..64; K = 1 is the default and must be fast
+  int batch = 1;  // K events per launch, 1..64; K = 1 is the default and must be fast
   SegmentsPerLaunch segments = SegmentsPerLaunch::All;
   HostThreadModel host_threads = HostThreadModel::OneForAll;
   SourcePlacement source = SourcePlacement::Host;

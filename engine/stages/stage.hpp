@@ -25,11 +25,9 @@
 //              PeakList + params version; book: LivePeakBook (hit rate in stats.peak_finding,
 //              `peaks` for hits). Its run-time parameter changes and re-runs over kept frames
 //              need a control hook that this first step does not have.
-//   compress   config: CompressionConfig; CPU part: CpuCompressor on the raw words (lossless) or
-//              the calibrated image (lossy), which is why CpuEvent and CudaEvent carry both;
-//              CUDA part: a DeviceCodec per lane, size word to pinned memory; result: bytes
-//              in/out; book: CompressionBook (stages/compress, in the engine's list),
-//              stats.compression.
+//   compress   on the contract: stages/compress/compress_stage (CPU part CpuCompressor, CUDA part
+//              a DeviceCodec per lane, result CompressedSize, book CompressionBook filling
+//              stats.compression), built by the engine from "compression".
 //   image      no per-event work on either backend: its book takes the released event's image
 //              (today through Backend::read_output), which needs a hook of its own.
 #include <any>
@@ -111,6 +109,13 @@ class StageBook {
   // Every processed event, in admission order, with the result the stage's CPU or CUDA part
   // gave it.
   virtual void add(const EventHeader& header, const std::any& result) = 0;
+  // The same with the time the stage's part took for the event (the CUDA part: its launch's time
+  // shared among the launch's events), for a book that reports a throughput of its own; the
+  // engine calls this one, which by default leaves the time out.
+  virtual void add_timed(const EventHeader& header, const std::any& result, double us) {
+    (void)us;
+    add(header, result);
+  }
   // At each report tick (stats_interval_s) and once more at the end of the run (`last`): the
   // messages to publish now, topic and payload set; the engine sets the run number. May be none.
   virtual std::vector<protocol::Message> publish(bool last) = 0;

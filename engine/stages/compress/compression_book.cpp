@@ -4,13 +4,13 @@
 
 namespace livedrp::stages {
 
-void CompressionBook::add(const EventHeader& header, const std::any& result) {
+void CompressionBook::add_timed(const EventHeader& header, const std::any& result, double us) {
   (void)header;
   const auto& size = std::any_cast<const CompressedSize&>(result);
   for (Sums* sums : {&interval_, &total_}) {
     sums->bytes_in += size.bytes_in;
     sums->bytes_out += size.bytes_out;
-    sums->us += size.us;
+    sums->us += us;
   }
   if (size.bytes_out > 0)
     ++ratio_histogram_[protocol::ratio_histogram_bin(double(size.bytes_in) /

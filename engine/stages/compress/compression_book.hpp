@@ -14,7 +14,6 @@ namespace livedrp::stages {
 struct CompressedSize {
   std::uint64_t bytes_in = 0;   // the codec's input: raw words (lossless) or float32 (lossy)
   std::uint64_t bytes_out = 0;  // its stream
-  double us = 0;                // time the codec took for the event
 };
 
 struct CompressionBookSettings {
@@ -26,7 +25,11 @@ class CompressionBook final : public StageBook {
  public:
   explicit CompressionBook(CompressionBookSettings settings) : settings_(std::move(settings)) {}
 
-  void add(const EventHeader& header, const std::any& result) override;
+  // Without a time, the event counts for the ratio but not for the GB/s.
+  void add(const EventHeader& header, const std::any& result) override {
+    add_timed(header, result, 0);
+  }
+  void add_timed(const EventHeader& header, const std::any& result, double us) override;
   std::vector<protocol::Message> publish(bool last) override { return {}; }
   nlohmann::json stats_block(bool whole_run) override { return nullptr; }
   // stats.compression for the interval (then the next one starts), or for the whole run: the

@@ -1,0 +1,53 @@
+#pragma once
+// Live compression as a stage of the contract (stages/stage.hpp): the configuration's
+// "compression" section makes it (the engine's own section, so the engine builds it); its CPU
+// part is the CpuCompressor, its CUDA part a DeviceCodec per backend lane (the stream written
+// to the lane's device buffer, overwritten by its next event; the size word copied to the
+// position's pinned result block), its result the event's bytes in and out (CompressedSize) and
+// its book the CompressionBook (stats.compression). The codec reads the raw words (lossless)
+// or the calibrated image (lossy) as codec/compression_input.hpp says, in the detector's
+// [segments, rows, cols] shape, so both parts write the same bytes.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "codec/codec.hpp"
+#include "core/detector.hpp"
+#include "exec/engine.hpp"
+#include "stages/compress/compression_book.hpp"
+#include "stages/stage.hpp"
+
+namespace livedrp::stages {
+
+class CompressStage final : public Stage {
+ public:
+  // Throws InputError (naming "compression") for parameters the codec refuses for this
+  // detector.
+  CompressStage(const DetectorDescription& detector, codec::CodecParams params,
+                CompressionBookSettings book);
+
+  std::string name() const override { return "compress"; }
+  std::uint64_t input_bytes() const override { return bytes_in_; }
+  std::any run_cpu(const CpuEvent& event) override;
+  // Null in a build without CUDA.
+  std::unique_ptr<CudaStageLane> make_cuda_lane(const CudaLaneSpec& spec) const override;
+  std::unique_ptr<StageBook> make_book() const override;
+
+  const codec::CodecParams& params() const { return params_; }
+
+ private:
+  codec::CodecParams params_;
+  CompressionBookSettings book_;
+  codec::DType dtype_;
+  bool calibrated_image_ = false;  // the codec's input: the calibrated image, else the raw words
+  std::uint64_t count_ = 0;        // elements an event
+  std::uint64_t bytes_in_ = 0;
+  std::vector<std::uint64_t> shape_;  // [segments, rows, cols]
+  codec::CpuCompressor compressor_;   // run_cpu's; its buffers are reused event after event
+};
+
+// The stage the "compression" section describes; null when the codec is off.
+std::shared_ptr<CompressStage> make_compress_stage(const CompressionConfig& config,
+                                                   const DetectorDescription& detector);
+
+}  // namespace livedrp::stages
