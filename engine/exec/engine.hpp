@@ -220,6 +220,8 @@ struct RecordStatus {
   bool active = false;
   std::uint64_t events = 0;   // written
   std::uint64_t dropped = 0;  // not recorded: the writer's queue was full (when_full "drop")
+  std::uint64_t failed = 0;   // not recorded: writing had failed (recording stopped there)
+  std::string error;          // why writing failed (disk full, ...); empty if it did not
   std::vector<std::string> files;
 };
 

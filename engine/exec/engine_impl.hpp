@@ -93,6 +93,8 @@ struct Engine::Impl {
   std::unique_ptr<stream::StreamSource> stream_source;  // sources "sls:...", "dectris:..."
   std::string replay_pace, replay_pace_note;
   std::unique_ptr<replay::Recorder> recorder;  // config.record; used by the producer thread only
+  bool record_failure_logged = false;          // producer thread
+  std::string record_error;                    // guarded by `mutex`: closing the recording failed
   // Replay controls (set by any thread, read by the producer).
   std::atomic<bool> paused{false};
   std::atomic<int> step_budget{0};     // events still to hand on while paused

@@ -99,6 +99,12 @@ RecordStatus Engine::record_status() const {
   status.active = true;
   status.events = d.recorder->events();
   status.dropped = d.recorder->dropped();
+  status.failed = d.recorder->failed();
+  status.error = d.recorder->error();
+  if (status.error.empty()) {
+    std::lock_guard lock(d.mutex);
+    status.error = d.record_error;
+  }
   for (const auto& path : d.recorder->files()) status.files.push_back(path.string());
   return status;
 }

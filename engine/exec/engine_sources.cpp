@@ -58,16 +58,24 @@ void Engine::Impl::produce() {
   producer_done = true;
 }
 
+// A recording that fails (disk full, ...) stops; the run goes on: every event is still
+// processed, and the failure is the recording's (record_status), not the run's.
 void Engine::Impl::close_recorder() {
   try {
     if (recorder) recorder->close();
   } catch (const std::exception& e) {
-    fail(std::string("record: ") + e.what());
+    std::lock_guard lock(mutex);
+    record_error = std::string("record: ") + e.what();
+    if (!record_failure_logged) spdlog::error("engine: {}", record_error);
   }
 }
 
 void Engine::Impl::record(const EventHeader& header, const void* raw) {
-  if (recorder) recorder->record(header, raw);
+  if (!recorder || recorder->record(header, raw) || record_failure_logged) return;
+  if (const std::string error = recorder->error(); !error.empty()) {
+    record_failure_logged = true;
+    spdlog::error("engine: record: {}; recording stops here, the run goes on", error);
+  }
 }
 
 bool Engine::Impl::admit(const void* raw, const EventHeader& header,

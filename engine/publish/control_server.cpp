@@ -126,7 +126,8 @@ json to_json(const ReplayStatus& s) {
 }
 
 json to_json(const RecordStatus& s) {
-  return {{"active", s.active}, {"events", s.events}, {"dropped", s.dropped}, {"files", s.files}};
+  return {{"active", s.active}, {"events", s.events}, {"dropped", s.dropped},
+          {"failed", s.failed}, {"error", s.error},   {"files", s.files}};
 }
 
 // The "replay" request's action and its argument, checked before anything is done: a step needs

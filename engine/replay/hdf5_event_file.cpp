@@ -138,6 +138,14 @@ std::optional<std::vector<std::int64_t>> read_metadata(hid_t file, const std::st
 
 // ---------------------------------------------------------------- writer
 
+namespace {
+// HDF5's exit handler closes every file still open, and crashes (SIGSEGV in H5F__close_cb, HDF5
+// 1.10) on a file whose close has already failed because the disk was full. Every file this
+// program opens is closed by its owner, so the handler has nothing to do but that crash: it is
+// not installed. (Before the library's first call, which is why this is a static initialiser.)
+[[maybe_unused]] const bool kNoHdf5ExitHandler = [] { return H5dont_atexit() >= 0; }();
+}  // namespace
+
 struct Hdf5EventWriter::Handles {
   hid_t file = -1, data = -1, pulse = -1, time = -1;
   ~Handles() {

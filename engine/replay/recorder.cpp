@@ -67,15 +67,11 @@ void Recorder::open_next() {
 bool Recorder::record(const EventHeader& header, const void* raw) {
   std::unique_lock lock(mutex_);
   if (closing_) throw RuntimeFault("record: the recorder is closed");
-  if (!error_.empty()) {
-    dropped_.fetch_add(1);
-    throw RuntimeFault("record: " + error_);
-  }
   if (free_.empty() && options_.when_full == RecordWhenFull::Wait)
     changed_.wait(lock, [this] { return !free_.empty() || !error_.empty(); });
   if (!error_.empty()) {
-    dropped_.fetch_add(1);
-    throw RuntimeFault("record: " + error_);
+    failed_.fetch_add(1);
+    return false;
   }
   if (free_.empty()) {
     dropped_.fetch_add(1);
@@ -89,6 +85,12 @@ bool Recorder::record(const EventHeader& header, const void* raw) {
   if (buffers_[buffer].data.empty()) buffers_[buffer].data.resize(detector_.raw_event_bytes());
   std::memcpy(buffers_[buffer].data.data(), raw, buffers_[buffer].data.size());
   lock.lock();
+  if (!error_.empty()) {
+    // The writer failed while this event was copied: it has stopped and takes no more.
+    free_.push_back(buffer);
+    failed_.fetch_add(1);
+    return false;
+  }
   queue_.push_back(buffer);
   changed_.notify_all();
   return true;
@@ -121,9 +123,9 @@ void Recorder::write_events() {
     free_.push_back(buffer);
     if (!failure.empty()) {
       // The failed event and everything still queued are not recorded: counted, and the error
-      // reaches the source at its next record() or at close().
+      // is the recorder's from now on (error(), close()).
       error_ = failure;
-      dropped_.fetch_add(1 + queue_.size());
+      failed_.fetch_add(1 + queue_.size());
       for (std::size_t left : queue_) free_.push_back(left);
       queue_.clear();
       changed_.notify_all();
@@ -155,6 +157,11 @@ void Recorder::close() {
     }
   }
   if (!failure.empty()) throw RuntimeFault(failure);
+}
+
+std::string Recorder::error() const {
+  std::lock_guard lock(mutex_);
+  return error_;
 }
 
 std::size_t Recorder::queued() const {

@@ -52,15 +52,18 @@ class Recorder {
   Recorder& operator=(const Recorder&) = delete;
 
   // Queues one event (detector.raw_event_bytes() at `raw`, copied). Returns false when the
-  // queue was full under RecordWhenFull::Drop (the event is counted in dropped()). Throws
-  // RuntimeFault naming the file once the writer has failed (disk full, ...).
+  // queue was full under RecordWhenFull::Drop (counted in dropped()) or the writer has failed
+  // (disk full, ...; counted in failed(), the reason in error()): recording stops there, and
+  // the source goes on.
   bool record(const EventHeader& header, const void* raw);
   // Writes what is queued, then flushes and closes the current file; idempotent. Throws the
   // writer's error, if any.
   void close();
 
   std::uint64_t events() const { return events_; }    // written
-  std::uint64_t dropped() const { return dropped_; }  // not recorded (queue full, writer failed)
+  std::uint64_t dropped() const { return dropped_; }  // not recorded: the queue was full
+  std::uint64_t failed() const { return failed_; }    // not recorded: the writer had failed
+  std::string error() const;                          // the writer's failure; empty if none
   std::size_t queued() const;
   std::vector<std::filesystem::path> files() const;  // a copy: the writer may add one
 
@@ -85,7 +88,7 @@ class Recorder {
   std::string error_;  // the writer's failure, named
   bool closing_ = false;
 
-  std::atomic<std::uint64_t> events_{0}, dropped_{0};
+  std::atomic<std::uint64_t> events_{0}, dropped_{0}, failed_{0};
   std::thread thread_;
 };
 

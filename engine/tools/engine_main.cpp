@@ -202,9 +202,13 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
     for (const auto& skipped : replay->skipped_files)
       std::printf("replay: left out (cannot be read): %s\n", skipped.c_str());
   if (record && record->active) {
-    std::printf("recorded: %llu events in %zu files, %llu not recorded (writer queue full)\n",
-                (unsigned long long)record->events, record->files.size(),
-                (unsigned long long)record->dropped);
+    std::printf("recorded: %llu events in %zu files", (unsigned long long)record->events,
+                record->files.size());
+    if (record->dropped > 0)
+      std::printf(", %llu not recorded (writer queue full)", (unsigned long long)record->dropped);
+    if (record->failed > 0)
+      std::printf(", %llu not recorded (recording stopped)", (unsigned long long)record->failed);
+    std::printf("\n");
     for (const auto& file : record->files) std::printf("  %s\n", file.c_str());
   }
   if (!summary_file.empty()) {
@@ -212,13 +216,21 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
     nlohmann::json json = summary_json(config, summary);
     if (replay) json["replay"] = replay_json(*replay);
     if (record && record->active)
-      json["record"] = {
-          {"events", record->events}, {"dropped", record->dropped}, {"files", record->files}};
+      json["record"] = {{"events", record->events},
+                        {"dropped", record->dropped},
+                        {"failed", record->failed},
+                        {"error", record->error},
+                        {"files", record->files}};
     out << json.dump(2) << "\n";
     if (!out) return bad_input("cannot write summary file '" + summary_file + "'");
   }
   if (!summary.error.empty()) {
     std::cerr << "livedrp-engine: run failed: " << summary.error << "\n";
+    return kExitRunFailed;
+  }
+  // Every event was processed, but the recording asked for is not whole.
+  if (record && !record->error.empty()) {
+    std::cerr << "livedrp-engine: recording stopped: " << record->error << "\n";
     return kExitRunFailed;
   }
   return 0;
