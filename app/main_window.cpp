@@ -33,6 +33,7 @@
 #include "app/comparison_panel.hpp"
 #include "app/dock_layouts.hpp"
 #include "app/engine_host.hpp"
+#include "app/engine_liveness.hpp"
 #include "app/peak_tuning_panel.hpp"
 #include "app/recent_configurations.hpp"
 #include "app/remote_control.hpp"
@@ -386,6 +387,19 @@ void MainWindow::buildDocks() {
 
   run_status_ = new widgets::RunStatusWidget(model_);
   statusBar()->addPermanentWidget(run_status_);
+  liveness_ = new EngineLiveness(this);
+  connect(liveness_, &EngineLiveness::lost, this, [this](const QString& state, qint64 silent_ms) {
+    const QString why = tr("no message from the engine for %1 s while it was %2")
+                            .arg(double(silent_ms) / 1000.0, 0, 'f', 1)
+                            .arg(state);
+    run_status_->setEngineLost(why);
+    appendLog(tr("engine lost: %1").arg(why));
+  });
+  connect(liveness_, &EngineLiveness::back, this, [this](qint64 silent_ms) {
+    run_status_->setEngineLost(QString());
+    appendLog(
+        tr("engine heard again after %1 s of silence").arg(double(silent_ms) / 1000.0, 0, 'f', 1));
+  });
 
   connect(run_control_, &RunControlWidget::startRequested, this, &MainWindow::startRun);
   connect(run_control_, &RunControlWidget::stopRequested, this, &MainWindow::stopRun);
@@ -744,14 +758,18 @@ void MainWindow::subscribeTo(const QString& endpoint) {
   }
   auto* thread = new SubscriberThread(endpoint, subscribedTopics(), this);
   subscriber_ = thread;
-  connect(thread, &SubscriberThread::messagesReceived, this,
-          [this, thread](const widgets::MessageBatch& batch) {
-            if (thread != subscriber_) return;  // drop what a retired one sent
-            model_->apply(batch);
-            profile_model_->apply(batch);
-            peak_model_->apply(batch);
-            hit_rate_model_->apply(batch);
-          });
+  liveness_->reset();
+  run_status_->setEngineLost(QString());
+  connect(
+      thread, &SubscriberThread::messagesReceived, this,
+      [this, thread](const widgets::MessageBatch& batch) {
+        if (thread != subscriber_) return;  // drop what a retired one sent
+        model_->apply(batch);
+        profile_model_->apply(batch);
+        peak_model_->apply(batch);
+        hit_rate_model_->apply(batch);
+        liveness_->noteMessages(model_->hasStatus() ? model_->latestStatus().state : std::string());
+      });
   connect(
       thread, &SubscriberThread::malformedMessages, this,
       [this, thread](quint64 count, const QString& last_error) {

@@ -46,6 +46,7 @@ namespace livedrp::app {
 
 class ComparisonPanel;
 class DockLayouts;
+class EngineLiveness;
 class EngineHost;
 class PeakTuningPanel;
 class RecentConfigurations;
@@ -135,6 +136,7 @@ class MainWindow : public QMainWindow {
   void applyStreamConfig(const EngineConfig& config);
   EngineHost* engineHost() const { return host_; }  // null when attached
   SubscriberThread* subscriber() const;  // the current one; null before the first subscription
+  EngineLiveness* liveness() const { return liveness_; }
   QString logText() const;
 
   // A file dropped on the window (or given here): a .json pipeline configuration opens
@@ -224,6 +226,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* log_dock_ = nullptr;
   DockLayouts* layouts_ = nullptr;
   RecentConfigurations* recent_ = nullptr;
+  EngineLiveness* liveness_ = nullptr;
 
   EngineHost* host_ = nullptr;
   QPointer<SubscriberThread> subscriber_;

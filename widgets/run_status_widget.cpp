@@ -41,7 +41,7 @@ QColor RunStatusWidget::stateColor(const QString& state) {
     return QColor(0xb2, 0x6a, 0x00);  // amber
   }
   if (state == QLatin1String("error")) return QColor(0xc6, 0x28, 0x28);  // red
-  return QColor(0x55, 0x55, 0x55);  // idle, finished, unknown
+  return QColor(0x55, 0x55, 0x55);                                       // idle, finished, unknown
 }
 
 RunStatusWidget::RunStatusWidget(StatsModel* model, QWidget* parent)
@@ -79,6 +79,11 @@ void RunStatusWidget::setMalformedCount(std::uint64_t count, const QString& last
   coalescer_->request();
 }
 
+void RunStatusWidget::setEngineLost(const QString& why) {
+  lost_why_ = why;
+  coalescer_->request();
+}
+
 void RunStatusWidget::refreshNow() {
   const bool has_stats = model_ && model_->hasStats();
   const bool has_status = model_ && model_->hasStatus();
@@ -87,12 +92,18 @@ void RunStatusWidget::refreshNow() {
   const auto& stats = has_stats ? model_->latestStats() : empty_stats;
   const auto& status = has_status ? model_->latestStatus() : empty_status;
 
-  const QString state = has_status ? QString::fromStdString(status.state)
-                                   : (has_stats ? QStringLiteral("running")
-                                                : QStringLiteral("waiting for engine"));
-  state_->setText(state);
-  setStyleSheetIfChanged(state_, QStringLiteral("color: %1;").arg(stateColor(state).name()));
-  state_->setToolTip(status.message.empty() ? QString() : QString::fromStdString(status.message));
+  const QString state =
+      has_status ? QString::fromStdString(status.state)
+                 : (has_stats ? QStringLiteral("running") : QStringLiteral("waiting for engine"));
+  if (!lost_why_.isEmpty()) {
+    state_->setText(QStringLiteral("engine lost"));
+    setStyleSheetIfChanged(state_, QStringLiteral("color: %1;").arg(stateColor("error").name()));
+    state_->setToolTip(lost_why_);
+  } else {
+    state_->setText(state);
+    setStyleSheetIfChanged(state_, QStringLiteral("color: %1;").arg(stateColor(state).name()));
+    state_->setToolTip(status.message.empty() ? QString() : QString::fromStdString(status.message));
+  }
 
   // Stats carry what the engine actually runs on; status may arrive first.
   const std::string& backend = !stats.backend.empty() ? stats.backend : status.backend;
@@ -123,7 +134,8 @@ void RunStatusWidget::refreshNow() {
   const std::uint64_t malformed = link_malformed_ + (model_ ? model_->rejectedCount() : 0);
   malformed_->setVisible(malformed > 0);
   malformed_->setText(QStringLiteral("%1 malformed").arg(formatCount(malformed)));
-  const QString last = model_ && model_->rejectedCount() > 0 ? model_->lastRejection() : link_error_;
+  const QString last =
+      model_ && model_->rejectedCount() > 0 ? model_->lastRejection() : link_error_;
   malformed_->setToolTip(QStringLiteral("messages rejected by the decoder; last: ") + last);
 }
 

@@ -23,6 +23,10 @@ class RunStatusWidget : public QWidget {
 
   // Messages the subscriber could not decode (the model adds the payloads it rejected itself).
   void setMalformedCount(std::uint64_t count, const QString& last_error);
+  // The engine went silent in a live run (`why` says since when), or is heard again (empty):
+  // the state reads "engine lost" in red until then.
+  void setEngineLost(const QString& why);
+  bool engineLost() const { return !lost_why_.isEmpty(); }
 
   QLabel* stateLabel() const { return state_; }
   QLabel* backendLabel() const { return backend_; }
@@ -45,6 +49,7 @@ class RunStatusWidget : public QWidget {
   QLabel* events_;
   QLabel* drops_;
   QLabel* malformed_;
+  QString lost_why_;
   std::uint64_t link_malformed_ = 0;
   QString link_error_;
 };
