@@ -13,10 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_data.hpp"
+
 namespace livedrp::integrate_cli_testing {
 
 inline std::filesystem::path reference_dir() {
-  return std::filesystem::path(__FILE__).parent_path() / "reference" / "pyfai";
+  return livedrp::testing::test_reference_dir() / "pyfai";
 }
 
 // The case `name` of the list in `cases_file` (in reference_dir()); empty when there is none.

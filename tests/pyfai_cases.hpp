@@ -14,10 +14,12 @@
 #include "integrate/poni.hpp"
 #include "io/npy.hpp"
 
+#include "test_data.hpp"
+
 namespace livedrp::integrate::testing {
 
 inline std::filesystem::path reference_dir() {
-  return std::filesystem::path(__FILE__).parent_path() / "reference" / "pyfai";
+  return livedrp::testing::test_reference_dir() / "pyfai";
 }
 
 inline nlohmann::json load_cases() {

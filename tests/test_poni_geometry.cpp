@@ -15,6 +15,7 @@
 #include "integrate/geometry.hpp"
 #include "integrate/poni.hpp"
 #include "io/npy.hpp"
+#include "test_data.hpp"
 
 using namespace livedrp;
 using namespace livedrp::integrate;
@@ -22,7 +23,7 @@ using namespace livedrp::integrate;
 namespace {
 
 std::filesystem::path reference_dir() {
-  return std::filesystem::path(__FILE__).parent_path() / "reference" / "pyfai";
+  return livedrp::testing::test_reference_dir() / "pyfai";
 }
 
 std::string error_of(const std::function<void()>& action) {
@@ -84,6 +85,21 @@ class TestPoniGeometry : public QObject {
   Q_OBJECT
 
  private slots:
+  // Reference data are found without the path the suite was compiled at (a suite packed for the
+  // GPU machine runs elsewhere): LIVEDRP_TEST_DATA names the folder holding reference/.
+  void referenceDataFoundThroughTheEnvironment() {
+    QTemporaryDir dir;
+    const QByteArray before = qgetenv("LIVEDRP_TEST_DATA");
+    qputenv("LIVEDRP_TEST_DATA", dir.path().toUtf8());
+    const std::filesystem::path found = livedrp::testing::test_reference_dir();
+    if (before.isEmpty())
+      qunsetenv("LIVEDRP_TEST_DATA");
+    else
+      qputenv("LIVEDRP_TEST_DATA", before);
+    QCOMPARE(QString::fromStdString(found.string()), dir.path() + "/reference");
+    QVERIFY(std::filesystem::exists(reference_dir() / "untilted.poni"));
+  }
+
   void parses_what_pyfai_writes() {
     const PoniGeometry g = read_poni(reference_dir() / "tilted.poni");
     QCOMPARE(g.version, 2);
