@@ -62,6 +62,12 @@ class TestCli : public QObject {
   void unknown_detector_is_named() {
     expect_bad_input({"run", "--source", "sim:pilatus6m", "--backend", "cpu"}, "pilatus6m");
   }
+  void read_only_control_needs_a_control_socket() {
+    expect_bad_input(
+        {"run", "--source", "sim:jungfrau4m", "--backend", "cpu", "--control-read-only"},
+        "--control-read-only needs --control");
+  }
+
   void bad_endpoint_is_named() {
     expect_bad_input(
         {"run", "--source", "sim:jungfrau4m", "--backend", "cpu", "--publish", "bogus://x"},

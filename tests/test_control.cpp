@@ -364,6 +364,35 @@ class TestControl : public QObject {
     QVERIFY(std::chrono::steady_clock::now() - begin < 500ms);
   }
 
+  // A read-only socket answers what only looks and refuses, naming why, what would change, stop
+  // or shut down the run or read a file; the run is untouched and the socket keeps answering.
+  void a_read_only_socket_only_looks() {
+    EngineController controller(small_config());
+    ControlServer server(controller, "tcp://127.0.0.1:*", ControlAccess::ReadOnly);
+    ControlClient client(server.endpoint());
+    QCOMPARE(client.status().at("state").get<std::string>(), std::string("idle"));
+    const json config =
+        client.request(protocol::make_control_request("get_config", json::object()));
+    QVERIFY2(config.at("ok").get<bool>(), qPrintable(text(config)));
+    QVERIFY(client.request(protocol::make_control_request("get_peak_params", json::object()))
+                .at("ok")
+                .get<bool>());
+    for (const auto& request :
+         {protocol::make_control_request("apply", {{"config", {{"rate_hz", 5}}}}),
+          protocol::make_control_request("start", json::object()),
+          protocol::make_control_request("stop", json::object()),
+          protocol::make_control_request("shutdown", json::object()),
+          protocol::make_control_request("replay_candidates", {{"path", "/etc/hostname"}})}) {
+      const QString error = refusal(client.request(request));
+      QVERIFY2(error.contains("read-only") &&
+                   error.contains(QString::fromStdString(request.at("request").get<std::string>())),
+               qPrintable(error));
+    }
+    QVERIFY(!server.shutdown_requested());
+    QCOMPARE(controller.config().rate_hz, small_config().rate_hz);
+    QCOMPARE(client.status().at("state").get<std::string>(), std::string("idle"));
+  }
+
   void bad_control_endpoint_is_named() {
     EngineController controller(small_config());
     QString error;

@@ -199,10 +199,16 @@ std::string read_candidates_path(const json& body) {
   return path->get<std::string>();
 }
 
+// The requests a read-only socket answers: they change nothing and read no file.
+bool read_only_request(std::string_view name) {
+  return name == "status" || name == "get_config" || name == "get_peak_params";
+}
+
 }  // namespace
 
 struct ControlServer::Impl {
   EngineController& controller;
+  ControlAccess access = ControlAccess::Full;
   zmq::socket_t socket;
   std::string bound_endpoint;
   std::atomic<bool> stopping{false};
@@ -311,6 +317,10 @@ struct ControlServer::Impl {
         throw BadRequest("unknown request '" + shorten(request.name) +
                          "' (known: " + known_requests() + ")");
       check_fields(request.name, request.body, shape->second);
+      if (access == ControlAccess::ReadOnly && !read_only_request(request.name))
+        throw BadRequest("request '" + request.name +
+                         "' refused: this control socket is read-only (--control-read-only); it "
+                         "answers status, get_config and get_peak_params");
       try {
         return protocol::make_control_ok(dispatch(request.name, request.body));
       } catch (const InputError& error) {
@@ -376,8 +386,10 @@ struct ControlServer::Impl {
   }
 };
 
-ControlServer::ControlServer(EngineController& controller, const std::string& endpoint)
+ControlServer::ControlServer(EngineController& controller, const std::string& endpoint,
+                             ControlAccess access)
     : impl_(std::make_unique<Impl>(controller, endpoint)) {
+  impl_->access = access;
   // Starting the thread is a full memory barrier, as ZeroMQ asks when a socket changes threads.
   impl_->thread = std::thread([impl = impl_.get()] { impl->serve(); });
 }

@@ -11,12 +11,17 @@ namespace livedrp {
 
 class EngineController;
 
+// What a control socket lets its clients do: everything, or only look (status, get_config,
+// get_peak_params), for a socket others can reach that must not change or stop the run.
+enum class ControlAccess { Full, ReadOnly };
+
 class ControlServer {
  public:
   // Binds `endpoint` (tcp://HOST:PORT, tcp://127.0.0.1:* for any free port, ipc://, inproc:// in
   // the shared context) and starts serving. Throws InputError naming the endpoint when it cannot
   // be bound. `controller` must outlive the server.
-  ControlServer(EngineController& controller, const std::string& endpoint);
+  ControlServer(EngineController& controller, const std::string& endpoint,
+                ControlAccess access = ControlAccess::Full);
   ~ControlServer();  // stops serving within ~kPollPeriod; a request being handled finishes first
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;

@@ -238,13 +238,13 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
 
 // The run under a control socket: serves until interrupted or asked to shut down.
 int run_controlled(const livedrp::EngineConfig& config, const std::string& control_endpoint,
-                   const std::string& summary_file) {
+                   const std::string& summary_file, livedrp::ControlAccess access) {
   auto last_print = std::chrono::steady_clock::now();  // outlives the controller's engines
   std::unique_ptr<livedrp::EngineController> controller;
   std::unique_ptr<livedrp::ControlServer> server;
   try {
     controller = std::make_unique<livedrp::EngineController>(config);
-    server = std::make_unique<livedrp::ControlServer>(*controller, control_endpoint);
+    server = std::make_unique<livedrp::ControlServer>(*controller, control_endpoint, access);
   } catch (const livedrp::InputError& e) {
     return bad_input(e.what());
   } catch (const livedrp::RuntimeFault& e) {
@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
   std::uint64_t events = 0;
   double rate = -1;
   int ring_slots = 0;
-  bool no_common_mode = false, verbose = false;
+  bool no_common_mode = false, verbose = false, control_read_only = false;
   run->add_option("--config", config_file,
                   "Pipeline configuration (JSON); options below override it");
   run->add_option("--source", source,
@@ -325,6 +325,9 @@ int main(int argc, char** argv) {
                   "Serve a control socket (REP, JSON) on this endpoint, e.g. tcp://127.0.0.1:5556 "
                   "or tcp://127.0.0.1:* (the bound endpoint is printed on stderr); the process "
                   "then serves until interrupted or sent a \"shutdown\" request");
+  run->add_flag("--control-read-only", control_read_only,
+                "With --control: answer only status, get_config and get_peak_params (nothing that "
+                "changes, stops or shuts the run down, or reads a file)");
   run->add_flag("-v,--verbose", verbose, "Log engine details");
 
   CLI::App* detectors = app.add_subcommand("detectors", "List the built-in detectors");
@@ -410,6 +413,8 @@ int main(int argc, char** argv) {
       config.ring_slots = ring_slots;
     }
     if (no_common_mode) config.calibration.common_mode = false;
+    if (control_read_only && !run->count("--control"))
+      throw livedrp::InputError("--control-read-only needs --control ENDPOINT");
     if (run->count("--control")) {
       if (control.empty()) throw livedrp::InputError("--control needs an endpoint, got ''");
     } else {
@@ -421,7 +426,10 @@ int main(int argc, char** argv) {
     return bad_input(e.what());
   }
 
-  if (!engine) return run_controlled(config, control, summary_file);
+  if (!engine)
+    return run_controlled(
+        config, control, summary_file,
+        control_read_only ? livedrp::ControlAccess::ReadOnly : livedrp::ControlAccess::Full);
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
