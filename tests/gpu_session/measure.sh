@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One device call that checks and measures the whole pipeline on the GPU machine, most important
+# first, its logs packed into $OUT/logs.tgz after every part (a call cut short keeps what it did).
+# Pack first, here:
+#   rm -rf .gpu && ../shared/gpu/pack build .gpu build/engine/livedrp-bench build/engine/livedrp-engine \
+#       build/tests/livedrp-sls-publisher build/tests/livedrp-dectris-publisher
+# then run `bash tests/gpu_session/measure.sh` through the device tool with carry [".gpu/carry.tar.xz"].
+# Parts (PARTS, default all): suite pipeline streams engine.
+#   suite     the packed GPU suites (label gpu), LIVEDRP_REQUIRE_GPU=1
+#   pipeline  livedrp-bench pipeline, every stage, host-fed and device-resident, 8 and 32 lanes
+#   streams   sls Jungfrau 4M over 16 ports at 1 kHz; Dectris 2068x2162 uint32 bslz4 flat out
+#   engine    livedrp-engine run --config, device-resident, every stage: flat out and paced at 30 kHz
+set -u
+PARTS=${PARTS:-"suite pipeline streams engine"}
+here=$(cd "$(dirname "$0")" && pwd)
+L=$OUT/logs; mkdir -p "$L" /tmp/gpu
+tar xJf .gpu/carry.tar.xz -C /tmp/gpu
+export LD_LIBRARY_PATH=/tmp/gpu/lib
+B=/tmp/gpu/bin
+finish() { tar czf "$OUT/logs.tgz" -C "$OUT" logs; }
+trap finish EXIT
+nvidia-smi > "$L/00_nvidia_smi.txt" 2>&1; nproc >> "$L/00_nvidia_smi.txt"
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+
+if has suite; then
+  (time timeout "${SUITE_S:-240}" /tmp/gpu/run) > "$L/01_gpu_suite.log" 2>&1
+  grep -E "passed, .* failed|^FAIL|Totals" "$L/01_gpu_suite.log" | head -40; finish
+fi
+if has pipeline; then
+  timeout "${PIPELINE_S:-150}" "$B/livedrp-bench" pipeline --backends cuda --sources device,host \
+    --stages all --streams 8,32 --launch graph --events 20000 --markdown "$L/03_pipeline.md" \
+    --json "$L/03_pipeline.json" > "$L/03_pipeline.log" 2>&1
+  cat "$L/03_pipeline.md"; tail -3 "$L/03_pipeline.log"; finish
+fi
+if has streams; then
+  EP=$(seq -s, -f 'tcp://127.0.0.1:%g' 30001 30016)
+  "$B/livedrp-sls-publisher" --source sim:jungfrau4m --ports-per-module 2 --bind tcp://127.0.0.1:30001 \
+    --rate 1000 --events 6000 --wait-for-subscribers 30 > "$L/05_sls_pub.log" 2>&1 &
+  P=$!
+  timeout -s INT 16 "$B/livedrp-engine" run --source "sls:$EP" --backend cuda --events 6000 \
+    --publish '' --summary-json "$L/05_sls.json" > "$L/05_sls.log" 2>&1
+  echo "== sls 1 kHz rc=$?"; grep -E '^events in|^rate:|stream:' "$L/05_sls.log"
+  kill $P 2>/dev/null; wait $P 2>/dev/null; finish
+  "$B/livedrp-dectris-publisher" --bind tcp://127.0.0.1:31001 --source poisson:2068x2162 \
+    --dtype uint32 --compression bslz4 --rate 0 --images 6000 > "$L/06_dectris_pub.log" 2>&1 &
+  P=$!
+  timeout -s INT 20 "$B/livedrp-engine" run --source dectris:tcp://127.0.0.1:31001 --backend cuda \
+    --events 6000 --publish '' --summary-json "$L/06_dectris.json" > "$L/06_dectris.log" 2>&1
+  echo "== dectris bslz4 rc=$?"; grep -E '^events in|^rate:|stream:' "$L/06_dectris.log"
+  kill $P 2>/dev/null; wait $P 2>/dev/null; finish
+fi
+if has engine; then
+  for cfg in engine_device_x8 engine_device_x8_paced; do
+    timeout -s INT 25 "$B/livedrp-engine" run --config "$here/$cfg.json" \
+      --summary-json "$L/04_$cfg.json" > "$L/04_$cfg.log" 2>&1
+    echo "== $cfg rc=$?"; grep -E "^events in|^rate:|^latency|^stage|^peak" "$L/04_$cfg.log"; finish
+  done
+fi
+echo done
