@@ -66,6 +66,12 @@ class TestCli : public QObject {
     expect_bad_input(
         {"run", "--source", "sim:jungfrau4m", "--backend", "cpu", "--control-read-only"},
         "--control-read-only needs --control");
+    expect_bad_input(
+        {"run", "--source", "sim:jungfrau4m", "--backend", "cpu", "--control-root", "/tmp"},
+        "--control-root needs --control");
+    expect_bad_input({"run", "--source", "sim:jungfrau4m", "--backend", "cpu", "--control",
+                      "tcp://127.0.0.1:*", "--control-root", "/no/such/folder"},
+                     "--control-root '/no/such/folder' is not an existing folder");
   }
 
   void bad_endpoint_is_named() {

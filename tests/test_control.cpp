@@ -5,6 +5,7 @@
 #include <QtTest>
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <thread>
 
@@ -391,6 +392,51 @@ class TestControl : public QObject {
     QVERIFY(!server.shutdown_requested());
     QCOMPARE(controller.config().rate_hz, small_config().rate_hz);
     QCOMPARE(client.status().at("state").get<std::string>(), std::string("idle"));
+  }
+
+  // With control roots, a request naming a file or folder outside them is refused naming the
+  // field (the recording folder, a PONI file, a file to list, a way out through '..'), the run is
+  // untouched, and what is inside passes the roots' check.
+  void control_roots_confine_the_paths_requests_name() {
+    QTemporaryDir root, elsewhere;
+    const std::string inside = root.path().toStdString();
+    EngineController controller(small_config());
+    ControlServer server(controller, "tcp://127.0.0.1:*", ControlAccess::Full,
+                         ControlRoots({inside}));
+    ControlClient client(server.endpoint());
+    const std::vector<std::pair<json, std::string>> refused = {
+        {protocol::make_control_request(
+             "apply", {{"config", {{"record", {{"directory", elsewhere.path().toStdString()}}}}}}),
+         "record.directory"},
+        {protocol::make_control_request(
+             "apply",
+             {{"config", {{"integration", {{"enabled", true}, {"poni", "/etc/hostname"}}}}}}),
+         "integration.poni"},
+        {protocol::make_control_request(
+             "apply", {{"config", {{"record", {{"directory", inside + "/../escaped"}}}}}}),
+         "record.directory"},
+        {protocol::make_control_request("replay_candidates", {{"path", "/etc/hostname"}}), "path"}};
+    for (const auto& [request, field] : refused) {
+      const QString error = refusal(client.request(request));
+      QVERIFY2(error.contains(QString::fromStdString(field)) && error.contains("outside") &&
+                   error.contains("--control-root"),
+               qPrintable(error));
+    }
+    QVERIFY(controller.config().record.directory.empty());
+    QVERIFY(!std::filesystem::exists(std::filesystem::path(inside).parent_path() / "escaped"));
+    // Inside the root the roots have nothing to say (the file itself is then judged as usual).
+    const QString inside_error = refusal(client.request(
+        protocol::make_control_request("replay_candidates", {{"path", inside + "/missing.h5"}})));
+    QVERIFY2(!inside_error.contains("outside"), qPrintable(inside_error));
+
+    QVERIFY_THROWS_EXCEPTION(InputError, ControlRoots({inside + "/no such folder"}));
+    const auto paths = ControlRoots::paths_in(
+        {{"integration", {{"poni", "builtin:epix10ka2m"}, {"mask", "m.h5:/mask"}}},
+         {"replay", {{"detector", "epix10ka2m"}}},
+         {"stream", {{"detector", "mine.json"}}}});
+    QCOMPARE(paths.size(), std::size_t(2));
+    QCOMPARE(paths[0].second, std::string("m.h5"));
+    QCOMPARE(paths[1].second, std::string("mine.json"));
   }
 
   void bad_control_endpoint_is_named() {

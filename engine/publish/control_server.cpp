@@ -209,6 +209,7 @@ bool read_only_request(std::string_view name) {
 struct ControlServer::Impl {
   EngineController& controller;
   ControlAccess access = ControlAccess::Full;
+  ControlRoots roots;
   zmq::socket_t socket;
   std::string bound_endpoint;
   std::atomic<bool> stopping{false};
@@ -272,7 +273,10 @@ struct ControlServer::Impl {
   json dispatch(const std::string& name, const json& body) {
     if (name == "status") return status_result();
     if (name == "get_config") return {{"config", controller.config().to_json()}};
-    if (name == "apply") return apply_result(controller.apply_json(body.at("config")));
+    if (name == "apply") {
+      roots.check_configuration(body.at("config"));
+      return apply_result(controller.apply_json(body.at("config")));
+    }
     if (name == "set_runtime")
       return apply_result(controller.apply_json({{"runtime", body.at("runtime")}}));
     if (name == "set_calibration")
@@ -290,7 +294,11 @@ struct ControlServer::Impl {
       return result;
     }
     if (name == "replay") return replay_result(body);
-    if (name == "replay_candidates") return replay_candidates_result(read_candidates_path(body));
+    if (name == "replay_candidates") {
+      const std::string path = read_candidates_path(body);
+      roots.check("path", path);
+      return replay_candidates_result(path);
+    }
     if (name == "get_peak_params") return controller.peak_params_json();
     if (name == "set_peak_params") return controller.set_peak_params(body.at("params"));
     if (name == "rerun_peaks") return controller.rerun_peaks(read_rerun_frames(body));
@@ -387,9 +395,10 @@ struct ControlServer::Impl {
 };
 
 ControlServer::ControlServer(EngineController& controller, const std::string& endpoint,
-                             ControlAccess access)
+                             ControlAccess access, ControlRoots roots)
     : impl_(std::make_unique<Impl>(controller, endpoint)) {
   impl_->access = access;
+  impl_->roots = std::move(roots);
   // Starting the thread is a full memory barrier, as ZeroMQ asks when a socket changes threads.
   impl_->thread = std::thread([impl = impl_.get()] { impl->serve(); });
 }

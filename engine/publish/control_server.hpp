@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "publish/control_roots.hpp"
+
 namespace livedrp {
 
 class EngineController;
@@ -20,8 +22,9 @@ class ControlServer {
   // Binds `endpoint` (tcp://HOST:PORT, tcp://127.0.0.1:* for any free port, ipc://, inproc:// in
   // the shared context) and starts serving. Throws InputError naming the endpoint when it cannot
   // be bound. `controller` must outlive the server.
+  // `roots`: the folders requests may name files in (publish/control_roots.hpp); none: any.
   ControlServer(EngineController& controller, const std::string& endpoint,
-                ControlAccess access = ControlAccess::Full);
+                ControlAccess access = ControlAccess::Full, ControlRoots roots = {});
   ~ControlServer();  // stops serving within ~kPollPeriod; a request being handled finishes first
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;

@@ -25,6 +25,7 @@
 #include "core/error.hpp"
 #include "exec/engine.hpp"
 #include "exec/engine_controller.hpp"
+#include "publish/bind_endpoint.hpp"
 #include "publish/control_server.hpp"
 #include "stream/stream_source.hpp"
 #include "tools/integrate_command.hpp"
@@ -238,13 +239,21 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
 
 // The run under a control socket: serves until interrupted or asked to shut down.
 int run_controlled(const livedrp::EngineConfig& config, const std::string& control_endpoint,
-                   const std::string& summary_file, livedrp::ControlAccess access) {
+                   const std::string& summary_file, livedrp::ControlAccess access,
+                   const std::vector<std::string>& control_roots) {
   auto last_print = std::chrono::steady_clock::now();  // outlives the controller's engines
   std::unique_ptr<livedrp::EngineController> controller;
   std::unique_ptr<livedrp::ControlServer> server;
   try {
     controller = std::make_unique<livedrp::EngineController>(config);
-    server = std::make_unique<livedrp::ControlServer>(*controller, control_endpoint, access);
+    livedrp::ControlRoots roots(control_roots);
+    if (!roots.confined() && access == livedrp::ControlAccess::Full &&
+        !livedrp::is_loopback_endpoint(control_endpoint))
+      spdlog::warn(
+          "control requests from other machines may name any file; --control-root DIR confines "
+          "them, --control-read-only lets them only look");
+    server = std::make_unique<livedrp::ControlServer>(*controller, control_endpoint, access,
+                                                      std::move(roots));
   } catch (const livedrp::InputError& e) {
     return bad_input(e.what());
   } catch (const livedrp::RuntimeFault& e) {
@@ -295,6 +304,7 @@ int main(int argc, char** argv) {
   double rate = -1;
   int ring_slots = 0;
   bool no_common_mode = false, verbose = false, control_read_only = false;
+  std::vector<std::string> control_roots;
   run->add_option("--config", config_file,
                   "Pipeline configuration (JSON); options below override it");
   run->add_option("--source", source,
@@ -325,6 +335,9 @@ int main(int argc, char** argv) {
                   "Serve a control socket (REP, JSON) on this endpoint, e.g. tcp://127.0.0.1:5556 "
                   "or tcp://127.0.0.1:* (the bound endpoint is printed on stderr); the process "
                   "then serves until interrupted or sent a \"shutdown\" request");
+  run->add_option("--control-root", control_roots,
+                  "With --control: a folder the control requests may name files in (repeatable); "
+                  "a path outside every root is refused (default: any path)");
   run->add_flag("--control-read-only", control_read_only,
                 "With --control: answer only status, get_config and get_peak_params (nothing that "
                 "changes, stops or shuts the run down, or reads a file)");
@@ -415,6 +428,8 @@ int main(int argc, char** argv) {
     if (no_common_mode) config.calibration.common_mode = false;
     if (control_read_only && !run->count("--control"))
       throw livedrp::InputError("--control-read-only needs --control ENDPOINT");
+    if (!control_roots.empty() && !run->count("--control"))
+      throw livedrp::InputError("--control-root needs --control ENDPOINT");
     if (run->count("--control")) {
       if (control.empty()) throw livedrp::InputError("--control needs an endpoint, got ''");
     } else {
@@ -429,7 +444,8 @@ int main(int argc, char** argv) {
   if (!engine)
     return run_controlled(
         config, control, summary_file,
-        control_read_only ? livedrp::ControlAccess::ReadOnly : livedrp::ControlAccess::Full);
+        control_read_only ? livedrp::ControlAccess::ReadOnly : livedrp::ControlAccess::Full,
+        control_roots);
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
