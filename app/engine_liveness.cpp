@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "widgets/run_status_widget.hpp"
+
 namespace livedrp::app {
 
 EngineLiveness::EngineLiveness(QObject* parent) : QObject(parent) {
@@ -33,6 +35,23 @@ void EngineLiveness::reset() {
   since_last_.invalidate();
   last_state_.clear();
   lost_ = false;
+  if (status_) status_->setEngineLost(QString());
+}
+
+void EngineLiveness::showIn(widgets::RunStatusWidget& status,
+                            std::function<void(const QString&)> log) {
+  status_ = &status;
+  connect(this, &EngineLiveness::lost, this, [this, log](const QString& state, qint64 silent_ms) {
+    const QString why = tr("no message from the engine for %1 s while it was %2")
+                            .arg(double(silent_ms) / 1000.0, 0, 'f', 1)
+                            .arg(state);
+    status_->setEngineLost(why);
+    log(tr("engine lost: %1").arg(why));
+  });
+  connect(this, &EngineLiveness::back, this, [this, log](qint64 silent_ms) {
+    status_->setEngineLost(QString());
+    log(tr("engine heard again after %1 s of silence").arg(double(silent_ms) / 1000.0, 0, 'f', 1));
+  });
 }
 
 void EngineLiveness::check() {

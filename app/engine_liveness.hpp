@@ -4,11 +4,16 @@
 // its interval, so a silence longer than the timeout means it is gone: killed, hung, or cut off.
 // The window then shows it lost and logs it, and logs it again when messages come back (the
 // engine restarted, or the network healed). A finished or idle engine may be silent: no alarm.
+#include <functional>
 #include <string>
 
 #include <QElapsedTimer>
 #include <QObject>
 #include <QTimer>
+
+namespace livedrp::widgets {
+class RunStatusWidget;
+}
 
 namespace livedrp::app {
 
@@ -28,6 +33,9 @@ class EngineLiveness : public QObject {
   void noteMessages(const std::string& state);
   // Listening to another engine (or the embedded one restarted): nothing is known of it yet.
   void reset();
+  // Shows a loss in `status` (its state reads "engine lost", the reason in the tooltip) and
+  // writes losses and returns to `log`, from now on.
+  void showIn(widgets::RunStatusWidget& status, std::function<void(const QString&)> log);
   bool isLost() const { return lost_; }
 
   // Whether a silence of `silent_ms` in run state `state` means the engine is gone.
@@ -45,6 +53,7 @@ class EngineLiveness : public QObject {
   std::string last_state_;
   int timeout_ms_ = kDefaultTimeoutMs;
   bool lost_ = false;
+  widgets::RunStatusWidget* status_ = nullptr;  // showIn's
 };
 
 }  // namespace livedrp::app

@@ -65,8 +65,6 @@
 
 namespace livedrp::app {
 namespace {
-// How long a transient status-bar message (an error, a saved layout) stays.
-constexpr int kStatusMessageMs = 15'000;
 // How often an attached window asks the remote engine where its replay stands.
 constexpr int kRemoteReplayPollMs = 250;
 // Malformed-message reports reach the log at most this often; the count is always in the status
@@ -388,18 +386,7 @@ void MainWindow::buildDocks() {
   run_status_ = new widgets::RunStatusWidget(model_);
   statusBar()->addPermanentWidget(run_status_);
   liveness_ = new EngineLiveness(this);
-  connect(liveness_, &EngineLiveness::lost, this, [this](const QString& state, qint64 silent_ms) {
-    const QString why = tr("no message from the engine for %1 s while it was %2")
-                            .arg(double(silent_ms) / 1000.0, 0, 'f', 1)
-                            .arg(state);
-    run_status_->setEngineLost(why);
-    appendLog(tr("engine lost: %1").arg(why));
-  });
-  connect(liveness_, &EngineLiveness::back, this, [this](qint64 silent_ms) {
-    run_status_->setEngineLost(QString());
-    appendLog(
-        tr("engine heard again after %1 s of silence").arg(double(silent_ms) / 1000.0, 0, 'f', 1));
-  });
+  liveness_->showIn(*run_status_, [this](const QString& line) { appendLog(line); });
 
   connect(run_control_, &RunControlWidget::startRequested, this, &MainWindow::startRun);
   connect(run_control_, &RunControlWidget::stopRequested, this, &MainWindow::stopRun);
@@ -759,7 +746,6 @@ void MainWindow::subscribeTo(const QString& endpoint) {
   auto* thread = new SubscriberThread(endpoint, subscribedTopics(), this);
   subscriber_ = thread;
   liveness_->reset();
-  run_status_->setEngineLost(QString());
   connect(
       thread, &SubscriberThread::messagesReceived, this,
       [this, thread](const widgets::MessageBatch& batch) {
@@ -937,64 +923,6 @@ void MainWindow::showNextRunPeakParams() {
       PeakParamsState{next.peak_finding.enabled, next.peak_finding.params, /*version=*/0}));
 }
 
-void MainWindow::showFileProblem(const QString& problem) {
-  appendLog(problem);
-  statusBar()->showMessage(problem, kStatusMessageMs);
-}
-
-bool MainWindow::saveConfiguration(const QString& path) {
-  if (attached_) {
-    showFileProblem(tr("attached to a remote engine: its configuration is not saved from here"));
-    return false;
-  }
-  if (const auto problem = writeConfigurationFile(engineConfig(), path)) {
-    showFileProblem(tr("cannot write the configuration to %1: %2").arg(path, *problem));
-    return false;
-  }
-  recent_->add(path);
-  appendLog(tr("configuration saved to %1").arg(path));
-  return true;
-}
-
-bool MainWindow::openConfiguration(const QString& path) {
-  if (attached_) {
-    showFileProblem(
-        tr("attached to a remote engine: apply a configuration to it from the stream "
-           "configuration dock"));
-    return false;
-  }
-  EngineConfig loaded;
-  try {
-    loaded = load_engine_config_file(path.toStdString());
-  } catch (const std::exception& error) {
-    showFileProblem(tr("configuration not opened: %1").arg(QString::fromUtf8(error.what())));
-    return false;
-  }
-  base_config_ = loaded;
-  run_control_->setConfig(base_config_);
-  stream_config_->setConfig(base_config_);
-  transport_->showConfig(base_config_);
-  showIntegrationState();
-  recent_->add(path);
-  appendLog(tr("configuration opened from %1%2")
-                .arg(path, host_ && host_->isActive() ? tr("; it applies at the next start")
-                                                      : QString()));
-  return true;
-}
-
-void MainWindow::saveConfigurationDialog() {
-  const QString path = QFileDialog::getSaveFileName(
-      this, tr("Save pipeline configuration"), QString(), tr("pipeline configuration (*.json)"));
-  if (!path.isEmpty())
-    saveConfiguration(path.endsWith(QLatin1String(".json")) ? path : path + ".json");
-}
-
-void MainWindow::openConfigurationDialog() {
-  const QString path = QFileDialog::getOpenFileName(
-      this, tr("Open pipeline configuration"), QString(), tr("pipeline configuration (*.json)"));
-  if (!path.isEmpty()) openConfiguration(path);
-}
-
 void MainWindow::saveLayoutDialog() {
   const QString path = QFileDialog::getSaveFileName(
       this, tr("Save layout and engine configuration"), QString(), tr("livedrp layout (*.ini)"));
@@ -1039,52 +967,6 @@ void MainWindow::updateTitle() {
     setWindowTitle(tr("livedrp — embedded engine, %1")
                        .arg(QString::fromStdString(run_control_->config(base_config_).source)));
   }
-}
-
-bool MainWindow::openDroppedFile(const QString& path) {
-  const DroppedFile kind = droppedFileKind(path);
-  if (kind == DroppedFile::Replay) {
-    openReplay(QStringLiteral("replay:") + path);
-    return true;
-  }
-  if (attached_) {
-    showFileProblem(
-        tr("%1 not opened: attached to a remote engine, only a replay is sent to it").arg(path));
-    return false;
-  }
-  if (kind == DroppedFile::Configuration) return openConfiguration(path);
-  if (kind == DroppedFile::Geometry) {
-    try {
-      integrate::load_poni(path.toStdString());  // refused here, not at the next start
-    } catch (const std::exception& error) {
-      showFileProblem(tr("geometry not taken: %1").arg(QString::fromUtf8(error.what())));
-      return false;
-    }
-    base_config_.integration.enabled = true;
-    base_config_.integration.poni = path.toStdString();
-    run_control_->setConfig(base_config_);
-    stream_config_->setConfig(base_config_);
-    showIntegrationState();
-    appendLog(tr("geometry %1: integration uses it from the next start").arg(path));
-    return true;
-  }
-  showFileProblem(tr("%1 not opened: drop %2").arg(path, droppableKindsText()));
-  return false;
-}
-
-void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
-  const QList<QUrl> urls = event->mimeData()->urls();
-  const bool all_files =
-      !urls.isEmpty() && std::all_of(urls.begin(), urls.end(), [](const QUrl& url) {
-        return url.isLocalFile() && droppedFileKind(url.toLocalFile()) != DroppedFile::Other;
-      });
-  if (all_files) event->acceptProposedAction();
-}
-
-void MainWindow::dropEvent(QDropEvent* event) {
-  for (const QUrl& url : event->mimeData()->urls())
-    if (url.isLocalFile()) openDroppedFile(url.toLocalFile());
-  event->acceptProposedAction();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -66,6 +66,8 @@ class MainWindow : public QMainWindow {
   static constexpr int kLayoutVersion = 3;
   // Lines kept in the log dock.
   static constexpr int kLogLines = 2000;
+  // How long a transient status-bar message (an error, a saved layout) stays.
+  static constexpr int kStatusMessageMs = 15'000;
   // Topics the window shows: stats, status, profile, peaks, image.
   static const std::vector<std::string>& subscribedTopics();
 

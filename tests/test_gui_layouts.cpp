@@ -19,6 +19,7 @@
 #include "app/app_options.hpp"
 #include "app/dock_layouts.hpp"
 #include "app/main_window.hpp"
+#include "gui_window_options.hpp"
 
 using livedrp::app::AppOptions;
 using livedrp::app::BuiltInLayout;
@@ -134,11 +135,7 @@ class LayoutsTest : public QObject {
   QTemporaryDir dir_;
 
   AppOptions options(const QString& settings_name) {
-    AppOptions o;
-    o.autostart = false;
-    o.publish = "tcp://127.0.0.1:*";
-    o.settings_file = dir_.filePath(settings_name);  // settings of the test's own
-    return o;
+    return idle_window_options(dir_, settings_name);
   }
 
   static void showOnTheScreen(MainWindow& window) {

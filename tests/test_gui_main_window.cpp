@@ -26,6 +26,7 @@
 #include "app/replay_transport_bar.hpp"
 #include "app/run_control_widget.hpp"
 #include "app/subscriber_thread.hpp"
+#include "gui_window_options.hpp"
 #include "protocol/message.hpp"
 #include "protocol/subscriber.hpp"
 #include "protocol/topics.hpp"
@@ -102,11 +103,7 @@ class MainWindowTest : public QObject {
   }
 
   AppOptions embeddedIdle(const QString& settings_name) {
-    AppOptions options;
-    options.autostart = false;
-    options.publish = "tcp://127.0.0.1:*";
-    options.settings_file = dir_.filePath(settings_name);
-    return options;
+    return idle_window_options(dir_, settings_name);
   }
 
  private slots:

@@ -14,6 +14,7 @@
 #include "app/recent_configurations.hpp"
 #include "app/window_files.hpp"
 #include "exec/engine.hpp"
+#include "gui_window_options.hpp"
 
 using livedrp::EngineConfig;
 using livedrp::app::AppOptions;
@@ -56,11 +57,7 @@ class RecentConfigurationsTest : public QObject {
   QTemporaryDir dir_;
 
   AppOptions options(const QString& settings_name) {
-    AppOptions o;
-    o.autostart = false;
-    o.publish = "tcp://127.0.0.1:*";
-    o.settings_file = dir_.filePath(settings_name);
-    return o;
+    return idle_window_options(dir_, settings_name);
   }
 
   // A valid configuration file whose rate tells it apart.

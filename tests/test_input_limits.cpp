@@ -32,6 +32,8 @@
 #include "publish/bind_endpoint.hpp"
 #include "publish/publisher.hpp"
 
+#include "engine_error_text.hpp"
+
 using namespace livedrp;
 using nlohmann::json;
 
@@ -39,16 +41,6 @@ namespace {
 
 std::string nested_arrays(int depth) {
   return std::string(std::size_t(depth), '[') + std::string(std::size_t(depth), ']');
-}
-
-template <typename Error = InputError>
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return {};
 }
 
 bool has(const std::string& text, const std::string& part) {
@@ -89,7 +81,7 @@ class TestInputLimits : public QObject {
   void deepPipelineConfiguration() {
     QTemporaryDir dir;
     const auto path = write_file(dir, "deep.json", "{\"source\": " + kDeep + "}");
-    const std::string error = error_of([&] { load_engine_config_file(path.string()); });
+    const std::string error = thrown_text([&] { load_engine_config_file(path.string()); });
     QVERIFY2(has(error, kDepthRefusal) && has(error, "deep.json"), error.c_str());
   }
 
@@ -97,7 +89,7 @@ class TestInputLimits : public QObject {
     QTemporaryDir dir;
     const auto path =
         write_file(dir, "overflow.json", "{\"source\": \"sim:epix10ka2m\", \"events\": 1e309}");
-    const std::string error = error_of([&] { load_engine_config_file(path.string()); });
+    const std::string error = thrown_text([&] { load_engine_config_file(path.string()); });
     QVERIFY2(has(error, "overflow.json") && has(error, "1e309"), error.c_str());
   }
 
@@ -109,9 +101,9 @@ class TestInputLimits : public QObject {
         "}";
     QVERIFY(request.size() < protocol::kControlMaxRequestBytes);
     const std::string error =
-        error_of<protocol::ProtocolError>([&] { protocol::parse_control_request(request); });
+        thrown_text<protocol::ProtocolError>([&] { protocol::parse_control_request(request); });
     QVERIFY2(has(error, kDepthRefusal), error.c_str());
-    const std::string overflow = error_of<protocol::ProtocolError>([&] {
+    const std::string overflow = thrown_text<protocol::ProtocolError>([&] {
       protocol::parse_control_request(
           R"({"schema": "livedrp", "schema_version": 1, "request": "stop", "x": -1e400})");
     });
@@ -123,7 +115,7 @@ class TestInputLimits : public QObject {
         "poni_version: 2\nDetector: Detector\nDetector_config: {\"pixel1\": " + kDeep +
         "}\nDistance: 0.08\nPoni1: 0.0019\nPoni2: 0.0035\nRot1: 0\nRot2: 0\nRot3: 0\n"
         "Wavelength: 7.293e-11\n";
-    const std::string error = error_of([&] { integrate::parse_poni(text, "deep.poni"); });
+    const std::string error = thrown_text([&] { integrate::parse_poni(text, "deep.poni"); });
     QVERIFY2(has(error, "Detector_config is refused") && has(error, kDepthRefusal), error.c_str());
   }
 
@@ -132,17 +124,17 @@ class TestInputLimits : public QObject {
   void poniRefusalDoesNotQuoteTheFile() {
     QTemporaryDir dir;
     const auto path = write_file(dir, "not_a.poni", "secret-token-8d1f\nmore\n");
-    const std::string error = error_of([&] { integrate::read_poni(path); });
+    const std::string error = thrown_text([&] { integrate::read_poni(path); });
     QVERIFY2(has(error, "line 1") && !has(error, "secret-token"), error.c_str());
   }
 
   void deepDetectorAndParameterFiles() {
     QTemporaryDir dir;
     const auto detector = write_file(dir, "deep_detector.json", "{\"name\": " + kDeep + "}");
-    std::string error = error_of([&] { load_detector_description(detector); });
+    std::string error = thrown_text([&] { load_detector_description(detector); });
     QVERIFY2(has(error, kDepthRefusal) && has(error, "deep_detector.json"), error.c_str());
     const auto params = write_file(dir, "deep_params.json", "{\"minimum_snr\": " + kDeep + "}");
-    error = error_of([&] { peaks::load_peak_params(params.string()); });
+    error = thrown_text([&] { peaks::load_peak_params(params.string()); });
     QVERIFY2(has(error, kDepthRefusal) && has(error, "deep_params.json"), error.c_str());
   }
 
@@ -153,7 +145,7 @@ class TestInputLimits : public QObject {
     const std::string excerpt = json_excerpt(json(long_text));
     QVERIFY2(excerpt.size() < 200, excerpt.substr(0, 300).c_str());
     QVERIFY(has(excerpt, "10000000 bytes"));
-    const std::string error = error_of([&] {
+    const std::string error = thrown_text([&] {
       EngineConfig::from_json(json{{"source", long_text}}, "test");
     });
     QVERIFY2(!error.empty() && error.size() < 1000, error.substr(0, 300).c_str());
@@ -166,18 +158,18 @@ class TestInputLimits : public QObject {
   void detectorPlacementAndSizeBounds() {
     json far = builtin_detector_json("epix10ka2m");
     far["placement"][0]["x_px"] = 1e300;
-    std::string error = error_of([&] { parse_detector_description(far, "far"); });
+    std::string error = thrown_text([&] { parse_detector_description(far, "far"); });
     QVERIFY2(has(error, "x_px") && has(error, "1e+300"), error.c_str());
 
     json huge = builtin_detector_json("generic_f32");
     huge["segment_shape"] = {65536, 65536};
     huge["asic_shape"] = {65536, 65536};
-    error = error_of([&] { parse_detector_description(huge, "huge"); });
+    error = thrown_text([&] { parse_detector_description(huge, "huge"); });
     QVERIFY2(has(error, "65536 x 65536") && has(error, "268435456"), error.c_str());
 
     json spun = builtin_detector_json("epix10ka2m");
     spun["placement"][0]["rotation_deg"] = 90LL * 100000000000LL;
-    error = error_of([&] { parse_detector_description(spun, "spun"); });
+    error = thrown_text([&] { parse_detector_description(spun, "spun"); });
     QVERIFY2(has(error, "rotation_deg"), error.c_str());
   }
 
@@ -201,7 +193,7 @@ class TestInputLimits : public QObject {
     H5Fclose(file);
     QVERIFY(std::filesystem::file_size(path) < 100'000);
     const std::string error =
-        error_of([&] { io::read_array(io::parse_array_location(path + ":/mask")); });
+        thrown_text([&] { io::read_array(io::parse_array_location(path + ":/mask")); });
     QVERIFY2(has(error, "4000000000000 bytes") && has(error, "half of this machine's memory"),
              error.c_str());
   }
@@ -209,10 +201,10 @@ class TestInputLimits : public QObject {
   // ZeroMQ would bind port 99999 modulo 65536 without a word: refused before it sees it.
   void bindEndpoints() {
     QVERIFY(has(bind_endpoint_problem("tcp://127.0.0.1:99999", "publish"), "1..65535"));
-    std::string error = error_of([] { Publisher publisher("tcp://127.0.0.1:99999"); });
+    std::string error = thrown_text([] { Publisher publisher("tcp://127.0.0.1:99999"); });
     QVERIFY2(has(error, "cannot bind publisher to 'tcp://127.0.0.1:99999'") && has(error, "99999"),
              error.c_str());
-    error = error_of([] { Publisher publisher("tcp://127.0.0.1:0"); });
+    error = thrown_text([] { Publisher publisher("tcp://127.0.0.1:0"); });
     QVERIFY2(has(error, "port 0"), error.c_str());
     QVERIFY(
         has(bind_endpoint_problem("tcp://127.0.0.1:http", "control"), "a number from 1 to 65535"));
@@ -228,7 +220,8 @@ class TestInputLimits : public QObject {
     const std::uint64_t limit = input_allocation_limit();
     QVERIFY(limit > 0);
     check_input_allocation(limit, "exactly the limit");
-    const std::string error = error_of([&] { check_input_allocation(limit + 1, "one byte more"); });
+    const std::string error =
+        thrown_text([&] { check_input_allocation(limit + 1, "one byte more"); });
     QVERIFY2(has(error, "one byte more needs " + std::to_string(limit + 1)), error.c_str());
   }
 
@@ -243,7 +236,7 @@ class TestInputLimits : public QObject {
     config.backend = "cpu";
     config.publish = "";
     config.simulator_pool = 4096;
-    const std::string error = error_of([&] { Engine engine(config); });
+    const std::string error = thrown_text([&] { Engine engine(config); });
     QVERIFY2(has(error, "simulator.pool_events 4096") &&
                  has(error, "at most " + std::to_string(fit) + " fit"),
              error.c_str());

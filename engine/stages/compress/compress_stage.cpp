@@ -47,11 +47,4 @@ std::shared_ptr<CompressStage> make_compress_stage(const CompressionConfig& conf
                                          CompressionBookSettings{config.codec, config.error_bound});
 }
 
-#ifndef LIVEDRP_HAVE_CUDA
-std::unique_ptr<CudaStageLane> CompressStage::make_cuda_lane(const CudaLaneSpec& spec) const {
-  (void)spec;
-  return nullptr;
-}
-#endif
-
 }  // namespace livedrp::stages

@@ -29,11 +29,15 @@ class CompressStage final : public Stage {
   std::string name() const override { return "compress"; }
   std::uint64_t input_bytes() const override { return bytes_in_; }
   std::any run_cpu(const CpuEvent& event) override;
-  // Null in a build without CUDA.
+#ifdef LIVEDRP_HAVE_CUDA
+  // In its own file (..._cuda.cpp); without CUDA the stage has none (Stage's default).
   std::unique_ptr<CudaStageLane> make_cuda_lane(const CudaLaneSpec& spec) const override;
+#endif
   std::unique_ptr<StageBook> make_book() const override;
 
-  const codec::CodecParams& params() const { return params_; }
+  const codec::CodecParams& params() const {
+    return params_;
+  }
 
  private:
   codec::CodecParams params_;

@@ -37,11 +37,4 @@ std::shared_ptr<IntegrateStage> make_integrate_stage(const LiveIntegrationConfig
   return std::make_shared<IntegrateStage>(std::move(integrator), std::move(book));
 }
 
-#ifndef LIVEDRP_HAVE_CUDA
-std::unique_ptr<CudaStageLane> IntegrateStage::make_cuda_lane(const CudaLaneSpec& spec) const {
-  (void)spec;
-  return nullptr;
-}
-#endif
-
 }  // namespace livedrp::stages

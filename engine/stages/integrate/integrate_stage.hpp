@@ -23,14 +23,20 @@ class IntegrateStage final : public Stage {
   std::string name() const override { return "integrate"; }
   std::uint64_t input_bytes() const override { return integrator_.pixels() * sizeof(float); }
   std::any run_cpu(const CpuEvent& event) override;
-  // Null in a build without CUDA.
+#ifdef LIVEDRP_HAVE_CUDA
+  // In its own file (..._cuda.cpp); without CUDA the stage has none (Stage's default).
   std::unique_ptr<CudaStageLane> make_cuda_lane(const CudaLaneSpec& spec) const override;
+#endif
   std::unique_ptr<StageBook> make_book() const override;
 
   // The integrator as configured, its tables built (the device-resident pipeline runs its own
   // copy; a fallback CPU backend shares this stage).
-  const integrate::Integrator& integrator() const { return integrator_; }
-  const IntegrationBookSettings& book_settings() const { return book_; }
+  const integrate::Integrator& integrator() const {
+    return integrator_;
+  }
+  const IntegrationBookSettings& book_settings() const {
+    return book_;
+  }
 
  private:
   integrate::Integrator integrator_;  // run_cpu's: one event at a time, on the backend's thread

@@ -41,7 +41,6 @@ void IntegrationBook::add(const EventHeader& header, const std::any& result) {
     for (const auto& p : window_) add_to_sums(p, 1.0, 1);
     added_since_resum_ = 0;
   }
-  latest_ = profile;
   latest_sequence_ = header.sequence;
   latest_pulse_id_ = header.pulse_id;
   fresh_ = true;
@@ -58,7 +57,7 @@ std::vector<protocol::Message> IntegrationBook::publish(bool last) {
   profile.average_window = settings_.average_events;
   profile.average_events = window_.size();
   profile.centres = settings_.centres;
-  profile.latest = latest_;
+  profile.latest = window_.back();  // the newest event's: the window holds at least it
   profile.average.resize(sum_.size());
   for (std::size_t b = 0; b < sum_.size(); ++b)
     profile.average[b] =

@@ -46,7 +46,6 @@ class IntegrationBook final : public StageBook {
   std::vector<double> sum_;
   std::vector<std::uint64_t> finite_;
   std::uint64_t added_since_resum_ = 0;
-  std::vector<double> latest_;
   std::uint64_t latest_sequence_ = 0, latest_pulse_id_ = 0;
   bool fresh_ = false;  // an event came since the last message
 };
