@@ -142,6 +142,52 @@ class TestEngineStreams : public QObject {
       QVERIFY2(recorded[i] == simulated.raw[i], qPrintable(QString("event %1 differs").arg(i)));
   }
 
+  // A live stream never waits for the engine (README, "full_ring auto"): a detector sending
+  // faster than a one-slot ring on the CPU backend can take gets its excess dropped and counted
+  // by reason, every image that arrived is processed or dropped, and the publisher is never held
+  // up (all of its images are accounted for).
+  void a_stream_faster_than_the_engine_is_dropped_and_counted_not_waited_for() {
+    const test::SimulatedEvents simulated(1);
+    const DetectorDescription& detector = simulated.detector;
+    testing::DectrisPublisher publisher;
+    EngineConfig c = stream_config("dectris:" + publisher.endpoint(), "", 0);
+    c.full_ring = "auto";
+    c.ring_slots = 1;
+    c.stream.queue_events = 1;
+    c.record.directory.clear();
+    Engine engine(c);
+    engine.start();
+    constexpr std::uint32_t kImages = 60;
+    testing::SeriesSettings series{.width = std::uint32_t(detector.cols),
+                                   .height = std::uint32_t(detector.segments * detector.rows),
+                                   .type = testing::PixelType::Uint16,
+                                   .compression = testing::Compression::None,
+                                   .number_of_images = kImages};
+    publisher.send_start(series);
+    for (std::uint32_t i = 0; i < kImages; ++i)
+      publisher.send_image(series, i, std::span(simulated.raw[0]));
+    publisher.send_end(series);
+    // Every image is accounted for (processed, dropped, or still in the pipeline), then the run
+    // is stopped: a stream has no end of its own.
+    QTRY_VERIFY_WITH_TIMEOUT(
+        [&] {
+          const protocol::StatsPayload s = engine.summary().stats;
+          return s.events_in == kImages && s.events_in_flight == 0;
+        }(),
+        120000);
+    engine.request_stop();
+    engine.wait();
+    const protocol::StatsPayload stats = engine.summary().stats;
+    QCOMPARE(stats.events_in, std::uint64_t(kImages));
+    QCOMPARE(stats.events_processed + stats.events_dropped, std::uint64_t(kImages));
+    QVERIFY2(stats.events_dropped > 0, qPrintable(QString("processed %1 of %2: nothing dropped")
+                                                      .arg(stats.events_processed)
+                                                      .arg(kImages)));
+    std::uint64_t by_reason = 0;
+    for (const auto& [reason, count] : stats.drops_by_reason) by_reason += count;
+    QCOMPARE(by_reason, stats.events_dropped);
+  }
+
   // No detector named: the engine takes the geometry from the start message, and the start
   // message's pixel mask makes those pixels bad, as the detector's own marker values do.
   void dectris_geometry_and_pixel_mask_come_from_the_start_message() {
