@@ -1,11 +1,9 @@
 #include "tools/integrate_command.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -13,6 +11,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/crystfel_geometry.hpp"
 #include "core/detector.hpp"
@@ -23,6 +23,7 @@
 #include "integrate/poni.hpp"
 #include "integrate/shipped_geometry.hpp"
 #include "io/array_file.hpp"
+#include "io/profile_output.hpp"
 #include "tools/command_status.hpp"
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/device.hpp"
@@ -162,7 +163,65 @@ io::Array read_frame_sized(const std::string& what, const std::string& location,
   return a;
 }
 
+// What produced the profiles, echoed into the pyFAI header and the NeXus file: the command's
+// options and the geometry as read (a builtin: PONI included).
+nlohmann::json configuration(const IntegrateOptions& o, const integrate::PoniGeometry& g) {
+  nlohmann::json c = {{"command", "integrate"},
+                      {"poni", o.poni},
+                      {"input", o.input},
+                      {"npt", o.npt},
+                      {"unit", o.unit},
+                      {"method", o.method},
+                      {"error_model", o.error_model},
+                      {"solid_angle", !o.no_solid_angle},
+                      {"backend", o.backend}};
+  const std::pair<const char*, const std::string*> files[] = {{"mask", &o.mask},
+                                                              {"dark", &o.dark},
+                                                              {"flat", &o.flat},
+                                                              {"detector", &o.detector},
+                                                              {"geometry", &o.geometry}};
+  for (const auto& [key, value] : files)
+    if (!value->empty()) c[key] = *value;
+  if (!o.radial_range.empty()) c["radial_range"] = o.radial_range;
+  if (!o.azimuth_range.empty()) c["azimuth_range"] = o.azimuth_range;
+  if (o.polarization) c["polarization"] = *o.polarization;
+  if (o.dummy) {
+    c["dummy"] = *o.dummy;
+    c["delta_dummy"] = o.delta_dummy;
+  }
+  if (o.sigma_clip) {
+    c["sigma_clip"] = *o.sigma_clip;
+    c["clip_iterations"] = o.clip_iterations;
+  }
+  nlohmann::json geometry = {{"distance", g.distance}, {"poni1", g.poni1},  {"poni2", g.poni2},
+                             {"rot1", g.rot1},         {"rot2", g.rot2},    {"rot3", g.rot3},
+                             {"pixel1", g.pixel1},     {"pixel2", g.pixel2}};
+  if (g.wavelength) geometry["wavelength"] = *g.wavelength;
+  if (!g.detector.empty()) geometry["detector"] = g.detector;
+  c["poni_geometry"] = geometry;
+  return nlohmann::json{{"livedrp_version", LIVEDRP_VERSION}, {"integrate", c}};
+}
+
+io::ProfileOutputContext output_context(const IntegrateOptions& o,
+                                        const integrate::PoniGeometry& poni,
+                                        const IntegrationConfig& config, std::uint64_t frames) {
+  io::ProfileOutputContext context;
+  context.frames = frames;
+  context.bins = std::size_t(config.bins);
+  context.unit = config.unit;
+  context.poni = poni;
+  context.mask_applied = !o.mask.empty() || !o.geometry.empty();
+  context.dark_applied = !o.dark.empty();
+  context.flat_applied = !o.flat.empty();
+  context.polarization = o.polarization;
+  context.program = std::string("livedrp-engine integrate ") + LIVEDRP_VERSION;
+  context.configuration_json = configuration(o, poni).dump();
+  return context;
+}
+
 int integrate_all(const IntegrateOptions& o) {
+  // The output's format follows its extension; an unknown one is refused before any work.
+  const io::ProfileFormat format = io::profile_format_for(o.output);
   if (!o.geometry.empty() && !o.detector.empty())
     throw InputError(
         "--detector and --geometry are mutually exclusive: give the detector as a built-in "
@@ -231,23 +290,18 @@ int integrate_all(const IntegrateOptions& o) {
     throw InputError("--backend cuda: this build has no CUDA backend; use --backend cpu");
 #endif
   }
-  std::FILE* out = o.output == "-" ? stdout : std::fopen(o.output.c_str(), "w");
-  // The path is the user's to fix (a directory, a missing folder, no permission): bad input.
-  if (!out)
-    throw InputError("cannot write output file '" + o.output + "': " + std::strerror(errno));
-  std::fprintf(out, "frame,radial,intensity,sigma\n");
+  const std::unique_ptr<io::ProfileWriter> writer =
+      io::open_profile_writer(format, o.output, output_context(o, poni, config, frames));
   auto last_report = std::chrono::steady_clock::now();
   // Time spent in the integration itself (the backend's call per frame; not reading the input or
-  // writing the CSV), and in the first frame apart: a backend may finish its set-up there.
+  // writing the output), and in the first frame apart: a backend may finish its set-up there.
   std::chrono::duration<double> integrating{0}, first_frame{0};
   for (std::uint64_t f = 0; f < frames; ++f) {
     const std::vector<float> values = integrate::float_values(input, f * pixels, pixels);
     const auto begin = std::chrono::steady_clock::now();
     const integrate::Profile p = profile_of(values);
     (f == 0 ? first_frame : integrating) += std::chrono::steady_clock::now() - begin;
-    for (std::size_t b = 0; b < p.radial.size(); ++b)
-      std::fprintf(out, "%llu,%.10g,%.10g,%.10g\n", (unsigned long long)f, p.radial[b],
-                   p.intensity[b], p.sigma[b]);
+    writer->write(f, p);
     const auto now = std::chrono::steady_clock::now();
     if (frames > 1 && (now - last_report > std::chrono::seconds(1) || f + 1 == frames)) {
       std::fprintf(stderr, "livedrp-engine: integrated %llu / %llu frames\n",
@@ -255,14 +309,9 @@ int integrate_all(const IntegrateOptions& o) {
       last_report = now;
     }
   }
-  const bool written = std::fflush(out) == 0 && !std::ferror(out);
-  if (out != stdout) std::fclose(out);
-  if (!written) {
-    std::cerr << "livedrp-engine: error: writing output file '" << o.output << "' failed\n";
-    return kExitFailed;
-  }
+  writer->close();
   std::cerr << "livedrp-engine: " << frames << (frames == 1 ? " frame" : " frames") << ", "
-            << config.bins << " bins in " << o.unit << " -> " << o.output << "\n";
+            << config.bins << " bins in " << o.unit << " -> " << writer->destination() << "\n";
   std::cerr << "livedrp-engine: integration on " << o.backend << ": first frame "
             << first_frame.count() * 1e3 << " ms";
   if (frames > 1)
@@ -279,7 +328,9 @@ int integrate_all(const IntegrateOptions& o) {
 IntegrateCommand::IntegrateCommand(CLI::App& app) : options_(std::make_unique<IntegrateOptions>()) {
   IntegrateOptions& o = *options_;
   command_ = app.add_subcommand(
-      "integrate", "Azimuthal integration of an image or a stack to radial profiles (CSV)");
+      "integrate",
+      "Azimuthal integration of an image or a stack to radial profiles (CSV, pyFAI text or "
+      "NeXus, by the output's extension)");
   command_
       ->add_option("--poni", o.poni,
                    "Geometry: a pyFAI PONI file, or builtin:DETECTOR for the geometry shipped for "
@@ -292,8 +343,9 @@ IntegrateCommand::IntegrateCommand(CLI::App& app) : options_(std::make_unique<In
       ->required();
   command_
       ->add_option("--output", o.output,
-                   "CSV output (frame,radial,intensity,sigma); - for "
-                   "stdout")
+                   "Output, its format by the extension: .csv (frame,radial,intensity,sigma; - for "
+                   "stdout), .xy/.dat (pyFAI's text format; a stack gives FILE_0000.xy, "
+                   "FILE_0001.xy, ...), .h5/.nxs/.hdf5 (NeXus NXdata, intensity [frame, bin])")
       ->required();
   command_->add_option("--npt", o.npt, "Number of radial bins")->required();
   command_->add_option("--unit", o.unit, "2th_deg | q_nm^-1 | q_A^-1 | r_mm")
