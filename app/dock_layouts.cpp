@@ -73,7 +73,7 @@ std::vector<QDockWidget*> WindowDocks::all() const {
   return {rates,          run_control,    counters,   log,
           stream_config,  engine,         comparison, compression,
           radial_profile, detector_image, peak_table, hit_rate,
-          gain_occupancy, peak_tuning,    replay};
+          gain_occupancy, peak_tuning,    analysis,   replay};
 }
 
 DockLayouts::DockLayouts(QMainWindow& window, WindowDocks docks, int state_version,
@@ -110,13 +110,15 @@ DockArrangement DockLayouts::arrangement(BuiltInLayout layout) const {
   // Weights are about the pixels each part gets on a 1920x1080 screen, where every column fits
   // the smallest size its docks take (the stream-configuration panel's 550 px height, the replay
   // bar's 600 px width, the radial profile's plot and waterfall). The panels a layout's user
-  // rarely needs are tabs behind the ones they do: nothing is lost, only out of the way.
+  // rarely needs are tabs behind the ones they do: nothing is lost, only out of the way. The
+  // analysis set-up (stages, geometry, masks, codec) is one tab away in the panels' column, next
+  // to the first panel of the layout's user: done before a run, looked at rarely during one.
   switch (layout) {
     case BuiltInLayout::Dashboard:
       // The four a run is judged by, together: rate, compression ratio, radial profile and the
       // image with its peaks (the largest: a 2-Mpixel detector).
       return {{{{{d.run_control}, 180},
-                {{d.counters, d.engine, d.stream_config, d.peak_tuning}, 560},
+                {{d.counters, d.analysis, d.engine, d.stream_config, d.peak_tuning}, 560},
                 {{d.log}, 260}},
                400},
               {{{{d.rates, d.hit_rate}, 330}, {{d.radial_profile}, 670}}, 600},
@@ -126,25 +128,29 @@ DockArrangement DockLayouts::arrangement(BuiltInLayout layout) const {
     case BuiltInLayout::Operator:
       // Is data arriving, at what rate, is any dropped, what is the hit rate, what does the
       // detector see.
-      return {{{{{d.run_control}, 180},
-                {{d.counters, d.engine, d.stream_config, d.peak_tuning, d.comparison}, 560},
-                {{d.log}, 260}},
-               520},
-              {{{{d.rates}, 500}, {{d.hit_rate, d.compression}, 500}}, 600},
-              {{{{d.detector_image, d.peak_table, d.replay}, 500},
-                {{d.radial_profile, d.gain_occupancy}, 500}},
-               800}};
+      return {
+          {{{{d.run_control}, 180},
+            {{d.counters, d.analysis, d.engine, d.stream_config, d.peak_tuning, d.comparison}, 560},
+            {{d.log}, 260}},
+           520},
+          {{{{d.rates}, 500}, {{d.hit_rate, d.compression}, 500}}, 600},
+          {{{{d.detector_image, d.peak_table, d.replay}, 500},
+            {{d.radial_profile, d.gain_occupancy}, 500}},
+           800}};
     case BuiltInLayout::PeakTuning:
       // Change a parameter, watch the overlay, the hit rate and the peak list follow.
-      return {{{{{d.peak_tuning, d.run_control, d.stream_config, d.comparison, d.engine}, 640},
-                {{d.log, d.counters}, 360}},
-               520},
-              {{{{d.detector_image, d.radial_profile, d.gain_occupancy, d.replay}, 1}}, 860},
-              {{{{d.hit_rate, d.rates, d.compression}, 450}, {{d.peak_table}, 550}}, 540}};
+      return {
+          {{{{d.peak_tuning, d.analysis, d.run_control, d.stream_config, d.comparison, d.engine},
+             640},
+            {{d.log, d.counters}, 360}},
+           520},
+          {{{{d.detector_image, d.radial_profile, d.gain_occupancy, d.replay}, 1}}, 860},
+          {{{{d.hit_rate, d.rates, d.compression}, 450}, {{d.peak_table}, 550}}, 540}};
     case BuiltInLayout::StreamComparison:
       // Settings on the left, the side-by-side results in the middle, the live engine on the
       // right.
-      return {{{{{d.stream_config, d.run_control, d.peak_tuning}, 700}, {{d.log, d.counters}, 300}},
+      return {{{{{d.stream_config, d.run_control, d.analysis, d.peak_tuning}, 700},
+                {{d.log, d.counters}, 300}},
                420},
               {{{{d.comparison}, 1}}, 700},
               {{{{d.rates, d.hit_rate}, 400},

@@ -40,6 +40,7 @@ struct WindowDocks {
   QDockWidget* hit_rate = nullptr;
   QDockWidget* gain_occupancy = nullptr;
   QDockWidget* peak_tuning = nullptr;
+  QDockWidget* analysis = nullptr;
   QDockWidget* replay = nullptr;
 
   std::vector<QDockWidget*> all() const;

@@ -30,6 +30,7 @@
 #include <QUrl>
 
 #include "app/analysis_defaults.hpp"
+#include "app/analysis_panel.hpp"
 #include "app/comparison_panel.hpp"
 #include "app/dock_layouts.hpp"
 #include "app/engine_host.hpp"
@@ -136,6 +137,7 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
                                          .hit_rate = hit_rate_dock_,
                                          .gain_occupancy = gain_occupancy_dock_,
                                          .peak_tuning = peak_tuning_dock_,
+                                         .analysis = analysis_dock_,
                                          .replay = replay_dock_},
                              kLayoutVersion, *settings_, this);
   connect(layouts_, &DockLayouts::logMessage, this, &MainWindow::appendLog);
@@ -169,6 +171,7 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
   followSource(base_config_);  // a --source of another detector takes its shipped geometry
   run_control_->setConfig(base_config_);
   stream_config_->setConfig(base_config_);
+  analysis_->setConfig(base_config_);
   transport_->setSettings(settings_.get());
   transport_->showConfig(base_config_);
 
@@ -214,6 +217,7 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
     if (options.autostart) startRun();
   }
   connectPeakTuning();
+  connectAnalysis();
   connectRadialUnit();
   updateTitle();
 }
@@ -346,6 +350,7 @@ void MainWindow::buildDocks() {
   hit_rate_chart_ = new widgets::HitRateChart(hit_rate_model_);
   gain_occupancy_view_ = new widgets::GainOccupancyView(peak_model_);
   peak_tuning_ = new PeakTuningPanel;
+  analysis_ = new AnalysisPanel;
   log_ = new QPlainTextEdit;
   log_->setObjectName(QStringLiteral("log"));
   log_->setReadOnly(true);
@@ -374,6 +379,7 @@ void MainWindow::buildDocks() {
       makeDock(tr("Gain modes"), QStringLiteral("gainOccupancyDock"), gain_occupancy_view_, this);
   peak_tuning_dock_ =
       makeDock(tr("Peak finder tuning"), QStringLiteral("peakTuningDock"), peak_tuning_, this);
+  analysis_dock_ = makeDock(tr("Analysis"), QStringLiteral("analysisDock"), analysis_, this);
 
   replay_dock_ = makeDock(tr("Replay"), QStringLiteral("replayDock"), transport_, this);
 
@@ -455,7 +461,8 @@ void MainWindow::buildMenus() {
   for (QDockWidget* dock :
        {chart_dock_, run_dock_, counters_dock_, log_dock_, stream_config_dock_, engine_dock_,
         comparison_dock_, compression_dock_, radial_profile_dock_, detector_image_dock_,
-        peak_table_dock_, hit_rate_dock_, gain_occupancy_dock_, peak_tuning_dock_, replay_dock_}) {
+        peak_table_dock_, hit_rate_dock_, gain_occupancy_dock_, peak_tuning_dock_, analysis_dock_,
+        replay_dock_}) {
     view->addAction(dock->toggleViewAction());
   }
   view->addAction(run_toolbar_->toggleViewAction());
@@ -667,6 +674,7 @@ void MainWindow::applyRunConfig(const EngineConfig& next, const QString& what) {
   }
   base_config_ = next;
   run_control_->setConfig(base_config_);
+  analysis_->setConfig(base_config_);
   appendLog(tr("%1: applies at the next start").arg(what));
 }
 
@@ -721,6 +729,7 @@ void MainWindow::applyStreamConfig(const EngineConfig& config) {
   }
   base_config_ = next;
   run_control_->setConfig(base_config_);
+  analysis_->setConfig(base_config_);  // the codec is in both docks
   const QString text = tr("no run active: %1 applies at the next start")
                            .arg(QString::fromStdString(describe(next.runtime)));
   stream_config_->showApplied(text);
@@ -853,6 +862,7 @@ void MainWindow::readSettings(QSettings& settings, const QString& origin) {
   }
   run_control_->setConfig(base_config_);
   stream_config_->setConfig(base_config_);
+  analysis_->setConfig(base_config_);
 }
 
 void MainWindow::setConfigurationsDirectory(const QString& directory) {

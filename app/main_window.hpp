@@ -1,7 +1,8 @@
 #pragma once
 // The livedrp main window: dock widgets over one main window (rates chart, run control, counters,
 // engine view, stream configuration, comparison, compression, radial profile, detector image,
-// peaks, hit rate, gain modes, peak finder tuning, replay, log), a run toolbar and a status bar.
+// peaks, hit rate, gain modes, peak finder tuning, analysis, replay, log), a run toolbar and a
+// status bar.
 // It composes the widgets (which know only the protocol), the subscriber thread and, unless
 // attached to a remote engine, the embedded EngineHost.
 // Layout, window geometry and the engine configuration persist together in QSettings, and can be
@@ -44,6 +45,7 @@ class StatsModel;
 
 namespace livedrp::app {
 
+class AnalysisPanel;
 class ComparisonPanel;
 class DockLayouts;
 class EngineLiveness;
@@ -62,8 +64,9 @@ class MainWindow : public QMainWindow {
  public:
   // Bumped when the dock arrangement changes incompatibly (QMainWindow::saveState's version).
   // 2: stream configuration, engine, comparison docks; 3: the dashboard replaces the tabbed
-  // default (a window saved before opens on the dashboard once).
-  static constexpr int kLayoutVersion = 3;
+  // default (a window saved before opens on the dashboard once); 4: the analysis dock (placed by
+  // the dashboard once, rather than wherever the older state leaves a dock it does not name).
+  static constexpr int kLayoutVersion = 4;
   // Lines kept in the log dock.
   static constexpr int kLogLines = 2000;
   // How long a transient status-bar message (an error, a saved layout) stays.
@@ -119,6 +122,9 @@ class MainWindow : public QMainWindow {
   // The "Peak finder tuning" dock: on the embedded engine through the EngineHost, on a remote
   // one through its control socket (--control); without one its sending controls are disabled.
   PeakTuningPanel* peakTuning() const { return peak_tuning_; }
+  // The "Analysis" dock: the stages on or off and their inputs (geometry, masks, codec); Apply
+  // goes where the peak-tuning dock's does (main_window_analysis.cpp).
+  AnalysisPanel* analysis() const { return analysis_; }
   // The "Replay" dock: open a file or run, transport, seek, record; on the embedded engine, or
   // on a remote one through its control socket (--control).
   ReplayTransportBar* transportBar() const { return transport_; }
@@ -160,6 +166,8 @@ class MainWindow : public QMainWindow {
   void connectTransport();
   void connectRemoteTransport();  // attached, with a control endpoint
   void connectPeakTuning();       // to the host, the remote engine, or disabled
+  void connectAnalysis();         // likewise (main_window_analysis.cpp)
+  void applyAnalysis(const nlohmann::json& sections);
   // The radial-profile dock's unit selector drives the engine's integration.unit.
   void connectRadialUnit();
   // Embedded: applies `next` to the running engine, or keeps it for the next start.
@@ -215,6 +223,8 @@ class MainWindow : public QMainWindow {
   QDockWidget* hit_rate_dock_ = nullptr;
   QDockWidget* gain_occupancy_dock_ = nullptr;
   QDockWidget* peak_tuning_dock_ = nullptr;
+  AnalysisPanel* analysis_ = nullptr;
+  QDockWidget* analysis_dock_ = nullptr;
   ReplayTransportBar* transport_ = nullptr;
   QDockWidget* replay_dock_ = nullptr;
   RemoteControl* remote_ = nullptr;

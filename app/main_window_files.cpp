@@ -11,6 +11,7 @@
 #include <QStatusBar>
 #include <QUrl>
 
+#include "app/analysis_panel.hpp"
 #include "app/engine_host.hpp"
 #include "app/main_window.hpp"
 #include "app/recent_configurations.hpp"
@@ -58,6 +59,7 @@ bool MainWindow::openConfiguration(const QString& path) {
   base_config_ = loaded;
   run_control_->setConfig(base_config_);
   stream_config_->setConfig(base_config_);
+  analysis_->setConfig(base_config_);
   transport_->showConfig(base_config_);
   showIntegrationState();
   recent_->add(path);
@@ -103,6 +105,7 @@ bool MainWindow::openDroppedFile(const QString& path) {
     base_config_.integration.poni = path.toStdString();
     run_control_->setConfig(base_config_);
     stream_config_->setConfig(base_config_);
+    analysis_->setConfig(base_config_);
     showIntegrationState();
     appendLog(tr("geometry %1: integration uses it from the next start").arg(path));
     return true;

@@ -1,0 +1,101 @@
+// The main window's Analysis dock (analysis_panel.hpp): where its Apply goes and which
+// configuration it shows. Embedded, a running run restarts with the dock's sections (the next run
+// number) and with no run they become the next start's configuration; attached, they go to the
+// remote engine as an "apply" request, and the dock shows what its get_config answers.
+#include <cstdint>
+#include <exception>
+
+#include "app/analysis_panel.hpp"
+#include "app/engine_host.hpp"
+#include "app/main_window.hpp"
+#include "app/remote_control.hpp"
+#include "app/run_control_widget.hpp"
+#include "app/stream_config_panel.hpp"
+
+namespace livedrp::app {
+
+void MainWindow::connectAnalysis() {
+  connect(analysis_, &AnalysisPanel::logMessage, this, &MainWindow::appendLog);
+  connect(analysis_, &AnalysisPanel::applyRequested, this, &MainWindow::applyAnalysis);
+  if (host_) {
+    analysis_->setChecksFiles(true);  // the embedded engine reads this machine's files
+    // After the window's own handler (connectHost): base_config_ is the new run's.
+    connect(host_, &EngineHost::applied, this, [this](const QString&, qint64 run) {
+      analysis_->setConfig(base_config_);
+      if (analysis_->isApplying())
+        analysis_->showApplied(tr("applied: run %1 runs with it").arg(run));
+    });
+    connect(host_, &EngineHost::applyFailed, this, [this](const QString& error) {
+      if (analysis_->isApplying())
+        analysis_->showError(tr("not applied (the run goes on unchanged): %1").arg(error));
+    });
+    return;
+  }
+  if (!remote_) {
+    analysis_->setApplyAvailable(
+        false, tr("not available: no control endpoint for %1 (give --control ENDPOINT)")
+                   .arg(connect_endpoint_));
+    return;
+  }
+  connect(remote_, &RemoteControl::requestDone, this,
+          [this](const QString& name, const nlohmann::json& result) {
+            if (name != QLatin1String("get_config") && name != QLatin1String("apply")) return;
+            try {
+              analysis_->setConfig(
+                  EngineConfig::from_json(result.at("config"), "the remote engine's get_config"));
+            } catch (const std::exception& error) {
+              appendLog(tr("the remote engine's configuration is not readable here: %1")
+                            .arg(QString::fromUtf8(error.what())));
+            }
+            if (name == QLatin1String("apply"))
+              analysis_->showApplied(tr("applied on the remote engine at %1: run %2")
+                                         .arg(remote_->endpoint())
+                                         .arg(result.value("run", std::int64_t(0))));
+          });
+  connect(remote_, &RemoteControl::requestFailed, this,
+          [this](const QString& name, const QString& error) {
+            if (name == QLatin1String("apply")) {
+              analysis_->showError(tr("not applied: %1").arg(error));
+              appendLog(tr("the remote engine refused the analysis set-up: %1").arg(error));
+            } else if (name == QLatin1String("get_config")) {
+              appendLog(tr("the remote engine's configuration: %1").arg(error));
+            }
+          });
+  // The stream-configuration dock's Apply may change the codec: show what is in force then.
+  connect(remote_, &RemoteControl::applyDone, this, [this](bool ok) {
+    if (ok) remote_->request(QStringLiteral("get_config"));
+  });
+  remote_->request(QStringLiteral("get_config"));
+}
+
+void MainWindow::applyAnalysis(const nlohmann::json& sections) {
+  if (remote_) {
+    analysis_->showApplying(tr("applying on the remote engine at %1 ...").arg(remote_->endpoint()));
+    appendLog(tr("applying the analysis set-up on the remote engine"));
+    remote_->request(QStringLiteral("apply"), {{"config", sections}});
+    return;
+  }
+  if (!host_) return;
+  EngineConfig next;
+  try {
+    // Over the configuration of the other docks as they stand (source, rate, peak parameters).
+    next = withAnalysisSections(run_control_->config(base_config_), sections);
+  } catch (const std::exception& error) {
+    analysis_->showError(tr("not applied: %1").arg(QString::fromUtf8(error.what())));
+    return;
+  }
+  if (host_->isActive()) {
+    analysis_->showApplying(tr("applying: run %1 drains, run %2 starts with it")
+                                .arg(host_->currentConfig().run)
+                                .arg(host_->currentConfig().run + 1));
+    applyRunConfig(next, tr("the analysis set-up"));  // answered by applied() / applyFailed()
+    return;
+  }
+  applyRunConfig(next, tr("the analysis set-up"));
+  stream_config_->setConfig(base_config_);  // the codec is in both docks
+  showIntegrationState();
+  showNextRunPeakParams();
+  analysis_->showApplied(tr("no run going: the next start runs with it"));
+}
+
+}  // namespace livedrp::app
