@@ -111,10 +111,13 @@ StageList build_stages(const std::map<std::string, nlohmann::json>& sections,
     std::lock_guard lock(r.mutex);
     types = r.types;
   }
-  for (const auto& [name, section] : sections)
+  // The key is named outside the binding: clang before 16 cannot capture a structured binding.
+  for (const auto& entry : sections) {
+    const std::string& name = entry.first;
     if (std::none_of(types.begin(), types.end(),
                      [&](const StageType& t) { return t.name == name; }))
       throw InputError("configuration: section '" + name + "' names no registered stage");
+  }
   StageList list;
   for (const StageType& type : types) {
     const auto it = sections.find(type.name);
