@@ -6,6 +6,8 @@
 // fails the read with an error, never a crash; a type the codec cannot take is refused when the
 // dataset is created.
 #include <hdf5.h>
+#include <QProcess>
+#include <QStandardPaths>
 #include <QtTest>
 
 #include <cmath>
@@ -222,6 +224,28 @@ class TestHdf5Filter : public QObject {
     H5Sclose(memory_space);
     H5Dclose(d);
     H5Fclose(file);
+  }
+
+  void h5dump_prints_the_decoded_values() {
+    const QString h5dump = QStandardPaths::findExecutable("h5dump");
+    if (h5dump.isEmpty()) QSKIP("h5dump is not installed (Debian's hdf5-tools)");
+    const std::vector<std::uint16_t> frames = uint16_frames();
+    const hid_t file = H5Fcreate(path("dump.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t d = create_filtered(file, "data", H5T_STD_U16LE, filter::filter_parameters(false));
+    QVERIFY(write_frames_as_chunks(d, frames, codec::DType::UInt16, {}));
+    H5Dclose(d);
+    H5Fclose(file);
+    // Frame 1, row 0, its first 6 values; h5dump inherits HDF5_PLUGIN_PATH.
+    QProcess dump;
+    dump.start(h5dump, {"-d", "/data", "-s", "1,0,0", "-c", "1,1,6", "-y", "-w", "0",
+                        QString::fromStdString(path("dump.h5"))});
+    QVERIFY(dump.waitForFinished(60000));
+    const QString out = QString::fromUtf8(dump.readAllStandardOutput());
+    QCOMPARE(dump.exitCode(), 0);
+    QStringList expected;
+    for (int k = 0; k < 6; ++k) expected << QString::number(frames[kRows * kCols + k]);
+    QVERIFY2(out.simplified().contains(expected.join(", ")),
+             qPrintable(expected.join(", ") + " not in: " + out));
   }
 
   void a_type_the_codec_cannot_take_is_refused_at_creation() {

@@ -220,6 +220,8 @@ class TestIntegrateOutputs : public QObject {
       QCOMPARE(header_value(p, "Frame index:"),
                " " + std::to_string(f) + " (of 3 in the input, counted from 0)");
       QCOMPARE(header_value(p, "-->"), " " + path.toStdString());
+      QCOMPARE(header_value(p, "Mask applied:"), std::string(" True"));
+      QCOMPARE(header_value(p, "Polarization factor:"), std::string(" 0.9"));
       for (int b = 0; b < 20; ++b) {
         const CsvRow& c = csv[std::size_t(f * 20 + b)];
         QCOMPARE(c.frame, f);
@@ -355,6 +357,19 @@ class TestIntegrateOutputs : public QObject {
     // One frame is a stack of one.
     QCOMPARE(read_doubles(file, "/entry/profiles/intensity").shape, (std::vector<hsize_t>{1, 12}));
     H5Fclose(file);
+  }
+
+  void every_accepted_extension_in_any_case_is_written() {
+    for (const char* name : {"a.XY", "b.Dat", "c.hdf5", "d.NXS", "e.CSV"}) {
+      run_ok(QStringList(stack_arguments()) << "--output" << temp(name));
+      const QString suffix = QFileInfo(name).suffix().toLower();
+      const QString written = suffix == "xy" || suffix == "dat"
+                                  ? temp(QString(name).replace(".", "_0000."))
+                                  : temp(name);
+      QVERIFY2(QFileInfo(written).size() > 0, qPrintable(written));
+      if (suffix == "hdf5" || suffix == "nxs")
+        QVERIFY(H5Fis_hdf5(written.toUtf8().constData()) > 0);
+    }
   }
 
   void output_of_no_known_extension_is_refused() {
