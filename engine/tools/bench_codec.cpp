@@ -1,5 +1,5 @@
 // livedrp-bench codec: the GPU codecs on simulated ePix10ka2M data, against a device-to-device
-// copy of the same bytes measured in the same run, and zstd and lz4 on the CPU on the same data.
+// copy of the same bytes measured in the same run, and zstd, lz4 and bitshuffle-LZ4 on the CPU on the same data.
 //
 //   livedrp-bench codec [--events N] [--distinct M] [--cpu-events K] [--cpu-only]
 //                       [--chunk-bytes B] [--hit-densities D,...] [--only TEXT]
@@ -29,8 +29,11 @@
 //   floor    the bytes the codec must move (raw in + compressed out) at the copy's read + write
 //            bandwidth, as input bytes per second: "of floor" is the codec's GB/s over it
 // CPU rows (single thread, the first K events): zstd level 1 and lz4 (default,
-// LZ4_compress_default) from Debian's libraries, and livedrp's own CPU codec on one thread for its
-// ratio and speed; each compressor reuses its contexts and buffers, after one untimed round.
+// LZ4_compress_default) from Debian's libraries, bitshuffle-LZ4 through Debian's bitshuffle HDF5
+// plugin (libh5bshuf.so, its filter function called as HDF5 calls it, the input copied into the
+// filter's buffer as HDF5 does; left out when not installed), and livedrp's own CPU codec on one
+// thread for its ratio and speed; each compressor reuses its contexts and buffers, after one
+// untimed round.
 // --cpu-only runs the CPU rows alone, without a device.
 #include "bench_codec.hpp"
 
@@ -50,11 +53,13 @@
 #include <span>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "bench_common.hpp"
+#include "bench_plugin_filter.hpp"
 #include "calib/calibrate_cpu.hpp"
 #include "codec/codec.hpp"
 #include "core/error.hpp"
@@ -267,12 +272,22 @@ CpuRow cpu_row(const std::string& name, const std::string& data_name, const Arra
   std::uint64_t in = 0, out = 0;
   double ct = 0, dt = 0;
   Bytes back(a.bytes);
+  // A decompressor writes into `back`, or (a filter plugin, which allocates its output) returns
+  // where its output is, so that no copy is timed with it.
+  constexpr bool returns_output =
+      !std::is_void_v<std::invoke_result_t<Decompress&, std::span<const std::uint8_t>, Bytes&>>;
   if (!a.items.empty()) decompress(compress(a.items[0]), back);
   for (int e = 0; e < events && e < int(a.items.size()); ++e) {
-    std::span<const std::uint8_t> stream;
+    std::span<const std::uint8_t> stream, output(back);
     ct += seconds_of([&] { stream = compress(a.items[e]); });
-    dt += seconds_of([&] { decompress(stream, back); });
-    if (back != a.items[e] && name != "livedrp lossy")
+    dt += seconds_of([&] {
+      if constexpr (returns_output)
+        output = decompress(stream, back);
+      else
+        decompress(stream, back);
+    });
+    if (!std::equal(output.begin(), output.end(), a.items[e].begin(), a.items[e].end()) &&
+        name != "livedrp lossy")
       throw RuntimeFault(name + " did not round-trip " + data_name);
     in += a.bytes;
     out += stream.size();
@@ -291,8 +306,25 @@ struct ZstdContexts {
                                                                      ZSTD_freeDCtx};
 };
 
+// bitshuffle's HDF5 filter id and its LZ4 setting (bitshuffle's bshuf_h5filter.h).
+constexpr int kBitshuffleFilterId = 32008;
+constexpr unsigned kBitshuffleLz4 = 2;
+
+// Debian's bitshuffle plugin, or null (and why, on stderr) when it is not installed.
+std::unique_ptr<PluginFilter> load_bitshuffle() {
+  std::string why;
+  std::unique_ptr<PluginFilter> plugin = PluginFilter::load("libh5bshuf.so", &why);
+  if (plugin && plugin->id() != kBitshuffleFilterId) {
+    why = plugin->path() + " is filter " + std::to_string(plugin->id()) + ", not bitshuffle";
+    plugin.reset();
+  }
+  if (!plugin) std::cerr << "cpu | bitshuffle-lz4 rows left out: " << why << "\n";
+  return plugin;
+}
+
 std::vector<CpuRow> cpu_rows(const Data& data, int events, const std::vector<Case>& selected) {
   std::vector<CpuRow> rows;
+  const std::unique_ptr<PluginFilter> bitshuffle = load_bitshuffle();
   for (const Case& c : selected) {
     const Arrays a = arrays_of(data, c, false);
     const bool lossy = c.params.codec == codec::Codec::Lossy;
@@ -339,6 +371,16 @@ std::vector<CpuRow> cpu_rows(const Data& data, int events, const std::vector<Cas
         }));
     std::cerr << "cpu | " << c.name << " | zstd ratio " << fixed(rows[rows.size() - 2].ratio, 2)
               << ", lz4 ratio " << fixed(rows.back().ratio, 2) << "\n";
+    if (!bitshuffle) continue;
+    // bitshuffle's client data: version (unused), element size, block size (0: the library's
+    // default), compression (2: LZ4), as its HDF5 filter reads them.
+    const std::vector<unsigned> cd = {0, 0, codec::element_bytes(c.dtype), 0, kBitshuffleLz4};
+    rows.push_back(cpu_row(
+        "bitshuffle-lz4", c.name, a, events,
+        [&](const Bytes& in) { return bitshuffle->run(false, cd, in); },
+        [&](std::span<const std::uint8_t> s, Bytes&) { return bitshuffle->run(true, cd, s); }));
+    std::cerr << "cpu | " << c.name << " | bitshuffle-lz4 ratio " << fixed(rows.back().ratio, 2)
+              << "\n";
   }
   return rows;
 }

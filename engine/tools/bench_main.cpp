@@ -617,7 +617,8 @@ int main(int argc, char** argv) {
   livedrp::bench::add_resident_options(*resident, resident_options);
   livedrp::bench::CodecBenchOptions codec_options;
   CLI::App* codec = app.add_subcommand(
-      "codec", "GPU codecs against a device copy, and zstd and lz4 on the CPU (--cpu-only)");
+      "codec",
+      "GPU codecs against a device copy, and zstd, lz4 and bitshuffle-LZ4 on the CPU (--cpu-only)");
   livedrp::bench::add_codec_options(*codec, codec_options);
   livedrp::bench::PeaksBenchOptions peaks_options;
   CLI::App* peaks = app.add_subcommand(
