@@ -1,5 +1,6 @@
 // livedrp-bench codec: the GPU codecs on simulated ePix10ka2M data, against a device-to-device
-// copy of the same bytes measured in the same run, and zstd, lz4 and bitshuffle-LZ4 on the CPU on the same data.
+// copy of the same bytes measured in the same run, and zstd, lz4 and bitshuffle-LZ4 on the CPU on
+// the same data.
 //
 //   livedrp-bench codec [--events N] [--distinct M] [--cpu-events K] [--cpu-only]
 //                       [--chunk-bytes B] [--hit-densities D,...] [--only TEXT]
