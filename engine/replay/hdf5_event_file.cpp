@@ -7,11 +7,15 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <span>
 
 #include <nlohmann/json.hpp>
 
+#include "codec/container.hpp"
 #include "core/error.hpp"
 #include "core/json_input.hpp"
+#include "hdf5_filter/filter_class.hpp"
+#include "hdf5_filter/livedrp_filter.hpp"
 #include "io/hdf5_handle.hpp"
 #include "replay/chunk_decoder.hpp"
 #include "replay/hdf5_lock.hpp"
@@ -148,12 +152,34 @@ namespace {
 
 struct Hdf5EventWriter::Handles {
   hid_t file = -1, data = -1, pulse = -1, time = -1;
+  codec::CpuCompressor compressor;  // layout.codec: each event's stream, in memory it keeps
   ~Handles() {
     for (hid_t set : {data, pulse, time})
       if (set >= 0) H5Dclose(set);
     if (file >= 0) H5Fclose(file);
   }
 };
+
+namespace {
+
+// What the codec takes: chunks of one event, no other filter, uint16 or float32 words, a lossy
+// bound only on float32.
+void check_codec_layout(const WriteLayout& layout, const DetectorDescription& detector,
+                        const std::string& where) {
+  if (!layout.chunked)
+    throw InputError(where + ": the livedrp codec needs a chunked layout (one event per chunk)");
+  if (layout.deflate > 0)
+    throw InputError(where + ": choose deflate or the livedrp codec, not both");
+  const io::ElementType type = element_type_of(detector.encoding);
+  if (type != io::ElementType::UInt16 && type != io::ElementType::Float32)
+    throw InputError(where + ": the livedrp codec compresses uint16 or float32 events, detector " +
+                     detector.name + " has " + std::string(io::to_string(type)));
+  codec::check_params(
+      type == io::ElementType::Float32 ? codec::DType::Float32 : codec::DType::UInt16,
+      *layout.codec, layout.stacked ? 2 : 3);
+}
+
+}  // namespace
 
 Hdf5EventWriter::Hdf5EventWriter(const std::filesystem::path& path,
                                  const DetectorDescription& detector, const WriteLayout& layout,
@@ -167,6 +193,7 @@ Hdf5EventWriter::Hdf5EventWriter(const std::filesystem::path& path,
     throw InputError(where + ": deflate level must be 0..9, got " + std::to_string(layout.deflate));
   if (!layout.chunked && layout.deflate > 0)
     throw InputError(where + ": HDF5 filters need a chunked layout (deflate with contiguous)");
+  if (layout.codec) check_codec_layout(layout, detector, where);
   capacity_ = layout.chunked ? 0 : contiguous_events;
   QuietHdf5Errors quiet;
   auto handles = std::make_unique<Handles>();
@@ -187,6 +214,16 @@ Hdf5EventWriter::Hdf5EventWriter(const std::filesystem::path& path,
     if (layout.deflate > 0) {
       H5Pset_shuffle(create.get());
       H5Pset_deflate(create.get(), unsigned(layout.deflate));
+    }
+    if (layout.codec) {
+      // Registered in this process, so that no plugin path is needed to write or replay.
+      if (!hdf5_filter::register_filter())
+        throw RuntimeFault(where + ": cannot register the livedrp HDF5 filter");
+      const std::vector<unsigned> parameters =
+          hdf5_filter::filter_parameters(layout.codec->codec == codec::Codec::Lossy,
+                                         layout.codec->error_bound, layout.codec->chunk_bytes);
+      H5Pset_filter(create.get(), hdf5_filter::kFilterId, H5Z_FLAG_MANDATORY, parameters.size(),
+                    parameters.data());
     }
   } else {
     H5Pset_layout(create.get(), H5D_CONTIGUOUS);
@@ -255,10 +292,28 @@ void Hdf5EventWriter::append(const EventHeader& header, const void* raw) {
     H5Handle memory_space(H5Screate_simple(int(count.size()), count.data(), nullptr), H5Sclose);
     return H5Dwrite(set, memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT, data) >= 0;
   };
+  // With the codec, the event's stream is its chunk, written as it is (filter mask 0: the
+  // filter was applied).
+  auto write_compressed = [&] {
+    const auto dims = event_dims(detector_, layout_.stacked);
+    const std::vector<std::uint64_t> shape(dims.begin(), dims.end());
+    const std::span<const std::uint8_t> stream = h_->compressor.compress(
+        raw,
+        element_type_of(detector_.encoding) == io::ElementType::Float32 ? codec::DType::Float32
+                                                                        : codec::DType::UInt16,
+        shape, *layout_.codec);
+    std::vector<hsize_t> extent{events_ + 1}, offset(dims.size() + 1, 0);
+    extent.insert(extent.end(), dims.begin(), dims.end());
+    offset[0] = events_;
+    return H5Dset_extent(h_->data, extent.data()) >= 0 &&
+           H5Dwrite_chunk(h_->data, H5P_DEFAULT, 0, offset.data(), stream.size(), stream.data()) >=
+               0;
+  };
   const std::uint64_t pulse = header.pulse_id;
   const std::int64_t time = header.timestamp_ns;
-  if (!write_row(h_->data, event_dims(detector_, layout_.stacked),
-                 native_type(element_type_of(detector_.encoding)), raw) ||
+  if (!(layout_.codec ? write_compressed()
+                      : write_row(h_->data, event_dims(detector_, layout_.stacked),
+                                  native_type(element_type_of(detector_.encoding)), raw)) ||
       !write_row(h_->pulse, {}, H5T_NATIVE_UINT64, &pulse) ||
       !write_row(h_->time, {}, H5T_NATIVE_INT64, &time))
     throw RuntimeFault(where + ": cannot write event " + std::to_string(events_) + " (disk full?)");
@@ -378,6 +433,9 @@ Hdf5EventReader::Hdf5EventReader(const std::filesystem::path& path, const std::s
                                  const DetectorDescription& detector) {
   std::lock_guard hdf5(hdf5_mutex());
   QuietHdf5Errors quiet;
+  // Recordings made with the livedrp codec read through H5Dread too, where the fast path does
+  // not apply, without a plugin path.
+  hdf5_filter::register_filter();
   auto handles = std::make_unique<Handles>();
   open_event_file(path, dataset, info_, handles->file, handles->data, &handles->pulse_ids,
                   &handles->timestamps);
@@ -499,7 +557,8 @@ void Hdf5EventReader::choose_read_path() {
           (value_count < 5 || values[2] != plan->element_size || values[4] != kBitshuffleLz4))
         return;
       if (id != H5Z_FILTER_DEFLATE && id != H5Z_FILTER_SHUFFLE &&
-          id != H5Z_filter_t(kBitshuffleFilter) && id != H5Z_filter_t(kLz4Filter))
+          id != H5Z_filter_t(kBitshuffleFilter) && id != H5Z_filter_t(kLz4Filter) &&
+          id != H5Z_filter_t(hdf5_filter::kFilterId))
         return;
       // Shuffle's element size is the datatype's; another value would be a foreign encoder.
       if (id == H5Z_FILTER_SHUFFLE && value_count >= 1 && values[0] != plan->element_size) return;
@@ -619,6 +678,14 @@ bool Hdf5EventReader::read_chunks(std::uint64_t index, void* raw, const std::str
       } else if (applied[k] == H5Z_filter_t(kLz4Filter)) {
         const std::string error = lz4_decode_chunk(current, {out, plan.chunk_bytes});
         if (!error.empty()) throw InputError(what + error + ")");
+      } else if (applied[k] == H5Z_filter_t(hdf5_filter::kFilterId)) {
+        // A codec stream decodes to the chunk's bytes or is refused, naming why.
+        try {
+          codec::decompress_cpu_into(reinterpret_cast<const std::uint8_t*>(current.data()),
+                                     current.size(), out, plan.chunk_bytes);
+        } catch (const InputError& e) {
+          throw InputError(what + e.what() + ")");
+        }
       } else if (applied[k] == H5Z_filter_t(kBitshuffleFilter)) {
         const std::string error =
             bitshuffle_lz4_decode_chunk(current, {out, plan.chunk_bytes}, plan.element_size);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codec/codec.hpp"
 #include "core/detector.hpp"
 #include "core/event.hpp"
 #include "io/array.hpp"
@@ -30,6 +31,11 @@ struct WriteLayout {
   bool stacked = false;  // [N, segments * rows, cols] instead of [N, segments, rows, cols]
   bool chunked = true;   // one event per chunk, extendible; false: contiguous, fixed size
   int deflate = 0;       // 0: no filter; 1..9: gzip level (chunked only), with byte shuffle
+  // The livedrp codec instead (chunked only, not with deflate): each event compressed on the
+  // writer's thread and stored as its chunk through H5Dwrite_chunk with the livedrp HDF5 filter
+  // (id 386, docs/formats.md), which h5dump and h5py apply with HDF5_PLUGIN_PATH. Lossless for
+  // uint16 or float32 events, lossy (error_bound) for float32.
+  std::optional<codec::CodecParams> codec;
 };
 
 // Writes events one at a time. Throws RuntimeFault naming the file when HDF5 cannot write.
@@ -81,8 +87,9 @@ struct EventFileInfo {
 // in parallel.
 enum class EventReadPath {
   Contiguous,  // uncompressed contiguous dataset: pread at the dataset's offset, no HDF5 call
-  Chunks,      // chunks of whole rows of one event, no filter or shuffle/deflate: chunk address
-               // from HDF5 (locked), pread and inflate outside the lock
+  Chunks,      // chunks of whole rows of one event, no filter or shuffle/deflate, bitshuffle-LZ4,
+               // LZ4 or the livedrp codec: chunk address from HDF5 (locked), pread and decode
+               // outside the lock
   Library,     // anything else (other filters, byte order, user block): H5Dread, locked
 };
 const char* to_string(EventReadPath path);
