@@ -61,9 +61,19 @@ void MainWindow::connectAnalysis() {
               appendLog(tr("the remote engine's configuration: %1").arg(error));
             }
           });
-  // The stream-configuration dock's Apply may change the codec: show what is in force then.
-  connect(remote_, &RemoteControl::applyDone, this, [this](bool ok) {
-    if (ok) remote_->request(QStringLiteral("get_config"));
+  // The stream-configuration dock's Apply may change the codec: its answer carries the
+  // configuration then in force.
+  connect(remote_, &RemoteControl::applyDone, this, [this](bool ok, const QString& text) {
+    if (!ok) return;
+    const nlohmann::json result = nlohmann::json::parse(text.toStdString(), nullptr, false);
+    if (!result.is_object() || !result.contains("config")) return;
+    try {
+      analysis_->setConfig(
+          EngineConfig::from_json(result.at("config"), "the remote engine's apply"));
+    } catch (const std::exception& error) {
+      appendLog(tr("the remote engine's configuration is not readable here: %1")
+                    .arg(QString::fromUtf8(error.what())));
+    }
   });
   remote_->request(QStringLiteral("get_config"));
 }

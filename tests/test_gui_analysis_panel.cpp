@@ -291,6 +291,12 @@ class AnalysisPanelTest : public QObject {
     // A saved configuration carries them.
     QVERIFY(window.saveConfiguration(path("set_up.json")));
     values.verifyIn(livedrp::load_engine_config_file(path("set_up.json").toStdString()));
+    // And the other way: the stream-configuration dock's codec shows here once applied.
+    window.streamConfig()->codecCombo()->setCurrentText(QStringLiteral("lossless"));
+    window.streamConfig()->applyButton()->click();
+    QCOMPARE(window.engineConfig().compression.codec, std::string("lossless"));
+    QCOMPARE(dock.codecCombo()->currentText(), QStringLiteral("lossless"));
+    QVERIFY(dock.compressionBox()->isChecked());
   }
 
   void aRunningEmbeddedEngineRestartsWithTheNewSetUp() {
@@ -401,6 +407,13 @@ class AnalysisPanelTest : public QObject {
     QVERIFY2(dock.errorText().contains(QStringLiteral("integration.poni")),
              qPrintable(dock.errorText()));
     QCOMPARE(controller.config().integration.poni, values.poni.toStdString());
+
+    // The stream-configuration dock's Apply changes the codec too: the dock follows its answer.
+    window.streamConfig()->codecCombo()->setCurrentText(QStringLiteral("lossless"));
+    window.streamConfig()->applyButton()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(dock.codecCombo()->currentText(), QStringLiteral("lossless"),
+                              kEngineTimeoutMs);
+    QCOMPARE(controller.config().compression.codec, std::string("lossless"));
   }
 
   void theDockShowsAConfigurationOpenedFromAFile() {
