@@ -248,6 +248,57 @@ class TestHdf5Filter : public QObject {
              qPrintable(expected.join(", ") + " not in: " + out));
   }
 
+  // Not needed by the suite: where a Python with h5py is installed (Debian's python3-h5py), h5py
+  // writes through the plugin and reads back what this process wrote.
+  void h5py_round_trips_through_the_plugin_where_installed() {
+    QString python = "/usr/bin/python3";
+    if (!QFile::exists(python)) python = QStandardPaths::findExecutable("python3");
+    if (python.isEmpty()) QSKIP("no python3");
+    const std::vector<std::uint16_t> frames = uint16_frames();
+    const hid_t file = H5Fcreate(path("py.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t d = create_filtered(file, "data", H5T_STD_U16LE, filter::filter_parameters(false));
+    QVERIFY(write_frames_as_chunks(d, frames, codec::DType::UInt16, {}));
+    H5Dclose(d);
+    H5Fclose(file);
+    // The sum of what this process wrote, for h5py to match; then h5py writes a float32 dataset
+    // with compression=386 and reads it back.
+    std::uint64_t sum = 0;
+    for (std::uint16_t v : frames) sum += v;
+    const QString script = QString(R"(
+import sys
+try:
+    import h5py, numpy
+except ImportError:
+    print("NO_H5PY"); sys.exit(0)
+with h5py.File(sys.argv[1], "r+") as f:
+    d = f["data"]
+    assert d.id.get_create_plist().get_filter(0)[0] == 386
+    assert int(d[...].astype(numpy.uint64).sum()) == int(sys.argv[2]), "sum"
+    a = numpy.linspace(-3, 3, 4096, dtype=numpy.float32).reshape(64, 64)
+    f.create_dataset("written_by_h5py", data=a, chunks=(16, 64), compression=386,
+                     compression_opts=(1, 1))
+with h5py.File(sys.argv[1], "r") as f:
+    assert numpy.array_equal(f["written_by_h5py"][...], a), "h5py round trip"
+print("H5PY_OK")
+)");
+    QProcess py;
+    py.start(python, {"-c", script, QString::fromStdString(path("py.h5")), QString::number(sum)});
+    QVERIFY(py.waitForFinished(120000));
+    const QString out = QString::fromUtf8(py.readAllStandardOutput());
+    if (out.contains("NO_H5PY")) QSKIP("python3 has no h5py");
+    QVERIFY2(py.exitCode() == 0 && out.contains("H5PY_OK"),
+             qPrintable(out + QString::fromUtf8(py.readAllStandardError())));
+    // And the dataset h5py wrote holds codec streams this process decodes through HDF5.
+    const hid_t again = H5Fopen(path("py.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t written = H5Dopen2(again, "written_by_h5py", H5P_DEFAULT);
+    std::vector<float> values(4096);
+    QVERIFY(H5Dread(written, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0);
+    QCOMPARE(values.front(), -3.0f);
+    QCOMPARE(values.back(), 3.0f);
+    H5Dclose(written);
+    H5Fclose(again);
+  }
+
   void a_type_the_codec_cannot_take_is_refused_at_creation() {
     const hid_t file = H5Fcreate(path("int32.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     QuietErrors quiet;
