@@ -89,17 +89,18 @@ bool RemoteControl::replay(const QString& action, const nlohmann::json& fields) 
   return true;
 }
 
-void RemoteControl::request(const QString& name, const nlohmann::json& fields) {
+void RemoteControl::request(const QString& name, const nlohmann::json& fields,
+                            std::chrono::milliseconds timeout) {
   QMetaObject::invokeMethod(
       worker_,
-      [this, name, fields] {
+      [this, name, fields, timeout] {
         QString error;
         nlohmann::json result;
         try {
           if (!client_)
             client_ = std::make_unique<protocol::ControlClient>(endpoint_.toStdString());
           const nlohmann::json reply =
-              client_->request(protocol::make_control_request(name.toStdString(), fields));
+              client_->request(protocol::make_control_request(name.toStdString(), fields), timeout);
           if (reply.at("ok").get<bool>())
             result = reply.at("result");
           else

@@ -2,6 +2,7 @@
 // Requests to a remote engine's control socket, off the GUI thread: a worker thread owns the
 // protocol::ControlClient (which blocks for up to its timeout per request); results come back as
 // queued signals. Used in --connect mode only; the embedded engine is driven through EngineHost.
+#include <chrono>
 #include <memory>
 
 #include <QObject>
@@ -10,12 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/engine.hpp"
+#include "protocol/control_client.hpp"
 
 class QThread;
-
-namespace livedrp::protocol {
-class ControlClient;
-}
 
 namespace livedrp::app {
 
@@ -39,9 +37,10 @@ class RemoteControl : public QObject {
   bool replay(const QString& action, const nlohmann::json& fields = nlohmann::json::object());
   // Sends any other request by name (e.g. "get_peak_params", "set_peak_params" with
   // {"params": {...}}, "rerun_peaks" with {"frames": N}); answered by requestDone with the
-  // server's result or requestFailed with its error (or why no answer came). Requests go out in
-  // order, one at a time. Never blocks.
-  void request(const QString& name, const nlohmann::json& fields = nlohmann::json::object());
+  // server's result or requestFailed with its error (or why no answer came within `timeout`).
+  // Requests go out in order, one at a time. Never blocks.
+  void request(const QString& name, const nlohmann::json& fields = nlohmann::json::object(),
+               std::chrono::milliseconds timeout = protocol::ControlClient::kDefaultTimeout);
 
  signals:
   // ok: the server's result object (as JSON text); not ok: the server's error or why no answer
