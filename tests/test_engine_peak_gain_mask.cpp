@@ -19,7 +19,7 @@
 #include "core/error.hpp"
 #include "engine_error_text.hpp"
 #include "exec/engine_controller.hpp"
-#include "exec/live_peaks.hpp"
+#include "stages/peaks/live_peaks.hpp"
 #include "live_peaks_support.hpp"
 
 using namespace livedrp;

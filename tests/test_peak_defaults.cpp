@@ -24,7 +24,7 @@
 #include "calib/calibrate_cpu.hpp"
 #include "core/thread_pool.hpp"
 #include "exec/engine.hpp"
-#include "exec/live_peaks.hpp"
+#include "stages/peaks/live_peaks.hpp"
 #include "peaks/peakfinder8.hpp"
 #include "sim/simulator.hpp"
 

@@ -14,7 +14,6 @@
 #include "core/event.hpp"
 #include "exec/stream_config.hpp"
 #include "integrate/integrator.hpp"
-#include "peaks/peakfinder8.hpp"
 #include "stages/stage.hpp"
 
 namespace livedrp {
@@ -34,22 +33,9 @@ struct CompletedEvent {
   int stream = 0;           // lane (CUDA stream) that ran it
   double calibrate_us = 0;  // time the calibration stage took for this event (its launch's time)
   int output_slot = -1;     // which output buffer holds the result (see read_output)
-  // Live peak finding (searched false when off): the event's peakfinder8 list, the time the
-  // search took, and the version of the parameters it was searched with.
-  bool searched = false;
-  peaks::PeakList peaks;
-  double peaks_us = 0;
-  std::uint64_t params_version = 0;
-  int kept_frame = -1;  // backend-internal: where the backend keeps its calibrated frame
   // The results of the stage-contract stages (Backend::set_stages), one per stage, in the
   // list's order; empty when there are none.
   std::vector<stages::StageOutput> stage_outputs;
-};
-
-// One kept frame searched again by Backend::rerun_peaks.
-struct RerunFrame {
-  EventHeader header;
-  peaks::PeakList peaks;
 };
 
 // A profile's intensities as live integration's result carries them: NaN for a bin without
@@ -99,52 +85,8 @@ class Backend {
   // One entry per lane. Called from the thread that submits.
   virtual std::vector<LaneOccupancy> lane_occupancy() const = 0;
   virtual StreamConfig stream_config() const { return {}; }  // what the backend actually runs
-  // Live peak finding. All three are called from the thread that submits (the engine's).
-  // set_peak_finding: search every calibrated event from the next submit on with (a copy of)
-  // `finder` (parameters version 1), whose layout is peaks::slab_layout(detector), and keep the
-  // last `recent_frames` calibrated frames; nullopt turns it off. Backends that cannot search
-  // throw InputError for anything but off.
-  virtual void set_peak_finding(const std::optional<peaks::PeakFinder8>& finder,
-                                int recent_frames) {
-    (void)recent_frames;
-    if (finder)
-      throw InputError("live peak finding on the " + name() +
-                       " backend is not available; use backend cpu or cuda");
-  }
-  // New parameters (the finder rebuilt with them by the caller) for events submitted from now on;
-  // events in flight finish with the finder they started with. Throws InputError when peak
-  // finding is off.
-  virtual void set_peak_params(const peaks::PeakFinder8& finder, std::uint64_t version) {
-    (void)finder;
-    (void)version;
-    throw InputError("peak finding is off on the " + name() + " backend");
-  }
-  // The two halves of set_peak_params, for a running pipeline: prepare_peak_params may run on
-  // any thread (it does not touch the running state; the CUDA backend uploads its device finders
-  // here, which takes milliseconds), and set_prepared_peak_params, on the submitting thread, only
-  // swaps them in. nullptr from prepare: this backend has nothing to prepare, use set_peak_params.
-  struct PreparedPeakParams {
-    virtual ~PreparedPeakParams() = default;
-  };
-  virtual std::shared_ptr<PreparedPeakParams> prepare_peak_params(const peaks::PeakFinder8& finder,
-                                                                  std::uint64_t version) {
-    (void)finder;
-    (void)version;
-    return nullptr;
-  }
-  virtual void set_prepared_peak_params(std::shared_ptr<PreparedPeakParams> prepared) {
-    (void)prepared;
-    throw InputError("the " + name() + " backend prepares no peak-finder parameters");
-  }
-  // Searches the newest `frames` kept frames (fewer when fewer are kept) with the parameters in
-  // force, oldest first. Only frames of events already returned by next_completed are kept.
-  virtual std::vector<RerunFrame> rerun_peaks(std::size_t frames) {
-    (void)frames;
-    throw InputError("peak finding is off on the " + name() + " backend");
-  }
-
   // Runs `stages` (stages/stage.hpp), in order, on every calibrated event from the next submit
-  // on, after the built-in stages; their results are CompletedEvent::stage_outputs. An empty list
+  // on, after calibration; their results are CompletedEvent::stage_outputs. An empty list
   // turns them off. Configuration time only (before the run). Throws InputError for a stage
   // this backend cannot run.
   virtual void set_stages(const stages::StageList& stages) {

@@ -40,56 +40,13 @@ class CpuBackend final : public Backend {
 
   // One event at a time: the pool already spreads each event over every core.
   bool can_submit() const override { return completed_.empty(); }
-  void set_peak_finding(const std::optional<peaks::PeakFinder8>& finder,
-                        int recent_frames) override {
-    finder_.reset();
-    recent_.clear();
-    recent_headers_.clear();
-    recent_next_ = 0;
-    if (!finder) return;
-    if (finder->layout().pixels() != detector_.pixels())
-      throw InputError("cpu backend: the peak finder's slab has " +
-                       std::to_string(finder->layout().pixels()) + " pixels, the detector " +
-                       std::to_string(detector_.pixels()));
-    finder_.emplace(*finder);
-    params_version_ = 1;
-    recent_capacity_ = std::size_t(std::max(0, recent_frames));
-  }
-  void set_peak_params(const peaks::PeakFinder8& finder, std::uint64_t version) override {
-    if (!finder_) throw InputError("peak finding is off on the cpu backend");
-    finder_.emplace(finder);  // events run one at a time: none is in flight with the old one
-    params_version_ = version;
-  }
   void set_stages(const stages::StageList& stages) override { stages_ = stages; }
-
-  std::vector<RerunFrame> rerun_peaks(std::size_t frames) override {
-    if (!finder_) throw InputError("peak finding is off on the cpu backend");
-    const std::size_t kept = recent_headers_.size();
-    const std::size_t n = std::min(frames, kept);
-    std::vector<RerunFrame> out;
-    for (std::size_t k = kept - n; k < kept; ++k) {
-      // Entry of the k-th oldest kept frame: the ring's oldest is at recent_next_ once full.
-      const std::size_t entry = kept < recent_capacity_ ? k : (recent_next_ + k) % kept;
-      out.push_back({recent_headers_[entry], finder_->find(recent_[entry].data(), &pool_)});
-    }
-    return out;
-  }
 
   void submit(const BackendEvent& event) override {
     const auto start = std::chrono::steady_clock::now();
     calibrate_event_cpu(detector_, constants_, params_, event.raw, output_.data(), &pool_);
     const auto end = std::chrono::steady_clock::now();
     CompletedEvent done;
-    if (finder_) {
-      const auto search_start = std::chrono::steady_clock::now();
-      done.peaks = finder_->find(output_.data(), &pool_);
-      done.peaks_us =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - search_start)
-              .count();
-      done.searched = true;
-      done.params_version = params_version_;
-      keep_recent(event.header);
-    }
     run_stages(event, done);
     done.header = event.header;
     done.ring_slot = event.ring_slot;
@@ -127,31 +84,11 @@ class CpuBackend final : public Backend {
     }
   }
 
-  // The calibrated frame into the ring of kept frames (allocated as it fills, so a short run
-  // does not pay for frames it never keeps).
-  void keep_recent(const EventHeader& header) {
-    if (recent_capacity_ == 0) return;
-    if (recent_.size() < recent_capacity_) {
-      recent_.push_back(output_);
-      recent_headers_.push_back(header);
-      recent_next_ = recent_.size() % recent_capacity_;
-      return;
-    }
-    std::copy(output_.begin(), output_.end(), recent_[recent_next_].begin());
-    recent_headers_[recent_next_] = header;
-    recent_next_ = (recent_next_ + 1) % recent_capacity_;
-  }
-
   DetectorDescription detector_;
   const CalibrationConstants& constants_;
   calib::CalibrationParams params_;
   ThreadPool pool_;
   std::vector<float> output_;
-  std::optional<peaks::PeakFinder8> finder_;
-  std::uint64_t params_version_ = 0;
-  std::size_t recent_capacity_ = 0, recent_next_ = 0;
-  std::vector<std::vector<float>> recent_;
-  std::vector<EventHeader> recent_headers_;
   stages::StageList stages_;
   std::deque<CompletedEvent> completed_;
   std::uint64_t completed_count_ = 0;

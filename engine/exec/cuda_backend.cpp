@@ -8,25 +8,16 @@
 // by one polling thread per lane that hands them over through a locked queue (per_stream). Every
 // host wait is bounded: a device that stops answering is reported as a RuntimeFault.
 //
-// Live compression and integration are stages of the contract (stages/compress/compress_stage,
-// stages/integrate/integrate_stage): they run with the stage-contract stages below.
-//
-// Live peak finding (set_peak_finding): every event position of every lane (slot * batch +
-// position) has its own DevicePeakFinder8 and its own stream. A finder returns its list through
-// one pinned buffer and its collect() waits for the stream it is given, so a finder per position
-// on a stream of its own is what lets launches in flight keep their results apart and lets the
-// list be read at retirement without waiting for later work. After a launch's calibration, the
-// position streams wait for it, search, and the lane's stream waits for them
-// before the launch's end event. The calibrated frame is also copied (device to device) into a
-// ring of kept frames for rerun_peaks, which searches them on the GPU with the parameters in
-// force. A parameter change builds a new set of finders (a "generation"); launches in flight
-// keep theirs alive until they are launched over.
+// Live compression, integration and peak finding are stages of the contract (stages/compress,
+// stages/integrate, stages/peaks): they run as the stage-contract stages below.
 //
 // Stage-contract stages (set_stages; stages/stage.hpp): each lane holds each stage's CUDA part
-// (its device buffers) and pinned memory for one result per event position. After the built-in
-// stages, a launch records each stage over its events on the lane's stream between two timing
-// events: directly (plain launches) or as a graph captured once per slot, stage and fill and
-// replayed (graph launches). The results are read when the launch's end event has completed.
+// (its device buffers) and pinned memory for one result per event position. After the
+// calibration, a launch records each stage over its events on the lane's stream between two
+// timing events: directly (plain launches, and stages that are not capturable) or as a graph
+// captured once per slot, stage and fill and replayed (graph launches); then each stage's join()
+// for its events (work a stage forked onto streams of its own, the peak searches, ends there).
+// The results are read when the launch's end event has completed.
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,7 +41,6 @@
 #include "cuda/cuda_calibrator.hpp"
 #include "cuda/device.hpp"
 #include "cuda/launch_graph.hpp"
-#include "cuda/peaks/device_peakfinder8.hpp"
 
 namespace livedrp {
 namespace {
@@ -67,10 +57,6 @@ constexpr auto kPollSleep = std::chrono::microseconds(20);
 // Per-event buffers are laid out at these strides so every event of a batch stays 16-byte
 // aligned for the vectorised kernels (and 256-byte aligned like cudaMalloc).
 constexpr std::size_t kStrideAlign = 256;
-// Live peak finding keeps a device finder per event position (streams x slots_per_stream x
-// batch), each holding the geometry's tables (about 35 MB for an ePix10ka2M): more positions
-// than this is refused rather than filling the device.
-constexpr int kMaxPeakPositions = 256;
 
 std::size_t round_up(std::size_t value, std::size_t align) {
   return (value + align - 1) / align * align;
@@ -98,27 +84,6 @@ void validate(const StreamConfig& c) {
         "not by the host-fed backend");
 }
 
-// One parameter set's device finders: one per event position of every lane, and one for re-runs.
-struct PeakGeneration : Backend::PreparedPeakParams {
-  std::uint64_t version = 0;
-  std::vector<std::unique_ptr<gpu::DevicePeakFinder8>> finders;  // [lane * positions + position]
-  std::unique_ptr<gpu::DevicePeakFinder8> rerun;
-};
-
-// An event position's own stream for its search, and the search's timing events.
-struct PeakPosition {
-  gpu::Stream stream;
-  gpu::Event begin{true}, end{true};
-};
-
-// An entry of the ring of kept frames: whose frame it holds, and whether the frame is there (its
-// event returned and the entry not handed to a newer event since).
-struct KeptFrame {
-  EventHeader header;
-  std::uint64_t admission = 0;
-  bool valid = false;
-};
-
 struct PendingEvent {
   EventHeader header;
   int ring_slot = -1;
@@ -134,11 +99,6 @@ struct LaunchSlot {
   std::vector<gpu::PinnedBuffer> staging;  // per event position; only for pageable sources
   std::vector<std::unique_ptr<gpu::LaunchGraph>> graphs;  // [fill - 1]
   std::vector<std::uint64_t> graph_params_version;
-  // Peak finding of the last launch: the finders it used (kept alive until the slot is launched
-  // again), the event its searches wait for, and each event's kept-frame entry.
-  std::shared_ptr<PeakGeneration> peak_generation;
-  std::unique_ptr<gpu::Event> peaks_ready;
-  std::vector<int> kept_frame;
   // Stage-contract stages of the last launch (made by set_stages): timing events around each
   // stage's work, and (graph launches) each stage's captured graphs, [stage][fill - 1].
   std::vector<std::unique_ptr<gpu::Event>> stage_begin, stage_end;
@@ -154,7 +114,6 @@ struct Lane {
   gpu::Stream stream;
   gpu::DeviceBuffer raw, out;
   std::vector<std::unique_ptr<LaunchSlot>> slots;
-  std::vector<std::unique_ptr<PeakPosition>> peak_positions;  // made by set_peak_finding
   // Stage-contract stages (made by set_stages): each stage's CUDA part for this lane and the
   // pinned memory its results come back to, one block of `result_stride` bytes per position.
   struct StagePart {
@@ -238,86 +197,6 @@ class CudaBackend final : public Backend {
     ++params_version_;  // graphs captured with the old parameters are captured again when used
   }
 
-  // Configuration time (before the run): every event position gets its stream and timing
-  // events, every launch slot its ready event, the ring of kept frames its device memory
-  // (recent_frames plus one per event position, so that `recent_frames` returned frames are
-  // there even while every position is in flight), and the finders of version 1 are uploaded.
-  void set_peak_finding(const std::optional<peaks::PeakFinder8>& finder,
-                        int recent_frames) override {
-    if (!finder) {
-      peak_generation_.reset();
-      return;
-    }
-    if (finder->layout().pixels() != detector_.pixels())
-      throw InputError("cuda backend: the peak finder's slab has " +
-                       std::to_string(finder->layout().pixels()) + " pixels, the detector " +
-                       std::to_string(detector_.pixels()));
-    const int positions = config_.slots_per_stream * config_.batch;
-    if (positions * config_.streams > kMaxPeakPositions)
-      throw InputError(
-          "cuda backend: live peak finding keeps a device finder per event in "
-          "flight; runtime streams x slots_per_stream x batch = " +
-          std::to_string(positions * config_.streams) + " is above " +
-          std::to_string(kMaxPeakPositions) + " (lower slots_per_stream or batch)");
-    // Nothing may still run on what is about to be replaced (set-up only, never per event).
-    for (auto& lane : lanes_) lane->stream.synchronize();
-    for (auto& lane : lanes_) {
-      lane->peak_positions.clear();
-      for (int p = 0; p < positions; ++p)
-        lane->peak_positions.push_back(std::make_unique<PeakPosition>());
-      for (auto& slot : lane->slots) {
-        slot->peaks_ready = std::make_unique<gpu::Event>(true);
-        slot->peak_generation.reset();
-        slot->kept_frame.assign(std::size_t(config_.batch), -1);
-      }
-    }
-    kept_.assign(recent_frames > 0 ? std::size_t(recent_frames + positions * config_.streams) : 0,
-                 KeptFrame{});
-    kept_frames_ = kept_.empty()
-                       ? gpu::DeviceBuffer()
-                       : gpu::DeviceBuffer(kept_.size() * out_stride_floats_ * sizeof(float));
-    kept_next_ = 0;
-    recent_frames_ = std::size_t(std::max(0, recent_frames));
-    peak_generation_ = make_generation(*finder, 1);
-  }
-
-  void set_peak_params(const peaks::PeakFinder8& finder, std::uint64_t version) override {
-    if (!peak_generation_) throw InputError("peak finding is off on the cuda backend");
-    // Launches in flight hold the old generation; the next launch takes this one.
-    peak_generation_ = make_generation(finder, version);
-  }
-
-  // Any thread: the uploads of a parameter change happen here, not on the engine's thread.
-  std::shared_ptr<PreparedPeakParams> prepare_peak_params(const peaks::PeakFinder8& finder,
-                                                          std::uint64_t version) override {
-    return make_generation(finder, version);
-  }
-  void set_prepared_peak_params(std::shared_ptr<PreparedPeakParams> prepared) override {
-    if (!peak_generation_) throw InputError("peak finding is off on the cuda backend");
-    auto generation = std::dynamic_pointer_cast<PeakGeneration>(prepared);
-    if (!generation)
-      throw RuntimeFault("cuda backend: peak-finder parameters prepared by another backend");
-    peak_generation_ = std::move(generation);
-  }
-
-  std::vector<RerunFrame> rerun_peaks(std::size_t frames) override {
-    if (!peak_generation_) throw InputError("peak finding is off on the cuda backend");
-    std::vector<std::size_t> order;
-    for (std::size_t e = 0; e < kept_.size(); ++e)
-      if (kept_[e].valid) order.push_back(e);
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return kept_[a].admission < kept_[b].admission;
-    });
-    const std::size_t n = std::min({frames, order.size(), recent_frames_});
-    std::vector<RerunFrame> out;
-    gpu::DevicePeakFinder8& finder = *peak_generation_->rerun;
-    for (std::size_t k = order.size() - n; k < order.size(); ++k) {
-      finder.enqueue(kept_frame(int(order[k])), rerun_stream_);
-      out.push_back({kept_[order[k]].header, finder.collect(rerun_stream_)});
-    }
-    return out;
-  }
-
   // Configuration time: every lane gets each stage's CUDA part and pinned result memory, every
   // launch slot its timing events and room for its graphs. Refuses a stage without a CUDA part.
   void set_stages(const stages::StageList& stages) override {
@@ -328,7 +207,7 @@ class CudaBackend final : public Backend {
       lane->stage_parts.clear();
       for (const auto& stage : stages) {
         Lane::StagePart part;
-        part.part = stage->make_cuda_lane({lane->index, positions});
+        part.part = stage->make_cuda_lane({lane->index, positions, config_.streams});
         if (!part.part)
           throw InputError("cuda backend: stage '" + stage->name() +
                            "' has no CUDA part; run it with backend cpu");
@@ -517,13 +396,8 @@ class CudaBackend final : public Backend {
       slot.start.record(lane.stream);
       graph->launch(lane.stream);
     }
-    slot.peak_generation = peak_generation_;
-    if (peak_generation_) enqueue_peaks(lane, open_slot_, fill);
     slot.staged = stage_count_;
     if (stage_count_ > 0) enqueue_stages(lane, open_slot_, fill);
-    // The launch ends when its searches have too (they run beside the later stages).
-    if (peak_generation_)
-      for (int i = 0; i < fill; ++i) lane.stream.wait(peak_position(lane, open_slot_, i).end.get());
     slot.end.record(lane.stream);
     {
       std::lock_guard lock(lane.mutex);
@@ -534,24 +408,30 @@ class CudaBackend final : public Backend {
     current_lane_ = (current_lane_ + 1) % config_.streams;
   }
 
-  // After the launch's built-in stages, on the lane's stream: each stage-contract stage over the
-  // launch's events between its two timing events, recorded directly (plain launches) or
-  // through the graph captured for this slot, stage and fill (graph launches; the positions'
-  // pointers never change, so a captured recording stays valid). Only enqueues.
+  // After the launch's calibration, on the lane's stream: each stage-contract stage over the
+  // launch's events between its two timing events, recorded directly (plain launches, and a
+  // stage that is not capturable) or through the graph captured for this slot, stage and fill
+  // (graph launches; the positions' pointers never change, so a captured recording stays
+  // valid); then every stage's join() for each event. Only enqueues.
   void enqueue_stages(Lane& lane, int slot_index, int fill) {
     LaunchSlot& slot = *lane.slots[std::size_t(slot_index)];
+    const auto event_of = [&](Lane::StagePart& part, int i) {
+      const int position = slot_index * config_.batch + i;
+      const PendingEvent& pending = slot.events[std::size_t(i)];
+      return stages::CudaEvent{position,
+                               &pending.header,
+                               pending.admission,
+                               raw_of(lane, slot_index, i),
+                               out_of(lane, slot_index, i),
+                               stage_result(part, position)};
+    };
     for (int k = 0; k < stage_count_; ++k) {
-      const auto body = [&, k](const gpu::Stream& stream) {
-        Lane::StagePart& part = lane.stage_parts[std::size_t(k)];
-        for (int i = 0; i < fill; ++i) {
-          const int position = slot_index * config_.batch + i;
-          part.part->record({position, raw_of(lane, slot_index, i), out_of(lane, slot_index, i),
-                             stage_result(part, position)},
-                            stream);
-        }
+      Lane::StagePart& part = lane.stage_parts[std::size_t(k)];
+      const auto body = [&](const gpu::Stream& stream) {
+        for (int i = 0; i < fill; ++i) part.part->record(event_of(part, i), stream);
       };
       slot.stage_begin[std::size_t(k)]->record(lane.stream);
-      if (config_.launch == LaunchMode::Plain) {
+      if (config_.launch == LaunchMode::Plain || !part.part->capturable()) {
         body(lane.stream);
       } else {
         auto& graph = slot.stage_graphs[std::size_t(k)][std::size_t(fill - 1)];
@@ -562,57 +442,13 @@ class CudaBackend final : public Backend {
       }
       slot.stage_end[std::size_t(k)]->record(lane.stream);
     }
+    for (int k = 0; k < stage_count_; ++k) {
+      Lane::StagePart& part = lane.stage_parts[std::size_t(k)];
+      for (int i = 0; i < fill; ++i) part.part->join(event_of(part, i), lane.stream);
+    }
   }
   void* stage_result(const Lane::StagePart& part, int position) const {
     return part.results.as<char>() + std::size_t(position) * part.result_stride;
-  }
-
-  // After the launch's calibration: each event searched on its position's stream
-  // (which waits for the calibration), and its frame copied into the next kept-frame entry on
-  // the lane's stream. Only enqueues.
-  void enqueue_peaks(Lane& lane, int slot_index, int fill) {
-    LaunchSlot& slot = *lane.slots[std::size_t(slot_index)];
-    slot.peaks_ready->record(lane.stream);
-    const int positions = config_.slots_per_stream * config_.batch;
-    for (int i = 0; i < fill; ++i) {
-      PeakPosition& position = peak_position(lane, slot_index, i);
-      const int index = lane.index * positions + slot_index * config_.batch + i;
-      position.stream.wait(slot.peaks_ready->get());
-      position.begin.record(position.stream);
-      peak_generation_->finders[std::size_t(index)]->enqueue(out_of(lane, slot_index, i),
-                                                             position.stream);
-      position.end.record(position.stream);
-      slot.kept_frame[std::size_t(i)] = -1;
-      if (!kept_.empty()) {
-        const int entry = int(kept_next_++ % kept_.size());
-        kept_[std::size_t(entry)].valid = false;  // until this event is returned
-        kept_[std::size_t(entry)].admission = slot.events[std::size_t(i)].admission;
-        gpu::copy_async(kept_frame(entry), out_of(lane, slot_index, i),
-                        detector_.pixels() * sizeof(float), lane.stream,
-                        "calibrated frame to the kept frames");
-        slot.kept_frame[std::size_t(i)] = entry;
-      }
-    }
-  }
-
-  PeakPosition& peak_position(const Lane& lane, int slot, int position) const {
-    return *lane.peak_positions[std::size_t(slot * config_.batch + position)];
-  }
-  float* kept_frame(int entry) const {
-    return kept_frames_.as<float>() + std::size_t(entry) * out_stride_floats_;
-  }
-
-  // The device finders of one parameter set, uploaded now (set-up or a parameter change); reads
-  // only the configuration, so any thread may call it.
-  std::shared_ptr<PeakGeneration> make_generation(const peaks::PeakFinder8& finder,
-                                                  std::uint64_t version) const {
-    auto generation = std::make_shared<PeakGeneration>();
-    generation->version = version;
-    const int count = config_.streams * config_.slots_per_stream * config_.batch;
-    // Siblings: one copy of the read-only tables for all of them.
-    generation->rerun = std::make_unique<gpu::DevicePeakFinder8>(finder);
-    for (int k = 0; k < count; ++k) generation->finders.push_back(generation->rerun->sibling());
-    return generation;
   }
 
   // Launches not yet retired, all lanes (the engine's thread).
@@ -636,11 +472,8 @@ class CudaBackend final : public Backend {
     }
     LaunchSlot& slot = *lane.slots[std::size_t(head)];
     if (!slot.end.query()) return false;
-    // The calibration ends where the first later stage begins.
-    const bool searched = slot.peak_generation != nullptr;
-    const gpu::Event& calibrated = searched          ? *slot.peaks_ready
-                                   : slot.staged > 0 ? *slot.stage_begin[0]
-                                                     : slot.end;
+    // The calibration ends where the first stage begins.
+    const gpu::Event& calibrated = slot.staged > 0 ? *slot.stage_begin[0] : slot.end;
     const double us = 1000.0 * double(calibrated.elapsed_ms_since(slot.start));
     const int per_lane = config_.slots_per_stream * config_.batch;
     std::vector<CompletedEvent> done;
@@ -653,18 +486,6 @@ class CudaBackend final : public Backend {
       c.stream = lane.index;
       c.calibrate_us = us;
       c.output_slot = lane.index * per_lane + head * config_.batch + int(i);
-      if (searched) {
-        // The launch's end event waited for this search: its stream has nothing left to do, so
-        // collect() returns at once.
-        PeakPosition& position = peak_position(lane, head, int(i));
-        const int positions = config_.slots_per_stream * config_.batch;
-        const int index = lane.index * positions + head * config_.batch + int(i);
-        c.peaks = slot.peak_generation->finders[std::size_t(index)]->collect(position.stream);
-        c.searched = true;
-        c.params_version = slot.peak_generation->version;
-        c.peaks_us = 1000.0 * double(position.end.elapsed_ms_since(position.begin));
-        c.kept_frame = slot.kept_frame[i];
-      }
       if (slot.staged > 0) collect_stages(lane, slot, head, int(i), c);
       done.push_back(c);
     }
@@ -695,7 +516,10 @@ class CudaBackend final : public Backend {
                         double(slot.stage_end[std::size_t(k)]->elapsed_ms_since(
                             *slot.stage_begin[std::size_t(k)])) /
                         events;
-      c.stage_outputs.push_back({part.part->collect(position, stage_result(part, position)), us});
+      std::any result = part.part->collect(position, stage_result(part, position));
+      // A stage that times its own work per event (the peak searches) says so.
+      const double own_us = part.part->event_us(position);
+      c.stage_outputs.push_back({std::move(result), own_us >= 0 ? own_us : us});
     }
   }
 
@@ -734,10 +558,6 @@ class CudaBackend final : public Backend {
     CompletedEvent c = ready_.front();
     ready_.pop_front();
     ++returned_;
-    // Returned: its kept frame is there (the copy ran before the launch's end), unless the entry
-    // has been handed to a newer event meanwhile.
-    if (c.kept_frame >= 0 && kept_[std::size_t(c.kept_frame)].admission == c.admission)
-      kept_[std::size_t(c.kept_frame)] = {c.header, c.admission, true};
     release_if_returned(c);
     return c;
   }
@@ -780,14 +600,6 @@ class CudaBackend final : public Backend {
   gpu::DeviceCalibrator calibrator_;
   std::size_t raw_stride_, out_stride_floats_;
   int stage_count_ = 0;  // stage-contract stages configured (set_stages)
-  // Live peak finding (submitting thread): the finders new launches take (null: off), the ring of
-  // kept frames with what each entry holds, and the stream re-runs search on.
-  std::shared_ptr<PeakGeneration> peak_generation_;
-  gpu::DeviceBuffer kept_frames_;
-  std::vector<KeptFrame> kept_;
-  std::uint64_t kept_next_ = 0;
-  std::size_t recent_frames_ = 0;
-  gpu::Stream rerun_stream_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   gpu::Stream read_stream_;
   // Submitting thread only.

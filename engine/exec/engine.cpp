@@ -15,6 +15,7 @@
 #include "sim/simulator_settings.hpp"
 #include "stages/compress/compress_stage.hpp"
 #include "stages/integrate/integrate_stage.hpp"
+#include "stages/peaks/peak_stage.hpp"
 #include "stages/registry.hpp"
 
 #ifdef LIVEDRP_HAVE_CUDA
@@ -155,23 +156,16 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
         "integration and peak finding run with launch 'device_graph', 'graph' or 'plain'");
   d.calibrate_timer.emplace("calibrate", double(d.detector.raw_event_bytes()));
   // Compression and integration are stages of the contract (stages/compress, stages/integrate),
-  // first in the run's list in that order.
+  // in the run's list after peak finding, in that order.
   d.compress_stage = stages::make_compress_stage(c.compression, d.detector);
   if (c.integration.enabled)
     d.integrate_stage = stages::make_integrate_stage(c.integration, d.detector, d.constants);
 
-  if (c.peak_finding.enabled) {
-    if (const std::string problem = peaks::validate(c.peak_finding.params); !problem.empty())
-      throw InputError("peak_finding.params: " + problem);
-    d.peak_geometry.emplace(c.peak_finding, d.detector, d.constants);
-    d.peak_param_history = {c.peak_finding.params};
-    d.peak_book = std::make_unique<LivePeakBook>(c.peak_finding.peaks_hz);
-  }
   // Peak positions in image pixels and the `image` topic need the segment placement; a detector
   // without one gets slab coordinates and no image (said in the log).
   if (c.peak_finding.enabled || (c.image.publish_hz > 0 && d.publisher)) {
     try {
-      d.assembly = std::make_unique<ImageAssembly>(d.detector);
+      d.assembly = std::make_shared<ImageAssembly>(d.detector);
     } catch (const InputError& e) {
       spdlog::warn(
           "engine: no assembled image for detector {} ({}): `peaks` x/y are slab "
@@ -179,18 +173,21 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
           d.detector.name, e.what());
     }
   }
+  // Peak finding is a stage of the contract too (stages/peaks), first in the run's list.
+  d.peak_stage = stages::make_peak_stage(c.peak_finding, d.detector, d.constants, d.assembly);
 
   d.stages = stages::build_stages(c.stages, {d.detector, d.constants});
   if (d.integrate_stage) d.stages.insert(d.stages.begin(), d.integrate_stage);
   if (d.compress_stage) d.stages.insert(d.stages.begin(), d.compress_stage);
+  if (d.peak_stage) d.stages.insert(d.stages.begin(), d.peak_stage);
   if (!d.stages.empty()) d.stage_books = std::make_unique<StageBooks>(d.stages);
 
   if (c.runtime.source == SourcePlacement::Device) {
     // The device-resident source: no host ring and no Backend; run_device_source does it all.
-    // The device-resident lanes run compression and integration themselves (cuda/resident);
-    // other stages of the contract not yet.
+    // The device-resident lanes run peak finding, compression and integration themselves
+    // (cuda/resident); other stages of the contract not yet.
     for (const auto& stage : d.stages)
-      if (stage != d.integrate_stage && stage != d.compress_stage)
+      if (stage != d.integrate_stage && stage != d.compress_stage && stage != d.peak_stage)
         throw InputError("stage '" + stage->name() +
                          "' runs on the host-fed backends only, not yet with runtime.source "
                          "'device'; use runtime.source 'host'");
@@ -223,9 +220,6 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   d.backend = std::move(choice.backend);
   d.active_backend = d.backend.get();
   d.backend->set_stages(d.stages);
-  if (d.peak_geometry)
-    d.backend->set_peak_finding(d.peak_geometry->finder(c.peak_finding.params),
-                                c.peak_finding.recent_frames);
   if (c.image.publish_hz > 0 && d.publisher && d.assembly)
     d.live_image =
         std::make_unique<LiveImage>(d.detector, d.constants, *d.assembly, c.image.publish_hz);

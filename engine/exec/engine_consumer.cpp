@@ -26,7 +26,7 @@ void Engine::Impl::account_completed(CompletedEvent& done) {
     run_latencies.add(latency_us);
     calibrate_timer->add(done.calibrate_us);
   }
-  account_peaks(done);
+  account_image(done);
   if (stage_books) stage_books->add(done);
   if (ring) ring->rearm(done.ring_slot);
   processed.fetch_add(1, std::memory_order_release);
@@ -146,15 +146,8 @@ void Engine::Impl::consume() {
         spdlog::warn("engine: {}", what);
         try {
           auto cpu = make_cpu_backend(detector, constants, config.calibration, config.cpu_threads);
+          // The stages keep their own state (the peak finder's parameters in force among it).
           cpu->set_stages(stages);
-          if (peak_geometry) {
-            std::lock_guard lock(peak_mutex);
-            cpu->set_peak_finding(peak_geometry->finder(peak_param_history.front()),
-                                  config.peak_finding.recent_frames);
-            if (peak_param_history.size() > 1)
-              cpu->set_peak_params(peak_geometry->finder(peak_param_history.back()),
-                                   peak_param_history.size());
-          }
           failed_backend = std::move(backend);
           backend = std::move(cpu);
           active_backend = backend.get();

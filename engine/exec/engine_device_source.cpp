@@ -36,8 +36,7 @@ void Engine::Impl::run_device_source() {
     resident.pulses_per_event = sim.pulses_per_event;
     if (compress_stage) resident.stages.compression = compress_stage->params();
     if (integrate_stage) resident.stages.integrator = integrate_stage->integrator();
-    if (peak_geometry)
-      resident.stages.peak_finder = peak_geometry->finder(peak_param_history.front());
+    if (peak_stage) resident.stages.peak_finder = peak_stage->first_finder();
     gpu::ResidentPipeline pipeline(detector, constants, pool, resident);
     {
       std::lock_guard lock(mutex);
@@ -123,8 +122,12 @@ void Engine::Impl::fill_stage_results(const gpu::ResidentPipeline& pipeline,
                                       const gpu::ResidentResult& result,
                                       CompletedEvent& done) const {
   done.calibrate_us = result.stage_us(gpu::kStampCalibrated);
-  // The stage list is compression and integration here, in that order (the engine refuses
-  // other stages with this source).
+  // The stage list is peak finding, compression and integration here, in that order (the
+  // engine refuses other stages with this source).
+  if (peak_stage)
+    done.stage_outputs.push_back(
+        {stages::PeakResult{pipeline.peaks(result), 1, result.stage_us(gpu::kStampSearched)},
+         result.stage_us(gpu::kStampSearched)});
   if (compress_stage) {
     if (result.compressed_bytes == 0)
       throw RuntimeFault("device-resident codec reported an empty stream for event " +
@@ -137,12 +140,6 @@ void Engine::Impl::fill_stage_results(const gpu::ResidentPipeline& pipeline,
     done.stage_outputs.push_back(
         {stages::ProfileResult(profile_intensities(pipeline.profile(result))),
          result.stage_us(gpu::kStampIntegrated)});
-  if (peak_geometry) {
-    done.peaks = pipeline.peaks(result);
-    done.searched = true;
-    done.params_version = 1;
-    done.peaks_us = result.stage_us(gpu::kStampSearched);
-  }
 }
 #endif
 

@@ -6,7 +6,7 @@
 //   engine_consumer.cpp        the engine thread: ring -> backend -> reorder -> books; fallback
 //   engine_device_source.cpp   runtime.source "device": the device-resident pipeline's results
 //   engine_reporter.cpp        stats, status and the books' topics; the run summary
-//   engine_peaks.cpp           live peak finding's book, the image topic, parameter changes
+//   engine_peaks.cpp           the image topic, peak-finder parameter changes and re-runs
 //   engine_replay_control.cpp  pause, step, seek; replay and record status
 // What the stages keep per event lives in their books (exec/stage_books.hpp, stages/*/).
 #include <atomic>
@@ -31,7 +31,6 @@
 #include "exec/host_event_buffer.hpp"
 #include "exec/latency_histogram.hpp"
 #include "exec/live_image.hpp"
-#include "exec/live_peaks.hpp"
 #include "exec/stage_books.hpp"
 #include "exec/stage_timer.hpp"
 #include "integrate/integrator.hpp"
@@ -43,6 +42,7 @@
 #include "sim/simulator.hpp"
 #include "stages/compress/compress_stage.hpp"
 #include "stages/integrate/integrate_stage.hpp"
+#include "stages/peaks/peak_stage.hpp"
 #include "stages/stage.hpp"
 #include "stream/stream_source.hpp"
 
@@ -135,20 +135,19 @@ struct Engine::Impl {
   stages::StageList stages;
   std::unique_ptr<StageBooks> stage_books;
 
-  // Live peak finding (config.peak_finding) and the `image` topic (config.image): see
-  // live_peaks.hpp and live_image.hpp. The parameters in force and their history (version v is
-  // peak_param_history[v - 1]) are guarded by peak_mutex; peak_change_mutex serialises changes.
-  std::optional<LivePeakGeometry> peak_geometry;
-  std::unique_ptr<ImageAssembly> assembly;  // null when the detector has no placement
-  std::unique_ptr<LivePeakBook> peak_book;
+  // Live peak finding (config.peak_finding, a stage of `stages`; null when off), the assembly
+  // that places its peaks and the image (null when the detector has no placement) and the
+  // `image` topic (config.image; live_image.hpp). peak_change_mutex is held while engine-thread
+  // work runs (see run_on_engine_thread); peak_set_mutex serialises parameter changes.
+  std::shared_ptr<stages::PeakStage> peak_stage;
+  std::shared_ptr<ImageAssembly> assembly;
   std::unique_ptr<LiveImage> live_image;
-  std::mutex peak_change_mutex;  // held while engine-thread work runs (see run_on_engine_thread)
-  std::mutex peak_set_mutex;     // serialises set_peak_params calls
-  // The backend a control thread may prepare parameters for (replaced by a fallback; the failed
-  // one stays alive in failed_backend, so the pointer never dangles).
+  std::mutex peak_change_mutex;
+  std::mutex peak_set_mutex;
+  // The backend running now (replaced by a fallback; the failed one stays alive in
+  // failed_backend, so the pointer never dangles): a control thread prepares device finders
+  // only for a CUDA backend.
   std::atomic<Backend*> active_backend{nullptr};
-  mutable std::mutex peak_mutex;
-  std::vector<peaks::PeakFinderParams> peak_param_history;
   // Work the engine thread runs between events (it owns the backend): parameter changes and
   // re-runs from control threads. While no consumer thread runs, the caller runs it itself.
   std::mutex task_mutex;
@@ -157,8 +156,8 @@ struct Engine::Impl {
   bool consumer_active = false;  // guarded by task_mutex
   bool output_readable = false;  // consumer thread: the backend's output of the event accounted
   void run_on_engine_thread(std::function<void()> work);
-  void run_engine_tasks();  // consumer thread
-  void account_peaks(const CompletedEvent& done);
+  void run_engine_tasks();                         // consumer thread
+  void account_image(const CompletedEvent& done);  // the `image` topic, with its peaks
   void publish_peaks(const protocol::EventPeaks& peaks);
   void publish_image();  // when an event was handed over since the last image
 

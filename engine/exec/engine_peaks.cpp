@@ -10,24 +10,15 @@
 namespace livedrp {
 using namespace engine_detail;
 
-void Engine::Impl::account_peaks(const CompletedEvent& done) {
+void Engine::Impl::account_image(const CompletedEvent& done) {
+  if (!live_image || !live_image->due(Clock::now())) return;
+  // The image carries its event's peaks: the peak stage's result, first in the list.
   std::optional<protocol::EventPeaks> message;
-  const bool image_due = live_image && live_image->due(Clock::now());
-  if (done.searched && peak_book) {
-    peak_book->add(std::uint64_t(std::max(0, done.peaks.found)), done.peaks.hit, done.peaks_us);
-    if (done.peaks.hit || image_due) {
-      peaks::PeakFinderParams params;
-      {
-        std::lock_guard lock(peak_mutex);
-        const std::size_t v = std::size_t(done.params_version);
-        params = peak_param_history.at(v >= 1 && v <= peak_param_history.size() ? v - 1 : 0);
-      }
-      message =
-          event_peaks(done.header, done.peaks, params, done.params_version, false, assembly.get());
-      if (done.peaks.hit) peak_book->offer_hit(*message);
-    }
+  if (peak_stage && !done.stage_outputs.empty()) {
+    const auto& result = std::any_cast<const stages::PeakResult&>(done.stage_outputs[0].result);
+    message = peak_stage->message(done.header, result.peaks, result.params_version, false);
   }
-  if (image_due && ring && output_readable) {
+  if (ring && output_readable) {
     // The raw words now, while the ring slot is still this event's; the calibrated pixels while
     // the backend's output is (until the next submit).
     live_image->capture(
@@ -71,14 +62,13 @@ void Engine::Impl::publish_image() {
 PeakParamsState Engine::peak_params() const {
   const Impl& d = *impl_;
   PeakParamsState state;
-  state.enabled = d.peak_geometry.has_value();
+  state.enabled = d.peak_stage != nullptr;
   if (!state.enabled) {
     state.params = d.config.peak_finding.params;
     return state;
   }
-  std::lock_guard lock(d.peak_mutex);
-  state.params = d.peak_param_history.back();
-  state.version = d.peak_param_history.size();
+  state.params = d.peak_stage->params().current();
+  state.version = d.peak_stage->params().version();
   return state;
 }
 
@@ -101,24 +91,19 @@ InputError fixed_on_device(const char* what) {
 
 std::uint64_t Engine::set_peak_params(const peaks::PeakFinderParams& params) {
   Impl& d = *impl_;
-  if (!d.peak_geometry) throw peak_finding_off();
+  if (!d.peak_stage) throw peak_finding_off();
   if (const std::string problem = peaks::validate(params); !problem.empty())
     throw InputError(problem);
   if (d.device_source) throw fixed_on_device("changing the peak finder's parameters in a run");
   // One change at a time, so that the version prepared is the version applied.
   std::lock_guard serial(d.peak_set_mutex);
-  std::uint64_t version = 0;
-  {
-    std::lock_guard lock(d.peak_mutex);
-    version = d.peak_param_history.size() + 1;
-  }
-  // The finder's tables (and the CUDA backend's device finders) are built here, on the caller's
-  // thread; the engine thread only swaps them in, so the events keep flowing meanwhile.
-  const peaks::PeakFinder8 finder = d.peak_geometry->finder(params);
+  // The finder's tables (and, on a CUDA backend, the device finders) are built here, on the
+  // caller's thread; the engine thread only swaps them in, so the events keep flowing meanwhile.
   Backend* prepared_for = d.active_backend.load();
-  std::shared_ptr<Backend::PreparedPeakParams> prepared;
+  const bool on_device = prepared_for->name() == "cuda";
+  std::shared_ptr<stages::PeakStage::Prepared> prepared;
   try {
-    prepared = prepared_for->prepare_peak_params(finder, version);
+    prepared = d.peak_stage->prepare_change(params, on_device);
   } catch (const RuntimeFault& e) {
     // E.g. no device memory for another set of finders: the engine thread builds them instead.
     spdlog::warn(
@@ -126,23 +111,22 @@ std::uint64_t Engine::set_peak_params(const peaks::PeakFinderParams& params) {
         "the engine thread builds them",
         e.what());
   }
+  std::uint64_t version = 0;
   d.run_on_engine_thread([&] {
     // The backend may have been replaced (fallback to the CPU) since the preparation.
-    if (prepared && d.backend.get() == prepared_for)
-      d.backend->set_prepared_peak_params(std::move(prepared));
-    else
-      d.backend->set_peak_params(finder, version);
-    std::lock_guard lock(d.peak_mutex);
-    d.peak_param_history.push_back(params);
+    const bool now_on_device = d.backend->name() == "cuda";
+    if (!prepared || d.backend.get() != prepared_for)
+      prepared = d.peak_stage->prepare_change(params, now_on_device);
+    d.peak_stage->apply_change(prepared);
+    version = prepared->version;
   });
-  d.peak_book->set_params_version(version);
   spdlog::info("engine: peak-finder parameters version {} in force", version);
   return version;
 }
 
 PeakRerun Engine::rerun_peaks(std::optional<std::uint64_t> frames) {
   Impl& d = *impl_;
-  if (!d.peak_geometry) throw peak_finding_off();
+  if (!d.peak_stage) throw peak_finding_off();
   if (d.device_source) throw fixed_on_device("re-running the peak finder over kept frames");
   const int kept = d.config.peak_finding.recent_frames;
   if (kept == 0)
@@ -151,22 +135,19 @@ PeakRerun Engine::rerun_peaks(std::optional<std::uint64_t> frames) {
   if (frames && (*frames == 0 || *frames > std::uint64_t(kept)))
     throw InputError("frames must be 1.." + std::to_string(kept) +
                      " (peak_finding.recent_frames), got " + std::to_string(*frames));
-  std::vector<RerunFrame> lists;
-  peaks::PeakFinderParams params;
+  std::vector<stages::PeakRerunFrame> lists;
   PeakRerun result;
   d.run_on_engine_thread([&] {
-    lists = d.backend->rerun_peaks(std::size_t(frames.value_or(std::uint64_t(kept))));
-    std::lock_guard lock(d.peak_mutex);
-    params = d.peak_param_history.back();
-    result.params_version = d.peak_param_history.size();
+    lists = d.peak_stage->rerun(std::size_t(frames.value_or(std::uint64_t(kept))),
+                                d.backend->name() == "cuda");
+    result.params_version = d.peak_stage->params().version();
   });
-  for (const RerunFrame& frame : lists) {
+  for (const stages::PeakRerunFrame& frame : lists) {
     result.sequences.push_back(frame.header.sequence);
     result.peaks_found.push_back(std::uint64_t(std::max(0, frame.peaks.found)));
     result.hits += frame.peaks.hit ? 1 : 0;
-    d.publish_peaks(event_peaks(frame.header, frame.peaks, params, result.params_version, true,
-                                d.assembly.get()));
-    d.peak_book->count_sent_rerun();
+    d.publish_peaks(d.peak_stage->message(frame.header, frame.peaks, result.params_version, true));
+    d.peak_stage->book().count_sent_rerun();
   }
   return result;
 }

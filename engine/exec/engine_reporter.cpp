@@ -68,10 +68,9 @@ void Engine::Impl::publish_status() {
     status.device = device_label;
   }
   status.config = config.to_json();
-  if (peak_geometry) {
+  if (peak_stage) {
     // The parameters in force: changed by set_peak_params without a new configuration.
-    std::lock_guard lock(peak_mutex);
-    status.config["peak_finding"]["params"] = peaks::to_json(peak_param_history.back());
+    status.config["peak_finding"]["params"] = peaks::to_json(peak_stage->params().current());
   }
   protocol::Message message = protocol::make_status_message(status);
   message.run = config.run;
@@ -132,20 +131,14 @@ void Engine::Impl::report() {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
         if (publisher && stage_books)
           stage_books->publish_due(*publisher, config.run, Clock::now());
-        if (peak_book)
-          if (auto due = peak_book->take_due(Clock::now(), false)) publish_peaks(*due);
         if (live_image) publish_image();
       }
       last_round = consumer_done.load();
     }
-    // The last event's profile goes out before the final stats, so a run always ends with it;
-    // so do the last hit waiting for its turn and the last image handed over.
-    if (last_round) {
-      if (peak_book)
-        if (auto due = peak_book->take_due(Clock::now(), true)) publish_peaks(*due);
-      if (live_image) publish_image();
-    }
-    // The stage-contract books publish at every report tick, and once more at the end.
+    // The last image handed over goes out before the final stats, so a run always ends with it;
+    // so do the last profile and the last hit waiting for its turn (the stages' books, at every
+    // report tick and once more at the end).
+    if (last_round && live_image) publish_image();
     if (stage_books && publisher) stage_books->publish(*publisher, config.run, last_round);
     const auto now = Clock::now();
     protocol::StatsPayload stats = cumulative_stats();
@@ -160,14 +153,6 @@ void Engine::Impl::report() {
       for (std::size_t i = 0; i < lanes.size(); ++i)
         stats.streams.push_back({i, lanes[i].in_flight, lanes[i].capacity, lanes[i].completed});
       stats.reorder_depth = reorder_depth;
-    }
-    if (peak_book) {
-      protocol::StageTiming peak_stage{"peak"};
-      stats.peak_finding = peak_book->take_interval(peak_stage.mean_us, peak_stage.max_us);
-      if (peak_stage.mean_us > 0)
-        peak_stage.gbps =
-            double(detector.pixels() * sizeof(float)) / (peak_stage.mean_us * 1e-6) / 1e9;
-      stats.stages.push_back(peak_stage);
     }
     if (stage_books) stage_books->take_interval(stats);
     // Drop samples older than the window, keeping the newest of those as the window's start.
@@ -244,13 +229,6 @@ RunSummary Engine::summary() const {
   summary.stats.latency_p99_us = d.run_latencies.quantile_us(0.99);
   summary.stats.latency_max_us = d.run_latencies.max_us();
   summary.stats.stages.push_back(d.calibrate_timer->totals());
-  if (d.peak_book) {
-    protocol::StageTiming stage{"peak"};
-    summary.stats.peak_finding = d.peak_book->totals(stage.mean_us);
-    if (stage.mean_us > 0)
-      stage.gbps = double(d.detector.pixels() * sizeof(float)) / (stage.mean_us * 1e-6) / 1e9;
-    summary.stats.stages.push_back(stage);
-  }
   if (d.stage_books) d.stage_books->add_totals(summary.stats);
   return summary;
 }

@@ -20,11 +20,12 @@
 //   integrate  on the contract: stages/integrate/integrate_stage (CPU part Integrator, CUDA
 //              part a DeviceIntegrator per lane, result ProfileResult, book IntegrationBook,
 //              `profile` at integration.publish_hz), built by the engine from "integration".
-//   peaks      config: LivePeakFindingConfig; CPU part: PeakFinder8::find; CUDA part: a
-//              DevicePeakFinder8 per position (its own stream and pinned list); result:
-//              PeakList + params version; book: LivePeakBook (hit rate in stats.peak_finding,
-//              `peaks` for hits). Its run-time parameter changes and re-runs over kept frames
-//              need a control hook that this first step does not have.
+//   peaks      on the contract: stages/peaks/peak_stage (CPU part PeakFinder8::find, CUDA part a
+//              DevicePeakFinder8 per event position on a stream of its own, joined at the
+//              launch's end; result PeakResult, book LivePeakBook (stats.peak_finding, `peaks`
+//              for hits)), built by the engine from "peak_finding". Its run-time parameter
+//              changes and re-runs over kept frames are the stage's own API (PeakStage), which
+//              the engine calls on its submitting thread.
 //   compress   on the contract: stages/compress/compress_stage (CPU part CpuCompressor, CUDA part
 //              a DeviceCodec per lane, result CompressedSize, book CompressionBook filling
 //              stats.compression), built by the engine from "compression".
@@ -75,7 +76,11 @@ struct CpuEvent {
 // One event as the CUDA part records it. Every pointer is the same each time `position` is
 // used, which is what lets the backend capture a position's recording once into a graph.
 struct CudaEvent {
-  int position = 0;                   // 0 .. CudaLaneSpec::positions - 1, an event slot of the lane
+  int position = 0;  // 0 .. CudaLaneSpec::positions - 1, an event slot of the lane
+  // The event itself: meaningful only to a stage that is not captured (capturable() false), as a
+  // captured recording is replayed for later events.
+  const EventHeader* header = nullptr;
+  std::uint64_t admission = 0;
   const void* raw = nullptr;          // device memory, the raw event
   const float* calibrated = nullptr;  // device memory, detector.pixels() floats
   void* result = nullptr;             // pinned host memory, result_bytes() long, owned by backend
@@ -85,6 +90,7 @@ struct CudaEvent {
 struct CudaLaneSpec {
   int lane = 0;       // backend lane (CUDA stream) index
   int positions = 1;  // event positions of the lane (slots per stream x batch)
+  int lanes = 1;      // lanes of the backend (lane is 0 .. lanes - 1)
 };
 
 // A stage's CUDA part on one backend lane. Everything here is set up once; record() only
@@ -99,6 +105,23 @@ class CudaStageLane {
   virtual void record(const CudaEvent& event, const gpu::Stream& stream) = 0;
   // After the stream has completed the position's work: its typed result from the pinned bytes.
   virtual std::any collect(int position, const void* result) const = 0;
+  // False for a stage whose recording differs from event to event (its own streams, buffers
+  // chosen per event, parameters swapped during the run): the backend then calls record() for
+  // every event instead of replaying a captured graph.
+  virtual bool capturable() const { return true; }
+  // Called once per event after every stage of the launch has recorded, on the lane's stream:
+  // where work that a stage forked onto streams of its own (to run beside the later stages)
+  // joins the lane again before the launch's end.
+  virtual void join(const CudaEvent& event, const gpu::Stream& stream) {
+    (void)event;
+    (void)stream;
+  }
+  // The GPU time the position's last event took in this stage, in microseconds, for a stage that
+  // times its own work; negative: the backend's share of the launch's time is used.
+  virtual double event_us(int position) const {
+    (void)position;
+    return -1;
+  }
 };
 
 // The engine-side part of a stage. The engine serialises every call on one book (the consumer

@@ -1,4 +1,4 @@
-#include "exec/live_peaks.hpp"
+#include "stages/peaks/live_peaks.hpp"
 
 #include <algorithm>
 #include <array>
