@@ -2,7 +2,6 @@
 // configuration it shows. Embedded, a running run restarts with the dock's sections (the next run
 // number) and with no run they become the next start's configuration; attached, they go to the
 // remote engine as an "apply" request, and the dock shows what its get_config answers.
-#include <chrono>
 #include <cstdint>
 #include <exception>
 
@@ -14,13 +13,6 @@
 #include "app/stream_config_panel.hpp"
 
 namespace livedrp::app {
-namespace {
-// How long an "apply" may take on a remote engine before the dock says no answer came. The engine
-// answers once the new run is built (the detector's constants, the integrator's geometry, the
-// masks read) and the running one drained: seconds on an idle machine, tens on a loaded one, and
-// the control client's 15 s default would call a change that went through a failure.
-constexpr std::chrono::milliseconds kRemoteApplyTimeout{120'000};
-}  // namespace
 
 void MainWindow::connectAnalysis() {
   connect(analysis_, &AnalysisPanel::logMessage, this, &MainWindow::appendLog);
@@ -90,7 +82,7 @@ void MainWindow::applyAnalysis(const nlohmann::json& sections) {
   if (remote_) {
     analysis_->showApplying(tr("applying on the remote engine at %1 ...").arg(remote_->endpoint()));
     appendLog(tr("applying the analysis set-up on the remote engine"));
-    remote_->request(QStringLiteral("apply"), {{"config", sections}}, kRemoteApplyTimeout);
+    remote_->request(QStringLiteral("apply"), {{"config", sections}}, RemoteControl::kApplyTimeout);
     return;
   }
   if (!host_) return;

@@ -134,7 +134,7 @@ bool RemoteControl::apply(const nlohmann::json& partial) {
           if (!client_)
             client_ = std::make_unique<protocol::ControlClient>(endpoint_.toStdString());
           ok = true;
-          text = QString::fromStdString(client_->apply(partial).dump());
+          text = QString::fromStdString(client_->apply(partial, kApplyTimeout).dump());
         } catch (const std::exception& error) {
           ok = false;
           text = QString::fromUtf8(error.what());

@@ -21,14 +21,22 @@ class RemoteControl : public QObject {
   Q_OBJECT
 
  public:
+  // How long an "apply" may take before it counts as unanswered. The engine answers once the new
+  // run is built (the detector's constants, the integrator's geometry, masks read) and the running
+  // one drained: seconds on an idle machine, tens on a loaded one, where the control client's 15 s
+  // default would report a change that went through as a failure.
+  static constexpr std::chrono::milliseconds kApplyTimeout{120'000};
+
   explicit RemoteControl(QString endpoint, QObject* parent = nullptr);
-  // Waits for a request in flight (at most the client's timeout) and joins the worker.
+  // Waits for a request in flight (at most its timeout: kApplyTimeout for an apply) and joins the
+  // worker.
   ~RemoteControl() override;
 
   QString endpoint() const { return endpoint_; }
   bool busy() const { return busy_; }
-  // Sends an "apply" request with `partial` (a merge patch of the engine configuration). Returns
-  // false while another request is in flight. Never blocks.
+  // Sends an "apply" request with `partial` (a merge patch of the engine configuration), waiting
+  // up to kApplyTimeout for the answer. Returns false while another request is in flight. Never
+  // blocks.
   bool apply(const nlohmann::json& partial);
   // Sends a "replay" request (action "status", "pause", "resume", "step" with {"delta": N},
   // "seek" with {"index": N}). A "status" poll is skipped (false) while another replay request
