@@ -54,6 +54,16 @@ CommandLine parseCommandLine(const QStringList& arguments) {
       QStringLiteral("With --connect: the remote engine's control socket (default: the same host, "
                      "the publisher's port + 1)."),
       QStringLiteral("ENDPOINT"));
+  const QCommandLineOption curve_server_key(
+      QStringLiteral("curve-server-key"),
+      QStringLiteral("With --connect: the remote engine's CURVE public key file (.pub), for an "
+                     "engine run with --curve-key."),
+      QStringLiteral("FILE"));
+  const QCommandLineOption curve_key(
+      QStringLiteral("curve-key"),
+      QStringLiteral("With --curve-server-key: this GUI's CURVE secret key file (.key, from "
+                     "livedrp-engine keygen), whose .pub the engine lists in --curve-clients."),
+      QStringLiteral("FILE"));
   const QCommandLineOption no_autostart(
       QStringLiteral("no-autostart"),
       QStringLiteral("Do not start the embedded engine at launch."));
@@ -76,8 +86,8 @@ CommandLine parseCommandLine(const QStringList& arguments) {
                      "livedrp-engine run --config reads it); --source, --backend, --rate and "
                      "--publish override it."),
       QStringLiteral("FILE"));
-  parser.addOptions({config, source, backend, rate, publish, connect, control, no_autostart,
-                     settings, screenshot, screenshot_after});
+  parser.addOptions({config, source, backend, rate, publish, connect, control, curve_server_key,
+                     curve_key, no_autostart, settings, screenshot, screenshot_after});
 
   CommandLine result;
   if (!parser.parse(arguments)) {
@@ -185,6 +195,21 @@ CommandLine parseCommandLine(const QStringList& arguments) {
     }
   } else if (parser.isSet(connect)) {
     options.control = defaultControlEndpoint(options.connect);
+  }
+  if (parser.isSet(curve_server_key) || parser.isSet(curve_key)) {
+    if (!parser.isSet(connect))
+      return fail(QStringLiteral(
+          "--curve-server-key and --curve-key: only with --connect (they reach a remote engine)"));
+    if (!parser.isSet(curve_server_key) || !parser.isSet(curve_key))
+      return fail(QStringLiteral(
+          "CURVE needs both --curve-server-key FILE.pub (the engine's) and --curve-key FILE.key "
+          "(this GUI's)"));
+    try {
+      options.curve = protocol::load_curve_client(parser.value(curve_server_key).toStdString(),
+                                                  parser.value(curve_key).toStdString());
+    } catch (const std::exception& error) {
+      return fail(QStringLiteral("CURVE: %1").arg(QString::fromUtf8(error.what())));
+    }
   }
   options.autostart = !parser.isSet(no_autostart);
   if (parser.isSet(settings)) options.settings_file = parser.value(settings);

@@ -7,6 +7,7 @@
 #include <QStringList>
 
 #include "exec/engine.hpp"
+#include "protocol/curve_keys.hpp"
 
 namespace livedrp::app {
 
@@ -36,6 +37,9 @@ struct AppOptions {
   // --control: the remote engine's control socket; empty = derived from --connect (same host,
   // the publisher's port + 1, as the headless engine binds by default).
   std::string control;
+  // --curve-server-key FILE.pub and --curve-key FILE.key (both, with --connect): reach a remote
+  // engine that runs with CURVE (livedrp-engine run --curve-key ...), read and checked here.
+  std::optional<protocol::CurveClient> curve;
   bool autostart = true;          // --no-autostart clears it
   QString settings_file;          // --settings: an .ini file instead of the user's settings
   QString screenshot_file;        // --screenshot

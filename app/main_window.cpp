@@ -38,6 +38,7 @@
 #include "app/peak_tuning_panel.hpp"
 #include "app/recent_configurations.hpp"
 #include "app/remote_control.hpp"
+#include "app/remote_curve.hpp"
 #include "app/replay_transport_bar.hpp"
 #include "app/run_control_widget.hpp"
 #include "app/saved_configurations.hpp"
@@ -175,6 +176,8 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
   transport_->setSettings(settings_.get());
   transport_->showConfig(base_config_);
 
+  // The remote engine's CURVE keys, for the subscriber and the control client (none embedded).
+  setRemoteCurve(attached_ ? options.curve : std::nullopt);
   if (attached_) {
     // Without a control endpoint there is nothing to send the replay controls to.
     transport_->setEnabled(!options.control.empty());

@@ -4,6 +4,7 @@
 
 #include <QThread>
 
+#include "app/remote_curve.hpp"
 #include "protocol/control.hpp"
 #include "protocol/control_client.hpp"
 
@@ -66,7 +67,8 @@ bool RemoteControl::replay(const QString& action, const nlohmann::json& fields) 
         RecordStatus record;
         try {
           if (!client_)
-            client_ = std::make_unique<protocol::ControlClient>(endpoint_.toStdString());
+            client_ =
+                std::make_unique<protocol::ControlClient>(endpoint_.toStdString(), remoteCurve());
           const nlohmann::json result = client_->replay(action.toStdString(), fields);
           replay = replayFromJson(result.at("replay"));
           record = recordFromJson(result.at("record"));
@@ -98,7 +100,8 @@ void RemoteControl::request(const QString& name, const nlohmann::json& fields,
         nlohmann::json result;
         try {
           if (!client_)
-            client_ = std::make_unique<protocol::ControlClient>(endpoint_.toStdString());
+            client_ =
+                std::make_unique<protocol::ControlClient>(endpoint_.toStdString(), remoteCurve());
           const nlohmann::json reply =
               client_->request(protocol::make_control_request(name.toStdString(), fields), timeout);
           if (reply.at("ok").get<bool>())
@@ -132,7 +135,8 @@ bool RemoteControl::apply(const nlohmann::json& partial) {
         QString text;
         try {
           if (!client_)
-            client_ = std::make_unique<protocol::ControlClient>(endpoint_.toStdString());
+            client_ =
+                std::make_unique<protocol::ControlClient>(endpoint_.toStdString(), remoteCurve());
           ok = true;
           text = QString::fromStdString(client_->apply(partial, kApplyTimeout).dump());
         } catch (const std::exception& error) {

@@ -7,6 +7,7 @@
 
 #include <QMutexLocker>
 
+#include "app/remote_curve.hpp"
 #include "protocol/subscriber.hpp"
 
 namespace livedrp::app {
@@ -32,7 +33,8 @@ void SubscriberThread::run() {
   // The socket is made, used and closed on this thread: ZeroMQ sockets are not thread-safe.
   std::unique_ptr<protocol::Subscriber> subscriber;
   try {
-    subscriber = std::make_unique<protocol::Subscriber>(endpoint_.toStdString(), topics_);
+    subscriber =
+        std::make_unique<protocol::Subscriber>(endpoint_.toStdString(), topics_, remoteCurve());
   } catch (const std::exception& error) {
     const QString text = QStringLiteral("cannot subscribe to %1: %2")
                              .arg(endpoint_, QString::fromUtf8(error.what()));

@@ -27,6 +27,7 @@ std::chrono::milliseconds remaining_until(Clock::time_point deadline) {
 
 struct ControlClient::Impl {
   std::string endpoint;
+  std::optional<CurveClient> curve;
   std::mutex mutex;  // one request at a time on the socket
   std::unique_ptr<zmq::socket_t> socket;
 
@@ -35,6 +36,7 @@ struct ControlClient::Impl {
   void open_socket() {
     auto fresh = std::make_unique<zmq::socket_t>(shared_zmq_context(), zmq::socket_type::req);
     fresh->set(zmq::sockopt::linger, kLingerMs);
+    if (curve) apply_curve_client(*fresh, *curve);
     try {
       fresh->connect(endpoint);
     } catch (const zmq::error_t& error) {
@@ -104,8 +106,10 @@ struct ControlClient::Impl {
   }
 };
 
-ControlClient::ControlClient(std::string endpoint) : impl_(std::make_unique<Impl>()) {
+ControlClient::ControlClient(std::string endpoint, std::optional<CurveClient> curve)
+    : impl_(std::make_unique<Impl>()) {
   impl_->endpoint = std::move(endpoint);
+  impl_->curve = std::move(curve);
   impl_->open_socket();
 }
 

@@ -3,11 +3,13 @@
 // drive a remote (or embedded) engine. No engine and no Qt dependency.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/curve_keys.hpp"
 #include "protocol/message.hpp"
 
 namespace livedrp::protocol {
@@ -22,9 +24,10 @@ class ControlClient {
   // constants, ~1 s on a small machine) and drains the old run before it answers.
   static constexpr std::chrono::milliseconds kDefaultTimeout{15000};
 
-  // Connects (ZeroMQ connects lazily: no server needs to be there yet). Throws ProtocolError
-  // naming the endpoint when it is malformed.
-  explicit ControlClient(std::string endpoint);
+  // Connects (ZeroMQ connects lazily: no server needs to be there yet), as a CURVE client when
+  // `curve` is given (curve_keys.hpp). Throws ProtocolError naming the endpoint when it is
+  // malformed.
+  explicit ControlClient(std::string endpoint, std::optional<CurveClient> curve = std::nullopt);
   ~ControlClient();
   ControlClient(const ControlClient&) = delete;
   ControlClient& operator=(const ControlClient&) = delete;

@@ -45,12 +45,14 @@ struct Subscriber::Impl {
   mutable std::mutex error_mutex;  // last_error may be read from another thread (a GUI timer)
   std::string last_error;
 
-  Impl(const std::string& endpoint_, const std::vector<std::string>& topics_)
+  Impl(const std::string& endpoint_, const std::vector<std::string>& topics_,
+       const std::optional<CurveClient>& curve)
       : endpoint(endpoint_),
         topics(topics_.begin(), topics_.end()),
         socket(shared_zmq_context(), zmq::socket_type::sub) {
     socket.set(zmq::sockopt::linger, 0);  // nothing to flush: a subscriber only receives
     socket.set(zmq::sockopt::rcvhwm, kReceiveHighWaterMark);
+    if (curve) apply_curve_client(socket, *curve);
     if (topics.empty()) {
       socket.set(zmq::sockopt::subscribe, "");
     } else {
@@ -108,8 +110,9 @@ struct Subscriber::Impl {
   }
 };
 
-Subscriber::Subscriber(const std::string& endpoint, const std::vector<std::string>& topics)
-    : impl_(std::make_unique<Impl>(endpoint, topics)) {}
+Subscriber::Subscriber(const std::string& endpoint, const std::vector<std::string>& topics,
+                       const std::optional<CurveClient>& curve)
+    : impl_(std::make_unique<Impl>(endpoint, topics, curve)) {}
 
 Subscriber::~Subscriber() = default;
 

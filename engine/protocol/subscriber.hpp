@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/curve_keys.hpp"
 #include "protocol/message.hpp"
 
 namespace zmq {
@@ -23,9 +24,11 @@ zmq::context_t& shared_zmq_context();
 // counted and its error kept (last_error), so a bad publisher cannot crash a viewer.
 class Subscriber {
  public:
-  // Connects to `endpoint` and subscribes to `topics` (all topics when empty).
-  // Throws ProtocolError naming the endpoint when it cannot connect.
-  explicit Subscriber(const std::string& endpoint, const std::vector<std::string>& topics = {});
+  // Connects to `endpoint` and subscribes to `topics` (all topics when empty); as a CURVE client
+  // when `curve` is given (curve_keys.hpp). Throws ProtocolError naming the endpoint when it
+  // cannot connect.
+  explicit Subscriber(const std::string& endpoint, const std::vector<std::string>& topics = {},
+                      const std::optional<CurveClient>& curve = std::nullopt);
   ~Subscriber();
   Subscriber(const Subscriber&) = delete;
   Subscriber& operator=(const Subscriber&) = delete;

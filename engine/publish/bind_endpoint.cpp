@@ -7,6 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "publish/curve_server.hpp"
+
 namespace livedrp {
 namespace {
 
@@ -46,11 +48,19 @@ std::string bind_endpoint_problem(const std::string& endpoint, const std::string
     if (number < 1 || number > 65535)
       return "port " + port + " is outside 1..65535 (ZeroMQ would bind another port)";
   }
-  if (!is_loopback_endpoint(endpoint))
-    spdlog::warn(
-        "{} endpoint '{}' is reachable from other machines, and livedrp does not authenticate "
-        "who connects; bind tcp://127.0.0.1:PORT unless other machines must reach it",
-        what, endpoint);
+  if (!is_loopback_endpoint(endpoint)) {
+    if (curve_server_active())
+      spdlog::warn(
+          "{} endpoint '{}' is reachable from other machines; CURVE admits only the listed "
+          "client keys",
+          what, endpoint);
+    else
+      spdlog::warn(
+          "{} endpoint '{}' is reachable from other machines, and without CURVE keys "
+          "(--curve-key, --curve-clients) livedrp does not authenticate who connects; bind "
+          "tcp://127.0.0.1:PORT unless other machines must reach it",
+          what, endpoint);
+  }
   return {};
 }
 

@@ -18,6 +18,7 @@
 #include "protocol/subscriber.hpp"
 #include "protocol/topics.hpp"
 #include "publish/bind_endpoint.hpp"
+#include "publish/curve_server.hpp"
 #include "publish/replay_candidates.hpp"
 
 namespace livedrp {
@@ -221,6 +222,7 @@ struct ControlServer::Impl {
       : controller(controller_), socket(protocol::shared_zmq_context(), zmq::socket_type::rep) {
     socket.set(zmq::sockopt::linger, kLingerMs);
     socket.set(zmq::sockopt::maxmsgsize, kHardMessageLimitBytes);
+    apply_curve_server(socket);  // CURVE when the process has a CurveServer (curve_server.hpp)
     if (const std::string problem = bind_endpoint_problem(endpoint, "control"); !problem.empty())
       throw InputError("cannot bind control socket to '" + endpoint + "': " + problem);
     try {

@@ -21,6 +21,7 @@
 #include "core/error.hpp"
 #include "protocol/subscriber.hpp"
 #include "publish/bind_endpoint.hpp"
+#include "publish/curve_server.hpp"
 
 namespace livedrp {
 
@@ -92,6 +93,7 @@ struct Publisher::Impl {
     // Pass every subscription up, repeats included: a second viewer subscribing to "status" must
     // get the replay as well, and without VERBOSE ZeroMQ reports only the first.
     socket.set(zmq::sockopt::xpub_verbose, 1);
+    apply_curve_server(socket);  // CURVE when the process has a CurveServer (curve_server.hpp)
     if (const std::string problem = bind_endpoint_problem(endpoint, "publish"); !problem.empty())
       throw InputError("cannot bind publisher to '" + endpoint + "': " + problem);
     try {

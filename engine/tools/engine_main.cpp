@@ -27,6 +27,7 @@
 #include "exec/engine_controller.hpp"
 #include "publish/bind_endpoint.hpp"
 #include "publish/control_server.hpp"
+#include "publish/curve_server.hpp"
 #include "stream/stream_source.hpp"
 #include "tools/integrate_command.hpp"
 #include "tools/peaks_command.hpp"
@@ -304,7 +305,8 @@ int main(int argc, char** argv) {
   double rate = -1;
   int ring_slots = 0;
   bool no_common_mode = false, verbose = false, control_read_only = false;
-  std::vector<std::string> control_roots;
+  std::vector<std::string> control_roots, curve_clients;
+  std::string curve_key;
   run->add_option("--config", config_file,
                   "Pipeline configuration (JSON); options below override it");
   run->add_option("--source", source,
@@ -341,7 +343,19 @@ int main(int argc, char** argv) {
   run->add_flag("--control-read-only", control_read_only,
                 "With --control: answer only status, get_config and get_peak_params (nothing that "
                 "changes, stops or shuts the run down, or reads a file)");
+  run->add_option("--curve-key", curve_key,
+                  "ZeroMQ CURVE: this engine's secret key file (from `keygen`); the publish and "
+                  "control sockets then admit only the clients of --curve-clients");
+  run->add_option("--curve-clients", curve_clients,
+                  "With --curve-key: a client's public key file (.pub) or a folder of them "
+                  "(repeatable)");
   run->add_flag("-v,--verbose", verbose, "Log engine details");
+
+  CLI::App* keygen = app.add_subcommand(
+      "keygen", "Make a ZeroMQ CURVE key pair: STEM.key (secret, mode 0600) and STEM.pub");
+  std::string key_stem;
+  keygen->add_option("STEM", key_stem, "Path and name of the key files, without extension")
+      ->required();
 
   CLI::App* detectors = app.add_subcommand("detectors", "List the built-in detectors");
   livedrp::tools::IntegrateCommand integrate(app);
@@ -370,6 +384,21 @@ int main(int argc, char** argv) {
   }
   if (simulate_dark.parsed()) return simulate_dark.run();
 
+  if (keygen->parsed()) {
+    try {
+      const livedrp::protocol::CurveKeyPair keys = livedrp::protocol::generate_curve_key_pair();
+      livedrp::protocol::write_curve_key_files(key_stem, keys);
+      std::cout << "secret key: " << key_stem << ".key (keep it; mode 0600)\n"
+                << "public key: " << key_stem << ".pub (" << keys.public_key << ")\n";
+      return 0;
+    } catch (const livedrp::InputError& e) {
+      return bad_input(e.what());
+    } catch (const livedrp::RuntimeFault& e) {
+      std::cerr << "livedrp-engine: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+
   if (detectors->parsed()) {
     for (const auto& name : livedrp::builtin_detector_names()) {
       const auto d = livedrp::find_detector(name);
@@ -379,9 +408,20 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // Before the engine and the control server: their sockets take CURVE from it when they bind,
+  // and it outlives them.
+  std::unique_ptr<livedrp::CurveServer> curve_server;
   std::unique_ptr<livedrp::Engine> engine;
   livedrp::EngineConfig config;
   try {
+    if (!curve_clients.empty() && curve_key.empty())
+      throw livedrp::InputError("--curve-clients needs --curve-key FILE.key");
+    if (!curve_key.empty()) {
+      curve_server = std::make_unique<livedrp::CurveServer>(
+          livedrp::load_curve_server(curve_key, curve_clients));
+      std::cerr << "livedrp-engine: CURVE on: server public key " << curve_server->public_key()
+                << ", " << curve_server->client_count() << " client key(s) admitted\n";
+    }
     config = config_file.empty() ? livedrp::EngineConfig{}
                                  : livedrp::load_engine_config_file(config_file);
     if (!source.empty()) config.source = source;
