@@ -8,6 +8,8 @@
 // encoding, and a file whose element type is not the detector's is refused naming both.
 #include <QtTest>
 
+#include <sys/resource.h>
+
 #include <hdf5.h>
 
 #include <cstring>
@@ -299,6 +301,33 @@ class TestReplayDetectorFiles : public QObject {
           QVERIFY(!replay::bitshuffle_lz4_decode_chunk(stored, decoded, size).empty());
           QVERIFY(!replay::bitshuffle_lz4_decode_chunk(stored, decoded, size, &pool).empty());
         }
+  }
+
+  // A chunk whose header declares a block size far larger than the chunk (here 4 GiB for 16
+  // elements, as a damaged file or a hostile Dectris message may) decodes with memory for what its
+  // blocks fill: the decoder once sized its scratch rows by the declared block size (found by
+  // fuzz_dectris_message).
+  void a_declared_block_size_does_not_size_the_decoders_memory() {
+    const std::vector<std::byte> data(16 * 2, std::byte{3});
+    std::vector<std::byte> stored =
+        plugin_encoded_chunk(file("huge_block.h5"), H5T_STD_U16LE, replay::kBitshuffleFilter,
+                             {0u, replay::kBitshuffleLz4}, data);
+    QVERIFY(stored.size() >= 12);
+    // Bytes 8..11: the block size, big-endian; 0xFFFFFFF0 bytes is a whole number of 8 elements.
+    for (int i = 8; i < 12; ++i) stored[i] = std::byte{0xFF};
+    stored[11] = std::byte{0xF0};
+    rusage before{};
+    getrusage(RUSAGE_SELF, &before);
+    std::vector<std::byte> decoded(data.size());
+    const std::string error = replay::bitshuffle_lz4_decode_chunk(stored, decoded, 2);
+    rusage after{};
+    getrusage(RUSAGE_SELF, &after);
+    QVERIFY2(error.empty(), error.c_str());
+    QVERIFY(decoded == data);
+    constexpr long kMaxGrowthKiB = 256 * 1024;  // the bug took 4 GiB; nothing here needs 1 MiB
+    QVERIFY2(
+        after.ru_maxrss - before.ru_maxrss < kMaxGrowthKiB,
+        qPrintable(QString("peak memory grew by %1 KiB").arg(after.ru_maxrss - before.ru_maxrss)));
   }
 
   // The LZ4 decoder against the plugin on chunks of one block, several blocks with a short last

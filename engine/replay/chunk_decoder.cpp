@@ -205,8 +205,10 @@ std::string bitshuffle_lz4_decode_chunk(std::span<const std::byte> stored, std::
   const std::size_t rest = (elements - done) * element_size;
   if (stored.size() - at != rest) return "bitshuffle chunk has trailing or missing bytes";
   const std::string error = decode_blocks(jobs, pool, [&](const BlockJob& job) -> std::string {
+    // Sized by what the block fills, never by the block size the chunk declares: a damaged or
+    // hostile header may declare 4 GiB blocks for a chunk of a few bytes (found by fuzzing).
     thread_local std::vector<std::byte> rows;
-    rows.resize(block_elements * element_size);
+    rows.resize(job.count * element_size);
     if (!lz4_block(job.block, rows.data(), job.count * element_size))
       return "damaged LZ4 block in a bitshuffle chunk";
     bit_untranspose(rows.data(), out.data() + job.first * element_size, job.count, element_size);
