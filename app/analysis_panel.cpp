@@ -8,6 +8,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -33,6 +34,7 @@ constexpr const char* kOrigin = "from the Analysis dock";
 constexpr int kBinsFieldLimit = 1'000'000;
 // Significant digits a number is shown with: enough that what is shown reads back as the value.
 constexpr int kShownDigits = 15;
+constexpr int kGainConfigsPerRow = 3;
 const char* kArrayFilter = "Arrays (*.npy *.h5 *.hdf5 *.cxi *.nxs);;All files (*)";
 
 // A number field's JSON for the engine's reader: null when empty (the engine's "none"), the number
@@ -235,17 +237,18 @@ QWidget* AnalysisPanel::buildPeakFinding() {
   auto* beam = new QHBoxLayout;
   beam->addWidget(beam_x_);
   beam->addWidget(beam_y_);
-  auto* gains = new QHBoxLayout;
+  // Three to a row, so that the dock stays narrow enough to sit in a column of panels.
+  auto* gains = new QGridLayout;
   for (const std::string& name : epix10ka_config_names()) {
     auto* check = new QCheckBox(QString::fromStdString(name), peak_finding_);
     check->setObjectName(QStringLiteral("gainConfig_%1").arg(QString::fromStdString(name)));
     check->setToolTip(
         tr("Search the pixels of this ePix10ka gain configuration; none ticked: every pixel "
            "(peak_finding.search_gain_configs)"));
+    const int index = int(gain_configs_.size());
+    gains->addWidget(check, index / kGainConfigsPerRow, index % kGainConfigsPerRow);
     gain_configs_[name] = check;
-    gains->addWidget(check);
   }
-  gains->addStretch(1);
   auto* form = new QFormLayout(peak_finding_);
   form->addRow(tr("mask"),
                fileRow(peak_mask_, tr("Peak-finding mask"), QString::fromLatin1(kArrayFilter)));
