@@ -367,7 +367,7 @@ class AnalysisPanelTest : public QObject {
   void aRemoteEngineTakesTheSetUpThroughItsControlSocket() {
     EngineConfig config;
     config.backend = "cpu";
-    config.cpu_threads = 1;
+    config.cpu_threads = 0;  // no run goes: every core builds the engines the applies make
     config.simulator_pool = 1;
     config.publish = "tcp://127.0.0.1:*";
     config.integration.enabled = true;
