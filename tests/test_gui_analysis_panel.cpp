@@ -418,6 +418,15 @@ class AnalysisPanelTest : public QObject {
     QCOMPARE(controller.config().compression.codec, std::string("lossless"));
   }
 
+  void attachedWithoutAControlSocketApplyIsDisabledAndSaysWhy() {
+    AppOptions options;
+    options.connect = "tcp://127.0.0.1:1";  // nothing there; no control endpoint given
+    options.settings_file = path("no_control.ini");
+    MainWindow window(options);
+    QVERIFY(!window.analysis()->applyButton()->isEnabled());
+    QVERIFY(window.analysis()->applyButton()->toolTip().contains(QStringLiteral("--control")));
+  }
+
   void theDockShowsAConfigurationOpenedFromAFile() {
     EngineConfig saved;
     saved.compression.codec = "off";
