@@ -247,6 +247,12 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     options.layout.dataset = c.record.dataset;
     options.layout.stacked = c.record.layout == "stacked";
     options.layout.deflate = c.record.deflate;
+    if (c.record.codec != "off") {
+      codec::CodecParams codec;
+      codec.codec = c.record.codec == "lossy" ? codec::Codec::Lossy : codec::Codec::Lossless;
+      codec.error_bound = c.record.codec == "lossy" ? c.record.error_bound : 0;
+      options.layout.codec = codec;
+    }
     options.run = c.run;
     options.queue_events = std::size_t(c.record.queue_events);
     // "auto": a live source must not stall for the disk; a replay can wait (files are not live).

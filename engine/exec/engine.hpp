@@ -59,6 +59,10 @@ struct RecordConfig {
   std::string dataset = "/entry/data/data";
   std::string layout = "segments";  // [N, segments, rows, cols]; "stacked": [N, seg*rows, cols]
   int deflate = 0;                  // 0: none; 1..9: gzip level (with byte shuffle)
+  // The livedrp codec as the HDF5 filter (docs/formats.md): "off", "lossless" (uint16 or float32
+  // detector words) or "lossy" (float32 words, within error_bound); not with deflate.
+  std::string codec = "off";
+  double error_bound = 0;
   // When the writer's queue is full (disk slower than the source): "drop" the event from the
   // recording and count it (never stalls the pipeline), "wait" for the disk (back-pressure), or
   // "auto": drop for live sources, wait for a replay (files are not live).

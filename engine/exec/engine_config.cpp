@@ -216,6 +216,14 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
       reader.fail("record.dataset", "must start with '/', got \"" + c.record.dataset + "\"");
     reader.read_choice("layout", c.record.layout, {"segments", "stacked"});
     reader.read_integer("deflate", c.record.deflate, 0, 9);
+    reader.read_choice("codec", c.record.codec, {"off", "lossless", "lossy"});
+    reader.read_number("error_bound", c.record.error_bound, 0.0, 1e30);
+    if (c.record.codec == "lossy" && !(c.record.error_bound > 0))
+      reader.fail("record.error_bound",
+                  "must be > 0 for the lossy codec, got " + std::to_string(c.record.error_bound));
+    if (c.record.codec != "off" && c.record.deflate > 0)
+      reader.fail("record.codec", "choose deflate or the livedrp codec, not both (deflate is " +
+                                      std::to_string(c.record.deflate) + ")");
     reader.read_choice("when_full", c.record.when_full, {"auto", "drop", "wait"});
     reader.read_integer("queue_events", c.record.queue_events, 1, 1024);
     reader.reject_unknown_keys();
@@ -334,6 +342,8 @@ json EngineConfig::to_json() const {
                 {"dataset", record.dataset},
                 {"layout", record.layout},
                 {"deflate", record.deflate},
+                {"codec", record.codec},
+                {"error_bound", record.error_bound},
                 {"when_full", record.when_full},
                 {"queue_events", record.queue_events}}},
               {"integration", integration_json(integration)},
