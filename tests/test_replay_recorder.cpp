@@ -312,6 +312,10 @@ class TestReplayRecorder : public QObject {
     QVERIFY2(error.contains("record.codec") && error.contains("lossless"), qPrintable(error));
     error = refused({{"record", {{"codec", "lossy"}}}});
     QVERIFY2(error.contains("record.error_bound"), qPrintable(error));
+    // The bounds in JSON's spelling, not 31 digits and six decimals.
+    error = refused({{"record", {{"codec", "lossy"}, {"error_bound", -1}}}});
+    QVERIFY2(error.contains("record.error_bound") && error.contains("[0.0, 1e+30]"),
+             qPrintable(error));
     error = refused({{"record", {{"codec", "lossless"}, {"deflate", 4}}}});
     QVERIFY2(error.contains("record.codec") && error.contains("deflate"), qPrintable(error));
     // Lossy needs float32 detector words: the engine refuses it for Jungfrau's uint16, naming it.

@@ -61,8 +61,9 @@ class FieldReader {
   void read_number(const char* key, double& value, double minimum, double maximum) {
     if (const nlohmann::json* v = find(key)) {
       if (!v->is_number() || !(v->get<double>() >= minimum) || !(v->get<double>() <= maximum))
-        fail(name(key), "must be a number in [" + std::to_string(minimum) + ", " +
-                            std::to_string(maximum) + "], got " + json_excerpt(*v));
+        // JSON's own spelling of the bounds (1e+30, not 31 digits and six decimals).
+        fail(name(key), "must be a number in [" + nlohmann::json(minimum).dump() + ", " +
+                            nlohmann::json(maximum).dump() + "], got " + json_excerpt(*v));
       value = v->get<double>();
     }
   }
