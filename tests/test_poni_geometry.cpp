@@ -246,12 +246,13 @@ class TestPoniGeometry : public QObject {
          "only poni_version 2.1 defines"},
         {replace_line(replace_line(kGoodV2, "poni_version:", "poni_version: 2.1"),
                       "Detector_config:",
-                      "Detector_config: {\"pixel1\": 1e-4, \"pixel2\": 1e-4, \"orientation\": 1}"),
-         "'orientation' 1 is not supported"},
+                      "Detector_config: {\"pixel1\": 1e-4, \"pixel2\": 1e-4, \"orientation\": 5}"),
+         "'orientation' must be an integer from 1 to 4 (pyFAI's TopLeft, TopRight, BottomRight, "
+         "BottomLeft), not 5"},
         {replace_line(replace_line(kGoodV2, "poni_version:", "poni_version: 2.1"),
                       "Detector_config:",
                       "Detector_config: {\"pixel1\": 1e-4, \"pixel2\": 1e-4, \"orientation\": 7}"),
-         "'orientation' must be an integer from 1 to 4, not 7"},
+         "'orientation' must be an integer from 1 to 4"},
         {replace_line(kGoodV2, "Detector_config:",
                       "Detector_config: {\"pixel1\": 1e-4, \"pixel2\": 1e-4, \"splineFile\": "
                       "\"a.spline\"}"),

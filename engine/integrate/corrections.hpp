@@ -14,13 +14,14 @@ namespace livedrp::integrate {
 // rArray, chiArray, solidAngleArray) compute them: numpy.fromfunction hands float32 indices to
 // Detector.calc_cartesian_positions, so (index + 0.5) * pixel - poni is evaluated in float32.
 // Reproducing that rounding puts every pixel in the same bin as pyFAI (a 1e-7 difference in a
-// position is enough to move a pixel that sits on a bin edge). c1, c2: the centre in pixels.
+// position is enough to move a pixel that sits on a bin edge). c1, c2: the centre in pixels, in
+// the image as stored; the orientation's re-indexing (exact, as pyFAI's float32 one) comes first.
 struct PixelOffset {
   double p1, p2;
 };
 LIVEDRP_HD PixelOffset pyfai_pixel_offset(const GeometryParams& g, double c1, double c2) {
-  const float p1 = static_cast<float>(c1) * static_cast<float>(g.pixel1);
-  const float p2 = static_cast<float>(c2) * static_cast<float>(g.pixel2);
+  const float p1 = static_cast<float>(oriented1(g, c1)) * static_cast<float>(g.pixel1);
+  const float p2 = static_cast<float>(oriented2(g, c2)) * static_cast<float>(g.pixel2);
   return {static_cast<double>(p1 - static_cast<float>(g.poni1)),
           static_cast<double>(p2 - static_cast<float>(g.poni2))};
 }

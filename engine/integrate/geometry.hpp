@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/host_device.hpp"
+#include "integrate/orientation.hpp"
 #include "integrate/poni.hpp"
 
 namespace livedrp::integrate {
@@ -17,9 +18,28 @@ struct GeometryParams {
   double pixel1, pixel2;
   double cos1, sin1, cos2, sin2, cos3, sin3;
   double wavelength;  // m; 0 when unknown (q is then not defined)
+  // The detector orientation (integrate/orientation.hpp), set by orient_geometry for the image's
+  // extent: a pixel coordinate c along a flipped axis of n pixels is read as n - c (0: the axis
+  // is not flipped), and sign1, sign2 (+-1) multiply t1 and t2.
+  double flip1 = 0.0, flip2 = 0.0;
+  double sign1 = 1.0, sign2 = 1.0;
 };
 
+// Orientation 3 (no flip) whatever the PONI says: orient_geometry applies the PONI's.
 GeometryParams make_geometry_params(const PoniGeometry& poni);
+// Applies `orientation` (1..4) to an image of rows x columns pixels, the image pyFAI would be
+// given. Throws InputError for an orientation outside 1..4.
+void orient_geometry(GeometryParams& g, int orientation, int rows, int columns);
+
+// A pixel coordinate (in pixels, from the image's corner) along axis 1 or 2 where pyFAI's
+// orientation puts it: n - c on a flipped axis of n pixels, c otherwise. Exact in double and in
+// float32 for half-integer c below 2^23, as pyFAI's float32 re-indexing is.
+LIVEDRP_HD double oriented1(const GeometryParams& g, double c1) {
+  return g.flip1 != 0.0 ? g.flip1 - c1 : c1;
+}
+LIVEDRP_HD double oriented2(const GeometryParams& g, double c2) {
+  return g.flip2 != 0.0 ? g.flip2 - c2 : c2;
+}
 
 inline constexpr double kPi = 3.14159265358979323846;
 
@@ -31,23 +51,25 @@ struct LabPosition {
 // p1, p2: position on the detector relative to the PONI (m), along axes 1 (rows) and 2 (columns).
 // pyFAI applies rot1, then rot2, then rot3 (R = R3 R2 R1, the first two left-handed) to
 // (p1, p2, distance); this is that product written out, in the same grouping as pyFAI's Cython
-// (_geometry.pyx) so the rounding matches it closely.
+// (_geometry.pyx) so the rounding matches it closely. The orientation's signs multiply t1 and t2
+// as pyFAI's f_t1 and f_t2 do (an exact operation: 2theta and r are unchanged).
 LIVEDRP_HD LabPosition lab_position(const GeometryParams& g, double p1, double p2) {
   const double L = g.distance;
   LabPosition t;
-  t.t1 = p1 * g.cos2 * g.cos3 + p2 * (g.cos3 * g.sin1 * g.sin2 - g.cos1 * g.sin3) -
-         L * (g.cos1 * g.cos3 * g.sin2 + g.sin1 * g.sin3);
-  t.t2 = p1 * g.cos2 * g.sin3 + p2 * (g.cos1 * g.cos3 + g.sin1 * g.sin2 * g.sin3) -
-         L * (-g.cos3 * g.sin1 + g.cos1 * g.sin2 * g.sin3);
+  t.t1 = g.sign1 * (p1 * g.cos2 * g.cos3 + p2 * (g.cos3 * g.sin1 * g.sin2 - g.cos1 * g.sin3) -
+                    L * (g.cos1 * g.cos3 * g.sin2 + g.sin1 * g.sin3));
+  t.t2 = g.sign2 * (p1 * g.cos2 * g.sin3 + p2 * (g.cos1 * g.cos3 + g.sin1 * g.sin2 * g.sin3) -
+                    L * (-g.cos3 * g.sin1 + g.cos1 * g.sin2 * g.sin3));
   t.t3 = p1 * g.sin2 - p2 * g.cos2 * g.sin1 + L * g.cos1 * g.cos2;
   return t;
 }
 
 // Pixel (row, column) of the detector, indices from 0: its centre sits half a pixel in from its
-// corner, as pyFAI's Detector.calc_cartesian_positions places it.
+// corner, as pyFAI's Detector.calc_cartesian_positions places it (after the orientation's
+// re-indexing).
 LIVEDRP_HD LabPosition pixel_lab_position(const GeometryParams& g, double row, double column) {
-  const double p1 = g.pixel1 * (row + 0.5) - g.poni1;
-  const double p2 = g.pixel2 * (column + 0.5) - g.poni2;
+  const double p1 = g.pixel1 * oriented1(g, row + 0.5) - g.poni1;
+  const double p2 = g.pixel2 * oriented2(g, column + 0.5) - g.poni2;
   return lab_position(g, p1, p2);
 }
 

@@ -88,7 +88,41 @@ Integrator::Integrator(const PoniGeometry& poni, PixelLayout layout, Integration
                            layout_.geometry->panel_of_pixel.size() != pixels()))
     throw InputError("CrystFEL geometry '" + layout_.geometry->source +
                      "': its layout must be one slab with a panel index per pixel");
+  apply_named_detector(poni);
   set_config(config);
+}
+
+void Integrator::apply_named_detector(const PoniGeometry& poni) {
+  const bool plain = layout_.placement.empty() && !layout_.geometry && layout_.segments == 1;
+  if (poni.orientation != kDefaultOrientation) {
+    // A CrystFEL geometry places its panels in pyFAI's native frame already
+    // (layout_from_geometry); flipping its slab indices as well would place them twice.
+    if (layout_.geometry)
+      throw InputError("CrystFEL geometry '" + layout_.geometry->source +
+                       "' with a PONI of detector orientation " + std::to_string(poni.orientation) +
+                       ": the geometry places the panels itself; give a PONI of orientation 3");
+    // pyFAI flips the image it is given: for a segmented detector the assembled one.
+    const FrameExtent extent = assembled_extent(layout_);
+    orient_geometry(geometry_, poni.orientation, extent.rows, extent.cols);
+  }
+  if (!poni.named) return;
+  // pyFAI's raw Jungfrau widens its chip-border pixels; a plain image of uniform pixels would put
+  // most of them a pixel or more from where pyFAI does.
+  if (poni.named->large_pixel_chip > 0 && plain)
+    throw InputError("PONI detector '" + poni.detector +
+                     "' is pyFAI's raw Jungfrau module, whose pixels at the borders of its " +
+                     std::to_string(poni.named->large_pixel_chip) +
+                     "-pixel chips are twice as wide; livedrp places them only with a detector "
+                     "description that has them (--detector, e.g. jungfrau4m), not on a plain "
+                     "image");
+  // pyFAI masks a named detector's module gaps (Detector.calc_mask) unless told otherwise.
+  if (plain) {
+    const std::vector<std::uint8_t> gaps = poni_detector_mask(poni, layout_.rows, layout_.cols);
+    if (!gaps.empty()) {
+      if (layout_.bad.empty()) layout_.bad.assign(pixels(), 0);
+      for (std::size_t k = 0; k < gaps.size(); ++k) layout_.bad[k] |= gaps[k];
+    }
+  }
 }
 
 void Integrator::set_config(const IntegrationConfig& c) {
@@ -260,8 +294,8 @@ void Integrator::build_deltas() {
         const PixelSpan span = span_of(k);
         for (const double e1 : {span.min_c1, span.max_c1})
           for (const double e2 : {span.min_c2, span.max_c2})
-            take_corner(e1 * geometry_.pixel1 - geometry_.poni1,
-                        e2 * geometry_.pixel2 - geometry_.poni2);
+            take_corner(oriented1(geometry_, e1) * geometry_.pixel1 - geometry_.poni1,
+                        oriented2(geometry_, e2) * geometry_.pixel2 - geometry_.poni2);
       }
       delta_radial_[k] = dr;
       delta_chi_[k] = dc;

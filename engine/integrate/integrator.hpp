@@ -114,6 +114,9 @@ class Integrator {
   BuildCounts build_counts() const { return counts_; }
 
  private:
+  // The PONI's detector orientation on the geometry, and what its named pyFAI detector brings to
+  // the layout (the module gaps' mask); refuses what livedrp cannot place as pyFAI does.
+  void apply_named_detector(const PoniGeometry& poni);
   void ensure_built();
   void parallel(std::size_t count, const std::function<void(std::size_t, std::size_t)>& body) const;
   PixelCentre centre_of(std::size_t pixel) const;

@@ -1,5 +1,6 @@
 #include "integrate/poni.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -14,6 +15,7 @@
 // The host helpers of geometry.hpp live here too.
 #include "core/json_input.hpp"
 #include "integrate/geometry.hpp"
+#include "integrate/orientation.hpp"
 
 namespace livedrp::integrate {
 namespace {
@@ -84,6 +86,29 @@ class Reader {
   std::string source_;
 };
 
+// The named detector of `g.detector`, or an error naming it when the file leaves the pixel size
+// to a detector livedrp does not know.
+const PyfaiDetector& required_named(const std::string& source, const std::string& where,
+                                    const PoniGeometry& g, const char* missing) {
+  if (g.named) return *g.named;
+  fail(source, where + "has no '" + missing + "' and detector '" + g.detector +
+                   "' is not one of pyFAI's detectors that livedrp knows (" +
+                   pyfai_detector_examples() + "); give pixel1 and pixel2 in Detector_config");
+}
+
+std::optional<std::array<int, 2>> read_extent_pair(const Reader& r, const nlohmann::json& config,
+                                                   const std::string& where, const char* key) {
+  if (!config.contains(key) || config[key].is_null()) return std::nullopt;
+  const auto& s = config[key];
+  const auto extent_ok = [](const nlohmann::json& v) {
+    return v.is_number_integer() && v.get<long long>() > 0 && v.get<long long>() <= (1 << 30);
+  };
+  if (!s.is_array() || s.size() != 2 || !extent_ok(s[0]) || !extent_ok(s[1]))
+    fail(r.source(), where + "'" + key + "' must be [rows, columns] of positive integers, not " +
+                         json_excerpt(s));
+  return std::array<int, 2>{s[0].get<int>(), s[1].get<int>()};
+}
+
 void read_detector_config(const Reader& r, PoniGeometry& g, bool allow_orientation) {
   const Entry& e = r.require("detector_config", "Detector_config");
   const std::string where = "line " + std::to_string(e.line) + ": Detector_config ";
@@ -93,29 +118,24 @@ void read_detector_config(const Reader& r, PoniGeometry& g, bool allow_orientati
   const nlohmann::json config = std::move(*parsed);
   if (!config.is_object()) fail(r.source(), where + "must be a JSON object");
 
-  const auto size = [&](const char* key) {
-    if (!config.contains(key) || config[key].is_null())
-      fail(r.source(), where + "has no '" + key + "' (livedrp has no table of pyFAI's named " +
-                           "detectors; the pixel size must be in the file)");
+  // pyFAI's Dectris-family detectors enforce their own pixel size (_Dectris.set_config ignores a
+  // configured one); the others take the configured one.
+  const bool table_pixels = g.named && g.named->pixel_fixed;
+  const auto size = [&](const char* key, double PyfaiDetector::*from_table) {
+    if (!config.contains(key) || config[key].is_null() || table_pixels)
+      return required_named(r.source(), where, g, key).*from_table;
     if (!config[key].is_number() || !(config[key].get<double>() > 0.0) ||
         !std::isfinite(config[key].get<double>()))
       fail(r.source(),
            where + "'" + key + "' must be a positive number, not " + json_excerpt(config[key]));
     return config[key].get<double>();
   };
-  g.pixel1 = size("pixel1");
-  g.pixel2 = size("pixel2");
+  g.pixel1 = size("pixel1", &PyfaiDetector::pixel1);
+  g.pixel2 = size("pixel2", &PyfaiDetector::pixel2);
 
-  if (config.contains("max_shape") && !config["max_shape"].is_null()) {
-    const auto& s = config["max_shape"];
-    const auto extent_ok = [](const nlohmann::json& v) {
-      return v.is_number_integer() && v.get<long long>() > 0 && v.get<long long>() <= (1 << 30);
-    };
-    if (!s.is_array() || s.size() != 2 || !extent_ok(s[0]) || !extent_ok(s[1]))
-      fail(r.source(), where + "'max_shape' must be [rows, columns] of positive integers, not " +
-                           json_excerpt(s));
-    g.max_shape = std::array<int, 2>{s[0].get<int>(), s[1].get<int>()};
-  }
+  g.max_shape = read_extent_pair(r, config, where, "max_shape");
+  if (!g.max_shape && g.named) g.max_shape = std::array<int, 2>{g.named->rows, g.named->cols};
+  g.module_size = read_extent_pair(r, config, where, "module_size");
 
   for (const char* key : {"splineFile", "splinefile"}) {
     if (config.contains(key) && !config[key].is_null())
@@ -126,15 +146,11 @@ void read_detector_config(const Reader& r, PoniGeometry& g, bool allow_orientati
     const auto& o = config["orientation"];
     if (!allow_orientation)
       fail(r.source(), where + "has 'orientation', which only poni_version 2.1 defines");
-    if (!o.is_number_integer() || o.get<long long>() < 1 || o.get<long long>() > 4)
-      fail(r.source(),
-           where + "'orientation' must be an integer from 1 to 4, not " + json_excerpt(o));
+    if (!o.is_number_integer() ||
+        !orientation_supported(int(std::clamp<long long>(o.get<long long>(), -1, 1000))))
+      fail(r.source(), where + "'orientation' must be an integer from 1 to 4 (pyFAI's " +
+                           "TopLeft, TopRight, BottomRight, BottomLeft), not " + json_excerpt(o));
     g.orientation = o.get<int>();
-    // The other orientations flip the detector's axes; there is no pyFAI that reads them here
-    // to check against, so they are refused rather than guessed.
-    if (g.orientation != 3)
-      fail(r.source(), where + "'orientation' " + std::to_string(g.orientation) +
-                           " is not supported; livedrp handles only 3, pyFAI's default");
   }
 }
 
@@ -184,14 +200,30 @@ PoniGeometry parse_poni(std::string_view text, const std::string& source) {
   }
 
   if (g.version == 1) {
-    if (const Entry* d = r.find("detector")) g.detector = d->value;
-    g.pixel1 = r.positive(r.require("pixelsize1", "PixelSize1"));
-    g.pixel2 = r.positive(r.require("pixelsize2", "PixelSize2"));
+    if (const Entry* d = r.find("detector")) {
+      g.detector = d->value;
+      g.named = find_pyfai_detector(g.detector);
+    }
+    // Version 1 gives the pixel size as PixelSize1/PixelSize2; a file that only names the
+    // detector takes the table's.
+    const auto pixel = [&](const char* key, const char* shown, double PyfaiDetector::*from) {
+      if (const Entry* p = r.find(key)) return r.positive(*p);
+      if (g.named) return g.named->*from;
+      if (!g.detector.empty())
+        fail(source, std::string("missing key '") + shown + "', and detector '" + g.detector +
+                         "' is not one of pyFAI's detectors that livedrp knows (" +
+                         pyfai_detector_examples() + ")");
+      fail(source, std::string("missing key '") + shown + "'");
+    };
+    g.pixel1 = pixel("pixelsize1", "PixelSize1", &PyfaiDetector::pixel1);
+    g.pixel2 = pixel("pixelsize2", "PixelSize2", &PyfaiDetector::pixel2);
+    if (g.named) g.max_shape = std::array<int, 2>{g.named->rows, g.named->cols};
     if (const Entry* s = r.find("splinefile"); s && lower(s->value) != "none")
       fail(source, "line " + std::to_string(s->line) +
                        ": SplineFile given; distortion correction is not supported");
   } else {
     g.detector = r.require("detector", "Detector").value;
+    g.named = find_pyfai_detector(g.detector);
     read_detector_config(r, g, g.version == 21);
   }
 
@@ -234,11 +266,29 @@ GeometryParams make_geometry_params(const PoniGeometry& poni) {
   return g;
 }
 
+void orient_geometry(GeometryParams& g, int orientation, int rows, int columns) {
+  if (!orientation_supported(orientation))
+    throw InputError("detector orientation " + std::to_string(orientation) +
+                     " is not one of pyFAI's 1 to 4");
+  g.flip1 = orientation_flips_rows(orientation) ? double(rows) : 0.0;
+  g.flip2 = orientation_flips_columns(orientation) ? double(columns) : 0.0;
+  g.sign1 = orientation_flips_rows(orientation) ? -1.0 : 1.0;
+  g.sign2 = orientation_flips_columns(orientation) ? -1.0 : 1.0;
+}
+
+std::vector<std::uint8_t> poni_detector_mask(const PoniGeometry& poni, int rows, int columns) {
+  if (!poni.named || rows != poni.named->rows || columns != poni.named->cols) return {};
+  const std::array<int, 2> module = poni.module_size.value_or(
+      std::array<int, 2>{poni.named->module_rows, poni.named->module_cols});
+  return pyfai_gap_mask(*poni.named, rows, columns, module[0], module[1]);
+}
+
 GeometryArrays compute_geometry_arrays(const PoniGeometry& poni, int rows, int columns) {
   if (rows <= 0 || columns <= 0)
     throw InputError("detector shape " + std::to_string(rows) + " x " + std::to_string(columns) +
                      " must be positive");
-  const GeometryParams g = make_geometry_params(poni);
+  GeometryParams g = make_geometry_params(poni);
+  orient_geometry(g, poni.orientation, rows, columns);
   GeometryArrays out;
   out.rows = rows;
   out.columns = columns;
