@@ -198,6 +198,10 @@ nlohmann::json configuration(const IntegrateOptions& o, const integrate::PoniGeo
                              {"pixel1", g.pixel1},     {"pixel2", g.pixel2}};
   if (g.wavelength) geometry["wavelength"] = *g.wavelength;
   if (!g.detector.empty()) geometry["detector"] = g.detector;
+  if (g.max_shape) geometry["max_shape"] = *g.max_shape;
+  // The orientation changes where every pixel sits (integrate/orientation.hpp): the output says
+  // which one was used, the default included.
+  geometry["orientation"] = g.orientation;
   c["poni_geometry"] = geometry;
   return nlohmann::json{{"livedrp_version", LIVEDRP_VERSION}, {"integrate", c}};
 }
