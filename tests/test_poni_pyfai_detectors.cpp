@@ -167,6 +167,12 @@ class TestPoniPyfaiDetectors : public QObject {
     QCOMPARE(g.pixel1, 5e-5);
     QCOMPARE(g.pixel2, 6e-5);
     QCOMPARE((*g.max_shape)[0], 7);
+    // Without them the generic class has nothing to go by.
+    const std::string error =
+        error_of([] { parse_poni(named_poni("2", "Detector", "{}"), "bad.poni"); });
+    QVERIFY2(contains(error, "bad.poni") && contains(error, "'pixel1'") &&
+                 contains(error, "generic 'Detector'"),
+             error.c_str());
   }
 
   void unknown_detector_is_refused_with_its_name() {

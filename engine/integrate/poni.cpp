@@ -91,6 +91,9 @@ class Reader {
 const PyfaiDetector& required_named(const std::string& source, const std::string& where,
                                     const PoniGeometry& g, const char* missing) {
   if (g.named) return *g.named;
+  // pyFAI's generic class has no size of its own: the file must give it.
+  if (g.detector == "Detector")
+    fail(source, where + "has no '" + missing + "', which pyFAI's generic 'Detector' needs");
   fail(source, where + "has no '" + missing + "' and detector '" + g.detector +
                    "' is not one of pyFAI's detectors that livedrp knows (" +
                    pyfai_detector_examples() + "); give pixel1 and pixel2 in Detector_config");
