@@ -132,9 +132,14 @@ class TestPoniPyfaiDetectors : public QObject {
         {named_poni("2", "Eiger2 4M", "{}"), 75e-6, 75e-6, 2162, 2068},
         {named_poni("2", "pilatus 1m", "{}"), 172e-6, 172e-6, 1043, 981},
         {named_poni("2", "Pilatus 1M CdTe", "{}"), 172e-6, 172e-6, 1043, 981},
-        // Dectris detectors enforce their pixel size, whatever Detector_config says.
-        {named_poni("2", "Eiger2_4M", "{\"pixel1\": 1e-4, \"pixel2\": 1e-4}"), 75e-6, 75e-6, 2162,
-         2068},
+        // pyFAI hands Detector_config to the class's constructor: what it gives wins, as
+        // pyFAI-calib2's own files (pixel1, pixel2, max_shape, orientation) have it.
+        {named_poni("2.1", "Eiger2_4M",
+                    "{\"pixel1\": 7.5e-05, \"pixel2\": 7.5e-05, \"max_shape\": [2162, 2068], "
+                    "\"orientation\": 3}"),
+         75e-6, 75e-6, 2162, 2068},
+        {named_poni("2", "Pilatus1M", "{\"pixel1\": 3.44e-4, \"pixel2\": 3.44e-4}"), 3.44e-4,
+         3.44e-4, 1043, 981},
         // A configured max_shape (a region of interest) wins over the table's.
         {named_poni("2", "Pilatus1M", "{\"max_shape\": [195, 487]}"), 172e-6, 172e-6, 195, 487},
         // A non-Dectris detector takes a configured pixel size (binning).
@@ -191,6 +196,8 @@ class TestPoniPyfaiDetectors : public QObject {
     for (const PyfaiDetector& d : pyfai_detectors()) {
       QVERIFY2(find_pyfai_detector(d.name) == &d, std::string(d.name).c_str());
       QVERIFY(d.pixel1 > 0.0 && d.pixel2 > 0.0 && d.rows > 0 && d.cols > 0);
+      // Only pyFAI's raw Jungfrau module has wide pixels at its chip borders.
+      QCOMPARE(d.large_pixel_chip, d.name == "Jungfrau" ? 256 : 0);
     }
     QVERIFY(find_pyfai_detector("") == nullptr);
     QVERIFY(find_pyfai_detector("Detector") == nullptr);

@@ -121,11 +121,11 @@ void read_detector_config(const Reader& r, PoniGeometry& g, bool allow_orientati
   const nlohmann::json config = std::move(*parsed);
   if (!config.is_object()) fail(r.source(), where + "must be a JSON object");
 
-  // pyFAI's Dectris-family detectors enforce their own pixel size (_Dectris.set_config ignores a
-  // configured one); the others take the configured one.
-  const bool table_pixels = g.named && g.named->pixel_fixed;
+  // pyFAI's detector factory hands Detector_config to the named class's constructor, so what the
+  // file gives (pixel size, max_shape, module_size) wins over the class's own; the table fills
+  // in what it leaves out.
   const auto size = [&](const char* key, double PyfaiDetector::*from_table) {
-    if (!config.contains(key) || config[key].is_null() || table_pixels)
+    if (!config.contains(key) || config[key].is_null())
       return required_named(r.source(), where, g, key).*from_table;
     if (!config[key].is_number() || !(config[key].get<double>() > 0.0) ||
         !std::isfinite(config[key].get<double>()))

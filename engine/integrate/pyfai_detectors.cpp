@@ -16,14 +16,14 @@ constexpr int kPilatus4Module[2] = {255, 513}, kPilatus4Gap[2] = {20, 7};
 constexpr int kJungfrau4MModule[2] = {514, 1030}, kJungfrau4MGap[2] = {36, 8};
 
 constexpr PyfaiDetector eiger(std::string_view name, std::string_view alias, int rows, int cols) {
-  return {name,         {alias},      75e-6,   75e-6, rows, cols, kEigerModule[0], kEigerModule[1],
-          kEigerGap[0], kEigerGap[1], M::None, true};
+  return {name,         {alias},      75e-6,  75e-6, rows, cols, kEigerModule[0], kEigerModule[1],
+          kEigerGap[0], kEigerGap[1], M::None};
 }
 constexpr PyfaiDetector eiger2(std::string_view name, std::string_view alias, int rows, int cols,
                                MidModuleGap mid = M::None) {
   return {
       name,          {alias},       75e-6, 75e-6, rows, cols, kEiger2Module[0], kEiger2Module[1],
-      kEiger2Gap[0], kEiger2Gap[1], mid,   true};
+      kEiger2Gap[0], kEiger2Gap[1], mid};
 }
 constexpr PyfaiDetector pilatus(std::string_view name, std::array<std::string_view, 4> aliases,
                                 int rows, int cols, MidModuleGap mid = M::None) {
@@ -37,8 +37,7 @@ constexpr PyfaiDetector pilatus(std::string_view name, std::array<std::string_vi
           kPilatusModule[1],
           kPilatusGap[0],
           kPilatusGap[1],
-          mid,
-          true};
+          mid};
 }
 constexpr PyfaiDetector pilatus4(std::string_view name, std::string_view alias, int rows,
                                  int cols) {
@@ -52,8 +51,7 @@ constexpr PyfaiDetector pilatus4(std::string_view name, std::string_view alias, 
           kPilatus4Module[1],
           kPilatus4Gap[0],
           kPilatus4Gap[1],
-          M::None,
-          true};
+          M::None};
 }
 // A detector of uniform pixels without gaps.
 constexpr PyfaiDetector plain(std::string_view name, std::array<std::string_view, 4> aliases,
@@ -116,9 +114,9 @@ constexpr PyfaiDetector kTable[] = {
     pilatus4("Pilatus4_260k", "Pilatus4 260k", 530, 513),
     pilatus4("Pilatus4_260kw", "Pilatus4 260kw", 255, 1033),
     // Mythen strips (8 mm x 50 um), one row.
-    {"Mythen", {"Mythen 1280"}, 8e-3, 50e-6, 1, 1280, 0, 0, 0, 0, M::None, true},
+    {"Mythen", {"Mythen 1280"}, 8e-3, 50e-6, 1, 1280, 0, 0, 0, 0, M::None},
     // PSI (pyFAI/detectors/_psi.py): the raw Jungfrau module and the Jungfrau 4M, 75 um.
-    {"Jungfrau", {"Jungfrau 500k"}, 75e-6, 75e-6, 512, 1024, 0, 0, 0, 0, M::None, true, 256},
+    {"Jungfrau", {"Jungfrau 500k"}, 75e-6, 75e-6, 512, 1024, 0, 0, 0, 0, M::None, 256},
     {"Jungfrau4M",
      {"Jungfrau 4M"},
      75e-6,
@@ -129,8 +127,7 @@ constexpr PyfaiDetector kTable[] = {
      kJungfrau4MModule[1],
      kJungfrau4MGap[0],
      kJungfrau4MGap[1],
-     M::None,
-     true},
+     M::None},
     // Others (pyFAI/detectors/_others.py).
     plain("Fairchild", {"Condor", "Fairchild Condor 486:90"}, 15e-6, 15e-6, 4096, 4096),
     plain("Titan", {"Titan 2k x 2k", "OXD Titan", "Agilent Titan"}, 60e-6, 60e-6, 2048, 2048),
@@ -151,7 +148,6 @@ constexpr PyfaiDetector kTable[] = {
      0,
      0,
      M::None,
-     false,
      0,
      "LCLS btx/LCLSGeom (4 segments of 352 x 384, stacked)"},
     {"Epix10k2M",
@@ -165,7 +161,6 @@ constexpr PyfaiDetector kTable[] = {
      0,
      0,
      M::None,
-     false,
      0,
      "LCLS btx/LCLSGeom (16 segments of 352 x 384, stacked)"},
 };

@@ -28,9 +28,6 @@ struct PyfaiDetector {
   int module_rows = 0, module_cols = 0;
   int gap_rows = 0, gap_cols = 0;
   MidModuleGap mid_gap = MidModuleGap::None;
-  // pyFAI's Dectris-family classes enforce their pixel size: a Detector_config's pixel1/pixel2
-  // are ignored (_Dectris.set_config). The others take them when given.
-  bool pixel_fixed = false;
   // pyFAI's raw Jungfrau module: the pixels on either side of every internal border between its
   // 256 x 256 chips are twice as wide (BORDER_SIZE_RELATIVE). 0: uniform pixels.
   int large_pixel_chip = 0;
