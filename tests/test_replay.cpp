@@ -275,8 +275,9 @@ class TestReplay : public QObject {
     const SimEvents& events = sim_events("generic_f32");
     const fs::path file = path("handover.h5");
     write_events(file, events, {});
-    replay::ReplaySource source(options_for({file}, replay::kDefaultDataset, 2));
+    // Declared before the source: its destructor frees through the counting allocator.
     std::atomic<int> allocated{0}, freed{0};
+    replay::ReplaySource source(options_for({file}, replay::kDefaultDataset, 2));
     const std::size_t bytes = events.detector.raw_event_bytes();
     source.set_buffer_allocator(
         [&](std::size_t n) {

@@ -349,16 +349,20 @@ class TestStreamDectris : public QObject {
       return std::get<stream::dectris::ImageMessage>(*decoded.message).channels[0].data;
     };
     std::vector<std::byte> out(frame.size());
-    const auto cut = data_of(testing::image_message(series, 0, frame, {.cut_data_bytes = 10}));
+    // The messages are kept: a decoded array points into its message's bytes.
+    const auto cut_message = testing::image_message(series, 0, frame, {.cut_data_bytes = 10});
+    const auto cut = data_of(cut_message);
     auto problem = stream::dectris::decode_array(cut, out);
     QCOMPARE(problem.reason, std::string("truncated"));
     QVERIFY2(problem.what.find("bslz4") != std::string::npos, problem.what.c_str());
-    const auto unknown = data_of(testing::image_message(series, 0, frame, {.algorithm = "bszstd"}));
+    const auto unknown_message = testing::image_message(series, 0, frame, {.algorithm = "bszstd"});
+    const auto unknown = data_of(unknown_message);
     problem = stream::dectris::decode_array(unknown, out);
     QCOMPARE(problem.reason, std::string("unsupported"));
     QVERIFY2(problem.what.find("'bszstd'") != std::string::npos, problem.what.c_str());
     series.compression = Compression::None;
-    const auto short_raw = data_of(testing::image_message(series, 0, frame, {.cut_data_bytes = 2}));
+    const auto short_message = testing::image_message(series, 0, frame, {.cut_data_bytes = 2});
+    const auto short_raw = data_of(short_message);
     problem = stream::dectris::decode_array(short_raw, out);
     QCOMPARE(problem.reason, std::string("truncated"));
   }

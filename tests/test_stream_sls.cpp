@@ -584,9 +584,9 @@ class TestStreamSls : public QObject {
   void keeps_buffers_made_before_the_allocator_to_itself() {
     // A buffer made before the engine's allocator was set cannot become a ring slot (the ring
     // would free it with the wrong allocator): the exchange is refused and the caller copies.
+    int made = 0, freed = 0;  // before the pool: its destructor frees through the allocator
     EventBufferPool pool(64);
     std::byte* early = pool.acquire();
-    int made = 0, freed = 0;
     pool.set_allocator({[&](std::size_t bytes) {
                           ++made;
                           return ::operator new(bytes);
