@@ -318,6 +318,10 @@ class TestPoniPyfaiDetectors : public QObject {
     QVERIFY(norm[std::size_t(550) * 1028] > 0.0f);
     // A binned image is not the detector's shape: no mask (pyFAI would rebin it).
     QVERIFY(poni_detector_mask(g, 531, 514).empty());
+    // A configured max_shape is the one tiled: two Pilatus modules and the 17 rows between them.
+    const PoniGeometry roi =
+        parse_poni(named_poni("2", "Pilatus1M", "{\"max_shape\": [407, 487]}"), "roi.poni");
+    QCOMPARE(masked_count(poni_detector_mask(roi, 407, 487)), 17 * 487);
   }
 
   // The equivalence: a PONI naming Pilatus300k integrates as the generic PONI of the same

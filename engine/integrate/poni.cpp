@@ -280,7 +280,10 @@ void orient_geometry(GeometryParams& g, int orientation, int rows, int columns) 
 }
 
 std::vector<std::uint8_t> poni_detector_mask(const PoniGeometry& poni, int rows, int columns) {
-  if (!poni.named || rows != poni.named->rows || columns != poni.named->cols) return {};
+  // pyFAI's calc_mask tiles the detector's max_shape (the file's, else the class's).
+  if (!poni.named || !poni.max_shape || rows != (*poni.max_shape)[0] ||
+      columns != (*poni.max_shape)[1])
+    return {};
   const std::array<int, 2> module = poni.module_size.value_or(
       std::array<int, 2>{poni.named->module_rows, poni.named->module_cols});
   return pyfai_gap_mask(*poni.named, rows, columns, module[0], module[1]);

@@ -45,7 +45,8 @@ PoniGeometry read_poni(const std::filesystem::path& path);
 
 // The mask pyFAI gives a named detector of gaps between modules (Detector.calc_mask), for an image
 // of rows x columns: 1 on the gaps. Empty when the PONI names no such detector or the image is
-// not the detector's full shape (pyFAI rebins the mask of a binned image; livedrp does not).
+// not the detector's max_shape (the file's, else the table's): pyFAI rebins the mask of a binned
+// image, livedrp does not.
 std::vector<std::uint8_t> poni_detector_mask(const PoniGeometry& poni, int rows, int columns);
 
 }  // namespace livedrp::integrate
