@@ -36,6 +36,7 @@
 #include "app/engine_host.hpp"
 #include "app/engine_liveness.hpp"
 #include "app/peak_tuning_panel.hpp"
+#include "app/plot_export_actions.hpp"
 #include "app/recent_configurations.hpp"
 #include "app/remote_control.hpp"
 #include "app/remote_curve.hpp"
@@ -153,6 +154,10 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
     }
     openConfiguration(path);
   });
+  plot_export_ = new PlotExportActions(*this);
+  plot_export_->attachPlots();
+  connect(plot_export_, &PlotExportActions::exported, this, &MainWindow::appendLog);
+  connect(plot_export_, &PlotExportActions::failed, this, &MainWindow::showFileProblem);
   buildMenus();
   // The dashboard is made for a whole screen; saved settings bring the window's own size back.
   if (const QScreen* screen = this->screen()) resize(screen->availableGeometry().size());
@@ -447,6 +452,8 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   file->addAction(tr("&Save Layout..."), this, &MainWindow::saveLayoutDialog);
   file->addAction(tr("&Load Layout..."), this, &MainWindow::loadLayoutDialog);
+  file->addSeparator();
+  file->addMenu(plot_export_->menu());
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);

@@ -51,6 +51,7 @@ class DockLayouts;
 class EngineLiveness;
 class EngineHost;
 class PeakTuningPanel;
+class PlotExportActions;
 class RecentConfigurations;
 class RemoteControl;
 class ReplayTransportBar;
@@ -136,6 +137,8 @@ class MainWindow : public QMainWindow {
   DockLayouts* layouts() const { return layouts_; }
   // File > Open Recent: the configurations opened or saved here, or given with --config.
   RecentConfigurations* recentConfigurations() const { return recent_; }
+  // File > Export and every plot's right-click menu: pictures (PNG, SVG) and data (CSV, .npy).
+  PlotExportActions* plotExport() const { return plot_export_; }
   // Where the named configurations are saved (QSettings "configurations/directory").
   QString configurationsDirectory() const { return configurations_dir_; }
   // The stream-configuration panel's Apply: embedded, to the EngineHost (the running engine
@@ -238,6 +241,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* log_dock_ = nullptr;
   DockLayouts* layouts_ = nullptr;
   RecentConfigurations* recent_ = nullptr;
+  PlotExportActions* plot_export_ = nullptr;
   EngineLiveness* liveness_ = nullptr;
 
   EngineHost* host_ = nullptr;

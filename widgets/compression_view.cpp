@@ -72,6 +72,7 @@ CompressionView::CompressionView(StatsModel* model, QWidget* parent)
   summary_->setObjectName(QStringLiteral("compressionSummary"));
 
   chart_ = makePlot(this, QStringLiteral("compressionChart"));
+  chart_->setWindowTitle(tr("ratio and codec speed"));  // its name in the export menus
   chart_->setAxisVisible(QwtAxis::YRight, true);
   chart_->setAxisTitle(
       QwtAxis::XBottom,
@@ -93,6 +94,7 @@ CompressionView::CompressionView(StatsModel* model, QWidget* parent)
 
   // Log2 x axis: the protocol's bins are powers of two, so every bar has the same width.
   histogram_plot_ = makePlot(this, QStringLiteral("compressionHistogram"));
+  histogram_plot_->setWindowTitle(tr("per-event ratios"));  // its name in the export menus
   histogram_plot_->setAxisScaleEngine(QwtAxis::XBottom, new QwtLogScaleEngine(2));
   histogram_plot_->setAxisScale(
       QwtAxis::XBottom, protocol::ratio_histogram_lower_edge(0),

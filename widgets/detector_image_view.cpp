@@ -49,8 +49,8 @@ DetectorImageView::DetectorImageView(PeakFindingModel* model, QWidget* parent)
   palette_selector_->addItems(colourPaletteNames());
   reset_zoom_ = new QPushButton(tr("Whole image"));
   reset_zoom_->setToolTip(
-      tr("Back to the whole image (drag on the image to zoom, right click "
-         "also resets, middle click goes one zoom back)"));
+      tr("Back to the whole image (drag on the image to zoom, middle click goes one zoom back; "
+         "the right-click menu also has Whole Image, and exports)"));
 
   plot_ = new DetectorImagePlot;
   scale_selector_->setCurrentIndex(int(plot_->colourScale()));

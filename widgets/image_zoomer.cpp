@@ -35,6 +35,9 @@ ImageZoomer::ImageZoomer(QwtPlot* plot, const ImageRasterData* raster)
   setRubberBandPen(QPen(QColor(0xff, 0xff, 0xff), 1.0, Qt::DashLine));
   setTrackerPen(QPen(Qt::black));
   setMaxStackDepth(20);
+  // Right click opens the plot's menu (export, whole image; app/plot_export_actions): it no longer
+  // zooms out as well, which would lose the view the user is about to export.
+  setMousePattern(QwtEventPattern::MouseSelect2, Qt::NoButton);
 }
 
 QString ImageZoomer::readoutAt(const QPointF& position) const {

@@ -1,8 +1,8 @@
 #pragma once
-// Zoom and pixel read-out of the detector image. Left-drag zooms into a rectangle, right click
-// goes back to the whole image, middle click one step back. Every zoom keeps pixels square: the
-// rectangle asked for grows along one axis until image pixels are as wide as they are tall on
-// the canvas. The tracker follows the mouse and reads out the pixel under it.
+// Zoom and pixel read-out of the detector image. Left-drag zooms into a rectangle, middle click
+// goes one step back, zoom(0) (the view's "Whole image" button and the right-click menu's entry)
+// to the whole image. Every zoom keeps pixels square: the rectangle asked for grows along one
+// axis until image pixels are as wide as they are tall on the canvas. The tracker follows the mouse and reads out the pixel under it.
 #include <QPointF>
 #include <QRectF>
 #include <QSizeF>

@@ -34,6 +34,7 @@ QwtInterval usableRange(const QwtInterval& range) {
 
 ProfileWaterfall::ProfileWaterfall(QWidget* parent, std::size_t capacity) : QwtPlot(parent) {
   setObjectName(QStringLiteral("profileWaterfall"));
+  setWindowTitle(tr("history"));  // its name in the export menus, beside the profile plot
   // Expanding, not QwtPlot's MinimumExpanding: its size hint (room for every tick label) would be
   // the smallest the dock could get, and the dashboard shows this beside three others.
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);

@@ -45,6 +45,7 @@ QString intensityText(double value) {
 
 RadialProfilePlot::RadialProfilePlot(QWidget* parent) : QwtPlot(parent) {
   setObjectName(QStringLiteral("radialProfilePlot"));
+  setWindowTitle(tr("profile"));  // its name in the export menus, beside the waterfall
   // Expanding, not QwtPlot's MinimumExpanding: its size hint (room for every tick label) would be
   // the smallest the dock could get, and the dashboard shows this beside three others.
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);

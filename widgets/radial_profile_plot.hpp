@@ -28,6 +28,8 @@ class RadialProfilePlot : public QwtPlot {
   void setProfile(const protocol::RadialProfile& profile);
   void clear();
   bool hasProfile() const { return has_profile_; }
+  // The profile shown, as received (bins the curves leave out included): what its CSV holds.
+  const protocol::RadialProfile& profile() const { return profile_; }
 
   void setLogY(bool on);
   bool logY() const { return log_y_; }
