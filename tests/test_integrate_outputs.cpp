@@ -271,6 +271,8 @@ class TestIntegrateOutputs : public QObject {
     QCOMPARE(config["integrate"]["npt"].get<int>(), 16);
     QCOMPARE(config["integrate"]["unit"].get<std::string>(), std::string("2th_deg"));
     QCOMPARE(config["integrate"]["poni_geometry"]["distance"].get<double>(), 0.1);
+    // The detector orientation, which moves every pixel, is echoed too (3 unless the PONI says).
+    QCOMPARE(config["integrate"]["poni_geometry"]["orientation"].get<int>(), 3);
     // The column line names the unit as pyFAI does, then I and sigma.
     std::istringstream columns(p.header.back());
     std::string unit, intensity, sigma;
