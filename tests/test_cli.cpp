@@ -104,6 +104,12 @@ class TestCli : public QObject {
     const QJsonObject json = QJsonDocument::fromJson(file.readAll()).object();
     QCOMPARE(json["events_processed"].toInt(), 12);
     QCOMPARE(json["config"].toObject()["source"].toString(), QString("sim:jungfrau4m"));
+    // What bounded the rate while the run ran (flat out on the CPU: a stage or the pipeline).
+    const QJsonObject bound = json["rate_bound"].toObject();
+    QVERIFY2(!bound["by"].toString().isEmpty() && bound["by"].toString() != "idle" &&
+                 !bound["why"].toString().isEmpty(),
+             qPrintable(QJsonDocument(bound).toJson()));
+    QVERIFY2(r.out.contains("rate bound by " + bound["by"].toString()), qPrintable(r.out));
     // Source-to-result latency over the whole run: ordered quantiles of 12 real latencies.
     QVERIFY(r.out.contains("latency (source to result, whole run)"));
     const double p50 = json["latency_p50_us"].toDouble(), p99 = json["latency_p99_us"].toDouble(),

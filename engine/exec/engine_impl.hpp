@@ -121,7 +121,10 @@ struct Engine::Impl {
   std::optional<StageTimer> calibrate_timer;  // set with the detector
   std::vector<double> interval_latencies_us;  // doorbell to release, this stats interval
   LatencyHistogram run_latencies;             // the same, over the whole run (the summary's)
-  std::vector<LaneOccupancy> lanes;           // snapshot taken by the consumer thread
+  // The last interval's rate_bound that saw events processed (not "idle"): what bounded the rate
+  // while the run ran, for the summary (the last interval of a finished run is its drain).
+  std::optional<protocol::RateBound> running_rate_bound;
+  std::vector<LaneOccupancy> lanes;  // snapshot taken by the consumer thread
   std::uint64_t reorder_depth = 0;
   std::function<void(const protocol::StatsPayload&)> progress;
 

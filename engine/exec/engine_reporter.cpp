@@ -173,6 +173,10 @@ void Engine::Impl::report() {
     facts.device_resident = device_source;
     facts.event_bytes = detector.raw_event_bytes();
     stats.rate_bound = rate_bound(stats, facts);
+    if (stats.rate_bound->by != "idle") {
+      std::lock_guard lock(mutex);
+      running_rate_bound = stats.rate_bound;
+    }
     if (publisher) {
       protocol::Message message = protocol::make_stats_message(stats);
       message.run = config.run;
@@ -229,6 +233,7 @@ RunSummary Engine::summary() const {
   summary.stats.latency_p99_us = d.run_latencies.quantile_us(0.99);
   summary.stats.latency_max_us = d.run_latencies.max_us();
   summary.stats.stages.push_back(d.calibrate_timer->totals());
+  summary.stats.rate_bound = d.running_rate_bound;  // under d.mutex, held above
   if (d.stage_books) d.stage_books->add_totals(summary.stats);
   return summary;
 }

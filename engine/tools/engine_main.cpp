@@ -108,6 +108,10 @@ nlohmann::json summary_json(const livedrp::EngineConfig& config,
                                                            double(s.compression->total_bytes_out)
                                                      : 0.0}};
   if (s.source_stream) result["source_stream"] = livedrp::protocol::to_json(s)["source_stream"];
+  if (s.rate_bound)
+    result["rate_bound"] = {{"by", s.rate_bound->by},
+                            {"busy_fraction", finite_or_null(s.rate_bound->busy_fraction)},
+                            {"why", s.rate_bound->why}};
   if (const auto& p = s.peak_finding)
     result["peak_finding"] = {{"events", p->total_events},
                               {"hits", p->total_hits},
@@ -168,6 +172,9 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
   for (const auto& stage : s.stages)
     std::printf("stage %s: %.1f us/event, %.2f GB/s\n", stage.name.c_str(), stage.mean_us,
                 stage.gbps);
+  if (s.rate_bound)
+    std::printf("rate bound by %s (last busy interval): %s\n", s.rate_bound->by.c_str(),
+                s.rate_bound->why.c_str());
   if (const auto& c = s.compression; c && c->total_bytes_out > 0)
     std::printf("compression %s: %llu -> %llu bytes, ratio %.3f\n", c->codec.c_str(),
                 (unsigned long long)c->total_bytes_in, (unsigned long long)c->total_bytes_out,
