@@ -32,19 +32,30 @@ std::optional<QString> writeConfigurationFile(const EngineConfig& config, const 
   return std::nullopt;
 }
 
+namespace {
+
+// The shortcuts of `menu` and of its submenus (File > Export > Current Plot...), each line
+// naming the path of menus that leads to it.
+void appendShortcuts(const QMenu& menu, const QString& path, QStringList& lines) {
+  for (const QAction* action : menu.actions()) {
+    const QString text = QString(action->text()).remove(QLatin1Char('&'));
+    if (const QMenu* submenu = action->menu()) {
+      appendShortcuts(*submenu, path + QStringLiteral(" > ") + text, lines);
+      continue;
+    }
+    if (action->shortcut().isEmpty()) continue;
+    lines << QStringLiteral("%1\t%2 > %3")
+                 .arg(action->shortcut().toString(QKeySequence::NativeText), path, text);
+  }
+}
+
+}  // namespace
+
 QString menuShortcutsText(const QMenuBar& menus) {
   QStringList lines;
-  for (const QAction* menu_action : menus.actions()) {
-    const QMenu* menu = menu_action->menu();
-    if (menu == nullptr) continue;
-    for (const QAction* action : menu->actions()) {
-      if (action->shortcut().isEmpty()) continue;
-      lines << QStringLiteral("%1\t%2 > %3")
-                   .arg(action->shortcut().toString(QKeySequence::NativeText),
-                        QString(menu_action->text()).remove(QLatin1Char('&')),
-                        QString(action->text()).remove(QLatin1Char('&')));
-    }
-  }
+  for (const QAction* menu_action : menus.actions())
+    if (const QMenu* menu = menu_action->menu())
+      appendShortcuts(*menu, QString(menu_action->text()).remove(QLatin1Char('&')), lines);
   return lines.join(QLatin1Char('\n'));
 }
 

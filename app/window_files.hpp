@@ -21,7 +21,8 @@ QString droppableKindsText();
 // reason when the file cannot be written, nullopt when written.
 std::optional<QString> writeConfigurationFile(const EngineConfig& config, const QString& path);
 
-// "Ctrl+R\tRun > Start": every menu action with a shortcut, menu by menu, one a line.
+// "Ctrl+R\tRun > Start": every menu action with a shortcut, menu by menu (submenus as
+// "File > Export > Current Plot..."), one a line.
 QString menuShortcutsText(const QMenuBar& menus);
 
 }  // namespace livedrp::app

@@ -3,9 +3,10 @@
 // size), SVG (the curve a polyline of the curve's colour through every bin) and CSV (every bin
 // read back to the same double, NaN bins kept, the unit in a note); the detector image as .npy and
 // CSV (every float32 pixel back bit for bit, gaps NaN) and PNG (the peak circles drawn); strip-
-// chart curves share one time column; every plot of the window has the right-click menu with its
-// exports, and File > Export writes the plot clicked last; an unwritable path is refused with a
-// message naming it, and leaves no file.
+// chart curves share one time column (the rate chart's: run time, rate, throughput as the stats
+// said); every plot of the window has the right-click menu with its exports, and File > Export
+// (Ctrl+E, listed in Help > Keyboard Shortcuts) writes the plot clicked last; an unwritable path is
+// refused with a message naming it, and leaves no file.
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -42,6 +43,8 @@
 #include "widgets/plot_export.hpp"
 #include "widgets/radial_profile_plot.hpp"
 #include "widgets/radial_profile_view.hpp"
+#include "widgets/rate_strip_chart.hpp"
+#include "widgets/stats_model.hpp"
 
 using livedrp::app::MainWindow;
 using livedrp::app::PlotExportActions;
@@ -273,6 +276,39 @@ class PlotExportTest : public QObject {
         csv.constData());
   }
 
+  void rateChartCsvIsRunTimeThenRateAndThroughputAsTheStatsSaid() {
+    livedrp::widgets::StatsModel model;
+    livedrp::widgets::RateStripChart chart(&model);
+    for (int t = 1; t <= 8; ++t) {
+      livedrp::protocol::StatsPayload stats;
+      stats.elapsed_s = 0.25 * t;
+      stats.event_rate_hz = 1000.0 / 3.0 * t;
+      stats.input_gbps = 0.1 * t;
+      model.applyStats(stats);
+    }
+    const QString file = path(QStringLiteral("rates.csv"));
+    const auto problem = livedrp::widgets::exportPlot(chart, file, ExportFormat::Csv);
+    QVERIFY2(!problem, qPrintable(problem.value_or(QString())));
+    QList<QByteArray> rows;
+    QByteArray notes;
+    for (const QByteArray& line : readAll(file).split('\n'))
+      if (line.startsWith('#'))
+        notes += line;
+      else if (!line.isEmpty())
+        rows << line;
+    QCOMPARE(rows.value(0), QByteArray("run time (s),event rate,input GB/s"));
+    QVERIFY(notes.contains("event rate (Hz)"));  // each curve's axis and unit
+    QVERIFY(notes.contains("input (GB/s)"));
+    QCOMPARE(rows.size(), 9);
+    for (int t = 1; t <= 8; ++t) {
+      const QList<QByteArray> fields = rows[t].split(',');
+      QCOMPARE(fields.size(), 3);
+      QCOMPARE(parseDouble(fields[0]), 0.25 * t);
+      QCOMPARE(parseDouble(fields[1]), 1000.0 / 3.0 * t);
+      QCOMPARE(parseDouble(fields[2]), 0.1 * t);
+    }
+  }
+
   void imageNpyAndCsvGiveBackEveryPixelAndTheGaps() {
     DetectorImagePlot plot;
     const auto frame = gappedFrame(37, 23);
@@ -445,6 +481,10 @@ class PlotExportTest : public QObject {
           return PlotExportActions::Choice{stem, livedrp::widgets::formatFilter(ExportFormat::Csv)};
         });
     QMenu* menu = window.plotExport()->menu();
+    // Help > Keyboard Shortcuts lists the submenu's key with its path.
+    QVERIFY2(window.keyboardShortcutsText().contains(
+                 QLatin1String("Ctrl+E\tFile > Export > Current Plot")),
+             qPrintable(window.keyboardShortcutsText()));
     QVERIFY(window.menuBar()->actions().value(0)->menu()->actions().contains(menu->menuAction()));
     emit menu->aboutToShow();
     QAction* current = menu->actions().value(0);
