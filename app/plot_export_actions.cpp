@@ -147,10 +147,13 @@ QMenu* PlotExportActions::contextMenu(QwtPlot& plot, QWidget* parent) {
 
 void PlotExportActions::exportWithDialog(QwtPlot& plot, std::optional<ExportFormat> format) {
   const std::vector<ExportFormat> formats = widgets::exportFormats(plot);
+  // A right-click entry offers its own format; File > Export every format the plot has.
   QStringList filters;
-  if (format) filters << widgets::formatFilter(*format);
-  for (const ExportFormat offered : formats)
-    if (!format) filters << widgets::formatFilter(offered);
+  if (format) {
+    filters << widgets::formatFilter(*format);
+  } else {
+    for (const ExportFormat offered : formats) filters << widgets::formatFilter(offered);
+  }
   const QString label = labelOf(plot);
   const ExportFormat first = format.value_or(formats.front());
   const QString directory = last_directory_.isEmpty() ? QDir::currentPath() : last_directory_;
