@@ -12,6 +12,7 @@
 #include "exec/engine.hpp"
 #include "protocol/subscriber.hpp"
 #include "protocol/topics.hpp"
+#include "test_time_scale.hpp"
 
 using namespace livedrp;
 
@@ -149,7 +150,7 @@ class TestEngine : public QObject {
     std::uint64_t lane_completed = 0;
     while (!engine.finished() || timer.elapsed() < 500) {
       auto message = subscriber.receive(std::chrono::milliseconds(100));
-      if (timer.elapsed() > 20000) break;
+      if (timer.elapsed() > 20000 * testing::time_scale()) break;  // slower under sanitizers
       if (!message) continue;
       const auto stats = protocol::stats_from_json(message->payload);
       QCOMPARE(stats.streams.size(), std::size_t(1));
