@@ -2,8 +2,10 @@
 // Running one of livedrp's command-line tools from a test: exit status and output, with a time
 // limit, and the check every bad-input case makes (exit status 2, the problem named on stderr).
 #include <QCoreApplication>
+#include <QDeadlineTimer>
 #include <QFileInfo>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QtTest>
 
 struct CliResult {
@@ -47,3 +49,18 @@ inline CliResult run_cli(const char* executable_variable, const QStringList& arg
     QVERIFY2(r_.err.contains(expected_text),                                            \
              qPrintable(QString("stderr lacks '%1': %2").arg(expected_text, r_.err)));  \
   } while (false)
+
+// Reads `process`'s standard error (its read channel) until the engine announces its control
+// socket ("control socket on ENDPOINT"), the process ends or 60 s pass. Returns the endpoint,
+// empty when none was announced; everything read is appended to `err`.
+inline QString await_control_endpoint(QProcess& process, QString& err) {
+  const QRegularExpression announced("control socket on (\\S+)");
+  QRegularExpressionMatch match;
+  for (QDeadlineTimer deadline(60000); !(match = announced.match(err)).hasMatch() &&
+                                       !deadline.hasExpired() &&
+                                       process.state() != QProcess::NotRunning;) {
+    process.waitForReadyRead(200);
+    err += QString::fromUtf8(process.readAllStandardError());
+  }
+  return match.hasMatch() ? match.captured(1) : QString();
+}

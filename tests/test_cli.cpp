@@ -134,17 +134,10 @@ class TestCli : public QObject {
         process.waitForFinished(5000);
       }
     });
-    const QRegularExpression announced("control socket on (\\S+)");
     QString err;
-    QRegularExpressionMatch match;
-    QDeadlineTimer deadline(60000);
-    while (!(match = announced.match(err)).hasMatch() && !deadline.hasExpired() &&
-           process.state() != QProcess::NotRunning) {
-      process.waitForReadyRead(200);
-      err += QString::fromUtf8(process.readAllStandardError());
-    }
-    QVERIFY2(match.hasMatch(), qPrintable("no control endpoint announced: " + err));
-    const std::string endpoint = match.captured(1).toStdString();
+    const QString announced = await_control_endpoint(process, err);
+    QVERIFY2(!announced.isEmpty(), qPrintable("no control endpoint announced: " + err));
+    const std::string endpoint = announced.toStdString();
     QVERIFY2(endpoint.rfind("tcp://127.0.0.1:", 0) == 0 && endpoint.back() != '*',
              endpoint.c_str());
 

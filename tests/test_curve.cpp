@@ -179,18 +179,11 @@ class TestCurve : public QObject {
         process.waitForFinished(5000);
       }
     });
-    const QRegularExpression announced("control socket on (\\S+)");
     QString err;
-    QRegularExpressionMatch match;
-    for (QDeadlineTimer deadline(60000); !(match = announced.match(err)).hasMatch() &&
-                                         !deadline.hasExpired() &&
-                                         process.state() != QProcess::NotRunning;) {
-      process.waitForReadyRead(200);
-      err += QString::fromUtf8(process.readAllStandardError());
-    }
-    QVERIFY2(match.hasMatch(), qPrintable("no control endpoint announced: " + err));
+    const QString announced = await_control_endpoint(process, err);
+    QVERIFY2(!announced.isEmpty(), qPrintable("no control endpoint announced: " + err));
     QVERIFY2(err.contains("CURVE on") && err.contains("1 client key"), qPrintable(err));
-    const std::string endpoint = match.captured(1).toStdString();
+    const std::string endpoint = announced.toStdString();
 
     // The stranger (mallory) gets no reply; the refusal is logged by the engine.
     protocol::ControlClient stranger(

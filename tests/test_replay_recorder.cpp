@@ -97,6 +97,20 @@ EventHeader header_of(std::uint64_t i) {
 
 }  // namespace
 
+// A short CPU run of `source` that publishes nothing: two simulated events cycled, the ring
+// waited for (nothing dropped before the recorder).
+EngineConfig small_engine_config(const std::string& source, std::uint64_t events) {
+  EngineConfig c;
+  c.source = source;
+  c.backend = "cpu";
+  c.publish = "";
+  c.simulator_pool = 2;
+  c.cpu_threads = 2;
+  c.full_ring = "wait";
+  c.events = events;
+  return c;
+}
+
 class TestReplayRecorder : public QObject {
   Q_OBJECT
   QTemporaryDir dir_;
@@ -229,14 +243,7 @@ class TestReplayRecorder : public QObject {
   // Through the engine: whatever the disk does, recorded + dropped = events that entered, the
   // files hold exactly the recorded ones, and the status says how many were dropped.
   void the_engine_accounts_for_every_event_it_records() {
-    EngineConfig c;
-    c.source = "sim:epix10ka2m";
-    c.backend = "cpu";
-    c.publish = "";
-    c.simulator_pool = 2;
-    c.cpu_threads = 2;
-    c.full_ring = "wait";
-    c.events = 12;
+    EngineConfig c = small_engine_config("sim:epix10ka2m", 12);
     c.record.directory = path("engine").string();
     c.record.queue_events = 1;
     c.record.when_full = "drop";
@@ -263,14 +270,7 @@ class TestReplayRecorder : public QObject {
     std::vector<std::vector<std::uint8_t>> recorded[2];
     std::uintmax_t bytes[2] = {0, 0};
     for (int with_codec = 0; with_codec < 2; ++with_codec) {
-      EngineConfig c;
-      c.source = "sim:jungfrau4m";
-      c.backend = "cpu";
-      c.publish = "";
-      c.simulator_pool = 2;
-      c.cpu_threads = 2;
-      c.full_ring = "wait";
-      c.events = 4;
+      EngineConfig c = small_engine_config("sim:jungfrau4m", 4);
       c.record.directory = path(with_codec ? "codec" : "plain").string();
       c.record.when_full = "wait";
       if (with_codec) c.record.codec = "lossless";
