@@ -28,7 +28,7 @@ if has suite; then
 fi
 if has pipeline; then
   timeout "${PIPELINE_S:-150}" "$B/livedrp-bench" pipeline --backends cuda --sources device,host \
-    --stages all --streams 8,32 --launch graph --events 20000 --markdown "$L/03_pipeline.md" \
+    --stages all --streams 8,16 --launch graph --events 20000 --markdown "$L/03_pipeline.md" \
     --json "$L/03_pipeline.json" > "$L/03_pipeline.log" 2>&1
   cat "$L/03_pipeline.md"; tail -3 "$L/03_pipeline.log"; finish
 fi
