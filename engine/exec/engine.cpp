@@ -342,4 +342,24 @@ void Engine::set_progress_callback(std::function<void(const protocol::StatsPaylo
   impl_->progress = std::move(callback);
 }
 
+void Engine::set_event_share(EventShare share) {
+  Impl& d = *impl_;
+  if (d.started) throw InputError("the event share is set before the run starts");
+  if (share.count == 0 || share.index >= share.count)
+    throw InputError("event share " + std::to_string(share.index) + " of " +
+                     std::to_string(share.count) + " is not one (index must be below count)");
+  if (share.count > 1 && (d.stream_source || d.device_source))
+    throw InputError("source '" + d.config.source + "'" +
+                     (d.device_source ? " with runtime.source device" : "") +
+                     " cannot be shared among engines by event index (only the simulator on the "
+                     "host and a replay can)");
+  d.share = share;
+}
+
+void Engine::set_event_observer(EventObserver observer) {
+  Impl& d = *impl_;
+  if (d.started) throw InputError("the event observer is set before the run starts");
+  d.event_observer = std::move(observer);
+}
+
 }  // namespace livedrp

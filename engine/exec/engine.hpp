@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calib/calibration_math.hpp"
+#include "core/event.hpp"
 #include "exec/stream_config.hpp"
 #include "peaks/peak_params.hpp"
 #include "protocol/topics.hpp"
@@ -18,6 +19,10 @@
 namespace livedrp {
 
 class Publisher;
+namespace stages {
+class Stage;
+struct StageOutput;
+}  // namespace stages
 
 // Live compression of every processed event (JSON "compression"). "lossless" compresses the raw
 // detector data (what would be stored); "lossy" compresses the calibrated float32 image with an
@@ -121,6 +126,14 @@ struct ImagePublishConfig {
   double publish_hz = 2;
 };
 
+// Many engines running one run under MPI (JSON "mpi"; engine/mpi, docs/mpi.md). A single engine
+// ignores it.
+struct MpiRunConfig {
+  // "dedicated": rank 0 only merges and publishes (OnDA/OM's collector), so that its work never
+  // slows a share; "processing": rank 0 takes a share of the events as well.
+  std::string collector = "dedicated";
+};
+
 // The pipeline configuration: the same JSON drives the CLI, the GUI and the benchmarks, and is
 // echoed in the `status` topic and in every summary.
 struct EngineConfig {
@@ -161,6 +174,7 @@ struct EngineConfig {
   LiveIntegrationConfig integration;
   LivePeakFindingConfig peak_finding;
   ImagePublishConfig image;
+  MpiRunConfig mpi;
   // Sections of the stages registered through stages/registry.hpp, by name, as each stage's
   // parse returned them (with "enabled"); the enabled ones run after the built-in stages, in
   // registration order.
@@ -229,6 +243,22 @@ struct RecordStatus {
   std::vector<std::string> files;
 };
 
+// One rank's share of a common source when many engines run one run (engine/mpi): the source
+// hands on only the events whose index over the whole run is `index` modulo `count` (their
+// sequence is that index, so every event keeps one identity over the ranks); config.events still
+// counts the whole run's events. {0, 1}: every event.
+struct EventShare {
+  std::uint64_t index = 0;
+  std::uint64_t count = 1;
+};
+
+// Every processed event as the engine thread accounts it, in admission order, after the stages'
+// books took it: its header, the run's stages and each stage's result for it (same order).
+using EventObserver =
+    std::function<void(const EventHeader& header,
+                       const std::vector<std::shared_ptr<stages::Stage>>& stages,
+                       const std::vector<stages::StageOutput>& outputs)>;
+
 class Engine {
  public:
   // Resolves the detector, backend and endpoint; throws InputError for bad input.
@@ -270,6 +300,13 @@ class Engine {
   PeakRerun rerun_peaks(std::optional<std::uint64_t> frames);
   // Called from the engine thread at each stats interval (for CLI progress).
   void set_progress_callback(std::function<void(const protocol::StatsPayload&)> callback);
+  // Before start(). Throws InputError for a share of a source that cannot be shared by event
+  // index (a live stream, the device-resident source) or a share that is not one (index >=
+  // count, count 0).
+  void set_event_share(EventShare share);
+  // Before start(). The observer runs on the engine thread for every event, so it must be quick:
+  // the pipeline waits for it (engine/mpi keeps its sums with it).
+  void set_event_observer(EventObserver observer);
 
  private:
   struct Impl;

@@ -285,6 +285,11 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read_number("publish_hz", c.image.publish_hz, 0.0, 30.0);
     reader.reject_unknown_keys();
   }
+  if (const json* mpi = root.find("mpi")) {
+    FieldReader reader(*mpi, origin, "mpi");
+    reader.read_choice("collector", c.mpi.collector, {"dedicated", "processing"});
+    reader.reject_unknown_keys();
+  }
   // Sections of registered stages (stages/registry.hpp), each read by its stage.
   for (auto it = object.begin(); it != object.end(); ++it)
     if (stages::is_registered(it.key()))
@@ -349,6 +354,8 @@ json EngineConfig::to_json() const {
               {"integration", integration_json(integration)},
               {"peak_finding", peak_finding_json(peak_finding)},
               {"image", {{"publish_hz", image.publish_hz}}}};
+  // Echoed only when set: configurations of single engines read as they always did.
+  if (mpi.collector != MpiRunConfig{}.collector) out["mpi"] = {{"collector", mpi.collector}};
   for (const auto& [name, section] : stages) out[name] = section;
   return out;
 }

@@ -28,6 +28,7 @@ void Engine::Impl::account_completed(CompletedEvent& done) {
   }
   account_image(done);
   if (stage_books) stage_books->add(done);
+  if (event_observer) event_observer(done.header, stages, done.stage_outputs);
   if (ring) ring->rearm(done.ring_slot);
   processed.fetch_add(1, std::memory_order_release);
 }

@@ -127,6 +127,8 @@ struct Engine::Impl {
   std::vector<LaneOccupancy> lanes;  // snapshot taken by the consumer thread
   std::uint64_t reorder_depth = 0;
   std::function<void(const protocol::StatsPayload&)> progress;
+  EventShare share;              // set before start (Engine::set_event_share)
+  EventObserver event_observer;  // set before start; called in account_completed
 
   // Live compression and integration, the first stages of `stages` when on, in that order
   // (the device-resident source runs their codec and integrator itself).

@@ -37,7 +37,9 @@ void Engine::Impl::produce() {
     // A paced source that falls behind does not burst to catch up by more than this.
     const auto max_lag = std::chrono::milliseconds(100);
     auto next_time = Clock::now();
-    for (std::uint64_t i = 0; (config.events == 0 || i < config.events) && !stop_requested; ++i) {
+    // Under a share (engine/mpi) this engine takes every share.count-th event of the run.
+    for (std::uint64_t i = share.index; (config.events == 0 || i < config.events) && !stop_requested;
+         i += share.count) {
       if (paced) {
         std::this_thread::sleep_until(next_time);
         next_time += period;
@@ -121,8 +123,10 @@ void Engine::Impl::produce_replay() {
     auto next_time = Clock::now();
     Clock::time_point anchor_wall;
     std::int64_t anchor_ts = 0, previous_ts = 0;
-    for (std::uint64_t handed = 0;
-         (config.events == 0 || handed < config.events) && !stop_requested;) {
+    // `run_index` counts the events read over the whole run, every engine's share (engine/mpi)
+    // included; without a share it is `handed`.
+    for (std::uint64_t handed = 0, run_index = 0;
+         (config.events == 0 || run_index < config.events) && !stop_requested;) {
       if (paused && step_budget.load() <= 0) {
         // Held at the source: nothing enters, nothing is dropped; pacing restarts on resume.
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -137,6 +141,11 @@ void Engine::Impl::produce_replay() {
         if (stop_requested || !paused) break;
         step_budget = 0;
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        continue;
+      }
+      if (run_index++ % share.count != share.index) {
+        // Another engine's event: each reads the file, so that every one keeps its own pace.
+        source.release();
         continue;
       }
       if (paused) step_budget.fetch_sub(1);
@@ -155,7 +164,10 @@ void Engine::Impl::produce_replay() {
         previous_ts = ts;
         std::this_thread::sleep_until(anchor_wall + std::chrono::nanoseconds(ts - anchor_ts));
       }
-      const std::uint64_t sequence = events_in.fetch_add(1, std::memory_order_relaxed);
+      const std::uint64_t admitted = events_in.fetch_add(1, std::memory_order_relaxed);
+      // Under a share the sequence is the event's index over the run (one identity on every
+      // engine); without one, run_index - 1 == admitted.
+      const std::uint64_t sequence = share.count > 1 ? run_index - 1 : admitted;
       ++handed;
       replay_position = event.index;
       replay_handed = handed;

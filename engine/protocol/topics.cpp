@@ -172,6 +172,7 @@ json to_json(const StatsPayload& stats) {
     for (const auto& [name, block] : stats.stage_stats) blocks[name] = block;
     payload["stage_stats"] = std::move(blocks);
   }
+  if (stats.ranks) payload["ranks"] = to_json(*stats.ranks);
   return payload;
 }
 
@@ -257,6 +258,9 @@ StatsPayload stats_from_json(const json& payload) {
       stats.stage_stats[name] = block;
     }
   }
+  // Optional likewise: present only for a run of many engines (MPI).
+  if (const auto block = payload.find("ranks"); block != payload.end())
+    stats.ranks = ranks_block_from_json(*block);
   return stats;
 }
 

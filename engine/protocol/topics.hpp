@@ -13,6 +13,8 @@
 #include "protocol/profile_topic.hpp"
 // Likewise the peak-finding topics (`peaks`, `image`) and the `peak_finding` block of `stats`.
 #include "protocol/peaks_topic.hpp"
+// And the per-rank block of a run of many engines (MPI).
+#include "protocol/ranks_block.hpp"
 
 namespace livedrp::protocol {
 
@@ -119,6 +121,9 @@ struct StatsPayload {
   // Blocks of the stages that run through the stage contract (engine/stages), by stage name;
   // each stage defines its own block. Absent when there are none (or an older engine).
   std::map<std::string, nlohmann::json> stage_stats;
+  // A run of many engines (MPI): each rank's own counts; the fields above are their merge.
+  // Absent for a single engine (or an older one).
+  std::optional<RanksBlock> ranks;
 };
 
 // `status`: on every state change and once a second.

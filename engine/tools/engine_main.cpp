@@ -32,6 +32,9 @@
 #include "tools/integrate_command.hpp"
 #include "tools/peaks_command.hpp"
 #include "tools/pedestal_command.hpp"
+#ifdef LIVEDRP_HAVE_MPI
+#include "mpi/mpi_run.hpp"
+#endif
 
 namespace {
 
@@ -108,6 +111,7 @@ nlohmann::json summary_json(const livedrp::EngineConfig& config,
                                                            double(s.compression->total_bytes_out)
                                                      : 0.0}};
   if (s.source_stream) result["source_stream"] = livedrp::protocol::to_json(s)["source_stream"];
+  if (s.ranks) result["ranks"] = livedrp::protocol::to_json(*s.ranks);
   if (s.rate_bound)
     result["rate_bound"] = {{"by", s.rate_bound->by},
                             {"busy_fraction", finite_or_null(s.rate_bound->busy_fraction)},
@@ -184,6 +188,13 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
                 (unsigned long long)p->total_events, (unsigned long long)p->total_hits,
                 100.0 * double(p->total_hits) / double(p->total_events),
                 double(p->total_peaks) / double(p->total_events));
+  if (s.ranks)
+    for (const auto& rank : s.ranks->processing)
+      std::printf("rank %llu: %s, in %llu, processed %llu, dropped %llu, %.2f s%s%s\n",
+                  (unsigned long long)rank.rank, rank.state.c_str(),
+                  (unsigned long long)rank.events_in, (unsigned long long)rank.events_processed,
+                  (unsigned long long)rank.events_dropped, rank.elapsed_s,
+                  rank.error.empty() ? "" : ": ", rank.error.c_str());
   if (const auto& source = s.source_stream) {
     std::string rejected;
     for (const auto& [reason, count] : source->rejected)
@@ -295,6 +306,21 @@ int run_controlled(const livedrp::EngineConfig& config, const std::string& contr
   return report(controller->config(), controller->summary(), summary_file);
 }
 
+#ifdef LIVEDRP_HAVE_MPI
+// One rank of `mpirun -n N livedrp-engine run` (engine/mpi, docs/mpi.md): rank 0 prints the
+// merged run's summary, the other ranks print nothing but their errors.
+int run_mpi_rank(livedrp::mpi::Session& session, const livedrp::EngineConfig& config,
+                 const std::string& summary_file) {
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  const livedrp::mpi::RankOutcome outcome = livedrp::mpi::run_rank(session, config, interrupted);
+  if (!outcome.startup_error.empty()) return bad_input(outcome.startup_error);
+  if (outcome.exit_code != 0) return outcome.exit_code;
+  if (!outcome.collector) return outcome.summary.error.empty() ? 0 : kExitRunFailed;
+  return report(config, outcome.summary, summary_file);
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -382,6 +408,18 @@ int main(int argc, char** argv) {
     return bad_input(e.what());
   }
   spdlog::set_level(verbose ? spdlog::level::info : spdlog::level::warn);
+#ifdef LIVEDRP_HAVE_MPI
+  // Started by mpirun/srun as one of several ranks: MPI comes up before any thread does.
+  std::unique_ptr<livedrp::mpi::Session> mpi_session;
+  if (run->parsed() && livedrp::mpi::launched_as_rank()) {
+    try {
+      mpi_session = std::make_unique<livedrp::mpi::Session>();
+    } catch (const livedrp::RuntimeFault& e) {
+      std::cerr << "livedrp-engine: error: " << e.what() << "\n";
+      return kExitRunFailed;
+    }
+  }
+#endif
   if (integrate.parsed()) return integrate.run();
   if (peaks.parsed()) return peaks.run();
   if (pedestal.parsed()) {
@@ -477,9 +515,19 @@ int main(int argc, char** argv) {
       throw livedrp::InputError("--control-read-only needs --control ENDPOINT");
     if (!control_roots.empty() && !run->count("--control"))
       throw livedrp::InputError("--control-root needs --control ENDPOINT");
+    const bool mpi_run =
+#ifdef LIVEDRP_HAVE_MPI
+        mpi_session != nullptr;
+#else
+        false;
+#endif
     if (run->count("--control")) {
       if (control.empty()) throw livedrp::InputError("--control needs an endpoint, got ''");
-    } else {
+      if (mpi_run)
+        throw livedrp::InputError(
+            "--control is not available for a run over several MPI ranks yet (issue 37); the "
+            "collector publishes the merged topics on --publish");
+    } else if (!mpi_run) {
       engine = std::make_unique<livedrp::Engine>(config);
     }
   } catch (const livedrp::InputError& e) {
@@ -488,6 +536,9 @@ int main(int argc, char** argv) {
     return bad_input(e.what());
   }
 
+#ifdef LIVEDRP_HAVE_MPI
+  if (mpi_session) return run_mpi_rank(*mpi_session, config, summary_file);
+#endif
   if (!engine)
     return run_controlled(
         config, control, summary_file,

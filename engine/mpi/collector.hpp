@@ -1,0 +1,74 @@
+#pragma once
+// The collector's merge (docs/mpi.md; no MPI here, so the arithmetic stands on its own): the
+// newest report of every processing rank, merged into the usual topics. Counts, drops by reason,
+// compression bytes and peak-finding counts are sums over the ranks; profiles merge as sums of
+// their per-bin sums and counts (exactly the average one engine would have of the same events);
+// the newest hit is the one with the highest pulse id. Rates are the sum of each rank's rate
+// between its last two reports. Latency percentiles cannot be merged from percentiles: the
+// merged ones are the slowest rank's (an upper bound), and say so in docs/protocol.md.
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/engine.hpp"
+#include "mpi/rank_report.hpp"
+#include "protocol/ranks_block.hpp"
+#include "protocol/topics.hpp"
+
+namespace livedrp::mpi {
+
+class Collector {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // `processing`: the ranks that take a share (their reports are awaited), in rank order.
+  Collector(int size, int collector_rank, bool collector_processes, std::vector<int> processing,
+            Clock::time_point start);
+
+  // A rank's report as it arrives. Throws RuntimeFault for a rank that does not process, or a
+  // report after its final one.
+  void take(RankReport report, Clock::time_point now);
+  bool all_final() const;
+  bool any_report() const;
+
+  // The `stats` payload now: the ranks' sums, the rates of their last reports, interval blocks
+  // (compression, peak finding) since the previous call, and the `ranks` block.
+  protocol::StatsPayload take_stats(Clock::time_point now);
+  // The merged profile when a rank's profile changed since the previous call; none otherwise.
+  std::optional<protocol::RadialProfile> take_profile();
+  // The newest hit over the ranks, when it is newer than the one the previous call returned.
+  std::optional<protocol::EventPeaks> take_newest_hit();
+  void count_peaks_message() { ++peaks_messages_; }
+  // The run's summary: whole-run counts and rates (elapsed: the longest rank's).
+  RunSummary summary(Clock::time_point now) const;
+  protocol::RanksBlock ranks_block(Clock::time_point now) const;
+  // Processing ranks whose run stopped on a fault, each "rank N: <error>"; empty when none.
+  std::string failures() const;
+
+ private:
+  struct Rank {
+    int rank = 0;
+    std::optional<RankReport> report;
+    Clock::time_point heard{};
+    double rate_hz = std::numeric_limits<double>::quiet_NaN();  // between its last two reports
+    std::uint64_t profile_sequence = 0;                         // of the profile merged last
+    bool profile_seen = false;
+  };
+  protocol::StatsPayload sums() const;  // counts, totals, stages, backend names
+
+  int size_, collector_rank_;
+  bool collector_processes_;
+  Clock::time_point start_;
+  std::map<int, Rank> ranks_;
+  // The totals at the previous take_stats, for the interval blocks.
+  std::uint64_t last_bytes_in_ = 0, last_bytes_out_ = 0;
+  std::uint64_t last_peak_events_ = 0, last_peak_hits_ = 0, last_peaks_ = 0;
+  std::uint64_t newest_hit_pulse_ = 0;
+  bool newest_hit_taken_ = false;
+  std::uint64_t peaks_messages_ = 0;
+};
+
+}  // namespace livedrp::mpi

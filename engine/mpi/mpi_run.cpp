@@ -1,0 +1,334 @@
+#include "mpi/mpi_run.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <mpi.h>
+#include <spdlog/spdlog.h>
+
+#include "core/error.hpp"
+#include "mpi/collector.hpp"
+#include "mpi/rank_report.hpp"
+#include "mpi/rank_sums.hpp"
+#include "protocol/topics.hpp"
+#include "publish/publisher.hpp"
+
+namespace livedrp::mpi {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kCollectorRank = 0;
+constexpr int kTagReport = 1;
+// How often the MPI thread looks for reports, stop requests and the engine's end: often enough
+// that a report waits at most this long, rarely enough that the thread costs nothing.
+constexpr auto kPollPeriod = std::chrono::milliseconds(5);
+constexpr auto kStatusPeriod = std::chrono::seconds(1);
+constexpr auto kProgressPeriod = std::chrono::seconds(1);
+
+Clock::duration period_of(double seconds) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+[[noreturn]] void abort_run(int rank, const std::string& why) {
+  std::fprintf(stderr, "livedrp-engine: rank %d: %s; aborting the MPI job\n", rank, why.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();  // MPI_Abort does not return; should a library's do, this process still ends
+}
+
+// Every rank learns whether all could start; rank 0 gets each failing rank's text.
+std::string agree_on_startup(const Session& session, const std::string& own_error) {
+  const int ok = own_error.empty() ? 1 : 0;
+  int all_ok = 0;
+  check(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "start-up agreement");
+  if (all_ok) return {};
+  const int length = int(own_error.size());
+  std::vector<int> lengths(std::size_t(session.size()), 0), offsets(lengths.size(), 0);
+  check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, kCollectorRank, MPI_COMM_WORLD),
+        "gathering start-up errors");
+  int total = 0;
+  for (std::size_t r = 0; r < lengths.size(); ++r) {
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::vector<char> texts(std::size_t(std::max(total, 1)));
+  check(MPI_Gatherv(own_error.data(), length, MPI_CHAR, texts.data(), lengths.data(),
+                    offsets.data(), MPI_CHAR, kCollectorRank, MPI_COMM_WORLD),
+        "gathering start-up errors");
+  if (session.rank() != kCollectorRank) return "failed";
+  std::string all;
+  for (std::size_t r = 0; r < lengths.size(); ++r)
+    if (lengths[r] > 0)
+      all += (all.empty() ? "" : "; ") +
+             ("rank " + std::to_string(r) + ": " +
+              std::string(texts.data() + offsets[r], std::size_t(lengths[r])));
+  return all;
+}
+
+RankReport make_report(int rank, const Engine& engine, const RankSums& sums, bool final) {
+  RankReport report;
+  report.rank = rank;
+  report.final = final;
+  const RunSummary summary = engine.summary();
+  report.error = summary.error;
+  report.stats = summary.stats;
+  report.profile = sums.profile();
+  report.hit = sums.newest_hit();
+  return report;
+}
+
+// The collector's end of the stop fan-out: one non-blocking broadcast from rank 0 that every
+// rank posts at start; rank 0 starts it with 1 to stop the run, or with 0 once every rank has
+// finished (so that no message is left unmatched at MPI_Finalize).
+class StopBroadcast {
+ public:
+  explicit StopBroadcast(bool root) : root_(root) {
+    if (!root_) post();
+  }
+  void start(int stop) {  // rank 0
+    if (posted_) return;
+    value_ = stop;
+    post();
+  }
+  bool stop_requested() {  // other ranks
+    if (done_) return value_ != 0;
+    int flag = 0;
+    check(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), "testing the stop broadcast");
+    done_ = flag != 0;
+    return done_ && value_ != 0;
+  }
+  void finish() {
+    if (root_) start(0);
+    if (!done_) check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "ending the stop broadcast");
+    done_ = true;
+  }
+
+ private:
+  void post() {
+    check(MPI_Ibcast(&value_, 1, MPI_INT, kCollectorRank, MPI_COMM_WORLD, &request_),
+          "posting the stop broadcast");
+    posted_ = true;
+  }
+  bool root_;
+  bool posted_ = false, done_ = false;
+  int value_ = 0;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
+
+// A processing rank: its engine runs; reports go to the collector without ever waiting on it.
+RunSummary run_processing_rank(const Session& session, Engine& engine, const RankSums& sums,
+                               const EngineConfig& config, const std::atomic<bool>& stop) {
+  StopBroadcast stop_broadcast(false);
+  MPI_Request send = MPI_REQUEST_NULL;
+  std::vector<std::uint8_t> buffer;  // the report under way: MPI reads it until the send is done
+  const auto send_report = [&](bool final) {
+    buffer = encode_report(make_report(session.rank(), engine, sums, final));
+    check(MPI_Isend(buffer.data(), int(buffer.size()), MPI_BYTE, kCollectorRank, kTagReport,
+                    MPI_COMM_WORLD, &send),
+          "sending a report to the collector");
+  };
+  const auto interval = period_of(config.stats_interval_s);
+  auto next_report = Clock::now() + interval;
+  engine.start();
+  while (!engine.finished()) {
+    if (stop || stop_broadcast.stop_requested()) engine.request_stop();
+    if (Clock::now() >= next_report) {
+      next_report = Clock::now() + interval;
+      int done = 1;
+      if (send != MPI_REQUEST_NULL)
+        check(MPI_Test(&send, &done, MPI_STATUS_IGNORE), "testing a report's send");
+      // The previous report still under way: this one is skipped (the next carries its counts).
+      if (done) send_report(false);
+    }
+    std::this_thread::sleep_for(kPollPeriod);
+  }
+  engine.wait();
+  // The run is over here: waiting for the collector no longer holds an event up.
+  check(MPI_Wait(&send, MPI_STATUS_IGNORE), "completing a report's send");
+  send_report(true);
+  check(MPI_Wait(&send, MPI_STATUS_IGNORE), "sending the final report");
+  stop_broadcast.finish();
+  return engine.summary();
+}
+
+protocol::StatusPayload collector_status(const EngineConfig& config, const Collector& merge,
+                                         const protocol::StatsPayload& stats, bool ended,
+                                         int size) {
+  protocol::StatusPayload status;
+  const std::string failures = merge.failures();
+  status.state = ended ? (failures.empty() ? "finished" : "error") : "running";
+  status.message =
+      failures.empty() ? "MPI run over " + std::to_string(size) + " ranks" : "MPI run: " + failures;
+  status.source = config.source;
+  const std::string sim = "sim:";
+  if (config.source.rfind(sim, 0) == 0) status.detector = config.source.substr(sim.size());
+  status.backend = stats.backend;
+  status.device = stats.device;
+  status.config = config.to_json();
+  return status;
+}
+
+// Rank 0: merges the reports, publishes, and (mpi.collector "processing") runs a share itself.
+RunSummary run_collector(const Session& session, Engine* engine, const RankSums& sums,
+                         const EngineConfig& config, std::vector<int> processing,
+                         Publisher* publisher, const std::atomic<bool>& stop) {
+  const auto start = Clock::now();
+  Collector merge(session.size(), kCollectorRank, engine != nullptr, std::move(processing), start);
+  StopBroadcast stop_broadcast(true);
+  const auto publish = [&](protocol::Message message) {
+    message.run = config.run;
+    if (publisher) publisher->publish(message);
+  };
+  const auto stats_period = period_of(config.stats_interval_s);
+  const auto profile_period = period_of(1.0 / config.integration.publish_hz);
+  const auto peaks_period = period_of(1.0 / config.peak_finding.peaks_hz);
+  auto next_stats = start + stats_period, next_own = start + stats_period;
+  auto next_profile = start, next_peaks = start, next_status = start, next_progress = start;
+  bool own_final = false;
+  if (engine) engine->start();
+  // Publishes what is due (everything when `last`).
+  const auto publish_due = [&](Clock::time_point now, bool last) {
+    if (last || now >= next_profile) {
+      try {
+        if (auto profile = merge.take_profile()) {
+          publish(protocol::make_profile_message(*profile));
+          next_profile = now + profile_period;
+        }
+      } catch (const std::exception& e) {
+        spdlog::error("MPI collector: profile not merged: {}", e.what());
+      }
+    }
+    if (last || now >= next_peaks)
+      if (auto hit = merge.take_newest_hit()) {
+        publish(protocol::make_peaks_message(*hit));
+        merge.count_peaks_message();
+        next_peaks = now + peaks_period;
+      }
+    if (last || now >= next_stats) {
+      const protocol::StatsPayload stats = merge.take_stats(now);
+      protocol::Message message = protocol::make_stats_message(stats);
+      publish(message);
+      next_stats = now + stats_period;
+      if (last || now >= next_status) {
+        publish(protocol::make_status_message(
+            collector_status(config, merge, stats, last, session.size())));
+        next_status = now + kStatusPeriod;
+      }
+      if (!last && now >= next_progress && merge.any_report()) {
+        std::fprintf(stderr, "  %.1f s: %llu processed, %llu dropped, %.1f events/s, %d ranks\n",
+                     stats.elapsed_s, (unsigned long long)stats.events_processed,
+                     (unsigned long long)stats.events_dropped, stats.event_rate_hz, session.size());
+        next_progress = now + kProgressPeriod;
+      }
+    }
+  };
+  bool stopping = false;
+  while (!merge.all_final()) {
+    bool received = false;
+    for (;;) {
+      int flag = 0;
+      MPI_Message message;
+      MPI_Status status;
+      check(MPI_Improbe(MPI_ANY_SOURCE, kTagReport, MPI_COMM_WORLD, &flag, &message, &status),
+            "probing for reports");
+      if (!flag) break;
+      int count = 0;
+      check(MPI_Get_count(&status, MPI_BYTE, &count), "sizing a report");
+      std::vector<std::uint8_t> bytes(std::size_t(std::max(count, 0)));
+      check(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, &status), "receiving a report");
+      merge.take(decode_report(bytes, status.MPI_SOURCE), Clock::now());
+      received = true;
+    }
+    const auto now = Clock::now();
+    if (engine && !own_final) {
+      if (engine->finished()) {
+        engine->wait();
+        merge.take(make_report(kCollectorRank, *engine, sums, true), now);
+        own_final = true;
+      } else if (now >= next_own) {
+        merge.take(make_report(kCollectorRank, *engine, sums, false), now);
+        next_own = now + stats_period;
+      }
+    }
+    if (stop && !stopping) {
+      stopping = true;
+      stop_broadcast.start(1);
+      if (engine) engine->request_stop();
+    }
+    publish_due(now, false);
+    if (!received) std::this_thread::sleep_for(kPollPeriod);
+  }
+  publish_due(Clock::now(), true);
+  stop_broadcast.finish();
+  return merge.summary(Clock::now());
+}
+
+}  // namespace
+
+RankOutcome run_rank(Session& session, const EngineConfig& config, const std::atomic<bool>& stop) {
+  const int size = session.size(), rank = session.rank();
+  const bool dedicated = config.mpi.collector == "dedicated";
+  RankOutcome outcome;
+  outcome.collector = rank == kCollectorRank;
+  std::vector<int> processing;
+  for (int r = dedicated ? 1 : 0; r < size; ++r) processing.push_back(r);
+  const bool processes = rank != kCollectorRank || !dedicated;
+
+  // Start-up: the same checks on every rank, then one agreement, so that no rank waits for
+  // another that never started.
+  std::string error;
+  std::unique_ptr<Engine> engine;
+  RankSums sums;
+  std::shared_ptr<Publisher> publisher;
+  try {
+    if (processing.empty())
+      throw InputError(
+          "mpi.collector \"dedicated\" needs at least 2 ranks (the collector and one that "
+          "processes), got 1; start more ranks or set mpi.collector to \"processing\"");
+    if (processes) {
+      EngineConfig own = config;
+      own.publish = "";  // the collector publishes for the run
+      engine = std::make_unique<Engine>(own);
+      const auto share = std::find(processing.begin(), processing.end(), rank) - processing.begin();
+      engine->set_event_share({std::uint64_t(share), std::uint64_t(processing.size())});
+      engine->set_event_observer(sums.observer());
+    }
+    if (outcome.collector && !config.publish.empty()) {
+      publisher = std::make_shared<Publisher>(config.publish);
+      outcome.publish_endpoint = publisher->endpoint();
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  try {
+    if (const std::string all = agree_on_startup(session, error); !all.empty()) {
+      outcome.exit_code = 2;
+      if (outcome.collector) outcome.startup_error = all;
+      return outcome;
+    }
+  } catch (const RuntimeFault& e) {
+    abort_run(rank, e.what());
+  }
+  if (outcome.collector)
+    std::fprintf(stderr,
+                 "livedrp-engine: MPI run: %d ranks, rank 0 collects%s, %zu take a share of "
+                 "%s; publishing on %s\n",
+                 size, dedicated ? "" : " and processes", processing.size(), config.source.c_str(),
+                 outcome.publish_endpoint.empty() ? "nothing" : outcome.publish_endpoint.c_str());
+  try {
+    outcome.summary = outcome.collector ? run_collector(session, engine.get(), sums, config,
+                                                        processing, publisher.get(), stop)
+                                        : run_processing_rank(session, *engine, sums, config, stop);
+  } catch (const std::exception& e) {
+    abort_run(rank, e.what());
+  }
+  return outcome;
+}
+
+}  // namespace livedrp::mpi

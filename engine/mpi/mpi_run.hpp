@@ -1,0 +1,33 @@
+#pragma once
+// One rank's part of a run of many engines (`mpirun -n N livedrp-engine run`; docs/mpi.md).
+// Rank 0 is the collector: it merges the processing ranks' reports (collector.hpp) and publishes
+// the merged topics on config.publish. Every processing rank runs an engine on its share of the
+// events (event index modulo the processing ranks) and reports to the collector at each
+// stats_interval_s with a non-blocking send, skipped while the previous one is still under way,
+// so that MPI never holds an engine up. With mpi.collector "processing", rank 0 runs an engine on
+// a share as well.
+#include <atomic>
+#include <string>
+
+#include "exec/engine.hpp"
+#include "mpi/mpi_session.hpp"
+
+namespace livedrp::mpi {
+
+struct RankOutcome {
+  // Start-up failed on some rank: on rank 0 the text names every rank that failed and why (for
+  // the caller to print); other ranks leave it empty and exit with `exit_code` quietly.
+  std::string startup_error;
+  int exit_code = 0;             // set when startup failed
+  bool collector = false;        // rank 0: `summary` is the merged run's
+  RunSummary summary;            // the merged run's on rank 0; its own engine's on other ranks
+  std::string publish_endpoint;  // rank 0: as bound; empty when it publishes nothing
+};
+
+// Runs this rank's part; returns when the whole run has ended. `stop` (SIGINT, SIGTERM): the
+// collector stops every rank; a processing rank stops its own engine. A failure of MPI itself in
+// the middle of the run is printed and the job aborted (MPI_Abort): nothing half-merged is
+// reported as a result.
+RankOutcome run_rank(Session& session, const EngineConfig& config, const std::atomic<bool>& stop);
+
+}  // namespace livedrp::mpi

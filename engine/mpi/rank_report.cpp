@@ -1,0 +1,111 @@
+#include "mpi/rank_report.hpp"
+
+#include <cstring>
+
+#include "core/error.hpp"
+#include "protocol/message.hpp"
+
+namespace livedrp::mpi {
+namespace {
+
+using json = nlohmann::json;
+
+template <typename T>
+json blob(const std::vector<T>& values) {
+  std::vector<std::uint8_t> bytes(values.size() * sizeof(T));
+  if (!bytes.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return json::binary(std::move(bytes));
+}
+
+template <typename T>
+std::vector<T> from_blob(const json& value, const std::string& field) {
+  if (!value.is_binary()) throw std::runtime_error(field + " is not a binary array");
+  const auto& bytes = value.get_binary();
+  if (bytes.size() % sizeof(T) != 0)
+    throw std::runtime_error(field + " has " + std::to_string(bytes.size()) +
+                             " bytes, not a whole number of values");
+  std::vector<T> values(bytes.size() / sizeof(T));
+  if (!bytes.empty()) std::memcpy(values.data(), bytes.data(), bytes.size());
+  return values;
+}
+
+json profile_json(const ProfileSums& p) {
+  return {{"unit", std::string(protocol::to_string(p.unit))},
+          {"window", p.window},
+          {"events", p.events},
+          {"latest_sequence", p.latest_sequence},
+          {"latest_pulse_id", p.latest_pulse_id},
+          {"centres", blob(p.centres)},
+          {"sum", blob(p.sum)},
+          {"finite", blob(p.finite)},
+          {"latest", blob(p.latest)}};
+}
+
+ProfileSums profile_from_json(const json& j) {
+  ProfileSums p;
+  p.unit = protocol::radial_unit_from_string(j.at("unit").get<std::string>());
+  p.window = j.at("window").get<std::uint64_t>();
+  p.events = j.at("events").get<std::uint64_t>();
+  p.latest_sequence = j.at("latest_sequence").get<std::uint64_t>();
+  p.latest_pulse_id = j.at("latest_pulse_id").get<std::uint64_t>();
+  p.centres = from_blob<double>(j.at("centres"), "profile.centres");
+  p.sum = from_blob<double>(j.at("sum"), "profile.sum");
+  p.finite = from_blob<std::uint64_t>(j.at("finite"), "profile.finite");
+  p.latest = from_blob<double>(j.at("latest"), "profile.latest");
+  const std::size_t bins = p.centres.size();
+  if (bins == 0 || p.sum.size() != bins || p.finite.size() != bins || p.latest.size() != bins)
+    throw std::runtime_error("profile arrays of unequal length (centres " + std::to_string(bins) +
+                             ", sum " + std::to_string(p.sum.size()) + ", finite " +
+                             std::to_string(p.finite.size()) + ", latest " +
+                             std::to_string(p.latest.size()) + ")");
+  if (p.window == 0 || p.events > p.window)
+    throw std::runtime_error("profile window of " + std::to_string(p.events) + " events of " +
+                             std::to_string(p.window));
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode_report(const RankReport& report) {
+  json j = {{"rank", report.rank},
+            {"final", report.final},
+            {"error", report.error},
+            {"stats", protocol::to_json(report.stats)}};
+  if (report.profile) j["profile"] = profile_json(*report.profile);
+  if (report.hit) {
+    json parts = json::array();
+    for (const std::string& part : protocol::encode(protocol::make_peaks_message(*report.hit)))
+      parts.push_back(json::binary(std::vector<std::uint8_t>(part.begin(), part.end())));
+    j["hit"] = std::move(parts);
+  }
+  return json::to_cbor(j);
+}
+
+RankReport decode_report(const std::vector<std::uint8_t>& bytes, int from_rank) {
+  try {
+    const json j = json::from_cbor(bytes);
+    RankReport report;
+    report.rank = j.at("rank").get<int>();
+    if (report.rank != from_rank)
+      throw std::runtime_error("it says it is rank " + std::to_string(report.rank));
+    report.final = j.at("final").get<bool>();
+    report.error = j.at("error").get<std::string>();
+    report.stats = protocol::stats_from_json(j.at("stats"));
+    if (const auto p = j.find("profile"); p != j.end()) report.profile = profile_from_json(*p);
+    if (const auto hit = j.find("hit"); hit != j.end()) {
+      std::vector<std::string> parts;
+      for (const json& part : *hit) {
+        const auto& b = part.get_binary();
+        parts.emplace_back(b.begin(), b.end());
+      }
+      const std::vector<std::string_view> views(parts.begin(), parts.end());
+      report.hit = protocol::peaks_from_message(protocol::decode(views));
+    }
+    return report;
+  } catch (const std::exception& e) {
+    throw RuntimeFault("MPI: the report of rank " + std::to_string(from_rank) +
+                       " cannot be read: " + e.what());
+  }
+}
+
+}  // namespace livedrp::mpi

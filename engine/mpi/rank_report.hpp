@@ -1,0 +1,30 @@
+#pragma once
+// What a processing rank sends the collector at each stats interval (and once more, `final`, when
+// its run has ended): its whole-run counts (the engine's summary, so a report that is skipped or
+// arrives late loses nothing: the next one carries everything), its profile sums and its newest
+// hit. Sent as one MPI message of bytes: CBOR, with the numeric arrays as binary blobs of
+// little-endian values (every rank of a run runs the same build on the same architecture).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mpi/rank_sums.hpp"
+#include "protocol/topics.hpp"
+
+namespace livedrp::mpi {
+
+struct RankReport {
+  int rank = 0;
+  bool final = false;            // the rank's run has ended: nothing follows
+  std::string error;             // its run's fault; empty when none
+  protocol::StatsPayload stats;  // cumulative, as Engine::summary() gives it
+  std::optional<ProfileSums> profile;
+  std::optional<protocol::EventPeaks> hit;
+};
+
+std::vector<std::uint8_t> encode_report(const RankReport& report);
+// Throws RuntimeFault naming `from_rank` and what is wrong with its bytes.
+RankReport decode_report(const std::vector<std::uint8_t>& bytes, int from_rank);
+
+}  // namespace livedrp::mpi
