@@ -1,0 +1,339 @@
+// One run over three engines under MPI (`mpirun -n 3 livedrp-engine run`, issue 37), CPU backend:
+// the collector's merged totals are the sums of the ranks' and the events asked for, each rank
+// takes its share by event index, and on a replayed recording the merged profile equals the
+// profile of all events (calibrated and integrated here, float64 mean) within 1e-12 relative, and
+// the hit and peak counts equal those of peakfinder8 run here on every event and of one engine's
+// run of the same file.
+// Skipped (QSKIP) when the build has no MPI.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_process.hpp"
+#include "live_integration_support.hpp"
+#include "live_peaks_support.hpp"
+#include "protocol/subscriber.hpp"
+#include "publish/publisher.hpp"
+
+using namespace livedrp;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kRanks = 3;
+
+// What a subscriber saw of an MPI run, and how the run ended.
+struct MpiRun {
+  CliResult result;
+  std::vector<protocol::RadialProfile> profiles;
+  std::vector<protocol::EventPeaks> peaks;
+  std::vector<protocol::StatsPayload> stats;
+};
+
+void write_json(const QString& path, const nlohmann::json& json) {
+  std::ofstream out(path.toStdString());
+  out << json.dump(2) << "\n";
+}
+
+nlohmann::json read_json(const QString& path) {
+  std::ifstream in(path.toStdString());
+  return nlohmann::json::parse(in);
+}
+
+// A port nobody listens on now: bound once by a publisher here and given back, so that the test
+// can subscribe before the collector binds it (ZeroMQ connects as soon as it does).
+std::string free_endpoint() {
+  Publisher probe("tcp://127.0.0.1:*");
+  return probe.endpoint();
+}
+
+// Open MPI refuses to run as root without both (CI runs as root).
+QProcessEnvironment mpirun_environment() {
+  QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+  environment.insert("OMPI_ALLOW_RUN_AS_ROOT", "1");
+  environment.insert("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+  return environment;
+}
+
+// The mpirun that CMake found, with what Open MPI needs to start three ranks on a two-core
+// machine (MPICH's starts them as they are).
+QStringList mpirun_arguments(const QString& mpirun) {
+  QProcess version;
+  version.setProcessEnvironment(mpirun_environment());
+  version.setProcessChannelMode(QProcess::MergedChannels);
+  version.start(mpirun, {"--version"});
+  version.waitForFinished(-1);
+  // "mpirun (Open MPI) 4.1.4", "mpiexec (OpenRTE) 4.1.4 ... www.open-mpi.org"
+  const bool open_mpi = QString::fromUtf8(version.readAll())
+                            .contains(QRegularExpression("Open MPI|OpenRTE|open-mpi\\.org"));
+  QStringList arguments{"-n", QString::number(kRanks)};
+  if (open_mpi) arguments << "--oversubscribe";
+  return arguments;
+}
+
+// `mpirun -n 3 livedrp-engine run ARGUMENTS`, subscribed to `endpoint` (when not empty) for the
+// whole run; after the run ends, what the collector sent last is read until nothing more comes.
+MpiRun run_mpi(const QStringList& engine_arguments, const std::string& endpoint) {
+  MpiRun run;
+  std::unique_ptr<protocol::Subscriber> subscriber;
+  if (!endpoint.empty())
+    subscriber = std::make_unique<protocol::Subscriber>(
+        endpoint, std::vector<std::string>{"stats", std::string(protocol::kTopicProfile),
+                                           std::string(protocol::kTopicPeaks)});
+  const auto take = [&](std::chrono::milliseconds timeout) {
+    if (!subscriber) return false;
+    bool any = false;
+    while (auto message = subscriber->receive(timeout)) {
+      any = true;
+      if (message->topic == "stats")
+        run.stats.push_back(protocol::stats_from_json(message->payload));
+      else if (message->topic == protocol::kTopicProfile)
+        run.profiles.push_back(protocol::profile_from_message(*message));
+      else if (message->topic == protocol::kTopicPeaks)
+        run.peaks.push_back(protocol::peaks_from_message(*message));
+    }
+    return any;
+  };
+  const QString mpirun = QStringLiteral(LIVEDRP_TEST_MPIEXEC);
+  QProcess process;
+  process.setProcessEnvironment(mpirun_environment());
+  process.start(mpirun, mpirun_arguments(mpirun)
+                            << cli_executable("LIVEDRP_ENGINE_EXE") << "run" << engine_arguments);
+  while (!process.waitForFinished(20)) {
+    if (process.state() == QProcess::NotRunning) break;
+    take(0ms);
+  }
+  // The collector's last messages left before it ended; they are in this socket's queue or on
+  // their way through the loopback.
+  while (take(1000ms)) {
+  }
+  run.result.exit_code = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+  run.result.out = QString::fromUtf8(process.readAllStandardOutput());
+  run.result.err = QString::fromUtf8(process.readAllStandardError());
+  return run;
+}
+
+// The events of `events` that the share `index` of `count` takes (index modulo count).
+std::uint64_t share_size(std::uint64_t events, std::uint64_t index, std::uint64_t count) {
+  std::uint64_t n = 0;
+  for (std::uint64_t i = 0; i < events; ++i) n += i % count == index ? 1 : 0;
+  return n;
+}
+
+// A simulator run's configuration: few events of a small pool, one CPU thread per rank.
+EngineConfig sim_config(std::uint64_t events) {
+  EngineConfig c;
+  c.source = "sim:epix10ka2m";
+  c.backend = "cpu";
+  c.cpu_threads = 1;
+  c.simulator_pool = 3;  // generating events is slow on a two-core machine
+  c.events = events;
+  c.full_ring = "wait";  // nothing dropped: the counts are exact
+  c.stats_interval_s = 0.05;
+  c.publish = "";
+  return c;
+}
+
+// The merged summary's totals are the sums of its ranks' and the events asked for; each rank
+// took its share of event indices. Returns the failure text, empty when all holds.
+QString check_totals(const nlohmann::json& summary, std::uint64_t events,
+                     const std::vector<std::uint64_t>& processing_ranks) {
+  const auto& ranks = summary.at("ranks");
+  if (ranks.at("size").get<int>() != kRanks) return "size is not 3: " + QString::number(kRanks);
+  const auto& processing = ranks.at("processing");
+  if (processing.size() != processing_ranks.size())
+    return QString("%1 processing ranks, expected %2")
+        .arg(processing.size())
+        .arg(processing_ranks.size());
+  std::uint64_t in = 0, processed = 0, dropped = 0;
+  for (std::size_t k = 0; k < processing.size(); ++k) {
+    const auto& r = processing[k];
+    if (r.at("rank").get<std::uint64_t>() != processing_ranks[k]) return "ranks out of order";
+    if (r.at("state").get<std::string>() != "finished")
+      return QString("rank %1 is %2").arg(k).arg(r.at("state").get<std::string>().c_str());
+    const std::uint64_t share = share_size(events, k, processing.size());
+    if (r.at("events_in").get<std::uint64_t>() != share)
+      return QString("rank %1 took %2 events, its share is %3")
+          .arg(processing_ranks[k])
+          .arg(r.at("events_in").get<std::uint64_t>())
+          .arg(share);
+    in += r.at("events_in").get<std::uint64_t>();
+    processed += r.at("events_processed").get<std::uint64_t>();
+    dropped += r.at("events_dropped").get<std::uint64_t>();
+  }
+  if (summary.at("events_in").get<std::uint64_t>() != in) return "events_in is not the ranks' sum";
+  if (summary.at("events_processed").get<std::uint64_t>() != processed)
+    return "events_processed is not the ranks' sum";
+  if (summary.at("events_dropped").get<std::uint64_t>() != dropped)
+    return "events_dropped is not the ranks' sum";
+  if (in != events) return QString("%1 events in, %2 asked for").arg(in).arg(events);
+  if (processed + dropped != in) return "processed + dropped is not events in";
+  if (dropped != 0) return QString("%1 dropped with full_ring wait").arg(dropped);
+  return {};
+}
+
+}  // namespace
+
+class TestMpiRun : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+#ifndef LIVEDRP_TEST_MPIEXEC
+    QSKIP(
+        "this build has no MPI run: CMake found no MPI library (install libopenmpi-dev, or "
+        "MPICH, and configure again)");
+#endif
+    QVERIFY(dir_.isValid());
+  }
+
+#ifdef LIVEDRP_TEST_MPIEXEC
+  void simulator_totals_are_the_sums_of_the_ranks_and_the_events_asked_for() {
+    const std::uint64_t events = 11;
+    const QString config = dir_.filePath("sim.json"), summary = dir_.filePath("sim_summary.json");
+    write_json(config, sim_config(events).to_json());
+    const MpiRun run = run_mpi({"--config", config, "--summary-json", summary}, "");
+    QVERIFY2(run.result.exit_code == 0, qPrintable(run.result.err + run.result.out));
+    const nlohmann::json merged = read_json(summary);
+    // Rank 0 collects; ranks 1 and 2 take events 0, 2, 4, ... and 1, 3, 5, ...
+    const QString problem = check_totals(merged, events, {1, 2});
+    QVERIFY2(problem.isEmpty(), qPrintable(problem + "\n" + QString::fromStdString(merged.dump())));
+    QVERIFY2(run.result.out.contains("events in: 11, processed: 11, dropped: 0"),
+             qPrintable(run.result.out));
+    QVERIFY2(run.result.out.contains("rank 1: finished, in 6") &&
+                 run.result.out.contains("rank 2: finished, in 5"),
+             qPrintable(run.result.out));
+  }
+
+  void a_processing_collector_takes_a_share_too() {
+    const std::uint64_t events = 10;
+    const QString config = dir_.filePath("sim_all.json"),
+                  summary = dir_.filePath("sim_all_summary.json");
+    nlohmann::json json = sim_config(events).to_json();
+    json["mpi"] = {{"collector", "processing"}};
+    write_json(config, json);
+    const MpiRun run = run_mpi({"--config", config, "--summary-json", summary}, "");
+    QVERIFY2(run.result.exit_code == 0, qPrintable(run.result.err + run.result.out));
+    const nlohmann::json merged = read_json(summary);
+    QVERIFY(merged.at("ranks").at("collector_processes").get<bool>());
+    const QString problem = check_totals(merged, events, {0, 1, 2});
+    QVERIFY2(problem.isEmpty(), qPrintable(problem + "\n" + QString::fromStdString(merged.dump())));
+  }
+
+  void replayed_profile_and_hits_equal_one_engines_of_the_same_events() {
+    namespace li = live_integration_test;
+    namespace lp = live_peaks_test;
+    const std::uint64_t events = 9;
+    const DetectorDescription detector = find_detector("epix10ka2m");
+    ThreadPool pool(2);
+    // Every simulated event a hit candidate, so that hits come from every rank.
+    EngineConfig base = sim_config(events);
+    base.hit_fraction = 1.0;
+    const DetectorSimulator simulator = lp::engine_simulator(base, pool);
+    const QString record_dir = dir_.filePath("recording");
+    {
+      const QString config = dir_.filePath("record.json");
+      write_json(config, base.to_json());
+      const CliResult r =
+          run_cli("LIVEDRP_ENGINE_EXE", {"run", "--config", config, "--record", record_dir}, -1);
+      QVERIFY2(r.exit_code == 0 && r.out.contains("recorded: 9 events"), qPrintable(r.err + r.out));
+    }
+
+    // The replay: integration with a window that holds every event, and peak finding.
+    EngineConfig replay = base;
+    replay.source = "replay:" + record_dir.toStdString();
+    replay.replay.pace = "flat_out";
+    const EngineConfig integration =
+        li::live_config(li::write_poni(dir_, detector, simulator.powder_geometry()),
+                        li::write_mask(dir_, detector));
+    replay.integration = integration.integration;
+    replay.integration.average_events = 64;
+    replay.integration.publish_hz = 100;
+    replay.peak_finding = lp::live_config().peak_finding;
+    const std::string endpoint = free_endpoint();
+    replay.publish = endpoint;
+    const QString config = dir_.filePath("replay.json"),
+                  summary = dir_.filePath("replay_summary.json");
+    write_json(config, replay.to_json());
+    const MpiRun run = run_mpi({"--config", config, "--summary-json", summary}, endpoint);
+    QVERIFY2(run.result.exit_code == 0, qPrintable(run.result.err + run.result.out));
+    const nlohmann::json merged = read_json(summary);
+    const QString problem = check_totals(merged, events, {1, 2});
+    QVERIFY2(problem.isEmpty(), qPrintable(problem + "\n" + QString::fromStdString(merged.dump())));
+
+    // The profile of all events, calibrated and integrated here: the replay's event i is the
+    // simulator's event i % pool (as recorded).
+    EngineConfig offline_config = replay;
+    offline_config.events = events;
+    const li::OfflineProfiles offline = li::offline_profiles(offline_config, simulator, pool);
+    const std::vector<double> all_events = li::window_mean(offline, events - 1, events);
+    QVERIFY2(!run.profiles.empty(), qPrintable(run.result.err));
+    const protocol::RadialProfile& last = run.profiles.back();
+    QCOMPARE(last.average_events, events);
+    QCOMPARE(last.centres, offline.centres);
+    QCOMPARE(last.sequence, offline.sequences.back());  // the newest event's own profile
+    const long diff = li::first_difference(last.average, all_events, 1e-12);
+    QVERIFY2(diff < 0,
+             qPrintable(QString("bin %1: merged %2, all events %3")
+                            .arg(diff)
+                            .arg(diff < 0 ? 0.0 : last.average[std::size_t(diff)], 0, 'g', 17)
+                            .arg(diff < 0 ? 0.0 : all_events[std::size_t(diff)], 0, 'g', 17)));
+    QCOMPARE(li::first_difference(last.latest, offline.profiles.back(), 1e-12), -1L);
+
+    // Hits and peaks: peakfinder8 on every event here, then one engine on the same file.
+    const lp::OfflineEvents calibrated = lp::offline_events(base, simulator, pool);
+    peaks::PeakFinder8 finder =
+        lp::independent_finder(detector, simulator.constants(), replay.peak_finding.params);
+    std::uint64_t hits = 0, found = 0, newest_hit_pulse = 0;
+    for (std::size_t i = 0; i < calibrated.calibrated.size(); ++i) {
+      const peaks::PeakList list = finder.find(calibrated.calibrated[i].data());
+      found += std::uint64_t(list.found);
+      if (list.hit) {
+        ++hits;
+        newest_hit_pulse = calibrated.pulse_ids[i];
+      }
+    }
+    QVERIFY2(hits > 1, "the simulated run must have hits on more than one rank");
+    const auto& peak_block = merged.at("peak_finding");
+    QCOMPARE(peak_block.at("events").get<std::uint64_t>(), events);
+    QCOMPARE(peak_block.at("hits").get<std::uint64_t>(), hits);
+    QCOMPARE(peak_block.at("peaks").get<std::uint64_t>(), found);
+    QVERIFY(!run.peaks.empty());
+    QCOMPARE(run.peaks.back().pulse_id, newest_hit_pulse);  // the newest hit over the ranks
+
+    EngineConfig single = replay;
+    single.publish = "";
+    const QString single_config = dir_.filePath("single.json"),
+                  single_summary = dir_.filePath("single_summary.json");
+    write_json(single_config, single.to_json());
+    const CliResult one =
+        run_cli("LIVEDRP_ENGINE_EXE",
+                {"run", "--config", single_config, "--summary-json", single_summary}, -1);
+    QVERIFY2(one.exit_code == 0, qPrintable(one.err + one.out));
+    const nlohmann::json one_engine = read_json(single_summary);
+    QCOMPARE(one_engine.at("peak_finding").at("hits").get<std::uint64_t>(), hits);
+    QCOMPARE(one_engine.at("peak_finding").at("peaks").get<std::uint64_t>(), found);
+    QCOMPARE(one_engine.at("events_processed").get<std::uint64_t>(),
+             merged.at("events_processed").get<std::uint64_t>());
+
+    // The published stats carry the same totals and the per-rank block.
+    QVERIFY(!run.stats.empty());
+    const protocol::StatsPayload& final_stats = run.stats.back();
+    QCOMPARE(final_stats.events_processed, events);
+    QVERIFY(final_stats.ranks.has_value());
+    QCOMPARE(final_stats.ranks->processing.size(), std::size_t(2));
+    QCOMPARE(final_stats.ranks->processing[0].events_processed +
+                 final_stats.ranks->processing[1].events_processed,
+             events);
+  }
+#endif
+
+ private:
+  QTemporaryDir dir_;
+};
+
+QTEST_GUILESS_MAIN(TestMpiRun)
+#include "test_mpi_run.moc"
