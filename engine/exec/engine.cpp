@@ -191,6 +191,11 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
         throw InputError("stage '" + stage->name() +
                          "' runs on the host-fed backends only, not yet with runtime.source "
                          "'device'; use runtime.source 'host'");
+    if (!c.write.hits_directory.empty() || !c.write.profiles.empty())
+      throw InputError(
+          "--write-hits and --write-profiles (write.*) are not available with runtime.source "
+          "'device' yet: its results reach the host without the calibrated image; use "
+          "runtime.source 'host'");
     if (c.backend == "cpu")
       throw InputError("runtime.source 'device' needs the CUDA backend (backend is 'cpu')");
     if (const auto reason = cuda_unavailable_reason())
@@ -259,6 +264,15 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     const bool wait = c.record.when_full == "wait" || (c.record.when_full == "auto" && replaying);
     options.when_full = wait ? replay::RecordWhenFull::Wait : replay::RecordWhenFull::Drop;
     d.recorder = std::make_unique<replay::Recorder>(options, d.detector, c.to_json().dump());
+  }
+  if (!c.write.hits_directory.empty() || !c.write.profiles.empty()) {
+    // "auto": a live source must not stall for the disk; a replay or an unpaced simulator can.
+    const bool wait = c.write.when_full == "wait" ||
+                      (c.write.when_full == "auto" && !streaming &&
+                       !(c.rate_hz > 0 && (!replaying || d.replay_pace == "rate")));
+    if (!c.write.hits_directory.empty())
+      check_buffered_events(c.write.queue_events, d.detector, "write.queue_events");
+    d.live_writers = std::make_unique<LiveWriters>(c, d.detector, d.stages, wait);
   }
   // No status message yet: with a shared publisher an engine built to replace a running one must
   // not announce itself before the old run has finished; start() announces "starting".

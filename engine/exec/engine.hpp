@@ -76,6 +76,19 @@ struct RecordConfig {
   bool enabled() const { return !directory.empty(); }
 };
 
+// The live writers (JSON "write"; docs/formats.md, "Hit files" and "Live profile series"): hit
+// events (peakfinder8's hit flag) with their calibrated image and peak lists to CXI files for
+// CrystFEL, and every event's radial profile to one NeXus file. Each writer has a queue and a
+// thread of its own; when a queue is full, when_full decides as record.when_full does ("auto":
+// drop for a live source, a stream or a paced simulator, wait otherwise).
+struct WriteConfig {
+  std::string hits_directory;          // empty: no hit files; needs peak_finding.enabled
+  std::uint64_t hits_per_file = 1000;  // a new file after this many hits
+  std::string profiles;                // FILE.h5; empty: none; needs integration.enabled
+  std::string when_full = "auto";      // "auto", "drop", "wait"
+  int queue_events = 16;               // events waiting for each writer
+};
+
 // Live azimuthal integration of every processed event (JSON "integration"; the offline
 // `integrate` command's options, same meaning). The engine keeps the latest radial profile and a
 // running average over the last `average_events` events, and publishes them on the `profile`
@@ -174,6 +187,7 @@ struct EngineConfig {
   LiveIntegrationConfig integration;
   LivePeakFindingConfig peak_finding;
   ImagePublishConfig image;
+  WriteConfig write;
   MpiRunConfig mpi;
   // Sections of the stages registered through stages/registry.hpp, by name, as each stage's
   // parse returned them (with "enabled"); the enabled ones run after the built-in stages, in
@@ -259,6 +273,20 @@ using EventObserver =
                        const std::vector<std::shared_ptr<stages::Stage>>& stages,
                        const std::vector<stages::StageOutput>& outputs)>;
 
+// One live writer's account (Engine::write_status): every event offered to it is written,
+// dropped (its queue was full under when_full "drop", or its image could not be read back) or
+// failed (writing had failed; the reason in error).
+struct WriterStatus {
+  bool active = false;
+  std::uint64_t written = 0, dropped = 0, failed = 0;
+  std::uint64_t peaks_left_out = 0;  // hit files: peaks past the files' max_num_peaks columns
+  std::string error;
+  std::vector<std::string> files;
+};
+struct WriteStatus {
+  WriterStatus hits, profiles;
+};
+
 class Engine {
  public:
   // Resolves the detector, backend and endpoint; throws InputError for bad input.
@@ -290,6 +318,7 @@ class Engine {
   void seek(std::uint64_t index);  // the next event handed on is `index`
   ReplayStatus replay_status() const;
   RecordStatus record_status() const;
+  WriteStatus write_status() const;  // the live writers (config.write); safe during the run
   // Live peak finding. set_peak_params validates (InputError naming the parameter), applies the
   // parameters to events submitted from now on (no restart; the engine thread takes them over
   // within milliseconds) and returns the new version. rerun_peaks runs the parameters in force

@@ -228,6 +228,15 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read_integer("queue_events", c.record.queue_events, 1, 1024);
     reader.reject_unknown_keys();
   }
+  if (const json* write = root.find("write")) {
+    FieldReader reader(*write, origin, "write");
+    reader.read("hits_directory", c.write.hits_directory);
+    reader.read_integer("hits_per_file", c.write.hits_per_file, 1, (1LL << 40));
+    reader.read("profiles", c.write.profiles);
+    reader.read_choice("when_full", c.write.when_full, {"auto", "drop", "wait"});
+    reader.read_integer("queue_events", c.write.queue_events, 1, 1024);
+    reader.reject_unknown_keys();
+  }
   if (const json* integration = root.find("integration")) {
     FieldReader reader(*integration, origin, "integration");
     LiveIntegrationConfig& i = c.integration;
@@ -351,6 +360,12 @@ json EngineConfig::to_json() const {
                 {"error_bound", record.error_bound},
                 {"when_full", record.when_full},
                 {"queue_events", record.queue_events}}},
+              {"write",
+               {{"hits_directory", write.hits_directory},
+                {"hits_per_file", write.hits_per_file},
+                {"profiles", write.profiles},
+                {"when_full", write.when_full},
+                {"queue_events", write.queue_events}}},
               {"integration", integration_json(integration)},
               {"peak_finding", peak_finding_json(peak_finding)},
               {"image", {{"publish_hz", image.publish_hz}}}};

@@ -28,6 +28,10 @@ void Engine::Impl::account_completed(CompletedEvent& done) {
   }
   account_image(done);
   if (stage_books) stage_books->add(done);
+  if (live_writers)
+    live_writers->add(done, ring && output_readable, [this](const CompletedEvent& e, float* out) {
+      backend->read_output(e, out);
+    });
   if (event_observer) event_observer(done.header, stages, done.stage_outputs);
   if (ring) ring->rearm(done.ring_slot);
   processed.fetch_add(1, std::memory_order_release);
@@ -86,6 +90,10 @@ void Engine::Impl::consume() {
   std::map<std::uint64_t, BackendEvent> unreturned;
   auto retire = [&](const CompletedEvent& done) {
     unreturned.erase(done.admission);
+    // A hit held back by the reorder stage: its image now, while the backend's output is its.
+    if (live_writers && done.admission != reorder.next_admission())
+      live_writers->keep_held(
+          done, [this](const CompletedEvent& e, float* out) { backend->read_output(e, out); });
     reorder.insert(done.admission, done);
     while (auto ready = reorder.pop_ready()) {
       // An event released now but returned earlier may have had its backend output reused by
@@ -190,6 +198,14 @@ void Engine::Impl::consume() {
     consumer_active = false;
   }
   run_engine_tasks();
+  if (live_writers) {
+    // Every event is accounted: the files are completed before the run counts as finished.
+    try {
+      live_writers->close();
+    } catch (const std::exception& e) {
+      spdlog::error("engine: writing the run's outputs failed: {}", e.what());
+    }
+  }
   consumer_done = true;
 }
 

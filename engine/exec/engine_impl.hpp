@@ -31,6 +31,7 @@
 #include "exec/host_event_buffer.hpp"
 #include "exec/latency_histogram.hpp"
 #include "exec/live_image.hpp"
+#include "exec/live_writers.hpp"
 #include "exec/stage_books.hpp"
 #include "exec/stage_timer.hpp"
 #include "integrate/integrator.hpp"
@@ -95,6 +96,9 @@ struct Engine::Impl {
   std::unique_ptr<replay::Recorder> recorder;  // config.record; used by the producer thread only
   bool record_failure_logged = false;          // producer thread
   std::string record_error;                    // guarded by `mutex`: closing the recording failed
+  // The live writers (config.write; null when none): fed by the consumer thread, closed by it
+  // when the last event is accounted (their status keeps any error).
+  std::unique_ptr<LiveWriters> live_writers;
   // Replay controls (set by any thread, read by the producer).
   std::atomic<bool> paused{false};
   std::atomic<int> step_budget{0};     // events still to hand on while paused

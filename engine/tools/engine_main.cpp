@@ -158,11 +158,33 @@ void print_progress(const livedrp::protocol::StatsPayload& s) {
                (unsigned long long)s.events_dropped, s.event_rate_hz, s.input_gbps);
 }
 
+// A live writer's line of the summary: what it wrote, and every event it did not.
+void print_writer(const char* label, const char* unit, const livedrp::WriterStatus& w) {
+  if (!w.active) return;
+  std::printf("%s: %llu %s in %zu file(s)", label, (unsigned long long)w.written, unit,
+              w.files.size());
+  if (w.dropped > 0)
+    std::printf(", %llu not written (writer queue full)", (unsigned long long)w.dropped);
+  if (w.failed > 0)
+    std::printf(", %llu not written (writing stopped)", (unsigned long long)w.failed);
+  if (w.peaks_left_out > 0)
+    std::printf(", %llu peaks past max_num_peaks not listed", (unsigned long long)w.peaks_left_out);
+  std::printf("\n");
+  for (const auto& file : w.files) std::printf("  %s\n", file.c_str());
+}
+
+nlohmann::json writer_json(const livedrp::WriterStatus& w) {
+  return {{"written", w.written}, {"dropped", w.dropped},
+          {"failed", w.failed},   {"peaks_left_out", w.peaks_left_out},
+          {"error", w.error},     {"files", w.files}};
+}
+
 // Prints the summary (stdout, and --summary-json); returns the exit status.
 int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summary,
            const std::string& summary_file,
            const std::optional<livedrp::ReplayStatus>& replay = std::nullopt,
-           const std::optional<livedrp::RecordStatus>& record = std::nullopt) {
+           const std::optional<livedrp::RecordStatus>& record = std::nullopt,
+           const livedrp::WriteStatus& written = {}) {
   const auto& s = summary.stats;
   std::printf("events in: %llu, processed: %llu, dropped: %llu%s, order errors: %llu\n",
               (unsigned long long)s.events_in, (unsigned long long)s.events_processed,
@@ -231,6 +253,8 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
     std::printf("\n");
     for (const auto& file : record->files) std::printf("  %s\n", file.c_str());
   }
+  print_writer("hit files", "hits", written.hits);
+  print_writer("profiles", "profiles", written.profiles);
   if (!summary_file.empty()) {
     std::ofstream out(summary_file);
     nlohmann::json json = summary_json(config, summary);
@@ -241,6 +265,8 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
                         {"failed", record->failed},
                         {"error", record->error},
                         {"files", record->files}};
+    if (written.hits.active) json["write"]["hits"] = writer_json(written.hits);
+    if (written.profiles.active) json["write"]["profiles"] = writer_json(written.profiles);
     out << json.dump(2) << "\n";
     if (!out) return bad_input("cannot write summary file '" + summary_file + "'");
   }
@@ -248,7 +274,12 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
     std::cerr << "livedrp-engine: run failed: " << summary.error << "\n";
     return kExitRunFailed;
   }
-  // Every event was processed, but the recording asked for is not whole.
+  // Every event was processed, but an output asked for is not whole.
+  for (const auto* w : {&written.hits, &written.profiles})
+    if (!w->error.empty()) {
+      std::cerr << "livedrp-engine: writing stopped: " << w->error << "\n";
+      return kExitRunFailed;
+    }
   if (record && !record->error.empty()) {
     std::cerr << "livedrp-engine: recording stopped: " << record->error << "\n";
     return kExitRunFailed;
@@ -333,6 +364,8 @@ int main(int argc, char** argv) {
   std::string config_file, source, backend, publish, constants_file, summary_file, control,
       record_dir, replay_detector, stream_detector;
   std::uint64_t record_max_mb = 0;
+  std::string write_hits, write_profiles;
+  std::int64_t hits_per_file = 0;
   bool flat_out = false, loop = false;
   std::uint64_t events = 0;
   double rate = -1;
@@ -356,6 +389,14 @@ int main(int argc, char** argv) {
   run->add_option("--record", record_dir, "Record the source's events to HDF5 files in DIR");
   run->add_option("--record-max-mb", record_max_mb,
                   "Roll the recording over to a new file before it passes this size (MiB)");
+  run->add_option("--write-hits", write_hits,
+                  "Write hit events (peakfinder8's hit flag; needs peak_finding in --config) to "
+                  "CXI files for CrystFEL in DIR (docs/formats.md, \"Hit files\")");
+  run->add_option("--hits-per-file", hits_per_file,
+                  "With --write-hits: hits per CXI file (default 1000)");
+  run->add_option("--write-profiles", write_profiles,
+                  "Write every event's radial profile and pulse id to this NeXus file (.h5; needs "
+                  "integration in --config)");
   run->add_option("--events", events, "Stop after N events (0: until interrupted)");
   run->add_option("--rate", rate, "Source rate in Hz (0: as fast as possible)");
   run->add_option("--backend", backend, "cpu | cuda | auto");
@@ -494,6 +535,23 @@ int main(int argc, char** argv) {
       if (record_max_mb < 1) throw livedrp::InputError("--record-max-mb must be at least 1");
       config.record.max_file_bytes = record_max_mb << 20;
     }
+    if (run->count("--write-hits")) {
+      if (write_hits.empty()) throw livedrp::InputError("--write-hits needs a folder, got ''");
+      config.write.hits_directory = write_hits;
+    }
+    if (run->count("--hits-per-file")) {
+      if (hits_per_file < 1)
+        throw livedrp::InputError("--hits-per-file must be at least 1, got " +
+                                  std::to_string(hits_per_file));
+      if (config.write.hits_directory.empty())
+        throw livedrp::InputError("--hits-per-file needs --write-hits DIR");
+      config.write.hits_per_file = std::uint64_t(hits_per_file);
+    }
+    if (run->count("--write-profiles")) {
+      if (write_profiles.empty())
+        throw livedrp::InputError("--write-profiles needs a file name, got ''");
+      config.write.profiles = write_profiles;
+    }
     if (!stream_detector.empty() && !livedrp::stream::is_stream_source(config.source))
       throw livedrp::InputError("--stream-detector needs an sls: or dectris: source, got '" +
                                 config.source + "'");
@@ -573,5 +631,6 @@ int main(int argc, char** argv) {
 
   std::optional<livedrp::ReplayStatus> replay;
   if (auto r = engine->replay_status(); r.active) replay = r;
-  return report(engine->config(), engine->summary(), summary_file, replay, engine->record_status());
+  return report(engine->config(), engine->summary(), summary_file, replay, engine->record_status(),
+                engine->write_status());
 }
