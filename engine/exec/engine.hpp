@@ -268,10 +268,9 @@ struct EventShare {
 
 // Every processed event as the engine thread accounts it, in admission order, after the stages'
 // books took it: its header, the run's stages and each stage's result for it (same order).
-using EventObserver =
-    std::function<void(const EventHeader& header,
-                       const std::vector<std::shared_ptr<stages::Stage>>& stages,
-                       const std::vector<stages::StageOutput>& outputs)>;
+using EventObserver = std::function<void(const EventHeader& header,
+                                         const std::vector<std::shared_ptr<stages::Stage>>& stages,
+                                         const std::vector<stages::StageOutput>& outputs)>;
 
 // One live writer's account (Engine::write_status): every event offered to it is written,
 // dropped (its queue was full under when_full "drop", or its image could not be read back) or

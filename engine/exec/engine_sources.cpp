@@ -31,15 +31,18 @@ void Engine::Impl::produce() {
     }
     set_state("running");
     const bool paced = config.rate_hz > 0;
-    const auto period = paced ? std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(1.0 / config.rate_hz))
-                              : Clock::duration::zero();
+    // rate_hz is the run's: under a share this engine's events come share.count times as far
+    // apart.
+    const auto period =
+        paced ? std::chrono::duration_cast<Clock::duration>(
+                    std::chrono::duration<double>(double(share.count) / config.rate_hz))
+              : Clock::duration::zero();
     // A paced source that falls behind does not burst to catch up by more than this.
     const auto max_lag = std::chrono::milliseconds(100);
     auto next_time = Clock::now();
     // Under a share (engine/mpi) this engine takes every share.count-th event of the run.
-    for (std::uint64_t i = share.index; (config.events == 0 || i < config.events) && !stop_requested;
-         i += share.count) {
+    for (std::uint64_t i = share.index;
+         (config.events == 0 || i < config.events) && !stop_requested; i += share.count) {
       if (paced) {
         std::this_thread::sleep_until(next_time);
         next_time += period;
@@ -116,9 +119,10 @@ void Engine::Impl::produce_replay() {
     }
     set_state("running", replay_pace_note);
     const bool by_rate = replay_pace == "rate", by_time = replay_pace == "recorded";
-    const auto period = by_rate ? std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(1.0 / config.rate_hz))
-                                : Clock::duration::zero();
+    const auto period =
+        by_rate ? std::chrono::duration_cast<Clock::duration>(
+                      std::chrono::duration<double>(double(share.count) / config.rate_hz))
+                : Clock::duration::zero();
     const auto max_lag = std::chrono::milliseconds(100);
     auto next_time = Clock::now();
     Clock::time_point anchor_wall;
