@@ -95,6 +95,7 @@ void Engine::Impl::run_device_source() {
           throw RuntimeFault("no result for " + std::to_string(kStallLimit.count()) +
                              " s with events in flight (" + pipeline.diagnostics() + ")");
         const std::uint64_t in_flight = announced - std::min(announced, processed.load());
+        device_ring_occupancy.store(in_flight);
         std::lock_guard lock(mutex);
         for (std::size_t l = 0; l < per_lane.size(); ++l)
           per_lane[l].in_flight =

@@ -114,6 +114,9 @@ struct Engine::Impl {
   std::atomic<std::uint64_t> events_in{0}, processed{0}, dropped_ring_full{0},
       dropped_backend_fault{0}, dropped_read_error{0}, order_errors{0}, last_sequence{0},
       last_pulse_id{0};
+  // The device-resident source's ring: events announced by its producer and not yet processed,
+  // both read at one moment (events_in alone may be a snapshot older than the ring's turnover).
+  std::atomic<std::uint64_t> device_ring_occupancy{0};
 
   mutable std::mutex mutex;  // guards the fields below
   std::condition_variable finished_signal;

@@ -95,12 +95,13 @@ protocol::StatsPayload Engine::Impl::cumulative_stats() const {
   stats.events_in_flight =
       stats.events_in - std::min(stats.events_in, stats.events_processed + stats.events_dropped);
   stats.order_errors = order_errors.load();
-  if (ring) {
+  if (device_source) {
+    // The device ring; the host ring stands unused beside it.
+    stats.ring_slots = std::size_t(config.ring_slots);
+    stats.ring_occupancy = device_ring_occupancy.load();
+  } else if (ring) {
     stats.ring_slots = ring->slot_count();
     stats.ring_occupancy = ring->occupancy();
-  } else {
-    stats.ring_slots = std::size_t(config.ring_slots);  // the device ring
-    stats.ring_occupancy = stats.events_in_flight;
   }
   {
     std::lock_guard lock(mutex);

@@ -109,17 +109,25 @@ __global__ void __launch_bounds__(kStatisticsThreads)
         next_bin = peaks::finish_radial_bin(sum, squares, count, minimum_snr, adc_threshold);
     }
     __syncthreads();
+    // As the CPU (PeakFinder8::compute_radial_statistics): thresholds an iteration leaves as
+    // they were admit the same values next time, so the later iterations would repeat this
+    // result; the whole block sees the same next_bin and leaves together.
+    const bool settled = next_bin.upper == bin.upper && next_bin.lower == bin.lower;
     bin = next_bin;
     __syncthreads();  // every thread read next_bin before the next iteration writes it
+    if (settled) break;
   }
   if (lane == 0) stats[b] = bin;
 }
 
 // Two bitmaps per ASIC, in the ASIC's own rows (row r's bits start at word r * words_per_row):
 // candidate (good and above its bin's upper threshold: may seed or join a peak) and background
-// (good and below it: may count in a ring). A warp per word, the pixels read coalesced; per ASIC
-// the candidate words, then the background words, `asic_words` apart.
+// (good and below it: may count in a ring). A warp per kBitmapWordsPerWarp consecutive words, the
+// pixels read coalesced, every word's loads issued before the first is used: with one word a
+// warp, a thread had one 4-byte load in flight and the kernel ran at about a third of the
+// memory's bandwidth. Per ASIC the candidate words, then the background words, `asic_words` apart.
 constexpr int kBitmapWarps = 8;
+constexpr int kBitmapWordsPerWarp = 4;
 __global__ void __launch_bounds__(32 * kBitmapWarps)
     threshold_bitmap_kernel(const float* __restrict__ data,
                             const std::uint16_t* __restrict__ bin_of_pixel,
@@ -127,29 +135,42 @@ __global__ void __launch_bounds__(32 * kBitmapWarps)
                             const Asic* __restrict__ asics, int width, int asic_words,
                             std::uint32_t* bitmaps) {
   const Asic asic = asics[blockIdx.y];
-  const int words_per_row = (asic.width + 31) / 32;
-  const int word = int(blockIdx.x) * kBitmapWarps + int(threadIdx.x / 32);
-  if (word >= asic.height * words_per_row) return;  // the whole warp
+  const int words_per_row = (asic.width + 31) / 32, words = asic.height * words_per_row;
+  const int first_word =
+      (int(blockIdx.x) * kBitmapWarps + int(threadIdx.x / 32)) * kBitmapWordsPerWarp;
+  if (first_word >= words) return;  // the whole warp
   const int lane = int(threadIdx.x % 32);
-  const int row = word / words_per_row, column = (word % words_per_row) * 32 + lane;
-  bool above = false, below = false;
-  if (column < asic.width) {
-    const std::size_t p =
-        std::size_t(asic.first_ss + row) * std::size_t(width) + std::size_t(asic.first_fs + column);
-    const std::uint16_t b = bin_of_pixel[p];
-    if (b != kUnusedPixel) {
-      const float value = data[p];
-      const RadialBinStats bin = stats[b];
-      above = peaks::above_threshold(value, bin);
-      below = peaks::below_threshold(value, bin);
+  std::uint16_t bin[kBitmapWordsPerWarp];
+  float value[kBitmapWordsPerWarp];
+#pragma unroll
+  for (int j = 0; j < kBitmapWordsPerWarp; ++j) {
+    const int word = first_word + j;
+    const int row = word / words_per_row, column = (word % words_per_row) * 32 + lane;
+    bin[j] = kUnusedPixel;
+    value[j] = 0.0f;
+    if (word < words && column < asic.width) {
+      const std::size_t p = std::size_t(asic.first_ss + row) * std::size_t(width) +
+                            std::size_t(asic.first_fs + column);
+      bin[j] = __ldg(bin_of_pixel + p);
+      value[j] = data[p];
     }
   }
-  const unsigned above_bits = __ballot_sync(0xffffffffu, above);
-  const unsigned below_bits = __ballot_sync(0xffffffffu, below);
-  if (lane == 0) {
-    std::uint32_t* own = bitmaps + std::size_t(blockIdx.y) * 2 * std::size_t(asic_words);
-    own[word] = above_bits;
-    own[asic_words + word] = below_bits;
+  std::uint32_t* own = bitmaps + std::size_t(blockIdx.y) * 2 * std::size_t(asic_words);
+#pragma unroll
+  for (int j = 0; j < kBitmapWordsPerWarp; ++j) {
+    bool above = false, below = false;
+    if (bin[j] != kUnusedPixel) {
+      const RadialBinStats b = stats[bin[j]];
+      above = peaks::above_threshold(value[j], b);
+      below = peaks::below_threshold(value[j], b);
+    }
+    const unsigned above_bits = __ballot_sync(0xffffffffu, above);
+    const unsigned below_bits = __ballot_sync(0xffffffffu, below);
+    const int word = first_word + j;
+    if (lane == j && word < words) {
+      own[word] = above_bits;
+      own[asic_words + word] = below_bits;
+    }
   }
 }
 
@@ -717,7 +738,8 @@ void launch_kernel(int kernel, const DevicePeakFinder8::State& s, const float* d
       check_launch("radial_statistics_kernel");
       return;
     case kBitmaps: {
-      const dim3 bitmap_grid(unsigned((t.asic_words + kBitmapWarps - 1) / kBitmapWarps),
+      constexpr int kWordsPerBlock = kBitmapWarps * kBitmapWordsPerWarp;
+      const dim3 bitmap_grid(unsigned((t.asic_words + kWordsPerBlock - 1) / kWordsPerBlock),
                              unsigned(t.asics));
       threshold_bitmap_kernel<<<bitmap_grid, 32 * kBitmapWarps, 0, st>>>(
           device_data, t.bin_of_pixel.as<const std::uint16_t>(), s.stats.as<const RadialBinStats>(),

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# One device call that says where the GPU time of the whole pipeline goes (issue 32): the
+# engine's stage subsets on the device-resident source (livedrp-bench pipeline), the engine with
+# every stage on a pool holding hits, each kernel's time under Nsight Compute (host-fed, one plain
+# stream: the device-resident consumers spin on doorbells, which ncu's serialisation would hang),
+# and peakfinder8's kernels timed alone. Pack as measure.sh says; carry .gpu/carry.tar.xz.
+# A baseline build in the same call: carry .gpu_base too, holding livedrp-bench.NAME.xz and
+# livedrp-engine.NAME.xz (xz of another build's binaries); every bench then runs both, new first.
+# TESTS="test_a test_b" runs those packed GPU tests first; PARTS (default all): pipeline engine
+# ncu peaks.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+L=$OUT/logs; mkdir -p "$L" /tmp/gpu
+tar xJf .gpu/carry.tar.xz -C /tmp/gpu
+export LD_LIBRARY_PATH=/tmp/gpu/lib LIVEDRP_REQUIRE_GPU=1
+B=/tmp/gpu/bin
+PARTS=${PARTS:-"pipeline engine ncu peaks"}
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+finish() { tar czf "$OUT/logs.tgz" -C "$OUT" logs; }
+trap finish EXIT
+nvidia-smi > "$L/00_nvidia_smi.txt" 2>&1
+builds="new"
+for f in .gpu_base/livedrp-bench.*.xz; do
+  [ -e "$f" ] || continue
+  name=${f#.gpu_base/livedrp-bench.}; name=${name%.xz}
+  mkdir -p "/tmp/base_$name"
+  xz -dc "$f" > "/tmp/base_$name/livedrp-bench"; xz -dc ".gpu_base/livedrp-engine.$name.xz" > "/tmp/base_$name/livedrp-engine"
+  chmod +x /tmp/base_$name/*; builds="$builds $name"
+done
+dir_of() { if [ "$1" = new ]; then echo "$B"; else echo "/tmp/base_$1"; fi; }
+for t in ${TESTS:-}; do
+  "$B/$t" > "$L/01_$t.log" 2>&1; echo "== $t rc=$?"; grep -E "^Totals|^FAIL" "$L/01_$t.log"
+done
+if has pipeline; then
+  for b in $builds; do
+    timeout "${PIPELINE_S:-150}" "$(dir_of $b)/livedrp-bench" pipeline --backends cuda --sources device \
+      --stages ${PIPELINE_STAGES:-calibrate,calibrate+peak,calibrate+compress,calibrate+integrate,all} --streams 8 \
+      --launch graph --events 20000 --markdown "$L/02_pipeline_$b.md" > "$L/02_pipeline_$b.log" 2>&1
+    echo "== pipeline $b rc=$?"; cat "$L/02_pipeline_$b.md"; finish
+  done
+fi
+if has engine; then
+  for b in $builds; do
+    timeout -s INT 25 "$(dir_of $b)/livedrp-engine" run --config "$here/engine_device_x8.json" \
+      --summary-json "$L/03_engine_$b.json" > "$L/03_engine_$b.log" 2>&1
+    echo "== engine $b rc=$?"; grep -E "^events in|^rate|^latency|^stage|^peak" "$L/03_engine_$b.log"; finish
+  done
+fi
+if has ncu; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  timeout "${NCU_S:-150}" "$NCU" --clock-control none --metrics gpu__time_duration.sum --launch-skip 1500 \
+    --launch-count 600 --csv --print-units base "$B/livedrp-engine" run \
+    --config "$here/engine_host_x1_profile.json" > "$L/04_ncu.csv" 2> "$L/04_ncu.err"
+  echo "== ncu rc=$?"; tail -3 "$L/04_ncu.err"
+  python3 - "$L/04_ncu.csv" <<'PY' | tee "$L/04_ncu_summary.txt"
+import csv, sys, collections
+t = collections.defaultdict(list)
+for row in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('"')):
+    if row.get("Metric Name") == "gpu__time_duration.sum":
+        t[row["Kernel Name"][:70]].append(float(row["Metric Value"].replace(",", "")) / 1e3)
+for name, v in sorted(t.items(), key=lambda kv: -sum(kv[1])):
+    print(f"{sum(v)/len(v):9.2f} us avg  {len(v):4d} launches  {name}")
+PY
+  finish
+fi
+if has peaks; then
+  for b in $builds; do
+    timeout 100 "$(dir_of $b)/livedrp-bench" peaks --events 2000 --cpu-events 1 --streams 1,8 \
+      --markdown "$L/05_peaks_$b.md" > "$L/05_peaks_$b.log" 2>&1
+    echo "== peaks $b rc=$?"; grep -iE "kernel|statistics|bitmap|search|gather|frames/s" "$L/05_peaks_$b.log" | head -12
+  done
+fi
+echo done
