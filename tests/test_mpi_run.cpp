@@ -9,7 +9,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <csignal>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "cli_process.hpp"
@@ -58,25 +60,34 @@ QProcessEnvironment mpirun_environment() {
   return environment;
 }
 
-// The mpirun that CMake found, with what Open MPI needs to start three ranks on a two-core
-// machine (MPICH's starts them as they are).
-QStringList mpirun_arguments(const QString& mpirun) {
+bool is_open_mpi(const QString& mpirun) {
   QProcess version;
   version.setProcessEnvironment(mpirun_environment());
   version.setProcessChannelMode(QProcess::MergedChannels);
   version.start(mpirun, {"--version"});
   version.waitForFinished(-1);
   // "mpirun (Open MPI) 4.1.4", "mpiexec (OpenRTE) 4.1.4 ... www.open-mpi.org"
-  const bool open_mpi = QString::fromUtf8(version.readAll())
-                            .contains(QRegularExpression("Open MPI|OpenRTE|open-mpi\\.org"));
+  return QString::fromUtf8(version.readAll())
+      .contains(QRegularExpression("Open MPI|OpenRTE|open-mpi\\.org"));
+}
+
+// The mpirun that CMake found, with what Open MPI needs to start three ranks on a two-core
+// machine (MPICH's starts them as they are); `survive_a_rank`: the launcher lets the other ranks
+// live on when one dies (both end the whole job by default).
+QStringList mpirun_arguments(const QString& mpirun, bool survive_a_rank) {
+  const bool open_mpi = is_open_mpi(mpirun);
   QStringList arguments{"-n", QString::number(kRanks)};
   if (open_mpi) arguments << "--oversubscribe";
+  if (survive_a_rank) arguments << (open_mpi ? "--enable-recovery" : "-disable-auto-cleanup");
   return arguments;
 }
 
 // `mpirun -n 3 livedrp-engine run ARGUMENTS`, subscribed to `endpoint` (when not empty) for the
 // whole run; after the run ends, what the collector sent last is read until nothing more comes.
-MpiRun run_mpi(const QStringList& engine_arguments, const std::string& endpoint) {
+// `on_stats` sees every `stats` message as it comes, while the run goes.
+MpiRun run_mpi(const QStringList& engine_arguments, const std::string& endpoint,
+               bool survive_a_rank = false,
+               const std::function<void(const protocol::StatsPayload&)>& on_stats = {}) {
   MpiRun run;
   std::unique_ptr<protocol::Subscriber> subscriber;
   if (!endpoint.empty())
@@ -88,9 +99,10 @@ MpiRun run_mpi(const QStringList& engine_arguments, const std::string& endpoint)
     bool any = false;
     while (auto message = subscriber->receive(timeout)) {
       any = true;
-      if (message->topic == "stats")
+      if (message->topic == "stats") {
         run.stats.push_back(protocol::stats_from_json(message->payload));
-      else if (message->topic == protocol::kTopicProfile)
+        if (on_stats) on_stats(run.stats.back());
+      } else if (message->topic == protocol::kTopicProfile)
         run.profiles.push_back(protocol::profile_from_message(*message));
       else if (message->topic == protocol::kTopicPeaks)
         run.peaks.push_back(protocol::peaks_from_message(*message));
@@ -100,7 +112,7 @@ MpiRun run_mpi(const QStringList& engine_arguments, const std::string& endpoint)
   const QString mpirun = QStringLiteral(LIVEDRP_TEST_MPIEXEC);
   QProcess process;
   process.setProcessEnvironment(mpirun_environment());
-  process.start(mpirun, mpirun_arguments(mpirun)
+  process.start(mpirun, mpirun_arguments(mpirun, survive_a_rank)
                             << cli_executable("LIVEDRP_ENGINE_EXE") << "run" << engine_arguments);
   while (!process.waitForFinished(20)) {
     if (process.state() == QProcess::NotRunning) break;
@@ -191,6 +203,51 @@ class TestMpiRun : public QObject {
   }
 
 #ifdef LIVEDRP_TEST_MPIEXEC
+  // Rank 2 is killed while its run goes (the launcher told to let the others live on): the
+  // collector reports it lost, with its last counts, in `stats` and in the summary, and the run
+  // ends when rank 1 has finished its share.
+  void a_killed_rank_is_reported_lost_and_the_run_ends() {
+    const std::uint64_t events = 60;
+    EngineConfig c = sim_config(events);
+    c.rate_hz = 10;  // six seconds: rank 2 is killed well before its share is done
+    c.simulator_pool = 2;
+    c.mpi.silent_after_s = 2;
+    const std::string endpoint = free_endpoint();
+    c.publish = endpoint;
+    const QString config = dir_.filePath("killed.json"),
+                  summary = dir_.filePath("killed_summary.json");
+    write_json(config, c.to_json());
+    std::uint64_t killed_pid = 0;
+    const MpiRun run =
+        run_mpi({"--config", config, "--summary-json", summary}, endpoint, true,
+                [&](const protocol::StatsPayload& stats) {
+                  if (killed_pid != 0 || !stats.ranks || stats.ranks->processing.size() != 2)
+                    return;
+                  const protocol::RankStats& rank2 = stats.ranks->processing[1];
+                  if (rank2.rank == 2 && rank2.events_processed >= 2 && rank2.pid > 0) {
+                    killed_pid = rank2.pid;
+                    ::kill(pid_t(killed_pid), SIGKILL);
+                  }
+                });
+    QVERIFY2(killed_pid != 0, qPrintable("rank 2 was never seen processing: " + run.result.err));
+    const nlohmann::json merged = read_json(summary);
+    const auto& ranks = merged.at("ranks").at("processing");
+    QCOMPARE(ranks.size(), std::size_t(2));
+    QCOMPARE(ranks[0].at("state").get<std::string>(), std::string("finished"));
+    QCOMPARE(ranks[0].at("events_in").get<std::uint64_t>(), share_size(events, 0, 2));
+    QCOMPARE(ranks[1].at("state").get<std::string>(), std::string("lost"));
+    QCOMPARE(ranks[1].at("pid").get<std::uint64_t>(), killed_pid);
+    const std::uint64_t lost_in = ranks[1].at("events_in").get<std::uint64_t>();
+    QVERIFY(lost_in >= 2 && lost_in < share_size(events, 1, 2));
+    QCOMPARE(merged.at("events_in").get<std::uint64_t>(), share_size(events, 0, 2) + lost_in);
+    const std::string error = merged.at("error").get<std::string>();
+    QVERIFY2(error.find("rank 2: lost: no report for") != std::string::npos, error.c_str());
+    QVERIFY2(run.result.out.contains("rank 2: lost, in " + QString::number(lost_in)),
+             qPrintable(run.result.out));
+    QVERIFY(!run.stats.empty() && run.stats.back().ranks);
+    QCOMPARE(run.stats.back().ranks->processing[1].state, std::string(protocol::kRankLost));
+  }
+
   void simulator_totals_are_the_sums_of_the_ranks_and_the_events_asked_for() {
     const std::uint64_t events = 11;
     const QString config = dir_.filePath("sim.json"), summary = dir_.filePath("sim_summary.json");

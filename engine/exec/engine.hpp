@@ -145,6 +145,10 @@ struct MpiRunConfig {
   // "dedicated": rank 0 only merges and publishes (OnDA/OM's collector), so that its work never
   // slows a share; "processing": rank 0 takes a share of the events as well.
   std::string collector = "dedicated";
+  // A processing rank not heard from this long is lost (its process or node is gone): the
+  // collector reports it with its last counts and the run goes on without it (as far as the MPI
+  // launcher lets the other ranks live on: docs/mpi.md).
+  double silent_after_s = 10;
 };
 
 // The pipeline configuration: the same JSON drives the CLI, the GUI and the benchmarks, and is

@@ -297,6 +297,7 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
   if (const json* mpi = root.find("mpi")) {
     FieldReader reader(*mpi, origin, "mpi");
     reader.read_choice("collector", c.mpi.collector, {"dedicated", "processing"});
+    reader.read_number("silent_after_s", c.mpi.silent_after_s, 0.5, 86400.0);
     reader.reject_unknown_keys();
   }
   // Sections of registered stages (stages/registry.hpp), each read by its stage.
@@ -370,7 +371,9 @@ json EngineConfig::to_json() const {
               {"peak_finding", peak_finding_json(peak_finding)},
               {"image", {{"publish_hz", image.publish_hz}}}};
   // Echoed only when set: configurations of single engines read as they always did.
-  if (mpi.collector != MpiRunConfig{}.collector) out["mpi"] = {{"collector", mpi.collector}};
+  if (mpi.collector != MpiRunConfig{}.collector ||
+      mpi.silent_after_s != MpiRunConfig{}.silent_after_s)
+    out["mpi"] = {{"collector", mpi.collector}, {"silent_after_s", mpi.silent_after_s}};
   for (const auto& [name, section] : stages) out[name] = section;
   return out;
 }

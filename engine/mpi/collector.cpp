@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <set>
 
@@ -60,11 +61,36 @@ void Collector::take(RankReport report, Clock::time_point now) {
   }
   r.heard = now;
   r.report = std::move(report);
+  r.lost = false;
+  r.lost_reason.clear();
+}
+
+std::vector<int> Collector::mark_silent(Clock::time_point now, Clock::duration limit) {
+  std::vector<int> newly;
+  for (auto& [rank, r] : ranks_) {
+    if (r.lost || (r.report && r.report->final)) continue;
+    const auto since = r.report ? r.heard : start_;
+    if (now - since <= limit) continue;
+    r.lost = true;
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "lost: no report for %.1f s (its process or node is gone?); its last counts "
+                  "are kept",
+                  seconds(now - since));
+    r.lost_reason = text;
+    newly.push_back(rank);
+  }
+  return newly;
+}
+
+bool Collector::lost(int rank) const {
+  const auto it = ranks_.find(rank);
+  return it != ranks_.end() && it->second.lost;
 }
 
 bool Collector::all_final() const {
   for (const auto& [rank, r] : ranks_)
-    if (!r.report || !r.report->final) return false;
+    if (!r.lost && (!r.report || !r.report->final)) return false;
   return true;
 }
 
@@ -165,6 +191,8 @@ protocol::RanksBlock Collector::ranks_block(Clock::time_point now) const {
                     : r.report->final        ? protocol::kRankFinished
                                              : protocol::kRankRunning;
       stats.error = r.report->error;
+      stats.host = r.report->host;
+      stats.pid = r.report->pid;
       stats.events_in = x.events_in;
       stats.events_processed = x.events_processed;
       stats.events_dropped = x.events_dropped;
@@ -175,6 +203,10 @@ protocol::RanksBlock Collector::ranks_block(Clock::time_point now) const {
       stats.report_age_s = seconds(now - r.heard);
     } else {
       stats.report_age_s = seconds(now - start_);
+    }
+    if (r.lost) {
+      stats.state = protocol::kRankLost;
+      stats.error = r.lost_reason;
     }
     block.processing.push_back(std::move(stats));
   }
@@ -314,9 +346,19 @@ RunSummary Collector::summary(Clock::time_point now) const {
 
 std::string Collector::failures() const {
   std::string out;
-  for (const auto& [rank, r] : ranks_)
-    if (r.report && !r.report->error.empty())
-      out += (out.empty() ? "" : "; ") + ("rank " + std::to_string(rank) + ": " + r.report->error);
+  for (const auto& [rank, r] : ranks_) {
+    std::string why;
+    if (r.lost)
+      why = r.lost_reason + " (" +
+            (r.report ? std::to_string(r.report->stats.events_in) + " events in, " +
+                            std::to_string(r.report->stats.events_processed) + " processed"
+                      : std::string("it never reported")) +
+            ")";
+    else if (r.report && !r.report->error.empty())
+      why = r.report->error;
+    if (!why.empty())
+      out += (out.empty() ? "" : "; ") + ("rank " + std::to_string(rank) + ": " + why);
+  }
   return out;
 }
 

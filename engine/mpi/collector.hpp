@@ -31,6 +31,12 @@ class Collector {
   // A rank's report as it arrives. Throws RuntimeFault for a rank that does not process, or a
   // report after its final one.
   void take(RankReport report, Clock::time_point now);
+  // Ranks not heard from for `limit` (since their last report, or since the start) are lost:
+  // their process or node is gone. Their last counts stay in the merge; the run goes on without
+  // them. Returns the ranks lost by this call. A report from a lost rank takes it back.
+  std::vector<int> mark_silent(Clock::time_point now, Clock::duration limit);
+  bool lost(int rank) const;
+  // Every processing rank has sent its final report or is lost.
   bool all_final() const;
   bool any_report() const;
 
@@ -45,7 +51,8 @@ class Collector {
   // The run's summary: whole-run counts and rates (elapsed: the longest rank's).
   RunSummary summary(Clock::time_point now) const;
   protocol::RanksBlock ranks_block(Clock::time_point now) const;
-  // Processing ranks whose run stopped on a fault, each "rank N: <error>"; empty when none.
+  // Processing ranks whose run stopped on a fault or that were lost, each "rank N: <why>";
+  // empty when none.
   std::string failures() const;
 
  private:
@@ -54,7 +61,9 @@ class Collector {
     std::optional<RankReport> report;
     Clock::time_point heard{};
     double rate_hz = std::numeric_limits<double>::quiet_NaN();  // between its last two reports
-    std::uint64_t profile_sequence = 0;                         // of the profile merged last
+    bool lost = false;
+    std::string lost_reason;
+    std::uint64_t profile_sequence = 0;  // of the profile merged last
     bool profile_seen = false;
   };
   protocol::StatsPayload sums() const;  // counts, totals, stages, backend names

@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "core/error.hpp"
 #include "mpi/collector.hpp"
@@ -71,10 +72,13 @@ std::string agree_on_startup(const Session& session, const std::string& own_erro
   return all;
 }
 
-RankReport make_report(int rank, const Engine& engine, const RankSums& sums, bool final) {
+RankReport make_report(const Session& session, const Engine& engine, const RankSums& sums,
+                       bool final) {
   RankReport report;
-  report.rank = rank;
+  report.rank = session.rank();
   report.final = final;
+  report.host = session.processor();
+  report.pid = std::uint64_t(getpid());
   const RunSummary summary = engine.summary();
   report.error = summary.error;
   report.stats = summary.stats;
@@ -83,52 +87,64 @@ RankReport make_report(int rank, const Engine& engine, const RankSums& sums, boo
   return report;
 }
 
-// The collector's end of the stop fan-out: one non-blocking broadcast from rank 0 that every
-// rank posts at start; rank 0 starts it with 1 to stop the run, or with 0 once every rank has
-// finished (so that no message is left unmatched at MPI_Finalize).
-class StopBroadcast {
+// Stop and end from the collector, point to point (a collective would wait forever for a rank
+// that is gone). kTagStop: stop your engine. kTagEnd: the run is over, every report is in; a rank
+// waits for it after its final report, so that no message is left unmatched at MPI_Finalize.
+constexpr int kTagStop = 2;
+constexpr int kTagEnd = 3;
+const int kControlWord = 1;  // what stop and end carry (the tag says which)
+
+class ControlSends {
  public:
-  explicit StopBroadcast(bool root) : root_(root) {
-    if (!root_) post();
+  void send(int rank, int tag) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Isend(&kControlWord, 1, MPI_INT, rank, tag, MPI_COMM_WORLD, &request),
+          tag == kTagStop ? "sending stop to a rank" : "sending the end to a rank");
+    sends_.emplace_back(rank, request);
   }
-  void start(int stop) {  // rank 0
-    if (posted_) return;
-    value_ = stop;
-    post();
-  }
-  bool stop_requested() {  // other ranks
-    if (done_) return value_ != 0;
-    int flag = 0;
-    check(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), "testing the stop broadcast");
-    done_ = flag != 0;
-    return done_ && value_ != 0;
-  }
-  void finish() {
-    if (root_) start(0);
-    if (!done_) check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "ending the stop broadcast");
-    done_ = true;
+  // Completes the sends to ranks still there; those to lost ranks are let go.
+  void finish(const Collector& merge) {
+    for (auto& [rank, request] : sends_) {
+      if (merge.lost(rank))
+        check(MPI_Request_free(&request), "letting go of a send to a lost rank");
+      else
+        check(MPI_Wait(&request, MPI_STATUS_IGNORE), "completing a send to a rank");
+    }
+    sends_.clear();
   }
 
  private:
-  void post() {
-    check(MPI_Ibcast(&value_, 1, MPI_INT, kCollectorRank, MPI_COMM_WORLD, &request_),
-          "posting the stop broadcast");
-    posted_ = true;
-  }
-  bool root_;
-  bool posted_ = false, done_ = false;
-  int value_ = 0;
-  MPI_Request request_ = MPI_REQUEST_NULL;
+  std::vector<std::pair<int, MPI_Request>> sends_;
 };
+
+bool stop_arrived() {
+  int flag = 0;
+  MPI_Status status;
+  check(MPI_Iprobe(kCollectorRank, kTagStop, MPI_COMM_WORLD, &flag, &status), "probing for stop");
+  if (!flag) return false;
+  int word = 0;
+  check(MPI_Recv(&word, 1, MPI_INT, kCollectorRank, kTagStop, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+        "receiving stop");
+  return true;
+}
+
+void wait_for_end() {
+  for (;;) {
+    int word = 0;
+    MPI_Status status;
+    check(MPI_Recv(&word, 1, MPI_INT, kCollectorRank, MPI_ANY_TAG, MPI_COMM_WORLD, &status),
+          "waiting for the collector's end");
+    if (status.MPI_TAG == kTagEnd) return;  // a stop that came late is simply taken
+  }
+}
 
 // A processing rank: its engine runs; reports go to the collector without ever waiting on it.
 RunSummary run_processing_rank(const Session& session, Engine& engine, const RankSums& sums,
                                const EngineConfig& config, const std::atomic<bool>& stop) {
-  StopBroadcast stop_broadcast(false);
   MPI_Request send = MPI_REQUEST_NULL;
   std::vector<std::uint8_t> buffer;  // the report under way: MPI reads it until the send is done
   const auto send_report = [&](bool final) {
-    buffer = encode_report(make_report(session.rank(), engine, sums, final));
+    buffer = encode_report(make_report(session, engine, sums, final));
     check(MPI_Isend(buffer.data(), int(buffer.size()), MPI_BYTE, kCollectorRank, kTagReport,
                     MPI_COMM_WORLD, &send),
           "sending a report to the collector");
@@ -137,7 +153,7 @@ RunSummary run_processing_rank(const Session& session, Engine& engine, const Ran
   auto next_report = Clock::now() + interval;
   engine.start();
   while (!engine.finished()) {
-    if (stop || stop_broadcast.stop_requested()) engine.request_stop();
+    if (stop || stop_arrived()) engine.request_stop();
     if (Clock::now() >= next_report) {
       next_report = Clock::now() + interval;
       int done = 1;
@@ -153,7 +169,7 @@ RunSummary run_processing_rank(const Session& session, Engine& engine, const Ran
   check(MPI_Wait(&send, MPI_STATUS_IGNORE), "completing a report's send");
   send_report(true);
   check(MPI_Wait(&send, MPI_STATUS_IGNORE), "sending the final report");
-  stop_broadcast.finish();
+  wait_for_end();
   return engine.summary();
 }
 
@@ -176,11 +192,12 @@ protocol::StatusPayload collector_status(const EngineConfig& config, const Colle
 
 // Rank 0: merges the reports, publishes, and (mpi.collector "processing") runs a share itself.
 RunSummary run_collector(const Session& session, Engine* engine, const RankSums& sums,
-                         const EngineConfig& config, std::vector<int> processing,
+                         const EngineConfig& config, const std::vector<int>& processing,
                          Publisher* publisher, const std::atomic<bool>& stop) {
   const auto start = Clock::now();
-  Collector merge(session.size(), kCollectorRank, engine != nullptr, std::move(processing), start);
-  StopBroadcast stop_broadcast(true);
+  Collector merge(session.size(), kCollectorRank, engine != nullptr, processing, start);
+  ControlSends control;
+  const auto silent_limit = period_of(config.mpi.silent_after_s);
   const auto publish = [&](protocol::Message message) {
     message.run = config.run;
     if (publisher) publisher->publish(message);
@@ -249,23 +266,30 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
     if (engine && !own_final) {
       if (engine->finished()) {
         engine->wait();
-        merge.take(make_report(kCollectorRank, *engine, sums, true), now);
+        merge.take(make_report(session, *engine, sums, true), now);
         own_final = true;
       } else if (now >= next_own) {
-        merge.take(make_report(kCollectorRank, *engine, sums, false), now);
+        merge.take(make_report(session, *engine, sums, false), now);
         next_own = now + stats_period;
       }
     }
+    for (int rank : merge.mark_silent(now, silent_limit))
+      spdlog::error(
+          "MPI collector: rank {} is lost (no report for {} s); the run goes on without it", rank,
+          config.mpi.silent_after_s);
     if (stop && !stopping) {
       stopping = true;
-      stop_broadcast.start(1);
+      for (int rank : processing)
+        if (rank != kCollectorRank && !merge.lost(rank)) control.send(rank, kTagStop);
       if (engine) engine->request_stop();
     }
     publish_due(now, false);
     if (!received) std::this_thread::sleep_for(kPollPeriod);
   }
   publish_due(Clock::now(), true);
-  stop_broadcast.finish();
+  for (int rank : processing)
+    if (rank != kCollectorRank && !merge.lost(rank)) control.send(rank, kTagEnd);
+  control.finish(merge);
   return merge.summary(Clock::now());
 }
 

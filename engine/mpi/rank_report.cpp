@@ -67,10 +67,9 @@ ProfileSums profile_from_json(const json& j) {
 }  // namespace
 
 std::vector<std::uint8_t> encode_report(const RankReport& report) {
-  json j = {{"rank", report.rank},
-            {"final", report.final},
-            {"error", report.error},
-            {"stats", protocol::to_json(report.stats)}};
+  json j = {{"rank", report.rank},   {"final", report.final},
+            {"error", report.error}, {"host", report.host},
+            {"pid", report.pid},     {"stats", protocol::to_json(report.stats)}};
   if (report.profile) j["profile"] = profile_json(*report.profile);
   if (report.hit) {
     json parts = json::array();
@@ -90,6 +89,8 @@ RankReport decode_report(const std::vector<std::uint8_t>& bytes, int from_rank) 
       throw std::runtime_error("it says it is rank " + std::to_string(report.rank));
     report.final = j.at("final").get<bool>();
     report.error = j.at("error").get<std::string>();
+    report.host = j.at("host").get<std::string>();
+    report.pid = j.at("pid").get<std::uint64_t>();
     report.stats = protocol::stats_from_json(j.at("stats"));
     if (const auto p = j.find("profile"); p != j.end()) report.profile = profile_from_json(*p);
     if (const auto hit = j.find("hit"); hit != j.end()) {

@@ -16,8 +16,10 @@ namespace livedrp::mpi {
 
 struct RankReport {
   int rank = 0;
-  bool final = false;            // the rank's run has ended: nothing follows
-  std::string error;             // its run's fault; empty when none
+  bool final = false;  // the rank's run has ended: nothing follows
+  std::string error;   // its run's fault; empty when none
+  std::string host;    // MPI_Get_processor_name
+  std::uint64_t pid = 0;
   protocol::StatsPayload stats;  // cumulative, as Engine::summary() gives it
   std::optional<ProfileSums> profile;
   std::optional<protocol::EventPeaks> hit;

@@ -16,6 +16,8 @@ json to_json(const RanksBlock& block) {
     processing.push_back({{"rank", r.rank},
                           {"state", r.state},
                           {"error", r.error},
+                          {"host", r.host},
+                          {"pid", r.pid},
                           {"events_in", r.events_in},
                           {"events_processed", r.events_processed},
                           {"events_dropped", r.events_dropped},
@@ -56,6 +58,8 @@ RanksBlock ranks_block_from_json(const json& block) {
       r.fail("rank", "must be below the run's size " + std::to_string(out.size));
     rank.state = r.string("state");
     rank.error = r.string("error");
+    rank.host = r.string("host");
+    rank.pid = r.count("pid");
     rank.events_in = r.count("events_in");
     rank.events_processed = r.count("events_processed");
     rank.events_dropped = r.count("events_dropped");

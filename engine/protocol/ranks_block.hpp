@@ -16,11 +16,15 @@ inline constexpr const char* kRankWaiting = "waiting";    // no report from it y
 inline constexpr const char* kRankRunning = "running";    // it reports, its run goes on
 inline constexpr const char* kRankFinished = "finished";  // its final report came
 inline constexpr const char* kRankFailed = "error";       // its run stopped on a fault
+// Silent past mpi.silent_after_s: the process or its node is gone (its last counts are kept).
+inline constexpr const char* kRankLost = "lost";
 
 struct RankStats {
   std::uint64_t rank = 0;
   std::string state = kRankWaiting;
-  std::string error;  // why it failed; empty otherwise
+  std::string error;      // why it failed or was lost; empty otherwise
+  std::string host;       // where it runs (MPI_Get_processor_name); empty before its first report
+  std::uint64_t pid = 0;  // its process id there; 0 before its first report
   std::uint64_t events_in = 0;
   std::uint64_t events_processed = 0;
   std::uint64_t events_dropped = 0;
