@@ -20,11 +20,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_process.hpp"
+#include "hit_file_support.hpp"
 #include "live_integration_support.hpp"
 #include "live_peaks_support.hpp"
 #include "sim/simulator_settings.hpp"
 
 using namespace livedrp;
+using namespace livedrp::hit_file_test;
 
 namespace {
 
@@ -32,54 +34,11 @@ constexpr std::uint64_t kEvents = 8;
 constexpr std::uint64_t kHitsPerFile = 2;
 constexpr int kMaxPeaks = 64;  // columns of the peak arrays
 
-// A dataset read whole: its shape and its values converted to T by HDF5.
-template <typename T>
-struct H5Read {
-  std::vector<hsize_t> shape;
-  std::vector<T> values;
-  bool ok = false;
-};
-
-template <typename T>
-H5Read<T> read_dataset(hid_t file, const char* path, hid_t memory_type) {
-  H5Read<T> out;
-  const hid_t dataset = H5Dopen2(file, path, H5P_DEFAULT);
-  if (dataset < 0) return out;
-  const hid_t space = H5Dget_space(dataset);
-  out.shape.resize(std::size_t(H5Sget_simple_extent_ndims(space)));
-  H5Sget_simple_extent_dims(space, out.shape.data(), nullptr);
-  std::size_t n = 1;
-  for (hsize_t d : out.shape) n *= std::size_t(d);
-  out.values.resize(n);
-  out.ok = n == 0 ||
-           H5Dread(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.values.data()) >= 0;
-  H5Sclose(space);
-  H5Dclose(dataset);
-  return out;
-}
-
-// A variable-length string attribute of `object_path`, "" when absent.
-std::string read_string_attribute(hid_t file, const char* object_path, const char* name) {
-  if (H5Aexists_by_name(file, object_path, name, H5P_DEFAULT) <= 0) return "";
-  const hid_t attribute = H5Aopen_by_name(file, object_path, name, H5P_DEFAULT, H5P_DEFAULT);
-  const hid_t type = H5Aget_type(attribute);
-  std::string value;
-  if (H5Tis_variable_str(type) > 0) {
-    char* text = nullptr;
-    const hid_t memory = H5Tget_native_type(type, H5T_DIR_ASCEND);
-    if (H5Aread(attribute, memory, &text) >= 0 && text) value = text;
-    if (text) H5free_memory(text);
-    H5Tclose(memory);
-  }
-  H5Tclose(type);
-  H5Aclose(attribute);
-  return value;
-}
-
 // What the run should have produced, computed here.
 struct Expected {
   std::vector<std::uint64_t> sequences, pulse_ids;
   std::vector<std::vector<float>> calibrated;
+  std::vector<std::vector<std::uint8_t>> raw;
   std::vector<peaks::PeakList> lists;
   std::vector<std::vector<double>> profiles;
   std::vector<double> centres;
@@ -178,6 +137,7 @@ class TestLiveWriters : public QObject {
       e.lists.push_back(finder.find(calibrated.data(), &pool));
       e.profiles.push_back(profile_intensities(integrator.integrate(calibrated)));
       e.calibrated.push_back(std::move(calibrated));
+      e.raw.push_back(raw);
       const EventHeader header = simulator.header_for(i);
       e.sequences.push_back(header.sequence);
       e.pulse_ids.push_back(header.pulse_id);
@@ -219,68 +179,33 @@ class TestLiveWriters : public QObject {
 
   // Frame j of the files is hit j of the run: its calibrated slab, its peaks, its ids.
   void hit_frames_are_the_calibrated_events_and_peakfinder8_lists() {
-    const DetectorDescription detector = find_detector("epix10ka2m");
-    const peaks::SlabLayout slab = peaks::slab_layout(detector);
+    const peaks::SlabLayout slab = peaks::slab_layout(find_detector("epix10ka2m"));
     const std::vector<std::size_t> hits = hit_indices();
-    std::size_t hit = 0;
-    for (std::size_t k = 0; hit < hits.size(); ++k) {
-      const hid_t file = H5Fopen(hit_file(k).c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-      QVERIFY2(file >= 0, hit_file(k).c_str());
-      const auto data = read_dataset<float>(file, "/entry_1/data_1/data", H5T_NATIVE_FLOAT);
-      const auto n_peaks =
-          read_dataset<std::int32_t>(file, "/entry_1/result_1/nPeaks", H5T_NATIVE_INT32);
-      const char* names[] = {"peakXPosRaw",      "peakYPosRaw", "peakTotalIntensity",
-                             "peakMaximumValue", "peakSNR",     "peakNPixels"};
-      std::vector<H5Read<float>> fields;
-      for (const char* name : names)
-        fields.push_back(read_dataset<float>(
-            file, ("/entry_1/result_1/" + std::string(name)).c_str(), H5T_NATIVE_FLOAT));
-      const auto pulse = read_dataset<std::uint64_t>(file, "/entry_1/pulse_id", H5T_NATIVE_UINT64);
-      const auto sequence =
-          read_dataset<std::uint64_t>(file, "/entry_1/event_sequence", H5T_NATIVE_UINT64);
-      const std::string signal = read_string_attribute(file, "/entry_1/data_1", "signal");
-      H5Fclose(file);
-      QVERIFY(data.ok && n_peaks.ok && pulse.ok && sequence.ok);
-      QCOMPARE(signal, std::string("data"));
-      const std::size_t frames = n_peaks.shape.at(0);
-      QCOMPARE(data.shape,
-               (std::vector<hsize_t>{frames, hsize_t(slab.height), hsize_t(slab.width)}));
-      for (const auto& field : fields) {
-        QVERIFY(field.ok);
-        QCOMPARE(field.shape, (std::vector<hsize_t>{frames, hsize_t(kMaxPeaks)}));
-      }
-      for (std::size_t j = 0; j < frames; ++j, ++hit) {
-        const std::size_t event = hits.at(hit);
-        QCOMPARE(sequence.values[j], fixture->expected.sequences[event]);
-        QCOMPARE(pulse.values[j], fixture->expected.pulse_ids[event]);
-        const std::vector<float>& calibrated = fixture->expected.calibrated[event];
-        QVERIFY2(std::memcmp(data.values.data() + j * calibrated.size(), calibrated.data(),
-                             calibrated.size() * sizeof(float)) == 0,
-                 qPrintable(QString("frame %1 of %2 is not event %3's calibration")
-                                .arg(j)
-                                .arg(QString::fromStdString(hit_file(k)))
-                                .arg(event)));
-        const peaks::PeakList& list = fixture->expected.lists[event];
-        QCOMPARE(std::size_t(n_peaks.values[j]), list.peaks.size());
-        for (std::size_t p = 0; p < std::size_t(kMaxPeaks); ++p) {
-          const bool listed = p < list.peaks.size();
-          const peaks::Peak none{};
-          const peaks::Peak& e = listed ? list.peaks[p] : none;
-          const float want[] = {
-              listed ? e.fs : 0.0f, listed ? e.ss : 0.0f, e.intensity, e.max_value, e.snr,
-              float(e.num_pixels)};
-          for (std::size_t q = 0; q < fields.size(); ++q)
-            QVERIFY2(fields[q].values[j * kMaxPeaks + p] == want[q],
-                     qPrintable(QString("%1[%2][%3] = %4, expected %5")
-                                    .arg(names[q])
-                                    .arg(j)
-                                    .arg(p)
-                                    .arg(fields[q].values[j * kMaxPeaks + p])
-                                    .arg(want[q])));
-        }
-      }
+    std::vector<HitFrame> frames;
+    for (std::size_t k = 0; frames.size() < hits.size() && std::filesystem::exists(hit_file(k));
+         ++k) {
+      QString problem;
+      for (HitFrame& frame : read_hit_frames(hit_file(k), hsize_t(slab.height), hsize_t(slab.width),
+                                             kMaxPeaks, problem))
+        frames.push_back(std::move(frame));
+      QVERIFY2(problem.isEmpty(), qPrintable(problem));
     }
-    QCOMPARE(hit, hits.size());
+    QCOMPARE(frames.size(), hits.size());
+    for (std::size_t j = 0; j < frames.size(); ++j) {
+      const std::size_t event = hits[j];
+      QCOMPARE(frames[j].sequence, fixture->expected.sequences[event]);
+      QCOMPARE(frames[j].pulse_id, fixture->expected.pulse_ids[event]);
+      const QString difference = compare_hit_frame(frames[j], fixture->expected.calibrated[event],
+                                                   fixture->expected.lists[event]);
+      QVERIFY2(difference.isEmpty(), qPrintable(difference));
+    }
+    const hid_t file = H5Fopen(hit_file(0).c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    QVERIFY(file >= 0);
+    const std::string signal = read_string_attribute(file, "/entry_1/data_1", "signal");
+    const std::string nx_class = read_string_attribute(file, "/entry_1/data_1", "NX_class");
+    H5Fclose(file);
+    QCOMPARE(signal, std::string("data"));
+    QCOMPARE(nx_class, std::string("NXdata"));
   }
 
   // Every output carries the configuration that produced it.
@@ -383,6 +308,52 @@ class TestLiveWriters : public QObject {
     QCOMPARE(frames, written);
   }
 
+  // --record DIR --record-hits-only: the recording holds the hit events' raw words, as the
+  // simulator made them, with their pulse ids, and nothing else.
+  void a_hit_only_recording_holds_the_hits_raw_words() {
+    const QString recording = fixture->dir.filePath("recording");
+    const QString summary_file = fixture->dir.filePath("recording.json");
+    const CliResult run =
+        run_cli("LIVEDRP_ENGINE_EXE",
+                {"run", "--config", QString::fromStdString(fixture->config_file), "--record",
+                 recording, "--record-hits-only", "--summary-json", summary_file},
+                600000);
+    QVERIFY2(run.exit_code == 0, qPrintable(run.err + run.out));
+    std::ifstream in(summary_file.toStdString());
+    const nlohmann::json summary = nlohmann::json::parse(in);
+    const std::vector<std::size_t> hits = hit_indices();
+    QCOMPARE(summary["record"]["events"].get<std::uint64_t>(), std::uint64_t(hits.size()));
+    QCOMPARE(summary["record"]["dropped"].get<std::uint64_t>(), std::uint64_t(0));
+    const std::string path = (recording + "/run0001-000.h5").toStdString();
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    QVERIFY2(file >= 0, path.c_str());
+    const auto data = read_dataset<std::uint16_t>(file, "/entry/data/data", H5T_NATIVE_UINT16);
+    const auto pulse = read_dataset<std::uint64_t>(file, "/entry/data/pulse_id", H5T_NATIVE_UINT64);
+    H5Fclose(file);
+    QVERIFY(data.ok && pulse.ok);
+    QCOMPARE(std::size_t(data.shape.at(0)), hits.size());
+    const std::size_t bytes = fixture->expected.raw.at(0).size();
+    for (std::size_t j = 0; j < hits.size(); ++j) {
+      QCOMPARE(pulse.values[j], fixture->expected.pulse_ids[hits[j]]);
+      QVERIFY2(
+          std::memcmp(data.values.data() + j * bytes / 2, fixture->expected.raw[hits[j]].data(),
+                      bytes) == 0,
+          qPrintable(QString("recorded event %1 is not hit %2's raw words").arg(j).arg(hits[j])));
+    }
+    // Replayed through the same pipeline, every recorded event is a hit again.
+    const QString replay_summary = fixture->dir.filePath("replay.json");
+    const CliResult replay = run_cli(
+        "LIVEDRP_ENGINE_EXE",
+        {"run", "--config", QString::fromStdString(fixture->config_file), "--source",
+         "replay:" + recording, "--flat-out", "--events", "0", "--summary-json", replay_summary},
+        600000);
+    QVERIFY2(replay.exit_code == 0, qPrintable(replay.err + replay.out));
+    std::ifstream replay_in(replay_summary.toStdString());
+    const nlohmann::json replayed = nlohmann::json::parse(replay_in);
+    QCOMPARE(replayed["events_processed"].get<std::uint64_t>(), std::uint64_t(hits.size()));
+    QCOMPARE(replayed["peak_finding"]["hits"].get<std::uint64_t>(), std::uint64_t(hits.size()));
+  }
+
   void bad_input_names_the_option() {
     const QString config = QString::fromStdString(fixture->config_file);
     const QString dir = fixture->dir.path();
@@ -427,6 +398,13 @@ class TestLiveWriters : public QObject {
     EXPECT_BAD_INPUT(run_cli("LIVEDRP_ENGINE_EXE",
                              {"run", "--source", "sim:generic_f32", "--hits-per-file", "3"}),
                      "--hits-per-file needs --write-hits DIR");
+    EXPECT_BAD_INPUT(
+        run_cli("LIVEDRP_ENGINE_EXE", {"run", "--source", "sim:generic_f32", "--record-hits-only"}),
+        "--record-hits-only needs --record DIR");
+    EXPECT_BAD_INPUT(run_cli("LIVEDRP_ENGINE_EXE",
+                             {"run", "--source", "sim:generic_f32", "--events", "1", "--publish",
+                              "", "--record", dir + "/r2", "--record-hits-only"}),
+                     "record.hits_only (--record-hits-only) needs live peak finding");
   }
 };
 

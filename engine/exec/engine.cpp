@@ -245,6 +245,10 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   if (d.stream_source) d.stream_source->set_buffer_allocator(host_buffers);
   if (c.record.enabled())
     check_buffered_events(c.record.queue_events, d.detector, "record.queue_events");
+  if (c.record.enabled() && c.record.hits_only && !d.peak_stage)
+    throw InputError(
+        "record.hits_only (--record-hits-only) needs live peak finding: its hits are "
+        "peakfinder8's; set peak_finding.enabled in the configuration");
   if (c.record.enabled()) {
     replay::RecordOptions options;
     options.directory = c.record.directory;

@@ -73,6 +73,9 @@ struct RecordConfig {
   // "auto": drop for live sources, wait for a replay (files are not live).
   std::string when_full = "auto";
   int queue_events = 16;  // events waiting for the writer thread
+  // Only the events peakfinder8 calls hits (needs peak_finding): recorded by the engine thread
+  // once the event is searched, from its ring slot, instead of by the source.
+  bool hits_only = false;
   bool enabled() const { return !directory.empty(); }
 };
 

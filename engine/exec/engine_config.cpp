@@ -226,6 +226,7 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
                                       std::to_string(c.record.deflate) + ")");
     reader.read_choice("when_full", c.record.when_full, {"auto", "drop", "wait"});
     reader.read_integer("queue_events", c.record.queue_events, 1, 1024);
+    reader.read("hits_only", c.record.hits_only);
     reader.reject_unknown_keys();
   }
   if (const json* write = root.find("write")) {
@@ -360,7 +361,8 @@ json EngineConfig::to_json() const {
                 {"codec", record.codec},
                 {"error_bound", record.error_bound},
                 {"when_full", record.when_full},
-                {"queue_events", record.queue_events}}},
+                {"queue_events", record.queue_events},
+                {"hits_only", record.hits_only}}},
               {"write",
                {{"hits_directory", write.hits_directory},
                 {"hits_per_file", write.hits_per_file},

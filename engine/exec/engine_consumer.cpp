@@ -28,6 +28,10 @@ void Engine::Impl::account_completed(CompletedEvent& done) {
   }
   account_image(done);
   if (stage_books) stage_books->add(done);
+  // A hit-only recording: the raw words while the ring slot is still the event's.
+  if (recorder && config.record.hits_only && ring && peak_stage && !done.stage_outputs.empty() &&
+      std::any_cast<const stages::PeakResult&>(done.stage_outputs[0].result).peaks.hit)
+    record(done.header, ring->slot_data(done.ring_slot), true);
   if (live_writers)
     live_writers->add(done, ring && output_readable, [this](const CompletedEvent& e, float* out) {
       backend->read_output(e, out);
@@ -198,6 +202,7 @@ void Engine::Impl::consume() {
     consumer_active = false;
   }
   run_engine_tasks();
+  if (config.record.hits_only) close_recorder(true);
   if (live_writers) {
     // Every event is accounted: the files are completed before the run counts as finished.
     try {

@@ -187,8 +187,11 @@ struct Engine::Impl {
   // slot is lent it, as a DMA engine's event is written once and announced.
   using BufferExchange = std::function<void*(void* slot_buffer)>;
   bool admit(const void* raw, const EventHeader& header, const BufferExchange& exchange = {});
-  void record(const EventHeader& header, const void* raw);
-  void close_recorder();  // flushes the last file; a failure fails the run
+  // The source's events; with record.hits_only only hit events, from the engine thread
+  // (`hit` true), and the recording is closed by the engine thread (`engine_thread` true) after
+  // the last event instead of by the source.
+  void record(const EventHeader& header, const void* raw, bool hit = false);
+  void close_recorder(bool engine_thread = false);  // flushes the last file
   void consume();
   void run_device_source();
 #ifdef LIVEDRP_HAVE_CUDA

@@ -65,7 +65,9 @@ void Engine::Impl::produce() {
 
 // A recording that fails (disk full, ...) stops; the run goes on: every event is still
 // processed, and the failure is the recording's (record_status), not the run's.
-void Engine::Impl::close_recorder() {
+void Engine::Impl::close_recorder(bool engine_thread) {
+  // A hit-only recording takes events until the engine thread has accounted the last one.
+  if (config.record.hits_only && !engine_thread) return;
   try {
     if (recorder) recorder->close();
   } catch (const std::exception& e) {
@@ -75,7 +77,8 @@ void Engine::Impl::close_recorder() {
   }
 }
 
-void Engine::Impl::record(const EventHeader& header, const void* raw) {
+void Engine::Impl::record(const EventHeader& header, const void* raw, bool hit) {
+  if (config.record.hits_only && !hit) return;
   if (!recorder || recorder->record(header, raw) || record_failure_logged) return;
   if (const std::string error = recorder->error(); !error.empty()) {
     record_failure_logged = true;

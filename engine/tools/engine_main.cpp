@@ -366,6 +366,7 @@ int main(int argc, char** argv) {
   std::uint64_t record_max_mb = 0;
   std::string write_hits, write_profiles;
   std::int64_t hits_per_file = 0;
+  bool record_hits_only = false;
   bool flat_out = false, loop = false;
   std::uint64_t events = 0;
   double rate = -1;
@@ -389,6 +390,8 @@ int main(int argc, char** argv) {
   run->add_option("--record", record_dir, "Record the source's events to HDF5 files in DIR");
   run->add_option("--record-max-mb", record_max_mb,
                   "Roll the recording over to a new file before it passes this size (MiB)");
+  run->add_flag("--record-hits-only", record_hits_only,
+                "With --record: record only hit events (peakfinder8's; needs peak_finding)");
   run->add_option("--write-hits", write_hits,
                   "Write hit events (peakfinder8's hit flag; needs peak_finding in --config) to "
                   "CXI files for CrystFEL in DIR (docs/formats.md, \"Hit files\")");
@@ -534,6 +537,11 @@ int main(int argc, char** argv) {
     if (run->count("--record-max-mb")) {
       if (record_max_mb < 1) throw livedrp::InputError("--record-max-mb must be at least 1");
       config.record.max_file_bytes = record_max_mb << 20;
+    }
+    if (record_hits_only) {
+      if (config.record.directory.empty())
+        throw livedrp::InputError("--record-hits-only needs --record DIR");
+      config.record.hits_only = true;
     }
     if (run->count("--write-hits")) {
       if (write_hits.empty()) throw livedrp::InputError("--write-hits needs a folder, got ''");
