@@ -248,6 +248,30 @@ class TestMpiRun : public QObject {
     QCOMPARE(run.stats.back().ranks->processing[1].state, std::string(protocol::kRankLost));
   }
 
+  // Input the run cannot take is refused before any event: exit status 2 and the problem named
+  // (start-up failures once, by rank 0, for every rank that failed).
+  void bad_input_is_refused_naming_the_ranks_and_the_problem() {
+    EXPECT_BAD_INPUT(
+        run_mpi({"--source", "replay:" + dir_.filePath("missing.h5"), "--backend", "cpu",
+                 "--publish", ""},
+                "")
+            .result,
+        "rank 1: HDF5 file " + dir_.filePath("missing.h5") + " does not exist; rank 2:");
+    EXPECT_BAD_INPUT(run_mpi({"--source", "dectris:tcp://127.0.0.1:45999", "--stream-detector",
+                              "eiger2x4m", "--publish", ""},
+                             "")
+                         .result,
+                     "cannot be shared among engines by event index");
+    EXPECT_BAD_INPUT(
+        run_mpi({"--source", "sim:epix10ka2m", "--control", "tcp://127.0.0.1:*"}, "").result,
+        "--control is not available for a run over several MPI ranks");
+    const QString config = dir_.filePath("bad_mpi.json");
+    nlohmann::json json = sim_config(3).to_json();
+    json["mpi"] = {{"collector", "everyone"}};
+    write_json(config, json);
+    EXPECT_BAD_INPUT(run_mpi({"--config", config}, "").result, "mpi.collector");
+  }
+
   void simulator_totals_are_the_sums_of_the_ranks_and_the_events_asked_for() {
     const std::uint64_t events = 11;
     const QString config = dir_.filePath("sim.json"), summary = dir_.filePath("sim_summary.json");
