@@ -73,7 +73,8 @@ std::vector<QDockWidget*> WindowDocks::all() const {
   return {rates,          run_control,    counters,   log,
           stream_config,  engine,         comparison, compression,
           radial_profile, detector_image, peak_table, hit_rate,
-          gain_occupancy, peak_tuning,    analysis,   replay};
+          gain_occupancy, peak_tuning,    analysis,   replay,
+          alarms};
 }
 
 DockLayouts::DockLayouts(QMainWindow& window, WindowDocks docks, int state_version,
@@ -119,7 +120,7 @@ DockArrangement DockLayouts::arrangement(BuiltInLayout layout) const {
       // image with its peaks (the largest: a 2-Mpixel detector).
       return {{{{{d.run_control}, 180},
                 {{d.counters, d.analysis, d.engine, d.stream_config, d.peak_tuning}, 560},
-                {{d.log}, 260}},
+                {{d.log, d.alarms}, 260}},
                400},
               {{{{d.rates, d.hit_rate}, 330}, {{d.radial_profile}, 670}}, 600},
               {{{{d.compression}, 420},
@@ -131,7 +132,7 @@ DockArrangement DockLayouts::arrangement(BuiltInLayout layout) const {
       return {
           {{{{d.run_control}, 180},
             {{d.counters, d.analysis, d.engine, d.stream_config, d.peak_tuning, d.comparison}, 560},
-            {{d.log}, 260}},
+            {{d.log, d.alarms}, 260}},
            520},
           {{{{d.rates}, 500}, {{d.hit_rate, d.compression}, 500}}, 600},
           {{{{d.detector_image, d.peak_table, d.replay}, 500},
@@ -142,7 +143,7 @@ DockArrangement DockLayouts::arrangement(BuiltInLayout layout) const {
       return {
           {{{{d.peak_tuning, d.analysis, d.run_control, d.stream_config, d.comparison, d.engine},
              640},
-            {{d.log, d.counters}, 360}},
+            {{d.log, d.counters, d.alarms}, 360}},
            520},
           {{{{d.detector_image, d.radial_profile, d.gain_occupancy, d.replay}, 1}}, 860},
           {{{{d.hit_rate, d.rates, d.compression}, 450}, {{d.peak_table}, 550}}, 540}};
@@ -150,7 +151,7 @@ DockArrangement DockLayouts::arrangement(BuiltInLayout layout) const {
       // Settings on the left, the side-by-side results in the middle, the live engine on the
       // right.
       return {{{{{d.stream_config, d.run_control, d.analysis, d.peak_tuning}, 700},
-                {{d.log, d.counters}, 300}},
+                {{d.log, d.counters, d.alarms}, 300}},
                420},
               {{{{d.comparison}, 1}}, 700},
               {{{{d.rates, d.hit_rate}, 400},

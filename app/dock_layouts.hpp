@@ -42,6 +42,7 @@ struct WindowDocks {
   QDockWidget* peak_tuning = nullptr;
   QDockWidget* analysis = nullptr;
   QDockWidget* replay = nullptr;
+  QDockWidget* alarms = nullptr;
 
   std::vector<QDockWidget*> all() const;
 };

@@ -160,6 +160,7 @@ std::unique_ptr<Engine> EngineHost::makeEngine(const EngineConfig& config) {
   } else if (!publisher_ || publisher_requested_ != config.publish) {
     publisher_.reset();  // unbind first: the new endpoint may be the same port
     publisher_ = std::make_shared<Publisher>(config.publish);
+    publisher_->forward_log();  // the engine's warnings reach the Log dock (and remote viewers)
     publisher_requested_ = config.publish;
   }
   auto engine = std::make_unique<Engine>(config, publisher_);

@@ -30,6 +30,8 @@
 #include <QUrl>
 
 #include "app/analysis_defaults.hpp"
+#include "app/alarm_panel.hpp"
+#include <QLabel>
 #include "app/analysis_panel.hpp"
 #include "app/comparison_panel.hpp"
 #include "app/dock_layouts.hpp"
@@ -101,7 +103,7 @@ const std::vector<std::string>& MainWindow::subscribedTopics() {
   static const std::vector<std::string> topics{
       std::string(protocol::kTopicStats), std::string(protocol::kTopicStatus),
       std::string(protocol::kTopicProfile), std::string(protocol::kTopicPeaks),
-      std::string(protocol::kTopicImage)};
+      std::string(protocol::kTopicImage), std::string(protocol::kTopicLog)};
   return topics;
 }
 
@@ -140,9 +142,12 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
                                          .gain_occupancy = gain_occupancy_dock_,
                                          .peak_tuning = peak_tuning_dock_,
                                          .analysis = analysis_dock_,
-                                         .replay = replay_dock_},
+                                         .replay = replay_dock_,
+                                         .alarms = alarms_dock_},
                              kLayoutVersion, *settings_, this);
   connect(layouts_, &DockLayouts::logMessage, this, &MainWindow::appendLog);
+  alarms_->useSettings(settings_.get());
+  connect(alarms_, &AlarmPanel::engineLog, this, &MainWindow::appendLog);
   recent_ = new RecentConfigurations(*settings_, this, this);
   recent_->setAvailable(!attached_);  // attached, configurations are not opened from here
   connect(recent_, &RecentConfigurations::openRequested, this, [this](const QString& path) {
@@ -390,6 +395,8 @@ void MainWindow::buildDocks() {
   analysis_dock_ = makeDock(tr("Analysis"), QStringLiteral("analysisDock"), analysis_, this);
 
   replay_dock_ = makeDock(tr("Replay"), QStringLiteral("replayDock"), transport_, this);
+  alarms_ = new AlarmPanel;
+  alarms_dock_ = makeDock(tr("Alarms"), QStringLiteral("alarmsDock"), alarms_, this);
 
   run_toolbar_ = addToolBar(tr("Run"));
   run_toolbar_->setObjectName(QStringLiteral("runToolBar"));
@@ -399,6 +406,7 @@ void MainWindow::buildDocks() {
 
   run_status_ = new widgets::RunStatusWidget(model_);
   statusBar()->addPermanentWidget(run_status_);
+  statusBar()->addPermanentWidget(alarms_->indicator());
   liveness_ = new EngineLiveness(this);
   liveness_->showIn(*run_status_, [this](const QString& line) { appendLog(line); });
 
@@ -472,7 +480,7 @@ void MainWindow::buildMenus() {
        {chart_dock_, run_dock_, counters_dock_, log_dock_, stream_config_dock_, engine_dock_,
         comparison_dock_, compression_dock_, radial_profile_dock_, detector_image_dock_,
         peak_table_dock_, hit_rate_dock_, gain_occupancy_dock_, peak_tuning_dock_, analysis_dock_,
-        replay_dock_}) {
+        replay_dock_, alarms_dock_}) {
     view->addAction(dock->toggleViewAction());
   }
   view->addAction(run_toolbar_->toggleViewAction());
@@ -773,6 +781,7 @@ void MainWindow::subscribeTo(const QString& endpoint) {
         profile_model_->apply(batch);
         peak_model_->apply(batch);
         hit_rate_model_->apply(batch);
+        alarms_->apply(batch);
         liveness_->noteMessages(model_->hasStatus() ? model_->latestStatus().state : std::string());
       });
   connect(

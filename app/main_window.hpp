@@ -45,6 +45,7 @@ class StatsModel;
 
 namespace livedrp::app {
 
+class AlarmPanel;
 class AnalysisPanel;
 class ComparisonPanel;
 class DockLayouts;
@@ -67,7 +68,7 @@ class MainWindow : public QMainWindow {
   // 2: stream configuration, engine, comparison docks; 3: the dashboard replaces the tabbed
   // default (a window saved before opens on the dashboard once); 4: the analysis dock (placed by
   // the dashboard once, rather than wherever the older state leaves a dock it does not name).
-  static constexpr int kLayoutVersion = 4;
+  static constexpr int kLayoutVersion = 5;
   // Lines kept in the log dock.
   static constexpr int kLogLines = 2000;
   // How long a transient status-bar message (an error, a saved layout) stays.
@@ -230,6 +231,8 @@ class MainWindow : public QMainWindow {
   QDockWidget* analysis_dock_ = nullptr;
   ReplayTransportBar* transport_ = nullptr;
   QDockWidget* replay_dock_ = nullptr;
+  AlarmPanel* alarms_ = nullptr;
+  QDockWidget* alarms_dock_ = nullptr;
   RemoteControl* remote_ = nullptr;
   bool remote_config_shown_ = false;
   QString configurations_dir_;

@@ -142,8 +142,10 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   // Bind first: a bad endpoint is the user's to fix, and is reported before any heavy set-up.
   if (publisher)
     d.publisher = std::move(publisher);
-  else if (!c.publish.empty())
+  else if (!c.publish.empty()) {
     d.publisher = std::make_shared<Publisher>(c.publish);
+    d.publisher->forward_log();  // the engine's own endpoint carries its warnings too
+  }
 
   // The device-resident pipeline's persistent consumer calibrates only (resident_pipeline.hpp).
   const bool later_stages =

@@ -27,7 +27,10 @@ bool is_merged_object(const std::string& key) {
 
 EngineController::EngineController(EngineConfig config) : requested_publish_(config.publish) {
   // Bind first: a bad endpoint is reported before the engine's heavy set-up.
-  if (!config.publish.empty()) publisher_ = std::make_shared<Publisher>(config.publish);
+  if (!config.publish.empty()) {
+    publisher_ = std::make_shared<Publisher>(config.publish);
+    publisher_->forward_log();  // warnings of every run it serves, and between runs
+  }
   config.publish = publisher_ ? publisher_->endpoint() : std::string();
   auto engine = build(config);
   const std::lock_guard lock(state_mutex_);

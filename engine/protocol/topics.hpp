@@ -13,6 +13,8 @@
 #include "protocol/profile_topic.hpp"
 // Likewise the peak-finding topics (`peaks`, `image`) and the `peak_finding` block of `stats`.
 #include "protocol/peaks_topic.hpp"
+// The process's warnings and errors (`log`).
+#include "protocol/log_topic.hpp"
 // And the per-rank block of a run of many engines (MPI).
 #include "protocol/ranks_block.hpp"
 

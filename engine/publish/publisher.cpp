@@ -252,7 +252,9 @@ struct Publisher::Impl {
 
 Publisher::Publisher(const std::string& endpoint) : impl_(std::make_unique<Impl>(endpoint)) {}
 
-Publisher::~Publisher() = default;
+Publisher::~Publisher() {
+  log_forwarder_.reset();  // its last message (what the rate limit held back) still goes out
+}
 
 void Publisher::publish(const protocol::Message& message) {
   impl_->enqueue(protocol::encode(message));
@@ -260,6 +262,13 @@ void Publisher::publish(const protocol::Message& message) {
 
 std::string Publisher::endpoint() const {
   return impl_->bound_endpoint;
+}
+
+void Publisher::forward_log(LogRateLimit limit) {
+  log_forwarder_.reset();
+  Impl* impl = impl_.get();
+  log_forwarder_ = std::make_unique<LogForwarder>(
+      [impl](const protocol::Message& message) { impl->enqueue(protocol::encode(message)); }, limit);
 }
 
 std::uint64_t Publisher::dropped_count() const {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "protocol/message.hpp"
+#include "publish/log_forwarder.hpp"
 
 namespace livedrp {
 
@@ -28,10 +29,14 @@ class Publisher {
   // sending thread was full (the oldest is dropped). Drops at a slow subscriber's high-water mark
   // happen inside ZeroMQ, per subscriber, and cannot be seen here.
   std::uint64_t dropped_count() const;
+  // From now on the process's warnings and errors go out on the `log` topic as well
+  // (log_forwarder.hpp), until this publisher ends; a second call changes the limit.
+  void forward_log(LogRateLimit limit = {});
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<LogForwarder> log_forwarder_;  // after impl_: it ends first
 };
 
 }  // namespace livedrp
