@@ -29,6 +29,7 @@
 #include "publish/control_server.hpp"
 #include "publish/curve_server.hpp"
 #include "stream/stream_source.hpp"
+#include "tools/geometry_command.hpp"
 #include "tools/integrate_command.hpp"
 #include "tools/peaks_command.hpp"
 #include "tools/pedestal_command.hpp"
@@ -436,6 +437,7 @@ int main(int argc, char** argv) {
 
   CLI::App* detectors = app.add_subcommand("detectors", "List the built-in detectors");
   livedrp::tools::IntegrateCommand integrate(app);
+  livedrp::tools::GeometryCommand geometry(app);
   livedrp::tools::PeaksCommand peaks(app);
   livedrp::tools::PedestalCommand pedestal(app);
   livedrp::tools::SimulateDarkCommand simulate_dark(app);
@@ -465,6 +467,7 @@ int main(int argc, char** argv) {
   }
 #endif
   if (integrate.parsed()) return integrate.run();
+  if (geometry.parsed()) return geometry.run();
   if (peaks.parsed()) return peaks.run();
   if (pedestal.parsed()) {
     std::string command_line;  // recorded in the constants file
