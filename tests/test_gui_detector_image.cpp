@@ -12,6 +12,7 @@
 #include <QTest>
 
 #include <qwt_plot_canvas.h>
+#include <qwt_scale_div.h>
 #include <qwt_scale_map.h>
 
 #include "protocol/message.hpp"
@@ -19,6 +20,11 @@
 #include "widgets/colour_scale.hpp"
 #include "widgets/detector_image_plot.hpp"
 #include "widgets/detector_image_view.hpp"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QPushButton>
 #include "widgets/image_raster_data.hpp"
 #include "widgets/image_zoomer.hpp"
 #include "widgets/peak_finding_model.hpp"
@@ -400,6 +406,106 @@ class DetectorImageTest : public QObject {
     QCOMPARE(model.imagesSkipped(), std::uint64_t(2));
     QCOMPARE(model.latestImage()->sequence, std::uint64_t(3));
     QCOMPARE(model.latestImage()->pixels[0], 3.0f);
+  }
+
+  void aFixedColourRangeIsDrawnAndABadOneNamed() {
+    DetectorImageView view(nullptr);
+    view.resize(900, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    auto frame = frameOf(64, 48, 0.0f);
+    for (std::size_t row = 10; row < 20; ++row)
+      for (std::size_t column = 20; column < 30; ++column) setPixel(*frame, column, row, 100.0f);
+    view.plot()->setPalette(ColourPalette::Grey);
+    view.scaleSelector()->setCurrentIndex(int(ColourScale::Linear));
+    view.showImage(frame);
+    QCOMPARE(view.plot()->colourRange().maxValue(), 100.0);  // automatic: the frame's maximum
+    view.fixedRangeBox()->setChecked(true);
+    view.rangeMinimumBox()->setValue(0);
+    view.rangeMaximumBox()->setValue(200);
+    QCOMPARE(view.plot()->colourRange().minValue(), 0.0);
+    QCOMPARE(view.plot()->colourRange().maxValue(), 200.0);
+    // 100 is half way up 0..200: the grey palette's middle there, black around it.
+    const Canvas canvas = grab(*view.plot());
+    const QColor middle(canvas.at(25, 15));
+    QVERIFY2(std::abs(middle.red() - 128) <= 2, qPrintable(hex(canvas.at(25, 15))));
+    QCOMPARE(hex(canvas.at(5, 40)), hex(qRgb(0, 0, 0)));
+    // The colour bar shows the fixed range.
+    QCOMPARE(view.plot()->axisScaleDiv(QwtAxis::YRight).upperBound(), 200.0);
+    // A minimum at or above the maximum is named, and the automatic range comes back.
+    view.rangeMinimumBox()->setValue(300);
+    QVERIFY2(view.rangeProblem().contains(QStringLiteral("minimum must be below")),
+             qPrintable(view.rangeProblem()));
+    QCOMPARE(view.plot()->colourRange().maxValue(), 100.0);
+    // On the log scale a minimum of 0 cannot be.
+    view.rangeMinimumBox()->setValue(0);
+    view.scaleSelector()->setCurrentIndex(int(ColourScale::Log));
+    QVERIFY(view.rangeProblem().contains(QStringLiteral("log scale")));
+    view.rangeMinimumBox()->setValue(1);
+    QVERIFY(view.rangeProblem().isEmpty());
+    QCOMPARE(view.plot()->colourRange().minValue(), 1.0);
+    view.fixedRangeBox()->setChecked(false);
+    QVERIFY(!view.plot()->fixedRange().has_value());
+  }
+
+  void aFrozenImageStaysAndTheNewestComesBackOnUnfreezing() {
+    DetectorImageView view(nullptr);
+    auto first = frameOf(8, 6, 1.0f);
+    first->sequence = 10;
+    view.showImage(first, 3);
+    view.freezeButton()->setChecked(true);
+    for (std::uint64_t k = 11; k <= 13; ++k) {
+      auto next = frameOf(8, 6, float(k));
+      next->sequence = k;
+      view.showImage(next, 3);
+    }
+    QCOMPARE(view.plot()->rasterData()->frame()->sequence, std::uint64_t(10));
+    QCOMPARE(view.imagesHeldBack(), std::uint64_t(3));
+    QVERIFY2(view.summaryText().contains(QStringLiteral("frozen: 3 newer image(s) not shown")),
+             qPrintable(view.summaryText()));
+    view.freezeButton()->setChecked(false);
+    QCOMPARE(view.plot()->rasterData()->frame()->sequence, std::uint64_t(13));
+    QCOMPARE(view.plot()->rasterData()->pixel(2, 2), 13.0);
+    QVERIFY(!view.summaryText().contains(QStringLiteral("frozen")));
+  }
+
+  void theMaximumSinceResetIsEachPixelsLargestValue() {
+    DetectorImageView view(nullptr);
+    // Three images, each bright in another place, with the same gap in all of them.
+    const std::size_t bright[3][2] = {{1, 1}, {4, 2}, {6, 5}};
+    for (std::uint64_t k = 0; k < 3; ++k) {
+      auto frame = frameOf(8, 6, float(k));  // background 0, 1, 2
+      frame->sequence = 100 + k;
+      setPixel(*frame, bright[k][0], bright[k][1], 50.0f + float(k));
+      setPixel(*frame, 7, 0, kNaN);
+      view.showImage(frame, 5);
+    }
+    view.showSelector()->setCurrentIndex(int(DetectorImageView::ShowMode::Maximum));
+    const ImageRasterData* raster = view.plot()->rasterData();
+    QCOMPARE(raster->pixel(1, 1), 50.0);
+    QCOMPARE(raster->pixel(4, 2), 51.0);
+    QCOMPARE(raster->pixel(6, 5), 52.0);
+    QCOMPARE(raster->pixel(0, 0), 2.0);        // the largest background
+    QVERIFY(std::isnan(raster->pixel(7, 0)));  // a gap in every image stays a gap
+    QVERIFY2(view.summaryText().contains(QStringLiteral("maximum of 3 image(s) since reset, events "
+                                                        "#100 to #102")),
+             qPrintable(view.summaryText()));
+    // A new image folds in at once; Reset starts again from the newest.
+    auto later = frameOf(8, 6, 0.5f);
+    later->sequence = 103;
+    view.showImage(later, 5);
+    QCOMPARE(raster->pixel(1, 1), 50.0);
+    QTest::mouseClick(view.resetMaximumButton(), Qt::LeftButton);
+    QCOMPARE(view.plot()->rasterData()->pixel(1, 1), 0.5);
+    QVERIFY(view.summaryText().contains(QStringLiteral("maximum of 1 image(s) since reset")));
+    // An image of another size starts a new maximum; back to the latest image shows it alone.
+    auto other = frameOf(4, 4, 9.0f);
+    other->sequence = 104;
+    view.showImage(other, 5);
+    QCOMPARE(view.plot()->rasterData()->width(), std::size_t(4));
+    QCOMPARE(view.plot()->rasterData()->pixel(3, 3), 9.0);
+    view.showSelector()->setCurrentIndex(int(DetectorImageView::ShowMode::Latest));
+    QCOMPARE(view.plot()->rasterData()->frame()->sequence, std::uint64_t(104));
   }
 };
 

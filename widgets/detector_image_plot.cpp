@@ -102,6 +102,11 @@ void DetectorImagePlot::setPercentiles(double low_pct, double high_pct) {
   updateColours();
 }
 
+void DetectorImagePlot::setFixedRange(std::optional<QwtInterval> range) {
+  fixed_range_ = range;
+  updateColours();
+}
+
 QwtInterval DetectorImagePlot::colourRange() const {
   return raster_->interval(Qt::ZAxis);
 }
@@ -114,7 +119,9 @@ void DetectorImagePlot::highlightPeak(std::optional<std::size_t> index) {
 void DetectorImagePlot::updateColours() {
   const ImageFramePtr& frame = raster_->frame();
   QwtInterval range;
-  if (frame) range = widgets::colourRange(frame->pixels, scale_, low_pct_, high_pct_);
+  if (frame)
+    range = fixed_range_ ? *fixed_range_
+                         : widgets::colourRange(frame->pixels, scale_, low_pct_, high_pct_);
   raster_->setColourRange(range);
   spectrogram_->setColorMap(new ImageColourMap(palette_, scale_));
 

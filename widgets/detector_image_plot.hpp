@@ -40,6 +40,10 @@ class DetectorImagePlot : public QwtPlot {
   void setColourScale(ColourScale scale);
   void setPalette(ColourPalette palette);
   void setPercentiles(double low_pct, double high_pct);
+  // A colour range the operator fixed, used instead of the scale's automatic one (nullopt: back
+  // to automatic). The caller checks it: minimum below maximum, and above 0 on the log scale.
+  void setFixedRange(std::optional<QwtInterval> range);
+  std::optional<QwtInterval> fixedRange() const { return fixed_range_; }
   ColourScale colourScale() const { return scale_; }
   ColourPalette palette() const { return palette_; }
   // The colour range of the frame shown on the current scale (invalid: nothing to show).
@@ -74,6 +78,7 @@ class DetectorImagePlot : public QwtPlot {
   double high_pct_ = kDefaultHighPercentile;
   std::optional<std::uint64_t> peaks_sequence_;
   bool log_bar_ = false;
+  std::optional<QwtInterval> fixed_range_;
   QSize squared_for_;
   bool rescale_pending_ = false;  // the canvas size the zoom was last made square for  // the
                                   // colour bar's axis is logarithmic

@@ -1,6 +1,8 @@
 #include "widgets/detector_image_view.hpp"
 
+#include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
@@ -56,13 +58,52 @@ DetectorImageView::DetectorImageView(PeakFindingModel* model, QWidget* parent)
   scale_selector_->setCurrentIndex(int(plot_->colourScale()));
   palette_selector_->setCurrentIndex(int(plot_->palette()));
 
+  show_selector_ = new QComboBox;
+  show_selector_->setObjectName(QStringLiteral("imageShowMode"));
+  show_selector_->addItems({tr("latest image"), tr("maximum since reset")});
+  show_selector_->setToolTip(
+      tr("maximum since reset: each pixel's largest value over the images received since Reset "
+         "(a virtual powder pattern; the engine sends image.publish_hz images a second, not every "
+         "event)"));
+  reset_maximum_ = new QPushButton(tr("Reset"));
+  reset_maximum_->setObjectName(QStringLiteral("imageResetMaximum"));
+  freeze_ = new QPushButton(tr("Freeze"));
+  freeze_->setObjectName(QStringLiteral("imageFreeze"));
+  freeze_->setCheckable(true);
+  freeze_->setToolTip(
+      tr("Keep the image shown; newer ones are counted and the newest is shown "
+         "when you unfreeze"));
+  fixed_range_ = new QCheckBox(tr("fixed range"));
+  fixed_range_->setObjectName(QStringLiteral("imageFixedRange"));
+  range_minimum_ = new QDoubleSpinBox;
+  range_maximum_ = new QDoubleSpinBox;
+  for (QDoubleSpinBox* box : {range_minimum_, range_maximum_}) {
+    box->setRange(-1e9, 1e9);
+    box->setDecimals(3);
+    box->setEnabled(false);
+  }
+  range_minimum_->setObjectName(QStringLiteral("imageRangeMinimum"));
+  range_maximum_->setObjectName(QStringLiteral("imageRangeMaximum"));
+  range_maximum_->setValue(100);
+  range_problem_ = new QLabel;
+  range_problem_->setStyleSheet(QStringLiteral("color: #d32f2f;"));
+
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("scale")));
   controls->addWidget(scale_selector_);
   controls->addWidget(new QLabel(tr("colours")));
   controls->addWidget(palette_selector_);
   controls->addWidget(reset_zoom_);
+  controls->addWidget(freeze_);
   controls->addStretch(1);
+  auto* extras = new QHBoxLayout;
+  extras->addWidget(show_selector_);
+  extras->addWidget(reset_maximum_);
+  extras->addWidget(fixed_range_);
+  extras->addWidget(range_minimum_);
+  extras->addWidget(new QLabel(tr("to")));
+  extras->addWidget(range_maximum_);
+  extras->addWidget(range_problem_, 1);
 
   summary_ = new QLabel;
   summary_->setObjectName(QStringLiteral("detectorImageSummary"));
@@ -75,6 +116,7 @@ DetectorImageView::DetectorImageView(PeakFindingModel* model, QWidget* parent)
   auto* data_layout = new QVBoxLayout(data_page);
   data_layout->setContentsMargins(0, 0, 0, 0);
   data_layout->addLayout(controls);
+  data_layout->addLayout(extras);
   data_layout->addWidget(summary_);
   data_layout->addWidget(plot_, 1);
   data_layout->addWidget(readout_);
@@ -97,6 +139,34 @@ DetectorImageView::DetectorImageView(PeakFindingModel* model, QWidget* parent)
     coalescer_->request();
   });
   connect(reset_zoom_, &QPushButton::clicked, this, [this] { plot_->zoomer()->zoom(0); });
+  connect(fixed_range_, &QCheckBox::toggled, this, [this](bool on) {
+    range_minimum_->setEnabled(on);
+    range_maximum_->setEnabled(on);
+    applyFixedRange();
+  });
+  connect(range_minimum_, &QDoubleSpinBox::valueChanged, this, &DetectorImageView::applyFixedRange);
+  connect(range_maximum_, &QDoubleSpinBox::valueChanged, this, &DetectorImageView::applyFixedRange);
+  connect(scale_selector_, &QComboBox::currentIndexChanged, this,
+          &DetectorImageView::applyFixedRange);
+  connect(freeze_, &QPushButton::toggled, this, [this](bool frozen) {
+    if (frozen || !latest_) {
+      updateSummary();
+      return;
+    }
+    held_back_ = 0;
+    display(show_selector_->currentIndex() == int(ShowMode::Maximum) ? maximum_.maximum()
+                                                                     : latest_);
+  });
+  connect(show_selector_, &QComboBox::currentIndexChanged, this, [this](int mode) {
+    if (!latest_ || freeze_->isChecked()) return;
+    display(mode == int(ShowMode::Maximum) ? maximum_.maximum() : latest_);
+  });
+  connect(reset_maximum_, &QPushButton::clicked, this, [this] {
+    maximum_.reset();
+    if (latest_) maximum_.add(latest_, run_);  // the maximum starts again from the newest
+    if (!freeze_->isChecked() && show_selector_->currentIndex() == int(ShowMode::Maximum))
+      display(maximum_.maximum());
+  });
   connect(plot_, &DetectorImagePlot::readoutChanged, this, [this](const QString& text) {
     if (!text.isEmpty()) readout_->setText(text);
   });
@@ -113,7 +183,50 @@ DetectorImageView::DetectorImageView(PeakFindingModel* model, QWidget* parent)
 void DetectorImageView::showImage(ImageFramePtr image, std::int64_t run) {
   if (!image) return;
   run_ = run;
-  plot_->setFrame(std::move(image));
+  latest_ = image;
+  const ImageFramePtr maximum = maximum_.add(image, run);
+  if (freeze_->isChecked() && !showingPlaceholder()) {
+    ++held_back_;
+    updateSummary();
+    return;
+  }
+  display(show_selector_->currentIndex() == int(ShowMode::Maximum) ? maximum : image);
+}
+
+QString DetectorImageView::rangeProblem() const {
+  return range_problem_->text();
+}
+
+void DetectorImageView::applyFixedRange() {
+  range_problem_->clear();
+  if (!fixed_range_->isChecked()) {
+    plot_->setFixedRange(std::nullopt);
+  } else {
+    const double low = range_minimum_->value(), high = range_maximum_->value();
+    if (!(low < high)) {
+      range_problem_->setText(tr("the range's minimum must be below its maximum: automatic range"));
+      plot_->setFixedRange(std::nullopt);
+    } else if (plot_->colourScale() == ColourScale::Log && low <= 0) {
+      range_problem_->setText(tr("the log scale needs a minimum above 0: automatic range"));
+      plot_->setFixedRange(std::nullopt);
+    } else {
+      plot_->setFixedRange(QwtInterval(low, high));
+    }
+  }
+  coalescer_->request();
+}
+
+void DetectorImageView::display(const ImageFramePtr& image) {
+  if (!image) return;
+  const bool maximum = image == maximum_.maximum();
+  plot_->setFrame(image);
+  if (maximum) {
+    plot_->clearPeaks();  // peaks belong to one event, not to a maximum over many
+    updateSummary();
+    stack_->setCurrentIndex(kDataPage);
+    coalescer_->request();
+    return;
+  }
   // The latest `peaks` list may be this event's (a hit published before its image).
   const ImageFramePtr& shown = plot_->rasterData()->frame();
   if (!shown->has_peaks && model_ && model_->hasPeaks() &&
@@ -126,7 +239,7 @@ void DetectorImageView::showImage(ImageFramePtr image, std::int64_t run) {
 
 void DetectorImageView::showPeaks(const protocol::EventPeaks& peaks) {
   const ImageFramePtr& shown = plot_->rasterData()->frame();
-  if (!shown || shown->sequence != peaks.sequence) return;
+  if (!shown || shown->sequence != peaks.sequence || shown == maximum_.maximum()) return;
   plot_->setPeaks(peaks);
   updateSummary();
   coalescer_->request();
@@ -159,6 +272,9 @@ void DetectorImageView::selectPeak(const protocol::EventPeaks& peaks,
 }
 
 void DetectorImageView::clear() {
+  latest_.reset();
+  maximum_.reset();
+  held_back_ = 0;
   plot_->clear();
   summary_->clear();
   placeholder_->setText(noDataText());
@@ -169,6 +285,21 @@ void DetectorImageView::clear() {
 void DetectorImageView::updateSummary() {
   const ImageFramePtr& frame = plot_->rasterData()->frame();
   if (!frame) return;
+  QString frozen;
+  if (freeze_->isChecked())
+    frozen = tr(" · frozen: %n newer image(s) not shown", nullptr, int(held_back_));
+  if (frame == maximum_.maximum()) {
+    summary_->setText(tr("run %1 · maximum of %n image(s) since reset, events #%2 to #%3 · %4 x %5 "
+                         "px",
+                         nullptr, int(maximum_.images()))
+                          .arg(run_)
+                          .arg(maximum_.first_sequence())
+                          .arg(maximum_.last_sequence())
+                          .arg(frame->width)
+                          .arg(frame->height) +
+                      frozen);
+    return;
+  }
   const QString peaks = plot_->peaksSequence()
                             ? tr("%n peak(s) drawn", nullptr, int(plot_->overlay()->circleCount()))
                             : (frame->has_peaks ? tr("no peaks") : tr("peak finding off"));
@@ -180,7 +311,8 @@ void DetectorImageView::updateSummary() {
           .arg(frame->width)
           .arg(frame->height)
           .arg(frame->unit.empty() ? tr("no unit") : QString::fromStdString(frame->unit))
-          .arg(peaks));
+          .arg(peaks) +
+      frozen);
 }
 
 // Images that arrive but do not decode: "nothing published" would then be wrong.

@@ -4,7 +4,9 @@
 // pixel read-out. It follows a PeakFindingModel: every image replaces the one shown, and a peak
 // list for the event shown (a `peaks` message, a re-run) replaces its circles. Replots go
 // through a RefreshCoalescer: images arriving faster than the screen can take are never queued.
-// Until the first image arrives it says why there is nothing to show.
+// Until the first image arrives it says why there is nothing to show. The operator can freeze
+// the image (newer ones are counted, not shown), fix the colour range, and show the pixel-wise
+// maximum of the images received since a reset instead of the latest (image_max_projection.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -14,9 +16,12 @@
 #include <QWidget>
 
 #include "protocol/peaks_topic.hpp"
+#include "widgets/image_max_projection.hpp"
 #include "widgets/image_raster_data.hpp"
 
+class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
 class QPushButton;
 class QStackedWidget;
@@ -52,6 +57,17 @@ class DetectorImageView : public QWidget {
   QComboBox* paletteSelector() const { return palette_selector_; }
   RefreshCoalescer* coalescer() const { return coalescer_; }
   std::uint64_t replotCount() const { return replots_; }
+  // What is shown: the latest image, or the maximum since the last reset.
+  enum class ShowMode { Latest = 0, Maximum = 1 };
+  QComboBox* showSelector() const { return show_selector_; }
+  QPushButton* freezeButton() const { return freeze_; }
+  QPushButton* resetMaximumButton() const { return reset_maximum_; }
+  QCheckBox* fixedRangeBox() const { return fixed_range_; }
+  QDoubleSpinBox* rangeMinimumBox() const { return range_minimum_; }
+  QDoubleSpinBox* rangeMaximumBox() const { return range_maximum_; }
+  // Why a fixed range the operator typed is not used (empty when it is, or when none is asked).
+  QString rangeProblem() const;
+  std::uint64_t imagesHeldBack() const { return held_back_; }
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -60,6 +76,8 @@ class DetectorImageView : public QWidget {
   void updateSummary();
   void showRejection(quint64 count, const QString& error);
   void replotIfVisible();
+  void applyFixedRange();
+  void display(const ImageFramePtr& image);  // the frame to draw now, as the mode says
 
   QPointer<PeakFindingModel> model_;
   RefreshCoalescer* coalescer_ = nullptr;
@@ -72,6 +90,16 @@ class DetectorImageView : public QWidget {
   QComboBox* scale_selector_ = nullptr;
   QComboBox* palette_selector_ = nullptr;
   QPushButton* reset_zoom_ = nullptr;
+  QComboBox* show_selector_ = nullptr;
+  QPushButton* freeze_ = nullptr;
+  QPushButton* reset_maximum_ = nullptr;
+  QCheckBox* fixed_range_ = nullptr;
+  QDoubleSpinBox* range_minimum_ = nullptr;
+  QDoubleSpinBox* range_maximum_ = nullptr;
+  QLabel* range_problem_ = nullptr;
+  ImageMaxProjection maximum_;
+  ImageFramePtr latest_;         // the newest image received, shown or not
+  std::uint64_t held_back_ = 0;  // images received while frozen
   DetectorImagePlot* plot_ = nullptr;
 };
 
