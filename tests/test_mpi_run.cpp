@@ -282,6 +282,10 @@ class TestMpiRun : public QObject {
     // Rank 0 collects; ranks 1 and 2 take events 0, 2, 4, ... and 1, 3, 5, ...
     const QString problem = check_totals(merged, events, {1, 2});
     QVERIFY2(problem.isEmpty(), qPrintable(problem + "\n" + QString::fromStdString(merged.dump())));
+    // Latencies merge as histograms: the run's percentiles are there and ordered.
+    QVERIFY(merged.at("latency_p50_us").is_number() && merged.at("latency_max_us").is_number());
+    QVERIFY(merged.at("latency_p50_us").get<double>() <= merged.at("latency_p99_us").get<double>());
+    QVERIFY(merged.at("latency_p99_us").get<double>() <= merged.at("latency_max_us").get<double>());
     QVERIFY2(run.result.out.contains("events in: 11, processed: 11, dropped: 0"),
              qPrintable(run.result.out));
     QVERIFY2(run.result.out.contains("rank 1: finished, in 6") &&

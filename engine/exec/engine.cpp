@@ -382,4 +382,9 @@ void Engine::set_event_observer(EventObserver observer) {
   d.event_observer = std::move(observer);
 }
 
+LatencyHistogram Engine::latency_histogram() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->run_latencies;
+}
+
 }  // namespace livedrp

@@ -12,6 +12,7 @@
 
 #include "calib/calibration_math.hpp"
 #include "core/event.hpp"
+#include "exec/latency_histogram.hpp"
 #include "exec/stream_config.hpp"
 #include "peaks/peak_params.hpp"
 #include "protocol/topics.hpp"
@@ -342,6 +343,9 @@ class Engine {
   // Before start(). The observer runs on the engine thread for every event, so it must be quick:
   // the pipeline waits for it (engine/mpi keeps its sums with it).
   void set_event_observer(EventObserver observer);
+  // Doorbell-to-release latencies of the run so far (the summary's percentiles; engine/mpi
+  // merges the ranks' into the run's).
+  LatencyHistogram latency_histogram() const;
 
  private:
   struct Impl;

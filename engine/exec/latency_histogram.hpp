@@ -40,6 +40,16 @@ class LatencyHistogram {
     }
     return max_us_;
   }
+  // Many engines' latencies as one (engine/mpi merges the ranks' histograms): `count` more
+  // latencies in `bin` (below kBins), and a maximum that may be above the one so far.
+  const std::array<std::uint64_t, kBins>& bins() const { return bins_; }
+  void add_to_bin(std::size_t bin, std::uint64_t count) {
+    bins_[bin] += count;
+    count_ += count;
+  }
+  void raise_max(double max_us) {
+    if (max_us > max_us_) max_us_ = max_us;
+  }
   static double upper_edge_us(std::size_t bin) {
     return kLowestUs * std::pow(kGrowth, double(bin + 1));
   }

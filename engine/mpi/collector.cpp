@@ -124,10 +124,6 @@ protocol::StatsPayload Collector::sums() const {
     s.ring_occupancy += x.ring_occupancy;
     s.reorder_depth += x.reorder_depth;
     s.elapsed_s = std::max(s.elapsed_s, x.elapsed_s);
-    // std::fmax: a rank without events (NaN) does not hide the others.
-    s.latency_p50_us = std::fmax(s.latency_p50_us, x.latency_p50_us);
-    s.latency_p99_us = std::fmax(s.latency_p99_us, x.latency_p99_us);
-    s.latency_max_us = std::fmax(s.latency_max_us, x.latency_max_us);
     if (!x.backend.empty()) backends.insert(x.backend);
     if (!x.device.empty()) devices.insert(x.device);
     const double events = double(x.events_processed);
@@ -174,6 +170,17 @@ protocol::StatsPayload Collector::sums() const {
     s.compression->gbps =
         compression_events > 0 ? compression_gbps_weighted / compression_events : kNaN;
   return s;
+}
+
+LatencyHistogram Collector::latencies() const {
+  LatencyHistogram merged;
+  for (const auto& [rank, r] : ranks_) {
+    if (!r.report || r.report->latency.count() == 0) continue;
+    for (std::size_t b = 0; b < LatencyHistogram::kBins; ++b)
+      if (const std::uint64_t n = r.report->latency.bins()[b]) merged.add_to_bin(b, n);
+    merged.raise_max(r.report->latency.max_us());
+  }
+  return merged;
 }
 
 protocol::RanksBlock Collector::ranks_block(Clock::time_point now) const {
@@ -244,6 +251,24 @@ protocol::StatsPayload Collector::take_stats(Clock::time_point now) {
     last_peak_events_ = p.total_events;
     last_peak_hits_ = p.total_hits;
     last_peaks_ = p.total_peaks;
+  }
+  // The latencies added since the previous `stats`: the merged histogram less the one then. Its
+  // maximum is the upper edge of the highest bin reached (capped by the run's maximum).
+  const LatencyHistogram merged = latencies();
+  LatencyHistogram interval;
+  std::size_t highest = LatencyHistogram::kBins;
+  for (std::size_t b = 0; b < LatencyHistogram::kBins; ++b)
+    if (const std::uint64_t n =
+            merged.bins()[b] - std::min(merged.bins()[b], last_latency_bins_[b])) {
+      interval.add_to_bin(b, n);
+      highest = b;
+    }
+  last_latency_bins_ = merged.bins();
+  if (interval.count() > 0) {
+    interval.raise_max(std::min(LatencyHistogram::upper_edge_us(highest), merged.max_us()));
+    s.latency_p50_us = interval.quantile_us(0.50);
+    s.latency_p99_us = interval.quantile_us(0.99);
+    s.latency_max_us = interval.max_us();
   }
   s.ranks = ranks_block(now);
   return s;
@@ -317,6 +342,10 @@ RunSummary Collector::summary(Clock::time_point now) const {
   for (const auto& [rank, r] : ranks_)
     if (r.report)
       bytes_per_s += double(r.report->stats.events_processed) * event_bytes(r.report->stats);
+  const LatencyHistogram merged = latencies();
+  s.latency_p50_us = merged.quantile_us(0.50);
+  s.latency_p99_us = merged.quantile_us(0.99);
+  s.latency_max_us = merged.max_us();
   if (s.elapsed_s > 0) {
     s.event_rate_hz = double(s.events_processed) / s.elapsed_s;
     s.input_gbps = bytes_per_s / s.elapsed_s / 1e9;

@@ -4,8 +4,10 @@
 // compression bytes and peak-finding counts are sums over the ranks; profiles merge as sums of
 // their per-bin sums and counts (exactly the average one engine would have of the same events);
 // the newest hit is the one with the highest pulse id. Rates are the sum of each rank's rate
-// between its last two reports. Latency percentiles cannot be merged from percentiles: the
-// merged ones are the slowest rank's (an upper bound), and say so in docs/protocol.md.
+// between its last two reports. Latencies merge as the ranks' histograms added bin by bin: the
+// run's percentiles are what one engine's histogram of all events would give; a `stats`
+// message's are those of the latencies added since the previous one.
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -67,6 +69,7 @@ class Collector {
     bool profile_seen = false;
   };
   protocol::StatsPayload sums() const;  // counts, totals, stages, backend names
+  LatencyHistogram latencies() const;   // the ranks' histograms added
 
   int size_, collector_rank_;
   bool collector_processes_;
@@ -75,6 +78,7 @@ class Collector {
   // The totals at the previous take_stats, for the interval blocks.
   std::uint64_t last_bytes_in_ = 0, last_bytes_out_ = 0;
   std::uint64_t last_peak_events_ = 0, last_peak_hits_ = 0, last_peaks_ = 0;
+  std::array<std::uint64_t, LatencyHistogram::kBins> last_latency_bins_{};
   std::uint64_t newest_hit_pulse_ = 0;
   bool newest_hit_taken_ = false;
   std::uint64_t peaks_messages_ = 0;

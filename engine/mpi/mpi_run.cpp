@@ -82,6 +82,7 @@ RankReport make_report(const Session& session, const Engine& engine, const RankS
   const RunSummary summary = engine.summary();
   report.error = summary.error;
   report.stats = summary.stats;
+  report.latency = engine.latency_histogram();
   report.profile = sums.profile();
   report.hit = sums.newest_hit();
   return report;

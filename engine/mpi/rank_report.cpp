@@ -70,6 +70,16 @@ std::vector<std::uint8_t> encode_report(const RankReport& report) {
   json j = {{"rank", report.rank},   {"final", report.final},
             {"error", report.error}, {"host", report.host},
             {"pid", report.pid},     {"stats", protocol::to_json(report.stats)}};
+  // Only the non-empty bins: a run's latencies fill a few dozen of the histogram's 1852.
+  std::vector<std::uint32_t> bins;
+  std::vector<std::uint64_t> counts;
+  for (std::size_t b = 0; b < LatencyHistogram::kBins; ++b)
+    if (const std::uint64_t n = report.latency.bins()[b]) {
+      bins.push_back(std::uint32_t(b));
+      counts.push_back(n);
+    }
+  j["latency"] = {{"bins", blob(bins)}, {"counts", blob(counts)}};
+  if (report.latency.count() > 0) j["latency"]["max_us"] = report.latency.max_us();
   if (report.profile) j["profile"] = profile_json(*report.profile);
   if (report.hit) {
     json parts = json::array();
@@ -92,6 +102,19 @@ RankReport decode_report(const std::vector<std::uint8_t>& bytes, int from_rank) 
     report.host = j.at("host").get<std::string>();
     report.pid = j.at("pid").get<std::uint64_t>();
     report.stats = protocol::stats_from_json(j.at("stats"));
+    const json& latency = j.at("latency");
+    const auto bins = from_blob<std::uint32_t>(latency.at("bins"), "latency.bins");
+    const auto counts = from_blob<std::uint64_t>(latency.at("counts"), "latency.counts");
+    if (bins.size() != counts.size())
+      throw std::runtime_error("latency: " + std::to_string(bins.size()) + " bins, " +
+                               std::to_string(counts.size()) + " counts");
+    for (std::size_t k = 0; k < bins.size(); ++k) {
+      if (bins[k] >= LatencyHistogram::kBins)
+        throw std::runtime_error("latency bin " + std::to_string(bins[k]) + " past the last");
+      report.latency.add_to_bin(bins[k], counts[k]);
+    }
+    if (const auto max = latency.find("max_us"); max != latency.end())
+      report.latency.raise_max(max->get<double>());
     if (const auto p = j.find("profile"); p != j.end()) report.profile = profile_from_json(*p);
     if (const auto hit = j.find("hit"); hit != j.end()) {
       std::vector<std::string> parts;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/latency_histogram.hpp"
 #include "mpi/rank_sums.hpp"
 #include "protocol/topics.hpp"
 
@@ -21,6 +22,7 @@ struct RankReport {
   std::string host;    // MPI_Get_processor_name
   std::uint64_t pid = 0;
   protocol::StatsPayload stats;  // cumulative, as Engine::summary() gives it
+  LatencyHistogram latency;      // the whole run's (sent as its non-empty bins)
   std::optional<ProfileSums> profile;
   std::optional<protocol::EventPeaks> hit;
 };
