@@ -5,12 +5,15 @@
 #include <hdf5.h>
 #include <QString>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "core/detector.hpp"
 #include "peaks/peakfinder8.hpp"
 
 namespace livedrp::hit_file_test {
@@ -154,6 +157,48 @@ inline QString compare_hit_frame(const HitFrame& frame, const std::vector<float>
             .arg(want[q]);
   }
   return {};
+}
+
+// The average image a run of `frames` should write (--write-average), computed here: per pixel the
+// mean of the finite values (NaN where none), placed from the detector's placement (segments not
+// turned: pixel (r, c) of segment s at (y_px + r, x_px + c)), NaN in the gaps.
+struct ExpectedAverage {
+  std::vector<float> mean;   // engine pixel order
+  std::vector<float> image;  // height x width
+  std::size_t height = 0, width = 0;
+  // The assembled image pixel of each engine pixel.
+  std::vector<std::size_t> image_pixel;
+};
+
+inline ExpectedAverage expected_average(const DetectorDescription& detector,
+                                        const std::vector<std::vector<float>>& frames) {
+  ExpectedAverage out;
+  std::vector<double> sum(detector.pixels(), 0.0);
+  std::vector<std::uint32_t> count(detector.pixels(), 0);
+  for (const auto& frame : frames)
+    for (std::size_t p = 0; p < frame.size(); ++p)
+      if (std::isfinite(frame[p])) {
+        sum[p] += double(frame[p]);
+        ++count[p];
+      }
+  out.mean.resize(detector.pixels());
+  for (std::size_t p = 0; p < out.mean.size(); ++p)
+    out.mean[p] = count[p] ? float(sum[p] / double(count[p])) : std::nanf("");
+  for (const SegmentPlacement& s : detector.placement) {
+    out.height = std::max(out.height, std::size_t(s.y_px) + std::size_t(detector.rows));
+    out.width = std::max(out.width, std::size_t(s.x_px) + std::size_t(detector.cols));
+  }
+  out.image.assign(out.height * out.width, std::nanf(""));
+  out.image_pixel.resize(detector.pixels());
+  for (int s = 0; s < detector.segments; ++s)
+    for (int r = 0; r < detector.rows; ++r)
+      for (int c = 0; c < detector.cols; ++c) {
+        const std::size_t p = (std::size_t(s) * detector.rows + r) * detector.cols + c;
+        out.image_pixel[p] = (std::size_t(detector.placement[s].y_px) + r) * out.width +
+                             std::size_t(detector.placement[s].x_px) + c;
+        out.image[out.image_pixel[p]] = out.mean[p];
+      }
+  return out;
 }
 
 }  // namespace livedrp::hit_file_test

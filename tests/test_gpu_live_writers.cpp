@@ -4,7 +4,8 @@
 // Either way every frame of the hit files must be its event's calibration, bit for bit (the
 // device calibration is the CPU's, test_gpu_calibration), with peakfinder8's list for it, in the
 // run's order; the profile series holds every event's profile within the GPU integrator's
-// tolerance (test_gpu_engine_integration's), in order.
+// tolerance (test_gpu_engine_integration's), in order; the average image (every event read back,
+// held back or not) is the CPU's mean of the calibrated events, bit for bit.
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -31,7 +32,7 @@ class TestGpuLiveWriters : public QObject {
  private slots:
   void initTestCase() { LIVEDRP_SKIP_WITHOUT_GPU(); }
 
-  void hits_and_profiles_of_a_several_lane_run_are_the_cpu_references() {
+  void hits_profiles_and_average_of_a_several_lane_run_are_the_cpu_references() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     const DetectorDescription detector = find_detector("epix10ka2m");
@@ -62,6 +63,7 @@ class TestGpuLiveWriters : public QObject {
     c.write.hits_directory = dir.filePath("hits").toStdString();
     c.write.hits_per_file = 5;
     c.write.profiles = dir.filePath("profiles.h5").toStdString();
+    c.write.average = dir.filePath("average.h5").toStdString();
 
     WriteStatus written;
     {
@@ -76,6 +78,7 @@ class TestGpuLiveWriters : public QObject {
     QVERIFY2(written.hits.error.empty(), written.hits.error.c_str());
     QCOMPARE(written.hits.dropped + written.hits.failed, std::uint64_t(0));
     QCOMPARE(written.profiles.written, c.events);
+    QCOMPARE(written.average.written, c.events);
 
     // The references, computed here on the CPU.
     const std::vector<std::uint64_t> indices = simulator_pool_indices(
@@ -136,6 +139,16 @@ class TestGpuLiveWriters : public QObject {
       const long diff = live_integration_test::first_difference(row, profiles[i], kGpuTolerance);
       QVERIFY2(diff < 0, qPrintable(QString("event %1 bin %2").arg(i).arg(diff)));
     }
+
+    const ExpectedAverage average = expected_average(detector, calibrated);
+    const hid_t average_file = H5Fopen(c.write.average.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    QVERIFY(average_file >= 0);
+    const auto image = read_dataset<float>(average_file, "/entry/average/data", H5T_NATIVE_FLOAT);
+    H5Fclose(average_file);
+    QVERIFY(image.ok);
+    QCOMPARE(image.shape, (std::vector<hsize_t>{average.height, average.width}));
+    QVERIFY(std::memcmp(image.values.data(), average.image.data(),
+                        average.image.size() * sizeof(float)) == 0);
   }
 };
 

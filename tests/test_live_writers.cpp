@@ -39,6 +39,7 @@ struct Expected {
   std::vector<std::uint64_t> sequences, pulse_ids;
   std::vector<std::vector<float>> calibrated;
   std::vector<std::vector<std::uint8_t>> raw;
+  std::vector<std::uint8_t> bad;  // the constants' bad pixels
   std::vector<peaks::PeakList> lists;
   std::vector<std::vector<double>> profiles;
   std::vector<double> centres;
@@ -47,7 +48,7 @@ struct Expected {
 struct Fixture {
   QTemporaryDir dir;
   EngineConfig config;
-  std::string hits_dir, profiles_file, config_file;
+  std::string hits_dir, profiles_file, average_file, config_file;
   CliResult run;
   nlohmann::json summary;
   Expected expected;
@@ -106,14 +107,16 @@ class TestLiveWriters : public QObject {
     std::ofstream(f.config_file) << c.to_json().dump(2);
     f.hits_dir = f.dir.filePath("hits").toStdString();
     f.profiles_file = f.dir.filePath("profiles.h5").toStdString();
+    f.average_file = f.dir.filePath("average.h5").toStdString();
     const QString summary_file = f.dir.filePath("summary.json");
 
-    f.run = run_cli("LIVEDRP_ENGINE_EXE",
-                    {"run", "--config", QString::fromStdString(f.config_file), "--write-hits",
-                     QString::fromStdString(f.hits_dir), "--hits-per-file",
-                     QString::number(kHitsPerFile), "--write-profiles",
-                     QString::fromStdString(f.profiles_file), "--summary-json", summary_file},
-                    600000);
+    f.run = run_cli(
+        "LIVEDRP_ENGINE_EXE",
+        {"run", "--config", QString::fromStdString(f.config_file), "--write-hits",
+         QString::fromStdString(f.hits_dir), "--hits-per-file", QString::number(kHitsPerFile),
+         "--write-profiles", QString::fromStdString(f.profiles_file), "--write-average",
+         QString::fromStdString(f.average_file), "--summary-json", summary_file},
+        600000);
     QVERIFY2(f.run.exit_code == 0, qPrintable(f.run.err + f.run.out));
     std::ifstream summary(summary_file.toStdString());
     f.summary = nlohmann::json::parse(summary);
@@ -128,6 +131,8 @@ class TestLiveWriters : public QObject {
     integrator.set_thread_pool(&pool);
     Expected& e = f.expected;
     e.centres = integrator.integrate(std::vector<float>(detector.pixels(), 0.0f)).radial;
+    for (std::size_t p = 0; p < detector.pixels(); ++p)
+      e.bad.push_back(simulator.constants().masked(p) ? 1 : 0);
     std::vector<std::uint8_t> raw(detector.raw_event_bytes());
     for (std::uint64_t i = 0; i < kEvents; ++i) {
       simulator.generate(indices[i % indices.size()], raw.data(), nullptr, &pool);
@@ -260,6 +265,65 @@ class TestLiveWriters : public QObject {
       const long diff = live_integration_test::first_difference(row, e.profiles[i], 1e-12);
       QVERIFY2(diff < 0, qPrintable(QString("event %1 bin %2").arg(i).arg(diff)));
     }
+  }
+
+  // The average image: per assembled pixel the mean of the events' finite calibrated values,
+  // placed here from the detector's placement (segments not turned: pixel (r, c) of a segment at
+  // (y_px + r, x_px + c)); and in the frame its PONI places: integrated as a plain image with the
+  // PONI, it gives the profile of the mean stack integrated with the detector's layout.
+  void average_image_is_the_mean_in_the_ponis_frame() {
+    const DetectorDescription detector = find_detector("epix10ka2m");
+    const Expected& e = fixture->expected;
+    const nlohmann::json& w = fixture->summary["write"]["average"];
+    QCOMPARE(w["written"].get<std::uint64_t>(), kEvents);
+    for (const SegmentPlacement& s : detector.placement) QCOMPARE(s.rotation_deg, 0);
+    const ExpectedAverage average = expected_average(detector, e.calibrated);
+    const std::vector<float>& mean = average.mean;
+    const std::size_t height = average.height, width = average.width;
+
+    const hid_t file = H5Fopen(fixture->average_file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    QVERIFY(file >= 0);
+    const auto data = read_dataset<float>(file, "/entry/average/data", H5T_NATIVE_FLOAT);
+    const auto events =
+        read_dataset<std::uint64_t>(file, "/entry/average/events", H5T_NATIVE_UINT64);
+    const std::string signal = read_string_attribute(file, "/entry/average", "signal");
+    const std::string units = read_string_attribute(file, "/entry/average/data", "units");
+    const std::string config = read_string_attribute(file, "/", "pipeline_config");
+    H5Fclose(file);
+    QVERIFY(data.ok && events.ok);
+    QCOMPARE(signal, std::string("data"));
+    QCOMPARE(units, std::string("keV"));
+    QCOMPARE(events.values.at(0), kEvents);
+    QVERIFY(nlohmann::json::parse(config)["write"]["average"] == fixture->average_file);
+    QCOMPARE(data.shape, (std::vector<hsize_t>{height, width}));
+    QVERIFY(std::memcmp(data.values.data(), average.image.data(),
+                        average.image.size() * sizeof(float)) == 0);
+
+    // The PONI's frame: the image as a plain detector against the stack with its placement.
+    const integrate::PoniGeometry poni = integrate::read_poni(fixture->config.integration.poni);
+    std::vector<std::uint8_t> stack_mask(detector.pixels());
+    for (std::size_t p = 0; p < stack_mask.size(); ++p)
+      stack_mask[p] = !std::isfinite(mean[p]) || e.bad[p];
+    std::vector<std::uint8_t> image_mask(height * width, 1);
+    for (std::size_t p = 0; p < stack_mask.size(); ++p)
+      image_mask[average.image_pixel[p]] = stack_mask[p];
+    integrate::IntegrationConfig ic;
+    ic.bins = 300;
+    ic.radial_range = std::pair{1.0, 40.0};
+    integrate::Integrator as_stack(poni, integrate::layout_from_detector(detector), ic);
+    as_stack.set_mask(stack_mask);
+    integrate::Integrator as_image(poni, integrate::plain_layout(int(height), int(width)), ic);
+    as_image.set_mask(image_mask);
+    const std::vector<double> a = profile_intensities(as_stack.integrate(mean));
+    const std::vector<double> b = profile_intensities(as_image.integrate(data.values));
+    std::size_t finite = 0;
+    for (double v : a) finite += std::isfinite(v) ? 1 : 0;
+    QVERIFY(finite > 200);
+    const long diff = live_integration_test::first_difference(a, b, 1e-6);
+    QVERIFY2(diff < 0, qPrintable(QString("bin %1: %2 / %3")
+                                      .arg(diff)
+                                      .arg(a[std::size_t(std::max(0L, diff))])
+                                      .arg(b[std::size_t(std::max(0L, diff))])));
   }
 
   // SIGTERM (as SIGINT) mid-run: the engine drains the events in flight, and every hit file,

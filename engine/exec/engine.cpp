@@ -193,9 +193,10 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
         throw InputError("stage '" + stage->name() +
                          "' runs on the host-fed backends only, not yet with runtime.source "
                          "'device'; use runtime.source 'host'");
-    if (!c.write.hits_directory.empty() || !c.write.profiles.empty())
+    if (!c.write.hits_directory.empty() || !c.write.profiles.empty() || !c.write.average.empty())
       throw InputError(
-          "--write-hits and --write-profiles (write.*) are not available with runtime.source "
+          "--write-hits, --write-profiles and --write-average (write.*) are not available with "
+          "runtime.source "
           "'device' yet: its results reach the host without the calibrated image; use "
           "runtime.source 'host'");
     if (c.backend == "cpu")
@@ -271,12 +272,12 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     options.when_full = wait ? replay::RecordWhenFull::Wait : replay::RecordWhenFull::Drop;
     d.recorder = std::make_unique<replay::Recorder>(options, d.detector, c.to_json().dump());
   }
-  if (!c.write.hits_directory.empty() || !c.write.profiles.empty()) {
+  if (!c.write.hits_directory.empty() || !c.write.profiles.empty() || !c.write.average.empty()) {
     // "auto": a live source must not stall for the disk; a replay or an unpaced simulator can.
     const bool wait = c.write.when_full == "wait" ||
                       (c.write.when_full == "auto" && !streaming &&
                        !(c.rate_hz > 0 && (!replaying || d.replay_pace == "rate")));
-    if (!c.write.hits_directory.empty())
+    if (!c.write.hits_directory.empty() || !c.write.average.empty())
       check_buffered_events(c.write.queue_events, d.detector, "write.queue_events");
     d.live_writers = std::make_unique<LiveWriters>(c, d.detector, d.stages, wait);
   }

@@ -89,6 +89,7 @@ struct WriteConfig {
   std::string hits_directory;          // empty: no hit files; needs peak_finding.enabled
   std::uint64_t hits_per_file = 1000;  // a new file after this many hits
   std::string profiles;                // FILE.h5; empty: none; needs integration.enabled
+  std::string average;                 // FILE.h5: the assembled average image; empty: none
   std::string when_full = "auto";      // "auto", "drop", "wait"
   int queue_events = 16;               // events waiting for each writer
 };
@@ -291,7 +292,7 @@ struct WriterStatus {
   std::vector<std::string> files;
 };
 struct WriteStatus {
-  WriterStatus hits, profiles;
+  WriterStatus hits, profiles, average;
 };
 
 class Engine {

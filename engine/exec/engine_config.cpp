@@ -234,6 +234,7 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read("hits_directory", c.write.hits_directory);
     reader.read_integer("hits_per_file", c.write.hits_per_file, 1, (1LL << 40));
     reader.read("profiles", c.write.profiles);
+    reader.read("average", c.write.average);
     reader.read_choice("when_full", c.write.when_full, {"auto", "drop", "wait"});
     reader.read_integer("queue_events", c.write.queue_events, 1, 1024);
     reader.reject_unknown_keys();
@@ -367,6 +368,7 @@ json EngineConfig::to_json() const {
                {{"hits_directory", write.hits_directory},
                 {"hits_per_file", write.hits_per_file},
                 {"profiles", write.profiles},
+                {"average", write.average},
                 {"when_full", write.when_full},
                 {"queue_events", write.queue_events}}},
               {"integration", integration_json(integration)},

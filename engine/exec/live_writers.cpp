@@ -1,5 +1,7 @@
 #include "exec/live_writers.hpp"
 
+#include <cmath>
+#include <limits>
 #include <mutex>
 
 #include "core/error.hpp"
@@ -91,6 +93,44 @@ LiveWriters::LiveWriters(const EngineConfig& config, const DetectorDescription& 
           profile_file_->append(item.header, item.intensity);
         });
   }
+  if (!w.average.empty()) {
+    // Image pixel (row, column) must be the assembled [row, row + 1) x [column, column + 1), the
+    // frame a PONI for livedrp places: an assembly that starts elsewhere is not written yet.
+    try {
+      assembly_ = std::make_unique<ImageAssembly>(detector);
+    } catch (const InputError& e) {
+      throw InputError(std::string("--write-average: detector ") + detector.name +
+                       " cannot be assembled: " + e.what());
+    }
+    const AssembledBounds bounds = assembled_bounds(detector);
+    if (std::floor(bounds.min_x) != 0.0 || std::floor(bounds.min_y) != 0.0)
+      throw InputError("--write-average: detector " + detector.name + "'s placement starts at (" +
+                       std::to_string(bounds.min_x) + ", " + std::to_string(bounds.min_y) +
+                       "), not in pixel (0, 0): its image would not be in a PONI's frame; not "
+                       "written yet");
+    io::AverageImageOptions options;
+    options.path = w.average;
+    options.unit = image_unit(detector);
+    options.pipeline_config_json = config_json;
+    {
+      std::lock_guard hdf5(replay::hdf5_mutex());
+      average_file_ = std::make_unique<io::AverageImageWriter>(options);
+    }
+    average_.sum.assign(pixels_, 0.0);
+    average_.count.assign(pixels_, 0);
+    averages_ = std::make_unique<io::WriterQueue<ImageItem>>(
+        queue, wait_when_full, [this](ImageItem& item) {
+          AverageSums& a = average_;
+          for (std::size_t p = 0; p < item.image.size(); ++p)
+            if (std::isfinite(item.image[p])) {
+              a.sum[p] += double(item.image[p]);
+              ++a.count[p];
+            }
+          if (a.events == 0) a.first_pulse_id = item.header.pulse_id;
+          a.last_pulse_id = item.header.pulse_id;
+          ++a.events;
+        });
+  }
 }
 
 LiveWriters::~LiveWriters() {
@@ -108,7 +148,7 @@ bool LiveWriters::is_hit(const CompletedEvent& done) const {
 }
 
 void LiveWriters::keep_held(const CompletedEvent& done, const ReadImage& read) {
-  if (!is_hit(done)) return;
+  if (!is_hit(done) && !averages_) return;
   std::vector<float> image;
   if (!spare_.empty()) {
     image = std::move(spare_.back());
@@ -120,35 +160,66 @@ void LiveWriters::keep_held(const CompletedEvent& done, const ReadImage& read) {
 }
 
 void LiveWriters::add(const CompletedEvent& done, bool readable, const ReadImage& read) {
-  if (is_hit(done)) add_hit(done, readable, read);
-  if (profiles_) add_profile(done);
-}
-
-void LiveWriters::add_hit(const CompletedEvent& done, bool readable, const ReadImage& read) {
   std::optional<std::vector<float>> kept;
   if (auto it = held_.find(done.admission); it != held_.end()) {
     kept = std::move(it->second);
     held_.erase(it);
   }
-  HitItem* item = hits_->acquire();
-  if (item) {
-    item->header = done.header;
-    item->peaks = std::any_cast<const stages::PeakResult&>(done.stage_outputs[*peak_index_].result)
-                      .peaks.peaks;
-    if (kept) {
-      std::swap(item->image, *kept);
-    } else if (readable) {
-      item->image.resize(pixels_);
-      read(done, item->image.data());
-    } else {
-      // Neither kept nor readable: a path that retires events without keep_held. Counted as
-      // dropped.
-      hits_->abandon(item);
-      item = nullptr;
-    }
-    if (item) hits_->commit(item);
-  }
+  if (is_hit(done)) add_hit(done, readable, read, kept);
+  if (averages_) add_to_average(done, readable, read, kept);
   if (kept) spare_.push_back(std::move(*kept));
+  if (profiles_) add_profile(done);
+}
+
+bool LiveWriters::fill_image(const CompletedEvent& done, bool readable, const ReadImage& read,
+                             const std::optional<std::vector<float>>& kept,
+                             std::vector<float>& image) {
+  if (kept) {
+    image.assign(kept->begin(), kept->end());
+    return true;
+  }
+  if (!readable) return false;
+  image.resize(pixels_);
+  read(done, image.data());
+  return true;
+}
+
+void LiveWriters::add_hit(const CompletedEvent& done, bool readable, const ReadImage& read,
+                          const std::optional<std::vector<float>>& kept) {
+  HitItem* item = hits_->acquire();
+  if (!item) return;
+  item->header = done.header;
+  item->peaks =
+      std::any_cast<const stages::PeakResult&>(done.stage_outputs[*peak_index_].result).peaks.peaks;
+  // Neither kept nor readable: a path that retires events without keep_held. Counted as dropped.
+  if (fill_image(done, readable, read, kept, item->image))
+    hits_->commit(item);
+  else
+    hits_->abandon(item);
+}
+
+void LiveWriters::add_to_average(const CompletedEvent& done, bool readable, const ReadImage& read,
+                                 const std::optional<std::vector<float>>& kept) {
+  ImageItem* item = averages_->acquire();
+  if (!item) return;
+  item->header = done.header;
+  if (fill_image(done, readable, read, kept, item->image))
+    averages_->commit(item);
+  else
+    averages_->abandon(item);
+}
+
+void LiveWriters::write_average() {
+  const AverageSums& a = average_;
+  std::vector<float> mean(pixels_);
+  for (std::size_t p = 0; p < pixels_; ++p)
+    mean[p] = a.count[p] > 0 ? float(a.sum[p] / double(a.count[p]))
+                             : std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> image(assembly_->height() * assembly_->width());
+  assembly_->assemble(mean.data(), image.data());
+  std::lock_guard hdf5(replay::hdf5_mutex());
+  average_file_->write(image, assembly_->height(), assembly_->width(), a.events, a.first_pulse_id,
+                       a.last_pulse_id);
 }
 
 void LiveWriters::add_profile(const CompletedEvent& done) {
@@ -162,6 +233,8 @@ void LiveWriters::add_profile(const CompletedEvent& done) {
 }
 
 void LiveWriters::close() {
+  if (closed_) return;
+  closed_ = true;
   std::string failure;
   auto note = [&failure](const std::exception& e) {
     if (failure.empty()) failure = e.what();
@@ -188,6 +261,14 @@ void LiveWriters::close() {
     try {
       std::lock_guard hdf5(replay::hdf5_mutex());
       profile_file_->close();
+    } catch (const std::exception& e) {
+      note(e);
+    }
+  }
+  if (averages_) {
+    try {
+      averages_->close();
+      write_average();
     } catch (const std::exception& e) {
       note(e);
     }
@@ -225,6 +306,16 @@ WriteStatus LiveWriters::status() const {
     s.error = profiles_->error();
     if (s.error.empty()) s.error = close_error_;
     s.files.push_back(profile_file_->path());
+  }
+  if (averages_) {
+    WriterStatus& s = status.average;
+    s.active = true;
+    s.written = averages_->written();
+    s.dropped = averages_->dropped();
+    s.failed = averages_->failed();
+    s.error = averages_->error();
+    if (s.error.empty()) s.error = close_error_;
+    s.files.push_back(average_file_->path());
   }
   return status;
 }

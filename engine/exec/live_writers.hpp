@@ -17,8 +17,10 @@
 #include <vector>
 
 #include "core/detector.hpp"
+#include "core/image_assembly.hpp"
 #include "exec/backend.hpp"
 #include "exec/engine.hpp"
+#include "io/average_image_writer.hpp"
 #include "io/cxi_hit_writer.hpp"
 #include "io/profile_series_writer.hpp"
 #include "io/writer_queue.hpp"
@@ -33,7 +35,8 @@ class LiveWriters {
 
   // `stages` is the run's list; the peak stage and the integrate stage are found in it. Throws
   // InputError naming the option: hit files without peak finding, profiles without integration,
-  // a folder or file that cannot be written.
+  // an average of a detector that cannot be assembled in a PONI's frame, a folder or file that
+  // cannot be written.
   LiveWriters(const EngineConfig& config, const DetectorDescription& detector,
               const stages::StageList& stages, bool wait_when_full);
   ~LiveWriters();
@@ -57,8 +60,26 @@ class LiveWriters {
     EventHeader header;
     std::vector<double> intensity;
   };
+  struct ImageItem {
+    EventHeader header;
+    std::vector<float> image;
+  };
+  // The average's sums, on its writer thread: per pixel the finite values and their count.
+  struct AverageSums {
+    std::vector<double> sum;
+    std::vector<std::uint32_t> count;
+    std::uint64_t events = 0, first_pulse_id = 0, last_pulse_id = 0;
+  };
   bool is_hit(const CompletedEvent& done) const;
-  void add_hit(const CompletedEvent& done, bool readable, const ReadImage& read);
+  // Fills `image` with the event's calibrated pixels: the copy kept when it was held back, or
+  // read now; false when neither is possible.
+  bool fill_image(const CompletedEvent& done, bool readable, const ReadImage& read,
+                  const std::optional<std::vector<float>>& kept, std::vector<float>& image);
+  void add_hit(const CompletedEvent& done, bool readable, const ReadImage& read,
+               const std::optional<std::vector<float>>& kept);
+  void add_to_average(const CompletedEvent& done, bool readable, const ReadImage& read,
+                      const std::optional<std::vector<float>>& kept);
+  void write_average();  // at close, on the closing thread
   void add_profile(const CompletedEvent& done);
 
   std::size_t pixels_ = 0;
@@ -67,9 +88,14 @@ class LiveWriters {
   std::unique_ptr<io::ProfileSeriesWriter> profile_file_;
   std::unique_ptr<io::WriterQueue<HitItem>> hits_;
   std::unique_ptr<io::WriterQueue<ProfileItem>> profiles_;
+  std::unique_ptr<io::AverageImageWriter> average_file_;
+  std::unique_ptr<ImageAssembly> assembly_;
+  AverageSums average_;  // the average queue's thread, then close()
+  std::unique_ptr<io::WriterQueue<ImageItem>> averages_;
   // Images of hits held back by the reorder stage, by admission, and spare buffers for them.
   std::map<std::uint64_t, std::vector<float>> held_;
   std::vector<std::vector<float>> spare_;
+  bool closed_ = false;      // close() ran (the engine thread's, then the destructor's)
   std::string close_error_;  // closing a file failed; guarded by files_mutex() (live_writers.cpp)
   std::atomic<std::uint64_t> peaks_left_out_{0};
 };

@@ -256,6 +256,7 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
   }
   print_writer("hit files", "hits", written.hits);
   print_writer("profiles", "profiles", written.profiles);
+  print_writer("average image", "events averaged", written.average);
   if (!summary_file.empty()) {
     std::ofstream out(summary_file);
     nlohmann::json json = summary_json(config, summary);
@@ -268,6 +269,7 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
                         {"files", record->files}};
     if (written.hits.active) json["write"]["hits"] = writer_json(written.hits);
     if (written.profiles.active) json["write"]["profiles"] = writer_json(written.profiles);
+    if (written.average.active) json["write"]["average"] = writer_json(written.average);
     out << json.dump(2) << "\n";
     if (!out) return bad_input("cannot write summary file '" + summary_file + "'");
   }
@@ -276,7 +278,7 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
     return kExitRunFailed;
   }
   // Every event was processed, but an output asked for is not whole.
-  for (const auto* w : {&written.hits, &written.profiles})
+  for (const auto* w : {&written.hits, &written.profiles, &written.average})
     if (!w->error.empty()) {
       std::cerr << "livedrp-engine: writing stopped: " << w->error << "\n";
       return kExitRunFailed;
@@ -365,7 +367,7 @@ int main(int argc, char** argv) {
   std::string config_file, source, backend, publish, constants_file, summary_file, control,
       record_dir, replay_detector, stream_detector;
   std::uint64_t record_max_mb = 0;
-  std::string write_hits, write_profiles;
+  std::string write_hits, write_profiles, write_average;
   std::int64_t hits_per_file = 0;
   bool record_hits_only = false;
   bool flat_out = false, loop = false;
@@ -401,6 +403,9 @@ int main(int argc, char** argv) {
   run->add_option("--write-profiles", write_profiles,
                   "Write every event's radial profile and pulse id to this NeXus file (.h5; needs "
                   "integration in --config)");
+  run->add_option("--write-average", write_average,
+                  "Write the run's average calibrated image, assembled in a PONI's frame, to this "
+                  "NeXus file (.h5)");
   run->add_option("--events", events, "Stop after N events (0: until interrupted)");
   run->add_option("--rate", rate, "Source rate in Hz (0: as fast as possible)");
   run->add_option("--backend", backend, "cpu | cuda | auto");
@@ -562,6 +567,11 @@ int main(int argc, char** argv) {
       if (write_profiles.empty())
         throw livedrp::InputError("--write-profiles needs a file name, got ''");
       config.write.profiles = write_profiles;
+    }
+    if (run->count("--write-average")) {
+      if (write_average.empty())
+        throw livedrp::InputError("--write-average needs a file name, got ''");
+      config.write.average = write_average;
     }
     if (!stream_detector.empty() && !livedrp::stream::is_stream_source(config.source))
       throw livedrp::InputError("--stream-detector needs an sls: or dectris: source, got '" +
