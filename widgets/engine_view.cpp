@@ -20,6 +20,7 @@
 #include <qwt_series_data.h>
 #include <qwt_text.h>
 
+#include "widgets/latency_bars.hpp"
 #include "widgets/number_format.hpp"
 #include "widgets/refresh_coalescer.hpp"
 #include "widgets/stats_model.hpp"
@@ -30,7 +31,8 @@ namespace livedrp::widgets {
 class LatencySeriesData : public QwtSeriesData<QPointF> {
  public:
   enum class Quantile { P50, P99 };
-  LatencySeriesData(const StatsModel* model, Quantile quantile) : model_(model), quantile_(quantile) {}
+  LatencySeriesData(const StatsModel* model, Quantile quantile)
+      : model_(model), quantile_(quantile) {}
 
   void setWindowStart(double time_s) {
     window_start_ = time_s;
@@ -65,7 +67,8 @@ class LatencySeriesData : public QwtSeriesData<QPointF> {
 
   size_t size() const override { return model_.isNull() ? 0 : count_; }
   QPointF sample(size_t index) const override {
-    if (model_.isNull() || index >= count_ || first_ + index >= model_->latencySampleCount()) return {};
+    if (model_.isNull() || index >= count_ || first_ + index >= model_->latencySampleCount())
+      return {};
     return {model_->latencySample(first_ + index).time_s, value(first_ + index)};
   }
   QRectF boundingRect() const override { return bounds_; }
@@ -145,9 +148,15 @@ QString formatRateBound(const std::optional<protocol::RateBound>& bound) {
   return text;
 }
 
-QColor EngineView::orderErrorColor() { return QColor(0xc6, 0x28, 0x28); }  // red
-QColor EngineView::p50Color() { return QColor(0x2c, 0xa0, 0x2c); }         // green
-QColor EngineView::p99Color() { return QColor(0x94, 0x67, 0xbd); }         // purple
+QColor EngineView::orderErrorColor() {
+  return QColor(0xc6, 0x28, 0x28);
+}  // red
+QColor EngineView::p50Color() {
+  return QColor(0x2c, 0xa0, 0x2c);
+}  // green
+QColor EngineView::p99Color() {
+  return QColor(0x94, 0x67, 0xbd);
+}  // purple
 
 EngineView::EngineView(StatsModel* model, QWidget* parent)
     : QWidget(parent), model_(model), coalescer_(new RefreshCoalescer(this)) {
@@ -155,7 +164,8 @@ EngineView::EngineView(StatsModel* model, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
 
-  auto* lanes_box = new QGroupBox(tr("Lanes (launches in flight / capacity, events completed)"), this);
+  auto* lanes_box =
+      new QGroupBox(tr("Lanes (launches in flight / capacity, events completed)"), this);
   lanes_layout_ = new QGridLayout(lanes_box);
   lanes_layout_->setColumnStretch(1, 1);
   no_lanes_ = new QLabel(tr("no lane figures yet"), lanes_box);
@@ -220,6 +230,8 @@ EngineView::EngineView(StatsModel* model, QWidget* parent)
   p99_curve_->attach(plot_);
   plot_->insertLegend(new QwtLegend, QwtPlot::TopLegend);
   layout->addWidget(plot_, 1);
+  latency_bars_ = new LatencyBars(model);
+  layout->addWidget(latency_bars_);
 
   if (model) connect(model, &StatsModel::updated, coalescer_, &RefreshCoalescer::request);
   connect(coalescer_, &RefreshCoalescer::refresh, this, &EngineView::refreshNow);
@@ -228,7 +240,9 @@ EngineView::EngineView(StatsModel* model, QWidget* parent)
 
 EngineView::~EngineView() = default;
 
-QString EngineView::latencyAxisTitle() const { return plot_->axisTitle(QwtAxis::YLeft).text(); }
+QString EngineView::latencyAxisTitle() const {
+  return plot_->axisTitle(QwtAxis::YLeft).text();
+}
 
 void EngineView::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
@@ -280,8 +294,10 @@ void EngineView::refreshNow() {
 
   setBar(ring_, stats.ring_occupancy, stats.ring_slots);
   setTextIfChanged(reorder_, has_stats ? formatCount(stats.reorder_depth) : QStringLiteral("-"));
-  setTextIfChanged(in_flight_, has_stats ? formatCount(stats.events_in_flight) : QStringLiteral("-"));
-  setTextIfChanged(order_errors_, has_stats ? formatCount(stats.order_errors) : QStringLiteral("-"));
+  setTextIfChanged(in_flight_,
+                   has_stats ? formatCount(stats.events_in_flight) : QStringLiteral("-"));
+  setTextIfChanged(order_errors_,
+                   has_stats ? formatCount(stats.order_errors) : QStringLiteral("-"));
   setStyleSheetIfChanged(order_errors_,
                          stats.order_errors > 0
                              ? QStringLiteral("QLabel { background-color: %1; color: white; "
@@ -293,7 +309,7 @@ void EngineView::refreshNow() {
   for (const auto& [reason, count] : stats.drops_by_reason) {
     drops << QStringLiteral("%1 %2").arg(QString::fromStdString(reason), formatCount(count));
   }
-  setTextIfChanged(drops_, !has_stats ? QStringLiteral("-")
+  setTextIfChanged(drops_, !has_stats        ? QStringLiteral("-")
                            : drops.isEmpty() ? tr("none")
                                              : drops.join(QStringLiteral(" · ")));
 
@@ -303,7 +319,8 @@ void EngineView::refreshNow() {
                   .arg(QString::fromStdString(stage.name), formatMicroseconds(stage.mean_us),
                        formatMicroseconds(stage.max_us), formatGbps(stage.gbps));
   }
-  setTextIfChanged(stages_, stages.isEmpty() ? QStringLiteral("-") : stages.join(QLatin1Char('\n')));
+  setTextIfChanged(stages_,
+                   stages.isEmpty() ? QStringLiteral("-") : stages.join(QLatin1Char('\n')));
   setTextIfChanged(rate_bound_, formatRateBound(stats.rate_bound));
   setTextIfChanged(latency_, has_stats && std::isfinite(stats.latency_p50_us)
                                  ? tr("p50 %1 · p99 %2 · max %3")
@@ -328,7 +345,8 @@ void EngineView::refreshNow() {
   p99_data_->setWindowStart(x0);
   // Milliseconds once the latencies in view pass a few of them (the CPU backend on a 2-Mpixel
   // detector): "1,400,000 µs" is no way to read a chart.
-  const bool in_ms = std::max(p50_data_->maxValue(), p99_data_->maxValue()) >= kMillisecondAxisFromUs;
+  const bool in_ms =
+      std::max(p50_data_->maxValue(), p99_data_->maxValue()) >= kMillisecondAxisFromUs;
   const double divisor = in_ms ? 1000.0 : 1.0;
   p50_data_->setDivisor(divisor);
   p99_data_->setDivisor(divisor);

@@ -1,9 +1,10 @@
 #pragma once
-// The engine seen from its `stats`: one bar per execution lane (launches in flight out of the lane's
-// capacity, events completed on it), the reorder depth, the doorbell ring's occupancy, events in
-// flight, time per stage, what bounds the rate now (the engine's `rate_bound` verdict, as sent),
-// drops by reason, order errors (red when any), and a strip chart of the doorbell-to-result
-// latency (p50 and p99) against run time. It reads the StatsModel and redraws through a
+// The engine seen from its `stats`: one bar per execution lane (launches in flight out of the
+// lane's capacity, events completed on it), the reorder depth, the doorbell ring's occupancy,
+// events in flight, time per stage, what bounds the rate now (the engine's `rate_bound` verdict, as
+// sent), drops by reason, order errors (red when any), and a strip chart of the doorbell-to-result
+// latency (p50 and p99) against run time, and the newest events' latency split by stage
+// (latency_bars.hpp). It reads the StatsModel and redraws through a
 // RefreshCoalescer (at most ~30 Hz; nothing while hidden).
 #include <cstdint>
 #include <optional>
@@ -24,6 +25,7 @@ class QwtPlotCurve;
 
 namespace livedrp::widgets {
 
+class LatencyBars;
 class LatencySeriesData;
 class RefreshCoalescer;
 class StatsModel;
@@ -55,6 +57,7 @@ class EngineView : public QWidget {
   QLabel* rateBoundLabel() const { return rate_bound_; }
   QLabel* latencyLabel() const { return latency_; }
   QwtPlot* latencyPlot() const { return plot_; }
+  LatencyBars* latencyBars() const { return latency_bars_; }
   QString latencyAxisTitle() const;  // "latency (µs)" or "latency (ms)"
 
   const QwtPlotCurve* p50Curve() const { return p50_curve_; }
@@ -97,6 +100,7 @@ class EngineView : public QWidget {
   LatencySeriesData* p99_data_ = nullptr;  // owned by p99_curve_
   bool deferred_ = false;
   std::uint64_t refreshes_ = 0;
+  LatencyBars* latency_bars_ = nullptr;
 };
 
 // Formats a time in microseconds: "812.4 µs" below a millisecond, "1.5 ms" above; "-" for NaN.

@@ -25,6 +25,16 @@ void Engine::Impl::account_completed(CompletedEvent& done) {
     interval_latencies_us.push_back(latency_us);
     run_latencies.add(latency_us);
     calibrate_timer->add(done.calibrate_us);
+    protocol::RecentEvent recent;
+    recent.sequence = done.header.sequence;
+    recent.pulse_id = done.header.pulse_id;
+    recent.source_time_ns = done.header.timestamp_ns;
+    recent.latency_us = latency_us;
+    recent.stage_us.emplace_back("calibrate", done.calibrate_us);
+    for (std::size_t k = 0; k < done.stage_outputs.size() && k < stages.size(); ++k)
+      recent.stage_us.emplace_back(stages[k]->name(), done.stage_outputs[k].us);
+    if (recent_events.size() == kRecentEventsSent) recent_events.pop_front();
+    recent_events.push_back(std::move(recent));
   }
   account_image(done);
   if (stage_books) stage_books->add(done);

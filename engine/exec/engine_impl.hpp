@@ -127,6 +127,10 @@ struct Engine::Impl {
   Clock::time_point producer_end{};           // replay: when the source handed on its last event
   std::optional<StageTimer> calibrate_timer;  // set with the detector
   std::vector<double> interval_latencies_us;  // doorbell to release, this stats interval
+  // The newest events of this stats interval, for the per-pulse latency view (at most
+  // kRecentEventsSent, oldest dropped first).
+  std::deque<protocol::RecentEvent> recent_events;
+  static constexpr std::size_t kRecentEventsSent = 16;
   LatencyHistogram run_latencies;             // the same, over the whole run (the summary's)
   // The last interval's rate_bound that saw events processed (not "idle"): what bounded the rate
   // while the run ran, for the summary (the last interval of a finished run is its drain).

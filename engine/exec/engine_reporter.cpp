@@ -151,6 +151,9 @@ void Engine::Impl::report() {
       stats.stages.push_back(calibrate_timer->take_interval());
       fill_latency(stats, interval_latencies_us);
       interval_latencies_us.clear();
+      stats.recent_events.assign(std::make_move_iterator(recent_events.begin()),
+                                 std::make_move_iterator(recent_events.end()));
+      recent_events.clear();
       for (std::size_t i = 0; i < lanes.size(); ++i)
         stats.streams.push_back({i, lanes[i].in_flight, lanes[i].capacity, lanes[i].completed});
       stats.reorder_depth = reorder_depth;

@@ -173,6 +173,20 @@ json to_json(const StatsPayload& stats) {
     payload["stage_stats"] = std::move(blocks);
   }
   if (stats.ranks) payload["ranks"] = to_json(*stats.ranks);
+  if (!stats.recent_events.empty()) {
+    json recent = json::array();
+    for (const RecentEvent& event : stats.recent_events) {
+      json stage_list = json::array();
+      for (const auto& [name, us] : event.stage_us)
+        stage_list.push_back({{"name", name}, {"us", number_or_null(us)}});
+      recent.push_back({{"sequence", event.sequence},
+                        {"pulse_id", event.pulse_id},
+                        {"source_time_ns", event.source_time_ns},
+                        {"latency_us", number_or_null(event.latency_us)},
+                        {"stages", std::move(stage_list)}});
+    }
+    payload["recent_events"] = std::move(recent);
+  }
   return payload;
 }
 
@@ -247,6 +261,39 @@ StatsPayload stats_from_json(const json& payload) {
   // Optional likewise: present only when the source is a live detector stream.
   if (const auto block = payload.find("source_stream"); block != payload.end())
     stats.source_stream = source_stream_from_json(reader, *block);
+  // Optional likewise: engines older than it send none.
+  if (const auto recent = payload.find("recent_events"); recent != payload.end()) {
+    if (!recent->is_array())
+      reader.fail("recent_events", "must be an array, got " + describe(*recent));
+    if (recent->size() > kMaxRecentEvents)
+      reader.fail("recent_events", "has " + std::to_string(recent->size()) + " entries, more than " +
+                                       std::to_string(kMaxRecentEvents));
+    for (std::size_t index = 0; index < recent->size(); ++index) {
+      const std::string name = "recent_events[" + std::to_string(index) + "]";
+      const json& entry = (*recent)[index];
+      if (!entry.is_object()) reader.fail(name, "must be an object, got " + describe(entry));
+      const PayloadReader event_reader(entry, reader.topic(), name + ".");
+      RecentEvent event;
+      event.sequence = event_reader.count("sequence");
+      event.pulse_id = event_reader.count("pulse_id");
+      const json& time = event_reader.field("source_time_ns");
+      if (!time.is_number_integer())
+        event_reader.fail("source_time_ns", "must be an integer, got " + describe(time));
+      event.source_time_ns = time.get<std::int64_t>();
+      event.latency_us = event_reader.number("latency_us");
+      const json& stage_list = event_reader.field("stages");
+      if (!stage_list.is_array() || stage_list.size() > 64)
+        event_reader.fail("stages", "must be an array of at most 64 stages, got " +
+                                        describe(stage_list));
+      for (std::size_t k = 0; k < stage_list.size(); ++k) {
+        const PayloadReader stage_reader(stage_list[k], reader.topic(),
+                                         name + ".stages[" + std::to_string(k) + "].");
+        stage_reader.require_object("a stage");
+        event.stage_us.emplace_back(stage_reader.string("name"), stage_reader.number("us"));
+      }
+      stats.recent_events.push_back(std::move(event));
+    }
+  }
   // Optional likewise: present only when stages of the stage contract report; each block is the
   // stage's own JSON object.
   if (const auto blocks = payload.find("stage_stats"); blocks != payload.end()) {

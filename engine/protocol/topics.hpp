@@ -93,6 +93,19 @@ struct SourceStreamStats {
   std::string last_problem;  // names the endpoint, the message and what was wrong
 };
 
+// One of the newest events, for the per-pulse latency view: where its time from the source to
+// its result went. `stages` are the pipeline's in order (calibrate first), each with its time on
+// its lane; latency_us minus their sum is the time the event waited (queues, reorder, launches).
+struct RecentEvent {
+  std::uint64_t sequence = 0;
+  std::uint64_t pulse_id = 0;
+  std::int64_t source_time_ns = 0;  // the doorbell (the source's time stamp), Unix epoch
+  double latency_us = 0;            // doorbell to result, as latency_p50_us measures it
+  std::vector<std::pair<std::string, double>> stage_us;
+};
+// The most a `stats` message carries; a decoder refuses more.
+inline constexpr std::size_t kMaxRecentEvents = 64;
+
 // `stats`: published a few times a second while a run goes.
 struct StatsPayload {
   std::uint64_t events_in = 0;                           // events the source produced
@@ -126,6 +139,9 @@ struct StatsPayload {
   // A run of many engines (MPI): each rank's own counts; the fields above are their merge.
   // Absent for a single engine (or an older one).
   std::optional<RanksBlock> ranks;
+  // The newest events of the interval (at most 16 are sent, newest last). Empty when none
+  // completed (or an older engine).
+  std::vector<RecentEvent> recent_events;
 };
 
 // `status`: on every state change and once a second.
