@@ -22,6 +22,7 @@
 
 #include "widgets/latency_bars.hpp"
 #include "widgets/number_format.hpp"
+#include "widgets/ranks_view.hpp"
 #include "widgets/refresh_coalescer.hpp"
 #include "widgets/stats_model.hpp"
 
@@ -232,6 +233,8 @@ EngineView::EngineView(StatsModel* model, QWidget* parent)
   layout->addWidget(plot_, 1);
   latency_bars_ = new LatencyBars(model);
   layout->addWidget(latency_bars_);
+  ranks_view_ = new RanksView(model);
+  layout->insertWidget(0, ranks_view_);  // an MPI run's ranks first: is every engine there?
 
   if (model) connect(model, &StatsModel::updated, coalescer_, &RefreshCoalescer::request);
   connect(coalescer_, &RefreshCoalescer::refresh, this, &EngineView::refreshNow);

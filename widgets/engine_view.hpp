@@ -26,6 +26,7 @@ class QwtPlotCurve;
 namespace livedrp::widgets {
 
 class LatencyBars;
+class RanksView;
 class LatencySeriesData;
 class RefreshCoalescer;
 class StatsModel;
@@ -58,6 +59,7 @@ class EngineView : public QWidget {
   QLabel* latencyLabel() const { return latency_; }
   QwtPlot* latencyPlot() const { return plot_; }
   LatencyBars* latencyBars() const { return latency_bars_; }
+  RanksView* ranksView() const { return ranks_view_; }
   QString latencyAxisTitle() const;  // "latency (µs)" or "latency (ms)"
 
   const QwtPlotCurve* p50Curve() const { return p50_curve_; }
@@ -101,6 +103,7 @@ class EngineView : public QWidget {
   bool deferred_ = false;
   std::uint64_t refreshes_ = 0;
   LatencyBars* latency_bars_ = nullptr;
+  RanksView* ranks_view_ = nullptr;
 };
 
 // Formats a time in microseconds: "812.4 µs" below a millisecond, "1.5 ms" above; "-" for NaN.
