@@ -270,6 +270,25 @@ class TestMpiRun : public QObject {
     json["mpi"] = {{"collector", "everyone"}};
     write_json(config, json);
     EXPECT_BAD_INPUT(run_mpi({"--config", config}, "").result, "mpi.collector");
+    json["mpi"] = {{"devices", {0, -1}}};
+    write_json(config, json);
+    EXPECT_BAD_INPUT(run_mpi({"--config", config}, "").result, "mpi.devices");
+  }
+
+  // mpi.devices: the processing ranks of a node take the listed devices in turn, each seeing
+  // only its own (here all on this machine: ranks 1 and 2 are its first and second).
+  void processing_ranks_take_the_listed_devices_in_turn() {
+    const QString config = dir_.filePath("devices.json");
+    nlohmann::json json = sim_config(2).to_json();
+    json["mpi"] = {{"devices", {3, 5}}};
+    write_json(config, json);
+    const MpiRun run = run_mpi({"--config", config, "--verbose"}, "");
+    QVERIFY2(run.result.exit_code == 0, qPrintable(run.result.err));
+    const QString log = run.result.out + run.result.err;  // spdlog's default sink is stdout
+    QVERIFY2(log.contains("rank 1: CUDA_VISIBLE_DEVICES=3 ") &&
+                 log.contains("rank 2: CUDA_VISIBLE_DEVICES=5 "),
+             qPrintable(log));
+    QVERIFY(!log.contains("rank 0: CUDA_VISIBLE_DEVICES"));  // the collector: none
   }
 
   void simulator_totals_are_the_sums_of_the_ranks_and_the_events_asked_for() {

@@ -154,6 +154,11 @@ struct MpiRunConfig {
   // collector reports it with its last counts and the run goes on without it (as far as the MPI
   // launcher lets the other ranks live on: docs/mpi.md).
   double silent_after_s = 10;
+  // One GPU per rank: the processing ranks of a node, in rank order, take these CUDA devices in
+  // turn (the k-th takes devices[k % size]: fewer devices than ranks share them), each seeing
+  // only its own (CUDA_VISIBLE_DEVICES, set before the engine touches CUDA). Empty: every rank
+  // sees the devices its process was started with.
+  std::vector<int> devices;
 };
 
 // The pipeline configuration: the same JSON drives the CLI, the GUI and the benchmarks, and is

@@ -300,6 +300,13 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     FieldReader reader(*mpi, origin, "mpi");
     reader.read_choice("collector", c.mpi.collector, {"dedicated", "processing"});
     reader.read_number("silent_after_s", c.mpi.silent_after_s, 0.5, 86400.0);
+    if (const json* devices = reader.find("devices")) {
+      const auto device = [](const json& d) { return d.is_number_integer() && d.get<int>() >= 0; };
+      if (!devices->is_array() || !std::all_of(devices->begin(), devices->end(), device))
+        reader.fail("mpi.devices", "must be a list of CUDA device indices (integers >= 0), got " +
+                                       json_excerpt(*devices));
+      c.mpi.devices = devices->get<std::vector<int>>();
+    }
     reader.reject_unknown_keys();
   }
   // Sections of registered stages (stages/registry.hpp), each read by its stage.
@@ -376,8 +383,10 @@ json EngineConfig::to_json() const {
               {"image", {{"publish_hz", image.publish_hz}}}};
   // Echoed only when set: configurations of single engines read as they always did.
   if (mpi.collector != MpiRunConfig{}.collector ||
-      mpi.silent_after_s != MpiRunConfig{}.silent_after_s)
-    out["mpi"] = {{"collector", mpi.collector}, {"silent_after_s", mpi.silent_after_s}};
+      mpi.silent_after_s != MpiRunConfig{}.silent_after_s || !mpi.devices.empty())
+    out["mpi"] = {{"collector", mpi.collector},
+                  {"silent_after_s", mpi.silent_after_s},
+                  {"devices", mpi.devices}};
   for (const auto& [name, section] : stages) out[name] = section;
   return out;
 }

@@ -72,6 +72,25 @@ std::string agree_on_startup(const Session& session, const std::string& own_erro
   return all;
 }
 
+// mpi.devices: this processing rank's index among the processing ranks of its node, in rank
+// order (a collective: every rank calls it; -1 for the dedicated collector).
+int node_index(bool processes) {
+  const int color = processes ? 0 : MPI_UNDEFINED;
+  int rank = 0;
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+  MPI_Comm processing = MPI_COMM_NULL;
+  check(MPI_Comm_split(MPI_COMM_WORLD, color, rank, &processing), "grouping the processing ranks");
+  if (processing == MPI_COMM_NULL) return -1;
+  MPI_Comm node = MPI_COMM_NULL;
+  check(MPI_Comm_split_type(processing, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+        "grouping the processing ranks by node");
+  int index = 0;
+  check(MPI_Comm_rank(node, &index), "MPI_Comm_rank on the node");
+  check(MPI_Comm_free(&node), "MPI_Comm_free");
+  check(MPI_Comm_free(&processing), "MPI_Comm_free");
+  return index;
+}
+
 RankReport make_report(const Session& session, const Engine& engine, const RankSums& sums,
                        bool final) {
   RankReport report;
@@ -304,6 +323,21 @@ RankOutcome run_rank(Session& session, const EngineConfig& config, const std::at
   std::vector<int> processing;
   for (int r = dedicated ? 1 : 0; r < size; ++r) processing.push_back(r);
   const bool processes = rank != kCollectorRank || !dedicated;
+
+  // One GPU per rank: set before the engine (and so CUDA) starts.
+  if (!config.mpi.devices.empty()) {
+    try {
+      if (const int index = node_index(processes); index >= 0) {
+        const int device = config.mpi.devices[std::size_t(index) % config.mpi.devices.size()];
+        setenv("CUDA_VISIBLE_DEVICES", std::to_string(device).c_str(), 1);
+        spdlog::info(
+            "rank {}: CUDA_VISIBLE_DEVICES={} (mpi.devices, processing rank {} of its node)", rank,
+            device, index);
+      }
+    } catch (const RuntimeFault& e) {
+      abort_run(rank, e.what());
+    }
+  }
 
   // Start-up: the same checks on every rank, then one agreement, so that no rank waits for
   // another that never started.
