@@ -297,13 +297,19 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.reject_unknown_keys();
   }
   if (const json* mpi = root.find("mpi")) {
+    // A CUDA device index: far more than one node holds, small enough for any int.
+    constexpr std::int64_t kMaxCudaDevice = 1023;
     FieldReader reader(*mpi, origin, "mpi");
     reader.read_choice("collector", c.mpi.collector, {"dedicated", "processing"});
     reader.read_number("silent_after_s", c.mpi.silent_after_s, 0.5, 86400.0);
     if (const json* devices = reader.find("devices")) {
-      const auto device = [](const json& d) { return d.is_number_integer() && d.get<int>() >= 0; };
+      const auto device = [](const json& d) {
+        return d.is_number_integer() && d.get<std::int64_t>() >= 0 &&
+               d.get<std::int64_t>() <= kMaxCudaDevice;
+      };
       if (!devices->is_array() || !std::all_of(devices->begin(), devices->end(), device))
-        reader.fail("mpi.devices", "must be a list of CUDA device indices (integers >= 0), got " +
+        reader.fail("mpi.devices", "must be a list of CUDA device indices (integers 0.." +
+                                       std::to_string(kMaxCudaDevice) + "), got " +
                                        json_excerpt(*devices));
       c.mpi.devices = devices->get<std::vector<int>>();
     }
