@@ -44,7 +44,7 @@ H5Read<T> read_dataset(hid_t file, const char* path, hid_t memory_type) {
   return out;
 }
 
-// A variable-length string attribute of `object_path`, "" when absent.
+// A string attribute of `object_path` (variable or fixed length), "" when absent.
 inline std::string read_string_attribute(hid_t file, const char* object_path, const char* name) {
   if (H5Aexists_by_name(file, object_path, name, H5P_DEFAULT) <= 0) return "";
   const hid_t attribute = H5Aopen_by_name(file, object_path, name, H5P_DEFAULT, H5P_DEFAULT);
@@ -56,6 +56,9 @@ inline std::string read_string_attribute(hid_t file, const char* object_path, co
     if (H5Aread(attribute, memory, &text) >= 0 && text) value = text;
     if (text) H5free_memory(text);
     H5Tclose(memory);
+  } else if (H5Tget_class(type) == H5T_STRING) {
+    std::string text(H5Tget_size(type), '\0');
+    if (H5Aread(attribute, type, text.data()) >= 0) value = text.c_str();
   }
   H5Tclose(type);
   H5Aclose(attribute);

@@ -373,7 +373,7 @@ class TestLiveWriters : public QObject {
   }
 
   // --record DIR --record-hits-only: the recording holds the hit events' raw words, as the
-  // simulator made them, with their pulse ids, and nothing else.
+  // simulator made them, with their pulse ids, and nothing else; it is NeXus (NXentry, NXdata).
   void a_hit_only_recording_holds_the_hits_raw_words() {
     const QString recording = fixture->dir.filePath("recording");
     const QString summary_file = fixture->dir.filePath("recording.json");
@@ -393,7 +393,22 @@ class TestLiveWriters : public QObject {
     QVERIFY2(file >= 0, path.c_str());
     const auto data = read_dataset<std::uint16_t>(file, "/entry/data/data", H5T_NATIVE_UINT16);
     const auto pulse = read_dataset<std::uint64_t>(file, "/entry/data/pulse_id", H5T_NATIVE_UINT64);
+    // NeXus, for silx, DAWN and h5web: / default -> entry (NXentry) default -> data (NXdata),
+    // whose signal is the events.
+    const std::string root_default = read_string_attribute(file, "/", "default");
+    const std::string entry_class = read_string_attribute(file, "/entry", "NX_class");
+    const std::string entry_default = read_string_attribute(file, "/entry", "default");
+    const std::string data_class = read_string_attribute(file, "/entry/data", "NX_class");
+    const std::string signal = read_string_attribute(file, "/entry/data", "signal");
+    const std::string interpretation =
+        read_string_attribute(file, "/entry/data/data", "interpretation");
     H5Fclose(file);
+    QCOMPARE(root_default, std::string("entry"));
+    QCOMPARE(entry_class, std::string("NXentry"));
+    QCOMPARE(entry_default, std::string("data"));
+    QCOMPARE(data_class, std::string("NXdata"));
+    QCOMPARE(signal, std::string("data"));
+    QCOMPARE(interpretation, std::string("image"));
     QVERIFY(data.ok && pulse.ok);
     QCOMPARE(std::size_t(data.shape.at(0)), hits.size());
     const std::size_t bytes = fixture->expected.raw.at(0).size();

@@ -114,6 +114,44 @@ std::string sibling(const std::string& dataset, const char* name) {
   return dataset.substr(0, dataset.rfind('/') + 1) + name;
 }
 
+// NeXus classes on the groups above the data, so that silx, DAWN and h5web open a recording as
+// an image stack: the data's group is NXdata (signal: the data, with pulse_id and timestamp as
+// its fields), the group above it NXentry, and each "default" attribute points down to them.
+// Variable-length ASCII strings: what NeXus readers take and what the replay's dataset discovery
+// reads (HDF5 converts no string between ASCII and UTF-8).
+void mark_nexus(hid_t file, hid_t data, const std::string& dataset, const std::string& file_name) {
+  const auto write_string_attribute = [&file_name](hid_t object, const char* name,
+                                                   const std::string& value) {
+    H5Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(type.get(), H5T_VARIABLE);
+    H5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    H5Handle attribute(H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                       H5Aclose);
+    const char* text = value.c_str();
+    if (!attribute.valid() || H5Awrite(attribute.get(), type.get(), &text) < 0)
+      throw RuntimeFault("HDF5 file " + file_name + ": cannot write the attribute " + name);
+  };
+  write_string_attribute(data, "interpretation", "image");
+  const std::size_t last = dataset.rfind('/');
+  if (last == 0) return;  // the data sits in the root: no group to mark
+  const std::string data_group = dataset.substr(0, last);
+  H5Handle group(H5Gopen2(file, data_group.c_str(), H5P_DEFAULT), H5Gclose);
+  if (!group.valid()) throw RuntimeFault("cannot open the HDF5 group " + data_group);
+  write_string_attribute(group.get(), "NX_class", "NXdata");
+  write_string_attribute(group.get(), "signal", dataset.substr(last + 1));
+  const std::size_t up = data_group.rfind('/');
+  if (up == 0) {
+    write_string_attribute(file, "default", data_group.substr(1));
+    return;
+  }
+  const std::string entry = data_group.substr(0, up);
+  H5Handle entry_group(H5Gopen2(file, entry.c_str(), H5P_DEFAULT), H5Gclose);
+  if (!entry_group.valid()) throw RuntimeFault("cannot open the HDF5 group " + entry);
+  write_string_attribute(entry_group.get(), "NX_class", "NXentry");
+  write_string_attribute(entry_group.get(), "default", data_group.substr(up + 1));
+  if (entry.rfind('/') == 0) write_string_attribute(file, "default", entry.substr(1));
+}
+
 // A 1-D integer dataset of at least `events` values, read as 64-bit; nullopt when absent.
 std::optional<std::vector<std::int64_t>> read_metadata(hid_t file, const std::string& path,
                                                        std::uint64_t events,
@@ -256,6 +294,7 @@ Hdf5EventWriter::Hdf5EventWriter(const std::filesystem::path& path,
   write_string_attribute(handles->file, "detector", detector.name);
   write_string_attribute(handles->file, "detector_description", to_json(detector).dump());
   write_string_attribute(handles->file, "pipeline_config", pipeline_config_json);
+  mark_nexus(handles->file, handles->data, layout.dataset, path.string());
   h_ = handles.release();
 }
 
