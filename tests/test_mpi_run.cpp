@@ -199,8 +199,8 @@ class TestMpiRun : public QObject {
   void initTestCase() {
 #ifndef LIVEDRP_TEST_MPIEXEC
     QSKIP(
-        "this build has no MPI run: CMake found no MPI library (install libopenmpi-dev, or "
-        "MPICH, and configure again)");
+        "this build has no MPI run or no launcher: CMake found no MPI library or no mpiexec "
+        "(install libopenmpi-dev and openmpi-bin, or MPICH, and configure again)");
 #endif
     QVERIFY(dir_.isValid());
   }
