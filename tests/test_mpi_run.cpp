@@ -3,7 +3,7 @@
 // takes its share by event index, and on a replayed recording the merged profile equals the
 // profile of all events (calibrated and integrated here, float64 mean) within 1e-12 relative, and
 // the hit and peak counts equal those of peakfinder8 run here on every event and of one engine's
-// run of the same file.
+// run of the same file, and every published peak list is that event's list here.
 // Skipped (QSKIP) when the build has no MPI.
 #include <QProcess>
 #include <QTemporaryDir>
@@ -395,8 +395,10 @@ class TestMpiRun : public QObject {
     peaks::PeakFinder8 finder =
         lp::independent_finder(detector, simulator.constants(), replay.peak_finding.params);
     std::uint64_t hits = 0, found = 0, newest_hit_pulse = 0;
+    std::vector<peaks::PeakList> lists;
     for (std::size_t i = 0; i < calibrated.calibrated.size(); ++i) {
       const peaks::PeakList list = finder.find(calibrated.calibrated[i].data());
+      lists.push_back(list);
       found += std::uint64_t(list.found);
       if (list.hit) {
         ++hits;
@@ -410,6 +412,16 @@ class TestMpiRun : public QObject {
     QCOMPARE(peak_block.at("peaks").get<std::uint64_t>(), found);
     QVERIFY(!run.peaks.empty());
     QCOMPARE(run.peaks.back().pulse_id, newest_hit_pulse);  // the newest hit over the ranks
+    // Every list the collector published, whichever rank found it, is that event's list here
+    // value for value (its sequence is its index over the run).
+    const ImageAssembly assembly(detector);
+    for (const protocol::EventPeaks& published : run.peaks) {
+      QVERIFY(published.sequence < lists.size());
+      QCOMPARE(published.pulse_id, calibrated.pulse_ids[published.sequence]);
+      const QString difference = lp::compare_list(published, lists[published.sequence], assembly);
+      QVERIFY2(difference.isEmpty(),
+               qPrintable(QString("event %1: %2").arg(published.sequence).arg(difference)));
+    }
 
     EngineConfig single = replay;
     single.publish = "";
