@@ -5,11 +5,13 @@
 #   rm -rf .gpu && ../shared/gpu/pack build .gpu build/engine/livedrp-bench build/engine/livedrp-engine \
 #       build/tests/livedrp-sls-publisher build/tests/livedrp-dectris-publisher
 # then run `bash tests/gpu_session/measure.sh` through the device tool with carry [".gpu/carry.tar.xz"].
-# Parts (PARTS, default all): suite pipeline streams engine.
+# Parts (PARTS, default all but sanitize): suite pipeline streams engine sanitize.
 #   suite     the packed GPU suites (label gpu), LIVEDRP_REQUIRE_GPU=1
 #   pipeline  livedrp-bench pipeline, every stage, host-fed and device-resident, 8 and 32 lanes
 #   streams   sls Jungfrau 4M over 16 ports at 1 kHz; Dectris 2068x2162 uint32 bslz4 flat out
 #   engine    livedrp-engine run --config, device-resident, every stage: flat out and paced at 30 kHz
+#   sanitize  compute-sanitizer memcheck (and racecheck, synccheck on the peak finder) over the
+#             suites of SANITIZE_TESTS, each bounded by SANITIZE_S seconds
 set -u
 PARTS=${PARTS:-"suite pipeline streams engine"}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -54,6 +56,21 @@ if has engine; then
     timeout -s INT 25 "$B/livedrp-engine" run --config "$here/$cfg.json" \
       --summary-json "$L/04_$cfg.json" > "$L/04_$cfg.log" 2>&1
     echo "== $cfg rc=$?"; grep -E "^events in|^rate:|^latency|^stage|^peak" "$L/04_$cfg.log"; finish
+  done
+fi
+if has sanitize; then
+  CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  for t in ${SANITIZE_TESTS:-test_gpu_peakfinder8 test_gpu_calibration test_gpu_integrate test_gpu_codec}; do
+    timeout "${SANITIZE_S:-120}" "$CS" --tool memcheck --error-exitcode 99 "$B/$t" \
+      > "$L/07_memcheck_$t.log" 2>&1
+    echo "== memcheck $t rc=$?"; grep -E "ERROR SUMMARY|^Totals" "$L/07_memcheck_$t.log" | tail -2
+    finish
+  done
+  for tool in racecheck synccheck; do
+    timeout "${SANITIZE_S:-120}" "$CS" --tool $tool --error-exitcode 99 "$B/test_gpu_peakfinder8" \
+      > "$L/07_${tool}_peakfinder8.log" 2>&1
+    echo "== $tool test_gpu_peakfinder8 rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^Totals" "$L/07_${tool}_peakfinder8.log" | tail -2
+    finish
   done
 fi
 echo done
