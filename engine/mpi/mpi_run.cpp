@@ -360,6 +360,8 @@ RankOutcome run_rank(Session& session, const EngineConfig& config, const std::at
     }
     if (outcome.collector && !config.publish.empty()) {
       publisher = std::make_shared<Publisher>(config.publish);
+      // The collector's own warnings and errors; the other ranks' stay in their own output.
+      publisher->forward_log();
       outcome.publish_endpoint = publisher->endpoint();
     }
   } catch (const std::exception& e) {
