@@ -507,6 +507,37 @@ class DetectorImageTest : public QObject {
     view.showSelector()->setCurrentIndex(int(DetectorImageView::ShowMode::Latest));
     QCOMPARE(view.plot()->rasterData()->frame()->sequence, std::uint64_t(104));
   }
+
+  void theMeanSinceResetIsEachPixelsMeanOfItsFiniteValues() {
+    DetectorImageView view(nullptr);
+    // Values 1, 2 and 6 at every pixel but two: one is NaN in the second image only (its mean is
+    // that of the other two), one is NaN in all of them (a gap).
+    const float values[3] = {1.0f, 2.0f, 6.0f};
+    for (std::uint64_t k = 0; k < 3; ++k) {
+      auto frame = frameOf(5, 4, values[k]);
+      frame->sequence = 200 + k;
+      if (k == 1) setPixel(*frame, 2, 2, kNaN);
+      setPixel(*frame, 4, 3, kNaN);
+      view.showImage(frame, 8);
+    }
+    view.showSelector()->setCurrentIndex(int(DetectorImageView::ShowMode::Mean));
+    const ImageRasterData* raster = view.plot()->rasterData();
+    QCOMPARE(raster->pixel(0, 0), 3.0);
+    QCOMPARE(raster->pixel(2, 2), 3.5);
+    QVERIFY(std::isnan(raster->pixel(4, 3)));
+    QVERIFY2(view.summaryText().contains(
+                 QStringLiteral("mean of 3 image(s) since reset, events #200 to #202")),
+             qPrintable(view.summaryText()));
+    // Reset starts again from the newest; the maximum is unaffected by the mode shown.
+    QTest::mouseClick(view.resetMaximumButton(), Qt::LeftButton);
+    QCOMPARE(view.plot()->rasterData()->pixel(0, 0), 6.0);
+    auto next = frameOf(5, 4, 2.0f);
+    next->sequence = 203;
+    view.showImage(next, 8);
+    QCOMPARE(view.plot()->rasterData()->pixel(0, 0), 4.0);
+    view.showSelector()->setCurrentIndex(int(DetectorImageView::ShowMode::Maximum));
+    QCOMPARE(view.plot()->rasterData()->pixel(0, 0), 6.0);
+  }
 };
 
 QTEST_MAIN(DetectorImageTest)

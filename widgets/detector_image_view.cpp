@@ -60,11 +60,12 @@ DetectorImageView::DetectorImageView(PeakFindingModel* model, QWidget* parent)
 
   show_selector_ = new QComboBox;
   show_selector_->setObjectName(QStringLiteral("imageShowMode"));
-  show_selector_->addItems({tr("latest image"), tr("maximum since reset")});
+  show_selector_->addItems({tr("latest image"), tr("maximum since reset"), tr("mean since reset")});
   show_selector_->setToolTip(
       tr("maximum since reset: each pixel's largest value over the images received since Reset "
-         "(a virtual powder pattern; the engine sends image.publish_hz images a second, not every "
-         "event)"));
+         "(a virtual powder pattern); mean since reset: each pixel's mean over them (the "
+         "engine sends image.publish_hz images a second, not every event: run --write-average "
+         "averages every event)"));
   reset_maximum_ = new QPushButton(tr("Reset"));
   reset_maximum_->setObjectName(QStringLiteral("imageResetMaximum"));
   freeze_ = new QPushButton(tr("Freeze"));
@@ -154,18 +155,21 @@ DetectorImageView::DetectorImageView(PeakFindingModel* model, QWidget* parent)
       return;
     }
     held_back_ = 0;
-    display(show_selector_->currentIndex() == int(ShowMode::Maximum) ? maximum_.maximum()
-                                                                     : latest_);
+    display(shownFor(show_selector_->currentIndex()));
   });
   connect(show_selector_, &QComboBox::currentIndexChanged, this, [this](int mode) {
     if (!latest_ || freeze_->isChecked()) return;
-    display(mode == int(ShowMode::Maximum) ? maximum_.maximum() : latest_);
+    display(shownFor(mode));
   });
   connect(reset_maximum_, &QPushButton::clicked, this, [this] {
     maximum_.reset();
-    if (latest_) maximum_.add(latest_, run_);  // the maximum starts again from the newest
-    if (!freeze_->isChecked() && show_selector_->currentIndex() == int(ShowMode::Maximum))
-      display(maximum_.maximum());
+    mean_.reset();
+    if (latest_) {  // the maximum and the mean start again from the newest
+      maximum_.add(latest_, run_);
+      mean_.add(latest_, run_);
+    }
+    if (!freeze_->isChecked() && show_selector_->currentIndex() != int(ShowMode::Latest))
+      display(shownFor(show_selector_->currentIndex()));
   });
   connect(plot_, &DetectorImagePlot::readoutChanged, this, [this](const QString& text) {
     if (!text.isEmpty()) readout_->setText(text);
@@ -184,13 +188,20 @@ void DetectorImageView::showImage(ImageFramePtr image, std::int64_t run) {
   if (!image) return;
   run_ = run;
   latest_ = image;
-  const ImageFramePtr maximum = maximum_.add(image, run);
+  maximum_.add(image, run);
+  mean_.add(image, run);
   if (freeze_->isChecked() && !showingPlaceholder()) {
     ++held_back_;
     updateSummary();
     return;
   }
-  display(show_selector_->currentIndex() == int(ShowMode::Maximum) ? maximum : image);
+  display(shownFor(show_selector_->currentIndex()));
+}
+
+ImageFramePtr DetectorImageView::shownFor(int mode) const {
+  if (mode == int(ShowMode::Maximum)) return maximum_.maximum();
+  if (mode == int(ShowMode::Mean)) return mean_.mean();
+  return latest_;
 }
 
 QString DetectorImageView::rangeProblem() const {
@@ -218,10 +229,10 @@ void DetectorImageView::applyFixedRange() {
 
 void DetectorImageView::display(const ImageFramePtr& image) {
   if (!image) return;
-  const bool maximum = image == maximum_.maximum();
+  const bool accumulated = image == maximum_.maximum() || image == mean_.mean();
   plot_->setFrame(image);
-  if (maximum) {
-    plot_->clearPeaks();  // peaks belong to one event, not to a maximum over many
+  if (accumulated) {
+    plot_->clearPeaks();  // peaks belong to one event, not to a maximum or mean over many
     updateSummary();
     stack_->setCurrentIndex(kDataPage);
     coalescer_->request();
@@ -239,7 +250,9 @@ void DetectorImageView::display(const ImageFramePtr& image) {
 
 void DetectorImageView::showPeaks(const protocol::EventPeaks& peaks) {
   const ImageFramePtr& shown = plot_->rasterData()->frame();
-  if (!shown || shown->sequence != peaks.sequence || shown == maximum_.maximum()) return;
+  if (!shown || shown->sequence != peaks.sequence || shown == maximum_.maximum() ||
+      shown == mean_.mean())
+    return;
   plot_->setPeaks(peaks);
   updateSummary();
   coalescer_->request();
@@ -274,6 +287,7 @@ void DetectorImageView::selectPeak(const protocol::EventPeaks& peaks,
 void DetectorImageView::clear() {
   latest_.reset();
   maximum_.reset();
+  mean_.reset();
   held_back_ = 0;
   plot_->clear();
   summary_->clear();
@@ -298,6 +312,20 @@ void DetectorImageView::updateSummary() {
                           .arg(frame->width)
                           .arg(frame->height) +
                       frozen);
+    return;
+  }
+  if (frame == mean_.mean()) {
+    summary_->setText(
+        tr("run %1 · mean of %n image(s) since reset, events #%2 to #%3 · %4 x %5 "
+           "px · %6",
+           nullptr, int(mean_.images()))
+            .arg(run_)
+            .arg(mean_.first_sequence())
+            .arg(mean_.last_sequence())
+            .arg(frame->width)
+            .arg(frame->height)
+            .arg(frame->unit.empty() ? tr("no unit") : QString::fromStdString(frame->unit)) +
+        frozen);
     return;
   }
   const QString peaks = plot_->peaksSequence()

@@ -17,6 +17,7 @@
 
 #include "protocol/peaks_topic.hpp"
 #include "widgets/image_max_projection.hpp"
+#include "widgets/image_mean.hpp"
 #include "widgets/image_raster_data.hpp"
 
 class QCheckBox;
@@ -58,7 +59,7 @@ class DetectorImageView : public QWidget {
   RefreshCoalescer* coalescer() const { return coalescer_; }
   std::uint64_t replotCount() const { return replots_; }
   // What is shown: the latest image, or the maximum since the last reset.
-  enum class ShowMode { Latest = 0, Maximum = 1 };
+  enum class ShowMode { Latest = 0, Maximum = 1, Mean = 2 };
   QComboBox* showSelector() const { return show_selector_; }
   QPushButton* freezeButton() const { return freeze_; }
   QPushButton* resetMaximumButton() const { return reset_maximum_; }
@@ -98,8 +99,10 @@ class DetectorImageView : public QWidget {
   QDoubleSpinBox* range_maximum_ = nullptr;
   QLabel* range_problem_ = nullptr;
   ImageMaxProjection maximum_;
-  ImageFramePtr latest_;         // the newest image received, shown or not
-  std::uint64_t held_back_ = 0;  // images received while frozen
+  ImageMean mean_;
+  ImageFramePtr shownFor(int mode) const;  // the frame a show mode draws now
+  ImageFramePtr latest_;                   // the newest image received, shown or not
+  std::uint64_t held_back_ = 0;            // images received while frozen
   DetectorImagePlot* plot_ = nullptr;
 };
 
