@@ -713,6 +713,45 @@ class TestStreamSls : public QObject {
     QCOMPARE(tiny.assembler.pending_events(), std::size_t(0));
   }
 
+  void counts_frames_that_no_port_sent_once_every_port_is_past_them() {
+    TinyAssembly tiny;
+    tiny.send(0, tiny_part(1, 0));
+    tiny.send(1, tiny_part(1, 1));
+    tiny.send(0, tiny_part(2, 0));
+    tiny.send(1, tiny_part(2, 1));
+    // Frames 3 and 4 never come from either port (lost upstream); frame 5 comes from port a
+    // first: port b may still send 3 and 4, so nothing is counted yet.
+    tiny.send(0, tiny_part(5, 0));
+    QCOMPARE(count_of(tiny.counts().dropped, "missing_frame"), std::uint64_t(0));
+    tiny.send(1, tiny_part(5, 1));
+    StreamCounts counts = tiny.counts();
+    QCOMPARE(count_of(counts.dropped, "missing_frame"), std::uint64_t(2));
+    QVERIFY2(problem_of(counts).contains("frames 2 to 4: 2 of them came from no port"),
+             counts.last_problem.c_str());
+    QCOMPARE(tiny.frames(), std::vector<std::uint64_t>({1, 2, 5}));
+    // A frame one port lacks is missing_module (after the timeout), not missing_frame.
+    tiny.send(0, tiny_part(6, 0));
+    tiny.send(0, tiny_part(7, 0));
+    tiny.send(1, tiny_part(7, 1));
+    tiny.wait(500);
+    counts = tiny.counts();
+    QCOMPARE(count_of(counts.dropped, "missing_module"), std::uint64_t(1));
+    QCOMPARE(count_of(counts.dropped, "missing_frame"), std::uint64_t(2));
+    // A new acquisition's frame numbers start again; frames before its first one are not counted
+    // (a subscriber that joins late cannot know them), the gap after it is.
+    tiny.send(0, tiny_end());
+    tiny.send(1, tiny_end());
+    tiny.send(0, tiny_part(3, 0));
+    tiny.send(1, tiny_part(3, 1));
+    tiny.send(0, tiny_part(5, 0));
+    tiny.send(1, tiny_part(5, 1));
+    counts = tiny.counts();
+    QCOMPARE(count_of(counts.dropped, "missing_frame"), std::uint64_t(3));
+    QCOMPARE(tiny.frames(), std::vector<std::uint64_t>({1, 2, 5, 7, 3, 5}));
+    // Events in = events handed on + dropped: every frame number of the acquisitions is there.
+    QCOMPARE(counts.events + counts.dropped_total(), std::uint64_t(3 + 2 + 1 + 1 + 2 + 1));
+  }
+
   void ends_acquisitions_port_by_port() {
     TinyAssembly tiny;
     tiny.send(0, tiny_part(1, 0));

@@ -14,7 +14,10 @@ SlsAssembler::SlsAssembler(SlsLayout layout, std::vector<std::string> port_names
       pool_(pool),
       deliver_(std::move(deliver)),
       port_generation_(port_names_.size(), 0),
-      port_position_(port_names_.size(), -1) {
+      port_position_(port_names_.size(), -1),
+      port_last_frame_(port_names_.size(), 0),
+      port_last_frame_generation_(port_names_.size(), 0),
+      port_has_frame_(port_names_.size(), 0) {
   settings_.max_pending = std::max<std::size_t>(settings_.max_pending, 1);
 }
 
@@ -24,10 +27,48 @@ void SlsAssembler::reject(const std::string& reason, const std::string& problem)
   counts_.last_problem = problem;
 }
 
-void SlsAssembler::count_drop(const std::string& reason, const std::string& problem) {
+void SlsAssembler::count_drop(const std::string& reason, const std::string& problem,
+                              std::uint64_t events) {
   const std::lock_guard lock(counts_mutex_);
-  ++counts_.dropped[reason];
+  counts_.dropped[reason] += events;
   counts_.last_problem = problem;
+}
+
+void SlsAssembler::note_frame(int port, std::uint64_t frame, std::uint64_t generation) {
+  if (generation < frames_generation_) return;  // a late part of an earlier acquisition
+  if (generation > frames_generation_) {        // a new acquisition: its numbers start afresh
+    frames_generation_ = generation;
+    unaccounted_from_.reset();
+    frames_begun_.clear();
+  }
+  const auto p = std::size_t(port);
+  port_last_frame_[p] = frame;
+  port_last_frame_generation_[p] = generation;
+  port_has_frame_[p] = 1;
+  if (!unaccounted_from_ || frame >= *unaccounted_from_) frames_begun_.insert(frame);
+  // Every port's stream is in frame order: below the lowest of their latest frames, nothing more
+  // can come in this acquisition.
+  std::uint64_t watermark = ~std::uint64_t(0);
+  for (std::size_t q = 0; q < port_last_frame_.size(); ++q) {
+    if (!port_has_frame_[q] || port_last_frame_generation_[q] != generation) return;
+    watermark = std::min(watermark, port_last_frame_[q]);
+  }
+  if (!unaccounted_from_) unaccounted_from_ = *frames_begun_.begin();
+  if (watermark <= *unaccounted_from_) return;
+  std::uint64_t begun = 0;
+  for (auto it = frames_begun_.begin(); it != frames_begun_.end() && *it < watermark;) {
+    if (*it >= *unaccounted_from_) ++begun;
+    it = frames_begun_.erase(it);
+  }
+  const std::uint64_t missing = (watermark - *unaccounted_from_) - begun;
+  if (missing > 0)
+    count_drop("missing_frame",
+               "frames " + std::to_string(*unaccounted_from_) + " to " +
+                   std::to_string(watermark - 1) + ": " + std::to_string(missing) +
+                   " of them came from no port while every port sent later ones (lost before "
+                   "the streams reached this receiver)",
+               missing);
+  unaccounted_from_ = watermark;
 }
 
 void SlsAssembler::note_problem(const std::string& problem) {
@@ -147,6 +188,7 @@ void SlsAssembler::on_part(int port, const SlsHeader& header, const SlsPartPlace
   const bool caught_up = port_generation_[port_index] < generation;
   port_generation_[port_index] = generation;
   port_position_[port_index] = place.position;
+  note_frame(port, header.frame_number, generation);
   event.seen[std::size_t(place.position)] = 1;
   ++event.parts_seen;
   if (std::int64_t(generation) > highest_data_generation_) {

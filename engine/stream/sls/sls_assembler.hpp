@@ -13,7 +13,12 @@
 //             "incomplete": a receiver marked its part incomplete (completeImage 0);
 //             "cut_by_end": an end of acquisition came from a port whose part the event lacks
 //             (or every port ended the acquisition) before the event was complete;
-//             "engine_busy": the engine's queue refused the finished event.
+//             "engine_busy": the engine's queue refused the finished event;
+//             "missing_frame": no port sent any part of a frame number while every port has
+//             sent later ones in the same acquisition (each port's stream is in frame order, so
+//             none can come: lost before the receivers' streams reached us, e.g. dropped by a
+//             publisher's queue for a slow subscriber). Frames before the first one seen in an
+//             acquisition are not counted (a subscriber that joins late cannot know them).
 // A dropped event's later parts are absorbed quietly for one more module timeout, so that one
 // lost frame is counted once.
 //
@@ -30,6 +35,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -128,7 +135,10 @@ class SlsAssembler {
   std::string missing_parts(const Pending& event) const;
   std::string port_at(int position) const;  // the endpoint that sends a position, when known
   void reject(const std::string& reason, const std::string& problem);
-  void count_drop(const std::string& reason, const std::string& problem);
+  void count_drop(const std::string& reason, const std::string& problem, std::uint64_t events = 1);
+  // Frame-number bookkeeping for missing_frame: the frame `frame` of acquisition `generation`
+  // came from `port`.
+  void note_frame(int port, std::uint64_t frame, std::uint64_t generation);
 
   SlsLayout layout_;
   std::vector<std::string> port_names_;
@@ -145,6 +155,14 @@ class SlsAssembler {
   std::vector<int> port_position_;              // per port: the position it sends (-1 unknown)
   std::int64_t highest_data_generation_ = -1;
   std::uint64_t ended_generation_ = 0;  // acquisitions every port has ended
+  // missing_frame: per port its latest frame number and that frame's acquisition; the
+  // acquisition whose frames are counted, the lowest frame number of it not yet accounted for,
+  // and the frame numbers begun at or above it.
+  std::vector<std::uint64_t> port_last_frame_, port_last_frame_generation_;
+  std::vector<std::uint8_t> port_has_frame_;
+  std::uint64_t frames_generation_ = 0;
+  std::optional<std::uint64_t> unaccounted_from_;
+  std::set<std::uint64_t> frames_begun_;
 
   mutable std::mutex counts_mutex_;
   StreamCounts counts_;
