@@ -80,6 +80,11 @@ CommandLine parseCommandLine(const QStringList& arguments) {
       QStringLiteral("screenshot-after"),
       QStringLiteral("Seconds to run before the screenshot is taken (default 5)."),
       QStringLiteral("SECONDS"));
+  const QCommandLineOption benchmark_gui(
+      QStringLiteral("benchmark-gui"),
+      QStringLiteral("Measure the window for SECONDS after the first image is drawn (repaints a "
+                     "second, event-to-screen time of the images), print the figures and quit."),
+      QStringLiteral("SECONDS"));
   const QCommandLineOption config(
       QStringLiteral("config"),
       QStringLiteral("Start the embedded engine from this pipeline configuration (JSON, as "
@@ -87,7 +92,8 @@ CommandLine parseCommandLine(const QStringList& arguments) {
                      "--publish override it."),
       QStringLiteral("FILE"));
   parser.addOptions({config, source, backend, rate, publish, connect, control, curve_server_key,
-                     curve_key, no_autostart, settings, screenshot, screenshot_after});
+                     curve_key, no_autostart, settings, screenshot, screenshot_after,
+                     benchmark_gui});
 
   CommandLine result;
   if (!parser.parse(arguments)) {
@@ -226,6 +232,15 @@ CommandLine parseCommandLine(const QStringList& arguments) {
                       .arg(parser.value(screenshot_after)));
     }
     options.screenshot_after_s = value;
+  }
+  if (parser.isSet(benchmark_gui)) {
+    bool ok = false;
+    const double value = parser.value(benchmark_gui).toDouble(&ok);
+    if (!ok || !std::isfinite(value) || value <= 0 || value > 86400) {
+      return fail(QStringLiteral("--benchmark-gui: '%1' is not a number of seconds in (0, 86400]")
+                      .arg(parser.value(benchmark_gui)));
+    }
+    options.benchmark_gui_s = value;
   }
   return result;
 }

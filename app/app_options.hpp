@@ -44,6 +44,7 @@ struct AppOptions {
   QString settings_file;          // --settings: an .ini file instead of the user's settings
   QString screenshot_file;        // --screenshot
   double screenshot_after_s = 5;  // --screenshot-after
+  double benchmark_gui_s = 0;     // --benchmark-gui; 0: off
 };
 
 struct CommandLine {

@@ -8,6 +8,7 @@
 #include <QTimer>
 
 #include "app/app_options.hpp"
+#include "app/gui_benchmark.hpp"
 #include "app/main_window.hpp"
 
 int main(int argc, char** argv) {
@@ -50,6 +51,17 @@ int main(int argc, char** argv) {
       }
       window.close();
     });
+  }
+  if (options.benchmark_gui_s > 0) {
+    // The figures, then quit (docs/benchmarks.md, "GUI").
+    auto* benchmark = new livedrp::app::GuiBenchmark(window, *window.detectorImageView(),
+                                                     options.benchmark_gui_s, &window);
+    QObject::connect(benchmark, &livedrp::app::GuiBenchmark::finished, &window,
+                     [&](const QString& report) {
+                       std::fprintf(stdout, "%s", qPrintable(report));
+                       std::fflush(stdout);
+                       window.close();
+                     });
   }
   const int loop_code = QApplication::exec();
   return exit_code != 0 ? exit_code : loop_code;

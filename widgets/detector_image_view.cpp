@@ -2,6 +2,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDateTime>
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -373,6 +374,11 @@ void DetectorImageView::replotIfVisible() {
   if (!isVisible()) return;
   plot_->replot();
   ++replots_;
+  const ImageFramePtr& frame = plot_->rasterData()->frame();
+  if (frame && frame != last_drawn_ && frame == latest_) {
+    last_drawn_ = frame;
+    emit imageDrawn(frame->source_time_ns, QDateTime::currentMSecsSinceEpoch() * 1'000'000);
+  }
 }
 
 }  // namespace livedrp::widgets

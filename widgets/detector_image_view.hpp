@@ -70,6 +70,11 @@ class DetectorImageView : public QWidget {
   QString rangeProblem() const;
   std::uint64_t imagesHeldBack() const { return held_back_; }
 
+ signals:
+  // A new image (one not drawn before) was drawn; `source_time_ns` is its event's source time
+  // stamp (0 when the engine did not send one), `drawn_ns` when the drawing finished (Unix ns).
+  void imageDrawn(qint64 source_time_ns, qint64 drawn_ns);
+
  protected:
   void showEvent(QShowEvent* event) override;
 
@@ -102,7 +107,9 @@ class DetectorImageView : public QWidget {
   ImageMean mean_;
   ImageFramePtr shownFor(int mode) const;  // the frame a show mode draws now
   ImageFramePtr latest_;                   // the newest image received, shown or not
-  std::uint64_t held_back_ = 0;            // images received while frozen
+  std::uint64_t held_back_ = 0;
+  ImageFramePtr
+      last_drawn_;  // the frame of the last imageDrawn            // images received while frozen
   DetectorImagePlot* plot_ = nullptr;
 };
 

@@ -35,6 +35,7 @@ std::optional<protocol::ImageFrame> LiveImage::take() {
     calibrated_.resize(calibrated.size());
     image.sequence = header_.sequence;
     image.pulse_id = header_.pulse_id;
+    image.source_time_ns = header_.timestamp_ns;
     if (peaks_) {
       image.has_peaks = true;
       image.peaks = *peaks_;

@@ -322,6 +322,7 @@ Message make_image_message(const ImageFrame& image) {
                      {"unit", image.unit},         {"gain_modes", image.gain_modes},
                      {"segments", image.segments}, {"has_peaks", image.has_peaks}};
   if (image.has_peaks) write_peak_fields(image.peaks, message.payload);
+  if (image.source_time_ns != 0) message.payload["source_time_ns"] = image.source_time_ns;
 
   const std::size_t modes = image.gain_modes.size();
   message.frames.push_back(
@@ -371,6 +372,12 @@ ImageFrame image_from_message(const Message& message) {
     reader.fail("segments", "must be in 1.." + std::to_string(kMaxImageSegments) + ", got " +
                                 std::to_string(image.segments));
   image.has_peaks = boolean(reader, "has_peaks");
+  if (const auto time = message.payload.find("source_time_ns"); time != message.payload.end()) {
+    if (!time->is_number_integer())
+      reader.fail("source_time_ns", "must be an integer (ns since the Unix epoch), got " +
+                                        describe(*time));
+    image.source_time_ns = time->get<std::int64_t>();
+  }
 
   const std::size_t expected_frames = image.has_peaks ? 4 : 2;
   if (message.frames.size() != expected_frames)

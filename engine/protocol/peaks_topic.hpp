@@ -76,6 +76,9 @@ struct ImageFrame {
   // The event's peaks when the pipeline finds peaks (may be empty), else absent.
   bool has_peaks = false;
   EventPeaks peaks;
+  // The event's source time stamp (its doorbell), Unix ns; 0 when unknown (payload field
+  // `source_time_ns`, absent then). A viewer measures its event-to-screen time from it.
+  std::int64_t source_time_ns = 0;
 };
 
 void validate(const ImageFrame& image);  // throws ProtocolError
