@@ -25,6 +25,9 @@ struct GuiBenchmarkReport {
   std::uint64_t repaints = 0;      // the window's frames in that time
   std::uint64_t images = 0;        // images drawn (with a source time stamp)
   std::vector<double> latency_ms;  // event-to-screen, one per image
+  // Publish-to-screen (from the image message's making: the network and this window), one per
+  // image whose message time is known.
+  std::vector<double> window_ms;
   double repaints_per_s() const { return seconds > 0 ? double(repaints) / seconds : 0; }
   QString text() const;  // the lines printed
 };
@@ -50,7 +53,7 @@ class GuiBenchmark : public QObject {
   bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
-  void onImageDrawn(qint64 source_time_ns, qint64 drawn_ns);
+  void onImageDrawn(qint64 source_time_ns, qint64 message_time_ns, qint64 drawn_ns);
   void finish();
 
   QWidget& window_;

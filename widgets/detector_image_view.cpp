@@ -377,7 +377,8 @@ void DetectorImageView::replotIfVisible() {
   const ImageFramePtr& frame = plot_->rasterData()->frame();
   if (frame && frame != last_drawn_ && frame == latest_) {
     last_drawn_ = frame;
-    emit imageDrawn(frame->source_time_ns, QDateTime::currentMSecsSinceEpoch() * 1'000'000);
+    emit imageDrawn(frame->source_time_ns, frame->message_time_ns,
+                    QDateTime::currentMSecsSinceEpoch() * 1'000'000);
   }
 }
 

@@ -72,8 +72,9 @@ class DetectorImageView : public QWidget {
 
  signals:
   // A new image (one not drawn before) was drawn; `source_time_ns` is its event's source time
-  // stamp (0 when the engine did not send one), `drawn_ns` when the drawing finished (Unix ns).
-  void imageDrawn(qint64 source_time_ns, qint64 drawn_ns);
+  // stamp (0 when the engine did not send one), `message_time_ns` when the engine made its
+  // message (0 unknown), `drawn_ns` when the drawing finished (all Unix ns).
+  void imageDrawn(qint64 source_time_ns, qint64 message_time_ns, qint64 drawn_ns);
 
  protected:
   void showEvent(QShowEvent* event) override;

@@ -346,6 +346,7 @@ ImageFrame image_from_message(const Message& message) {
   ImageFrame image;
   image.sequence = message.sequence;
   image.pulse_id = message.pulse_id;
+  image.message_time_ns = message.time_ns;
   image.height = reader.count("height");
   image.width = reader.count("width");
   if (image.height == 0 || image.height > kMaxImageSide)
@@ -374,8 +375,8 @@ ImageFrame image_from_message(const Message& message) {
   image.has_peaks = boolean(reader, "has_peaks");
   if (const auto time = message.payload.find("source_time_ns"); time != message.payload.end()) {
     if (!time->is_number_integer())
-      reader.fail("source_time_ns", "must be an integer (ns since the Unix epoch), got " +
-                                        describe(*time));
+      reader.fail("source_time_ns",
+                  "must be an integer (ns since the Unix epoch), got " + describe(*time));
     image.source_time_ns = time->get<std::int64_t>();
   }
 

@@ -79,6 +79,9 @@ struct ImageFrame {
   // The event's source time stamp (its doorbell), Unix ns; 0 when unknown (payload field
   // `source_time_ns`, absent then). A viewer measures its event-to-screen time from it.
   std::int64_t source_time_ns = 0;
+  // When the engine made the message (its header's time_ns), filled in by image_from_message: a
+  // viewer's publish-to-screen time is measured from it.
+  std::int64_t message_time_ns = 0;
 };
 
 void validate(const ImageFrame& image);  // throws ProtocolError
