@@ -193,7 +193,7 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
         throw InputError("stage '" + stage->name() +
                          "' runs on the host-fed backends only, not yet with runtime.source "
                          "'device'; use runtime.source 'host'");
-    if (!c.write.hits_directory.empty() || !c.write.profiles.empty() || !c.write.average.empty())
+    if (c.write.enabled())
       throw InputError(
           "--write-hits, --write-profiles and --write-average (write.*) are not available with "
           "runtime.source "
@@ -272,14 +272,12 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     options.when_full = wait ? replay::RecordWhenFull::Wait : replay::RecordWhenFull::Drop;
     d.recorder = std::make_unique<replay::Recorder>(options, d.detector, c.to_json().dump());
   }
-  if (!c.write.hits_directory.empty() || !c.write.profiles.empty() || !c.write.average.empty()) {
-    // "auto": a live source must not stall for the disk; a replay or an unpaced simulator can.
-    const bool wait = c.write.when_full == "wait" ||
-                      (c.write.when_full == "auto" && !streaming &&
-                       !(c.rate_hz > 0 && (!replaying || d.replay_pace == "rate")));
-    if (!c.write.hits_directory.empty() || !c.write.average.empty())
+  if (c.write.enabled()) {
+    if (c.write.copies_images())
       check_buffered_events(c.write.queue_events, d.detector, "write.queue_events");
-    d.live_writers = std::make_unique<LiveWriters>(c, d.detector, d.stages, wait);
+    d.live_writers = std::make_unique<LiveWriters>(
+        c, d.detector, d.stages,
+        LiveWriters::waits_when_full(c.write, streaming, replaying, c.rate_hz, d.replay_pace));
   }
   // No status message yet: with a shared publisher an engine built to replace a running one must
   // not announce itself before the old run has finished; start() announces "starting".

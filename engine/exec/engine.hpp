@@ -92,6 +92,10 @@ struct WriteConfig {
   std::string average;                 // FILE.h5: the assembled average image; empty: none
   std::string when_full = "auto";      // "auto", "drop", "wait"
   int queue_events = 16;               // events waiting for each writer
+
+  bool enabled() const { return !hits_directory.empty() || !profiles.empty() || !average.empty(); }
+  // Writers that copy whole calibrated images into their queues (their memory is checked).
+  bool copies_images() const { return !hits_directory.empty() || !average.empty(); }
 };
 
 // Live azimuthal integration of every processed event (JSON "integration"; the offline

@@ -29,6 +29,13 @@ std::string image_unit(const DetectorDescription& detector) {
 
 }  // namespace
 
+bool LiveWriters::waits_when_full(const WriteConfig& write, bool streaming, bool replaying,
+                                  double rate_hz, const std::string& replay_pace) {
+  if (write.when_full != "auto") return write.when_full == "wait";
+  const bool paced = rate_hz > 0 && (!replaying || replay_pace == "rate");
+  return !streaming && !paced;
+}
+
 LiveWriters::LiveWriters(const EngineConfig& config, const DetectorDescription& detector,
                          const stages::StageList& stages, bool wait_when_full)
     : pixels_(detector.pixels()) {

@@ -39,6 +39,10 @@ class LiveWriters {
   // cannot be written.
   LiveWriters(const EngineConfig& config, const DetectorDescription& detector,
               const stages::StageList& stages, bool wait_when_full);
+  // write.when_full resolved for a source: "auto" waits unless the source is live (a stream, or
+  // a simulator or replay paced at a rate), which must not stall for the disk.
+  static bool waits_when_full(const WriteConfig& write, bool streaming, bool replaying,
+                              double rate_hz, const std::string& replay_pace);
   ~LiveWriters();
 
   // Engine thread, when the backend returns `done` and the reorder stage holds it back.

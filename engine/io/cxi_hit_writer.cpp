@@ -65,30 +65,12 @@ struct CxiHitWriter::File {
                       std::vector<hsize_t>{});
   }
 
-  void close() {
-    std::string failure;
-    for (auto* dataset : all_datasets()) try {
-        if (*dataset) (*dataset)->close();
-      } catch (const std::exception& e) {
-        if (failure.empty()) failure = e.what();
-      }
-    if (handle >= 0) {
-      if (H5Fclose(handle) < 0 && failure.empty())
-        failure = "writing '" + where.file + "' failed (closing it)";
-      handle = -1;
-    }
-    if (!failure.empty()) throw RuntimeFault(failure);
-  }
-
+  void close() { h5_close_file(where, handle, all_datasets()); }
   // Closes whatever is open without reporting: the error that led here is reported instead.
-  void release() {
-    for (auto* dataset : all_datasets()) dataset->reset();
-    if (handle >= 0) H5Fclose(std::exchange(handle, -1));
-  }
+  void release() { h5_release_file(handle, all_datasets()); }
 
-  std::vector<std::optional<H5RowDataset>*> all_datasets() {
-    std::vector<std::optional<H5RowDataset>*> all{&image, &n_peaks, &pulse_id, &sequence,
-                                                  &timestamp};
+  H5RowDatasets all_datasets() {
+    H5RowDatasets all{&image, &n_peaks, &pulse_id, &sequence, &timestamp};
     for (auto& field : peak_fields) all.push_back(&field);
     return all;
   }

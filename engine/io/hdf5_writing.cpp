@@ -1,5 +1,7 @@
 #include "io/hdf5_writing.hpp"
 
+#include <utility>
+
 #include "core/error.hpp"
 #include "io/hdf5_handle.hpp"
 
@@ -159,6 +161,26 @@ void H5RowDataset::close() {
   const herr_t status = H5Dclose(dataset_);
   dataset_ = -1;
   where_.check(status, "closing " + name_);
+}
+
+void h5_close_file(const H5Where& where, hid_t& file, const H5RowDatasets& datasets) {
+  std::string failure;
+  for (auto* dataset : datasets) try {
+      if (*dataset) (*dataset)->close();
+    } catch (const std::exception& e) {
+      if (failure.empty()) failure = e.what();
+    }
+  if (file >= 0) {
+    if (H5Fclose(file) < 0 && failure.empty())
+      failure = "writing '" + where.file + "' failed (closing it)";
+    file = -1;
+  }
+  if (!failure.empty()) throw RuntimeFault(failure);
+}
+
+void h5_release_file(hid_t& file, const H5RowDatasets& datasets) {
+  for (auto* dataset : datasets) dataset->reset();
+  if (file >= 0) H5Fclose(std::exchange(file, -1));
 }
 
 }  // namespace livedrp::io

@@ -7,6 +7,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,5 +59,13 @@ class H5RowDataset {
   std::vector<hsize_t> row_shape_;
   hsize_t rows_ = 0;
 };
+
+// A writer's open datasets, by pointer (those not open are empty optionals).
+using H5RowDatasets = std::vector<std::optional<H5RowDataset>*>;
+// Closes every open dataset, then `file` (set to -1); after everything is closed, throws
+// RuntimeFault with the first failure.
+void h5_close_file(const H5Where& where, hid_t& file, const H5RowDatasets& datasets);
+// Closes whatever is open without reporting: the error that led here is reported instead.
+void h5_release_file(hid_t& file, const H5RowDatasets& datasets);
 
 }  // namespace livedrp::io

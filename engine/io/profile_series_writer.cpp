@@ -71,25 +71,8 @@ struct ProfileSeriesWriter::File {
                       std::vector<hsize_t>{});
   }
 
-  void close() {
-    std::string failure;
-    for (auto* dataset : {&intensity, &pulse_id, &sequence, &timestamp}) try {
-        if (*dataset) (*dataset)->close();
-      } catch (const std::exception& e) {
-        if (failure.empty()) failure = e.what();
-      }
-    if (handle >= 0) {
-      if (H5Fclose(handle) < 0 && failure.empty())
-        failure = "writing '" + where.file + "' failed (closing it)";
-      handle = -1;
-    }
-    if (!failure.empty()) throw RuntimeFault(failure);
-  }
-
-  void release() {
-    for (auto* dataset : {&intensity, &pulse_id, &sequence, &timestamp}) dataset->reset();
-    if (handle >= 0) H5Fclose(std::exchange(handle, -1));
-  }
+  void close() { h5_close_file(where, handle, {&intensity, &pulse_id, &sequence, &timestamp}); }
+  void release() { h5_release_file(handle, {&intensity, &pulse_id, &sequence, &timestamp}); }
 };
 
 ProfileSeriesWriter::ProfileSeriesWriter(ProfileSeriesOptions options)
