@@ -32,6 +32,7 @@
 
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/cuda_calibrator.hpp"
+#include "cuda/device.hpp"
 #endif
 
 using namespace livedrp;
@@ -224,6 +225,29 @@ class TestGpuRuntime : public QObject {
   }
 
   // Parameters changed between submissions reach graph launches too (graphs are captured again).
+  // Hopper's launch features (programmatic dependent launch, bulk copies) are used on sm_90 and
+  // newer only, and never under LIVEDRP_CUDA_PORTABLE=1, which the *_portable suites set so that
+  // the paths of sm_80-sm_89 GPUs run on Hopper too (issue 35).
+  void hopper_features_follow_the_device_and_the_portable_variable() {
+#ifdef LIVEDRP_HAVE_CUDA
+    const gpu::DeviceProperties device = gpu::device_properties();
+    const QByteArray before = qgetenv("LIVEDRP_CUDA_PORTABLE");
+    const bool was_set = qEnvironmentVariableIsSet("LIVEDRP_CUDA_PORTABLE");
+    qunsetenv("LIVEDRP_CUDA_PORTABLE");
+    QCOMPARE(gpu::hopper_features(), device.compute_major >= 9);
+    qputenv("LIVEDRP_CUDA_PORTABLE", "1");
+    QCOMPARE(gpu::hopper_features(), false);
+    qputenv("LIVEDRP_CUDA_PORTABLE", "0");
+    QCOMPARE(gpu::hopper_features(), device.compute_major >= 9);
+    if (was_set)
+      qputenv("LIVEDRP_CUDA_PORTABLE", before);
+    else
+      qunsetenv("LIVEDRP_CUDA_PORTABLE");
+#else
+    QSKIP("built without CUDA");
+#endif
+  }
+
   void graph_launches_follow_parameter_changes() {
     const StreamConfig config =
         config_of(2, LaunchMode::Graph, 1, SegmentsPerLaunch::All, HostThreadModel::OneForAll);

@@ -54,7 +54,7 @@ std::optional<std::string> unavailable_reason() {
       device += std::string(" (") + properties.name + ", compute capability " +
                 std::to_string(properties.major) + "." + std::to_string(properties.minor) + ")";
     return device + " cannot run this build's kernels: " + cudaGetErrorString(status) +
-           " (built for sm_90 and newer)";
+           " (this build has code for CUDA architectures " LIVEDRP_CUDA_ARCHITECTURES ")";
   }
   return std::nullopt;
 }
@@ -63,6 +63,19 @@ std::size_t device_memory_used() {
   std::size_t free_bytes = 0, total_bytes = 0;
   check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   return total_bytes - free_bytes;
+}
+
+bool hopper_features() {
+  static const int major = [] {
+    int device = 0, value = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&value, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
+      return 0;
+    return value;
+  }();
+  const char* portable = std::getenv("LIVEDRP_CUDA_PORTABLE");
+  if (portable != nullptr && std::strcmp(portable, "1") == 0) return false;
+  return major >= 9;
 }
 
 void use_device() {

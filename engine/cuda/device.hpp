@@ -40,6 +40,13 @@ std::size_t device_memory_used();
 // Device 0 is the one the engine uses; makes it current for the calling thread.
 void use_device();
 
+// Whether launches may use Hopper's (sm_90) features: programmatic dependent launch and the
+// Tensor Memory Accelerator's bulk copies. True when device 0's compute capability is 9.0 or
+// newer, unless the environment variable LIVEDRP_CUDA_PORTABLE is 1, which forces the portable
+// paths that Ampere and Ada GPUs (sm_80, sm_86, sm_89) take, so that they are tested on Hopper
+// too. Read at each call (the variable is cheap to read), so a test can switch it.
+bool hopper_features();
+
 // Device memory, allocated once, freed by the destructor.
 class DeviceBuffer {
  public:

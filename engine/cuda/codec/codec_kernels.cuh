@@ -15,6 +15,7 @@
 #include "codec/codec_math.hpp"
 #include "core/error.hpp"
 #include "cuda/codec/resident_ring.hpp"
+#include "cuda/device.hpp"
 
 namespace livedrp::gpu::codec_kernels {
 
@@ -45,15 +46,22 @@ LIVEDRP_HD std::uint32_t round_up16(std::uint32_t n) {
 // encoder launched the same way went from 655-662 to 701-702 on uint16 but lost float32
 // lossless, 685-690 -> 618-626 on 4 streams, so it stays a plain launch; docs/benchmarks.md,
 // Session 23.)
+// Below sm_90 there is no such launch (the host never asks for one, gpu::hopper_features) and
+// stream order alone keeps the kernels apart.
 __device__ __forceinline__ void wait_for_prerequisite_grid() {
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 }
 __device__ __forceinline__ void allow_dependent_launch() {
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 
 // Launches kernel<<<grid, block, shared_bytes, stream>>>(args...) with the programmatic stream
-// serialisation attribute; throws RuntimeFault naming the kernel when the launch fails.
+// serialisation attribute where the GPU has it (gpu::hopper_features), as a plain launch
+// elsewhere; throws RuntimeFault naming the kernel when the launch fails.
 template <class... Params, class... Args>
 void launch_programmatic(void (*kernel)(Params...), unsigned grid, unsigned block,
                          std::uint32_t shared_bytes, cudaStream_t stream, const char* name,
@@ -67,7 +75,7 @@ void launch_programmatic(void (*kernel)(Params...), unsigned grid, unsigned bloc
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
-  config.numAttrs = 1;
+  config.numAttrs = gpu::hopper_features() ? 1 : 0;
   const cudaError_t status = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
   if (status != cudaSuccess)
     throw RuntimeFault(std::string("launch of ") + name + ": " + cudaGetErrorString(status));
@@ -263,6 +271,10 @@ struct DecompressArgs {
   std::uint64_t capacity;
   std::uint64_t max_elements;
   bool output_aligned16;  // every chunk's output may be written in 16-byte words
+  // Chunks come into a shared workspace by the Tensor Memory Accelerator's bulk copies (sm_90)
+  // rather than by the threads' loads: gpu::hopper_features() on the host, and only in code
+  // compiled for sm_90.
+  bool bulk_copies;
   DecodePlan* plan;
   Scratch scratch;
 };

@@ -6,8 +6,9 @@
 //      block adds its predecessors' sizes back to the nearest chunk that has published its
 //      inclusive prefix, never waiting for anyone, and publishes its own;
 //   3. brings the chunk's words into its shared workspace by one bulk copy (the Tensor Memory
-//      Accelerator's cp.async.bulk; the last chunk's few words past the buffer's last whole 16-byte
-//      word, and every word of a chunk in a global workspace, are loaded by threads) and reads them
+//      Accelerator's cp.async.bulk, sm_90; the last chunk's few words past the buffer's last whole
+//      16-byte word, every word of a chunk in a global workspace, and every word on GPUs without
+//      bulk copies, are loaded by threads) and reads them
 //      once for the payload checksum (a Raw chunk's then go to the output), then expands zero-byte
 //      elimination's levels (the data level's groups found by a rank table, a prefix count of set
 //      flags per 32-bit word, and spread by byte permutes, expand_selectors), and unshuffles: one
@@ -1020,16 +1021,28 @@ __device__ void finish(const DecompressArgs& a, const DecodePlan& plan, const He
 // pass loaded 32 words a thread in two round trips and stored each to shared memory). The copy
 // moves whole 16-byte words, so it covers the chunk's bytes from the 16-byte word holding the
 // first to the one holding the last: up to 12 bytes either side, inside the buffer (checked).
+// Code for GPUs below sm_90 has no bulk copies: the functions below are empty there and
+// decode_one never calls them (BulkCopy::barrier is nullptr: kBulkCopiesCompiled).
+#if __CUDA_ARCH__ >= 900
+constexpr bool kBulkCopiesCompiled = true;
 __device__ std::uint32_t shared_address(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
+#else
+constexpr bool kBulkCopiesCompiled = false;
+#endif
 __device__ void bulk_barrier_init(std::uint64_t* barrier) {
+#if __CUDA_ARCH__ >= 900
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(barrier)) : "memory");
+#else
+  (void)barrier;
+#endif
 }
 // Thread 0's part. The fence orders the block's earlier generic accesses to `to` (ordered before
 // this thread by a barrier) before the copy's writes, which go through the async proxy.
 __device__ void bulk_copy_to_shared(void* to, const void* from, std::uint32_t bytes,
                                     std::uint64_t* barrier) {
+#if __CUDA_ARCH__ >= 900
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   asm volatile(
       "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(barrier)),
@@ -1040,9 +1053,13 @@ __device__ void bulk_copy_to_shared(void* to, const void* from, std::uint32_t by
           "r"(shared_address(to)),
       "l"(from), "r"(bytes), "r"(shared_address(barrier))
       : "memory");
+#else
+  (void)to, (void)from, (void)bytes, (void)barrier;
+#endif
 }
 // Every thread's wait for the copy of phase `phase` (0, 1, 0, ... for successive copies).
 __device__ void bulk_wait(std::uint64_t* barrier, unsigned phase) {
+#if __CUDA_ARCH__ >= 900
   unsigned done = 0;
   do {
     asm volatile(
@@ -1052,12 +1069,17 @@ __device__ void bulk_wait(std::uint64_t* barrier, unsigned phase) {
         : "r"(shared_address(barrier)), "r"(phase)
         : "memory");
   } while (!done);
+#else
+  (void)barrier, (void)phase;
+#endif
 }
 
 // Where a block's bulk copies are awaited: the mbarrier and the parity of the next copy's phase
 // (the same in every thread).
 struct BulkCopy {
-  std::uint64_t* barrier;  // nullptr when the workspace is in global memory
+  // nullptr when the workspace is in global memory or the chunks come in by the threads' loads
+  // (DecompressArgs::bulk_copies false, or code below sm_90)
+  std::uint64_t* barrier;
   unsigned phase;
 };
 
@@ -1100,7 +1122,7 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
       (reinterpret_cast<std::uintptr_t>(a.in) + a.size) & ~std::uintptr_t(15);
   const auto end_word = min((chunk_at + 4 * units + 15) & ~std::uintptr_t(15), buffer_end_word);
   constexpr bool in_shared = SharedWork;
-  const bool by_bulk = in_shared && end_word > first_word;
+  const bool by_bulk = in_shared && bulk.barrier != nullptr && end_word > first_word;
   std::uint8_t* const stored_bytes = work + x.d.stored_at + (in_shared ? chunk_at & 15u : 0u);
   x.stored = stored_bytes;
   if (by_bulk && threadIdx.x == 0)
@@ -1136,7 +1158,8 @@ __device__ std::uint64_t decode_one(const DecompressArgs& a, const DecodePlan& p
     for (std::uint32_t b = threadIdx.x; b < x.layout.blocks; b += T) masks[b] = 0;
   }
   if (in_shared) {
-    const auto copied = std::uint32_t(end_word > chunk_at ? (end_word - chunk_at) / 4 : 0);
+    const auto copied =
+        std::uint32_t(by_bulk && end_word > chunk_at ? (end_word - chunk_at) / 4 : 0);
     if (copied < units) {  // the same in every thread
       for (std::uint32_t w = copied + threadIdx.x; w < units; w += T) stored32[w] = __ldg(in32 + w);
       __syncthreads();
@@ -1238,8 +1261,8 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
     if (bytes > decode_shared_bytes(Kind))
       work = a.scratch.workspace + blockIdx.x * std::uint64_t(bytes);
   }
-  BulkCopy bulk{work == reinterpret_cast<std::uint8_t*>(shared_workspace) ? &bulk_barrier : nullptr,
-                0u};
+  const bool shared_work = work == reinterpret_cast<std::uint8_t*>(shared_workspace);
+  BulkCopy bulk{shared_work && kBulkCopiesCompiled && a.bulk_copies ? &bulk_barrier : nullptr, 0u};
   const TableReader table{a.in + header_bytes(verdict.ndim),
                           reinterpret_cast<std::uintptr_t>(a.in) % 4 == 0};
   const std::uint64_t chunks = table_readable ? plan.chunks : 0;
@@ -1281,7 +1304,7 @@ __device__ __forceinline__ void decompress_body(const DecompressArgs& a) {
     }
     // Past the buffer's end the final size check reports it; nothing is read there.
     if (4 * (offset + units) > a.size - plan.payload_at) continue;
-    if (bulk.barrier)
+    if (shared_work)
       payload_terms += decode_one<Kind, true>(a, plan, c, entry, offset, nullptr, bulk, &error);
     else
       payload_terms += decode_one<Kind, false>(a, plan, c, entry, offset, work, bulk, &error);
@@ -1374,7 +1397,7 @@ __global__ void __launch_bounds__(T, kResidentDecodeMinBlocks<Kind>)
     bulk_barrier_init(&bulk_barrier);
     a = r.array;
   }
-  BulkCopy bulk{&bulk_barrier, 0u};
+  BulkCopy bulk{kBulkCopiesCompiled && r.array.bulk_copies ? &bulk_barrier : nullptr, 0u};
   const unsigned long long tickets = r.chunks;
   for (;;) {
     if (threadIdx.x == 0) {

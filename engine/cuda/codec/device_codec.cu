@@ -175,6 +175,7 @@ void DeviceCodec::launch_decode(const void* device_in, std::size_t size, void* d
   args.max_elements = buffers_->max_elements;
   args.plan = buffers_->plan.as<DecodePlan>();
   args.output_aligned16 = reinterpret_cast<std::uintptr_t>(device_out) % 16 == 0;
+  args.bulk_copies = hopper_features();
   args.scratch = buffers_->scratch;
   buffers_->asked = DecodeKind(kind);
   // Blocks claim chunks in a loop, so any number decodes the stream. No more than the device

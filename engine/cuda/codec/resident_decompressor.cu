@@ -37,6 +37,7 @@ ResidentDecompressor::ResidentDecompressor(codec::DType dtype, codec::Codec code
   const auto slots = std::size_t(ring_slots);
   ResidentDecompressArgs args{};
   args.array.max_elements = max_elements;
+  args.array.bulk_copies = hopper_features();
   args.ring = queue_->ring();
   args.lookback = static_cast<unsigned long long*>(queue_->device_buffer(slots * tickets * 8));
   args.counters =

@@ -225,7 +225,9 @@ __global__ void __launch_bounds__(kMergeThreads)
   const std::int32_t bin_entries = finisher ? __ldg(t.bin_entries + bin) : 0;
   const double2* partials = reinterpret_cast<const double2*>(t.partials) + frame * t.segments;
   const double* lost_partials = t.lost_partials + frame * t.segments * 3;
+#if __CUDA_ARCH__ >= 900  // below sm_90 no launch is a programmatic dependent (launch_dependent)
   asm volatile("griddepcontrol.wait;" ::: "memory");  // the tile kernel's partials
+#endif
   Piece sum;
   for (std::int32_t k0 = first + sub; k0 < end; k0 += kLanesPerBin * kMergeGroup) {
     double2 v[kMergeGroup];
@@ -430,7 +432,9 @@ __global__ void __launch_bounds__(kThreads, 5)
   // of it in the stream has finished: it has requested the static tables above, and waits here
   // for that kernel's completion and its writes (the previous merge's reads of the partials, or
   // whatever wrote the frames) before it reads the frame or writes anything.
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   const bool aligned =
       (reinterpret_cast<std::uintptr_t>(image) | std::uintptr_t(t.row_pitch) * 4 | cols * 4) % 16 ==
       0;
@@ -498,7 +502,9 @@ __global__ void __launch_bounds__(kThreads, 5)
   }
   // The walks are done: the merge of this launch may start its blocks (they wait for this grid to
   // complete before reading partials) as the tiles' last blocks finish.
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;");
+#endif
   // Each run's sums and invalidated entries (padding aside) for the segments that end or pass
   // through it. The barrier ends every walk; any_lost is the same in every thread.
   std::uint32_t lost_here = 0;
@@ -606,7 +612,7 @@ namespace {
 
 // A launch as a programmatic dependent of the kernel ahead of it in the stream (Hopper): the
 // kernel may start while that one finishes, and waits for it in the kernel (griddepcontrol.wait),
-// not in the stream.
+// not in the stream. Elsewhere (gpu::hopper_features false) a plain launch in stream order.
 template <typename... Params, typename... Args>
 void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared,
                       cudaStream_t stream, const char* name, Args... args) {
@@ -619,7 +625,7 @@ void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, std::siz
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attribute;
-  config.numAttrs = 1;
+  config.numAttrs = gpu::hopper_features() ? 1 : 0;  // a plain launch below sm_90
   const cudaError_t status = cudaLaunchKernelEx(&config, kernel, args...);
   if (status != cudaSuccess)
     throw RuntimeFault(std::string("cudaLaunchKernelEx(") + name +
