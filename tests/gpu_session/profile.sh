@@ -6,15 +6,15 @@
 # and peakfinder8's kernels timed alone. Pack as measure.sh says; carry .gpu/carry.tar.xz.
 # A baseline build in the same call: carry .gpu_base too, holding livedrp-bench.NAME.xz and
 # livedrp-engine.NAME.xz (xz of another build's binaries); every bench then runs both, new first.
-# TESTS="test_a test_b" runs those packed GPU tests first; PARTS (default all): pipeline engine
-# ncu peaks.
+# TESTS="test_a test_b" runs those packed GPU tests first; PARTS (default: pipeline engine ncu
+# peaks; detail on request: Nsight Compute's full set on DETAIL_KERNELS).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 L=$OUT/logs; mkdir -p "$L" /tmp/gpu
 tar xJf .gpu/carry.tar.xz -C /tmp/gpu
 export LD_LIBRARY_PATH=/tmp/gpu/lib LIVEDRP_REQUIRE_GPU=1
 B=/tmp/gpu/bin
-PARTS=${PARTS:-"pipeline engine ncu peaks"}
+PARTS=${PARTS:-"pipeline engine ncu peaks"}  # also: detail
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 finish() { tar czf "$OUT/logs.tgz" -C "$OUT" logs; }
 trap finish EXIT
@@ -62,6 +62,23 @@ for name, v in sorted(t.items(), key=lambda kv: -sum(kv[1])):
     print(f"{sum(v)/len(v):9.2f} us avg  {len(v):4d} launches  {name}")
 PY
   finish
+fi
+if has detail; then
+  # Nsight Compute's full set, with source counters, on one launch of each kernel of DETAIL_KERNELS
+  # (regular expressions), host-fed as above: where the stall reasons and memory traffic are.
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  for k in ${DETAIL_KERNELS:-radial_statistics compress_stream calibrate}; do
+    timeout "${DETAIL_S:-90}" "$NCU" --kernel-name "regex:$k" --launch-skip 40 --launch-count 1 \
+      --set full --import-source yes -f -o "$L/06_detail_$k" "$B/livedrp-engine" run \
+      --config "$here/engine_host_x1_profile.json" > "$L/06_detail_$k.err" 2>&1
+    echo "== detail $k rc=$?"
+    "$NCU" --import "$L/06_detail_$k.ncu-rep" --page details --print-units base \
+      > "$L/06_detail_$k.txt" 2>&1
+    "$NCU" --import "$L/06_detail_$k.ncu-rep" --page source --csv --print-source sass \
+      > "$L/06_detail_${k}_sass.csv" 2>&1
+    grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Theoretical Occ|Block Limit|Warp Cycles Per Issued|Stall" "$L/06_detail_$k.txt" | head -30
+    finish
+  done
 fi
 if has peaks; then
   for b in $builds; do
