@@ -35,15 +35,22 @@ constexpr std::uint16_t kUnusedPixel = 0xFFFF;
 // statistics depend on its own pixels only. The block gathers the bin's values (in the order of
 // its pixel list) into shared memory with many loads in flight, then runs the iterations from
 // there in the order of radial_threshold.hpp that the CPU follows: thread l is lane l, summing
-// entries l, l + kRadialLanes, ... in turn; the lanes are added pairwise, lane l + s into lane l,
-// through shared memory while s spans warps and by shuffles within warp 0 after. A bin too large
-// for shared memory gathers into `spill` instead (its own range of it, bin_offsets).
+// entries l, l + kRadialLanes, ... in turn. The lanes' sums meet in shared memory behind one
+// barrier; warp 0 adds them pairwise as that order says (lane l + s into lane l: its thread t
+// holds lanes t, t + 32, ... while s spans warps, then shuffles), lane 0 finishes the bin, and a
+// second barrier hands the thresholds to every thread. A bin too large for shared memory
+// gathers into `spill` instead (its own range of it, bin_offsets): InShared false. Two
+// instantiations rather than one pointer to either memory: through a generic pointer every
+// staging store and every iteration's load was a generic access (ST.E / LD.E, Nsight Compute on
+// the H100), slower than the shared-memory STS / LDS the compiler emits for a named array.
 constexpr int kStatisticsThreads = peaks::kRadialLanes;
 static_assert(kStatisticsThreads % 32 == 0 && kStatisticsThreads <= 1024,
               "the statistics kernel runs a bin's lanes as whole warps of one block");
+constexpr int kLanesPerThreadOfWarp0 = kStatisticsThreads / 32;
 constexpr int kGatherBatch = 8;
 constexpr std::size_t kStatisticsSharedLimit = 64 * 1024;
 
+template <bool InShared>
 __global__ void __launch_bounds__(kStatisticsThreads)
     radial_statistics_kernel(const float* __restrict__ data,
                              const std::uint32_t* __restrict__ bin_offsets,
@@ -55,7 +62,7 @@ __global__ void __launch_bounds__(kStatisticsThreads)
   __shared__ RadialBinStats next_bin;
   const int b = int(blockIdx.x), lane = int(threadIdx.x);
   const std::uint32_t first = bin_offsets[b], n = bin_offsets[b + 1] - first;
-  float* values = spill != nullptr ? spill + first : staged_values;
+  float* const values = InShared ? staged_values : spill + first;
   for (std::uint32_t base = threadIdx.x; base < n; base += kStatisticsThreads * kGatherBatch) {
     std::uint32_t pixel[kGatherBatch];
 #pragma unroll
@@ -85,21 +92,33 @@ __global__ void __launch_bounds__(kStatisticsThreads)
       squares += double(value) * double(value);
       ++count;
     }
-    for (int stride = kStatisticsThreads / 2; stride >= 32; stride /= 2) {
-      if (lane >= stride && lane < 2 * stride) {
-        lane_sum[lane] = sum;
-        lane_squares[lane] = squares;
-        lane_count[lane] = count;
-      }
-      __syncthreads();
-      if (lane < stride) {
-        sum += lane_sum[lane + stride];
-        squares += lane_squares[lane + stride];
-        count += lane_count[lane + stride];
-      }
-      __syncthreads();
-    }
+    lane_sum[lane] = sum;
+    lane_squares[lane] = squares;
+    lane_count[lane] = count;
+    __syncthreads();
     if (lane < 32) {
+      // Thread t's element m is lane t + 32 m; a step s >= 32 adds lane l + s into lane l, which
+      // is element m + s / 32 into element m of the same thread.
+      double part_sum[kLanesPerThreadOfWarp0], part_squares[kLanesPerThreadOfWarp0];
+      unsigned part_count[kLanesPerThreadOfWarp0];
+#pragma unroll
+      for (int m = 0; m < kLanesPerThreadOfWarp0; ++m) {
+        part_sum[m] = lane_sum[lane + 32 * m];
+        part_squares[m] = lane_squares[lane + 32 * m];
+        part_count[m] = lane_count[lane + 32 * m];
+      }
+#pragma unroll
+      for (int stride = kLanesPerThreadOfWarp0 / 2; stride >= 1; stride /= 2) {
+#pragma unroll
+        for (int m = 0; m < stride; ++m) {
+          part_sum[m] += part_sum[m + stride];
+          part_squares[m] += part_squares[m + stride];
+          part_count[m] += part_count[m + stride];
+        }
+      }
+      sum = part_sum[0];
+      squares = part_squares[0];
+      count = part_count[0];
       for (int stride = 16; stride > 0; stride /= 2) {
         sum += __shfl_down_sync(0xffffffffu, sum, stride);
         squares += __shfl_down_sync(0xffffffffu, squares, stride);
@@ -108,13 +127,15 @@ __global__ void __launch_bounds__(kStatisticsThreads)
       if (lane == 0)
         next_bin = peaks::finish_radial_bin(sum, squares, count, minimum_snr, adc_threshold);
     }
+    // Warp 0 has read every lane's sums before any thread passes here, so the next iteration
+    // may overwrite them; every thread reads next_bin before the next iteration's first barrier,
+    // so lane 0 may overwrite it after that one.
     __syncthreads();
     // As the CPU (PeakFinder8::compute_radial_statistics): thresholds an iteration leaves as
     // they were admit the same values next time, so the later iterations would repeat this
     // result; the whole block sees the same next_bin and leaves together.
     const bool settled = next_bin.upper == bin.upper && next_bin.lower == bin.lower;
     bin = next_bin;
-    __syncthreads();  // every thread read next_bin before the next iteration writes it
     if (settled) break;
   }
   if (lane == 0) stats[b] = bin;
@@ -634,7 +655,8 @@ std::shared_ptr<const SharedTables> upload_tables(const peaks::PeakFinder8& refe
   if (t->owner_in_shared) t->search_shared += owner_bytes;
   t->bitmaps_in_shared = t->search_shared + bitmap_bytes <= search_limit;
   if (t->bitmaps_in_shared) t->search_shared += bitmap_bytes;
-  check(cudaFuncSetAttribute(radial_statistics_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  check(cudaFuncSetAttribute(radial_statistics_kernel<true>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                              int(kStatisticsSharedLimit)),
         "cudaFuncSetAttribute(radial_statistics_kernel)");
   // The device's limit, not this geometry's need: the attribute belongs to the kernel, and
@@ -730,7 +752,9 @@ void launch_kernel(int kernel, const DevicePeakFinder8::State& s, const float* d
   const SharedTables& t = *s.shared;
   switch (kernel) {
     case kStatistics:
-      radial_statistics_kernel<<<t.bins, kStatisticsThreads, t.statistics_shared, st>>>(
+      (t.values_in_shared ? radial_statistics_kernel<true>
+                          : radial_statistics_kernel<
+                                false>)<<<t.bins, kStatisticsThreads, t.statistics_shared, st>>>(
           device_data, t.bin_offsets.as<const std::uint32_t>(),
           t.bin_pixels.as<const std::uint32_t>(), s.stats.as<RadialBinStats>(), t.params.iterations,
           t.params.minimum_snr, t.params.adc_threshold,
