@@ -41,6 +41,10 @@ constexpr std::int64_t kHardMessageLimitBytes = std::int64_t(64) << 20;
 // terminated, so closing never blocks on this.
 constexpr int kLingerMs = 1000;
 
+// What the socket drops without an answer (messages that are no request, answers nobody can take)
+// is logged at most once per period, with the count, so that a scan or a flood cannot fill the log.
+constexpr std::chrono::seconds kDropLogPeriod{10};
+
 std::string shorten(std::string_view text) {
   constexpr std::size_t kMaxShown = 60;
   return text.size() <= kMaxShown ? std::string(text)
@@ -205,24 +209,58 @@ bool read_only_request(std::string_view name) {
   return name == "status" || name == "get_config" || name == "get_peak_params";
 }
 
+// Rate-limited warnings about dropped messages: the first at once, then at most one per
+// kDropLogPeriod, each with how many were dropped since the last.
+class DropLog {
+ public:
+  void note(const std::string& endpoint, const std::string& what) {
+    ++total_;
+    ++unlogged_;
+    const auto now = std::chrono::steady_clock::now();
+    if (total_ > 1 && now - last_ < kDropLogPeriod) return;
+    const std::string more =
+        unlogged_ > 1 ? ", and " + std::to_string(unlogged_ - 1) + " more since the last warning"
+                      : std::string();
+    spdlog::warn("control socket {}: dropped {}{} ({} dropped so far)", endpoint, what, more,
+                 total_);
+    last_ = now;
+    unlogged_ = 0;
+  }
+
+ private:
+  std::uint64_t total_ = 0;
+  std::uint64_t unlogged_ = 0;
+  std::chrono::steady_clock::time_point last_{};
+};
+
 }  // namespace
 
 struct ControlServer::Impl {
   EngineController& controller;
   ControlAccess access = ControlAccess::Full;
   ControlRoots roots;
+  // A ROUTER, not a REP: the server keeps each request's envelope and sends it back with the
+  // answer itself. libzmq's REP drops a message that lacks the envelope's empty delimiter, but
+  // when its sender is already gone the drop leaves the reply routing mid-message, and the next
+  // client's answer goes nowhere (that client times out).
   zmq::socket_t socket;
   std::string bound_endpoint;
   std::atomic<bool> stopping{false};
   std::atomic<bool> shutdown{false};
   std::atomic<std::uint64_t> answered{0};
+  DropLog dropped;  // used by the server thread only
   std::thread thread;
 
   Impl(EngineController& controller_, const std::string& endpoint)
-      : controller(controller_), socket(protocol::shared_zmq_context(), zmq::socket_type::rep) {
+      : controller(controller_), socket(protocol::shared_zmq_context(), zmq::socket_type::router) {
     socket.set(zmq::sockopt::linger, kLingerMs);
     socket.set(zmq::sockopt::maxmsgsize, kHardMessageLimitBytes);
-    apply_curve_server(socket);  // CURVE when the process has a CurveServer (curve_server.hpp)
+    // An answer whose client is gone, or whose queue is full, is refused at its first part
+    // (EHOSTUNREACH, EAGAIN) instead of vanishing: the server logs it and goes on.
+    socket.set(zmq::sockopt::router_mandatory, 1);
+    // CURVE when the process has a CurveServer (curve_server.hpp); otherwise plain, refusing
+    // peers that speak no ZMTP 3, which random bytes then are.
+    if (!apply_curve_server(socket)) refuse_pre_zmtp3_peers(socket);
     if (const std::string problem = bind_endpoint_problem(endpoint, "control"); !problem.empty())
       throw InputError("cannot bind control socket to '" + endpoint + "': " + problem);
     try {
@@ -348,7 +386,11 @@ struct ControlServer::Impl {
     }
   }
 
-  void reply(const json& answer) {
+  // Sends `answer` behind `envelope` (the routing id and what the client put before the empty
+  // delimiter, the delimiter included). Never blocks and never leaves the socket mid-message:
+  // ROUTER refuses a message only at its first part, and an envelope refused there is dropped
+  // whole.
+  void reply(std::vector<zmq::message_t>& envelope, const json& answer) {
     std::string text;
     try {
       text = answer.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -359,12 +401,30 @@ struct ControlServer::Impl {
     }
     // Counted before the send: a client that has its reply must find it counted already.
     answered.fetch_add(1, std::memory_order_relaxed);
+    std::size_t sent = 0;
+    std::string problem;
     try {
-      socket.send(zmq::buffer(text), zmq::send_flags::dontwait);
+      for (zmq::message_t& part : envelope) {
+        if (!socket.send(part, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) break;
+        ++sent;
+      }
+      if (sent == envelope.size()) {
+        if (socket.send(zmq::buffer(text), zmq::send_flags::dontwait)) return;
+      }
+      problem = "its client's queue is full";
     } catch (const zmq::error_t& error) {
-      answered.fetch_sub(1, std::memory_order_relaxed);
-      spdlog::warn("control socket {}: cannot send a reply: {}", bound_endpoint, error.what());
+      problem = error.num() == EHOSTUNREACH ? "its client is gone" : error.what();
     }
+    answered.fetch_sub(1, std::memory_order_relaxed);
+    // Past the first part ROUTER takes every part; should one be refused all the same, an empty
+    // last part ends the message, so that the next answer starts with its own routing id.
+    if (sent > 0) {
+      try {
+        (void)socket.send(zmq::message_t(), zmq::send_flags::dontwait);
+      } catch (const zmq::error_t&) {
+      }
+    }
+    dropped.note(bound_endpoint, "an answer: " + problem);
   }
 
   void serve() {
@@ -384,13 +444,27 @@ struct ControlServer::Impl {
         if (!zmq::recv_multipart(socket, std::back_inserter(parts), zmq::recv_flags::dontwait))
           continue;
       } catch (const zmq::error_t& error) {
-        spdlog::warn("control socket {}: cannot read a request: {}", bound_endpoint, error.what());
+        dropped.note(bound_endpoint,
+                     std::string("a message that could not be read: ") + error.what());
+        continue;
+      }
+      // The routing id ROUTER put first, what a REQ socket (and any proxy on the way) put before
+      // the empty delimiter, the delimiter, then the request. A message without a delimiter, or
+      // with nothing after it, comes from no request-reply client: it gets no answer.
+      std::size_t delimiter = 1;
+      while (delimiter < parts.size() && parts[delimiter].size() != 0) ++delimiter;
+      if (delimiter + 1 >= parts.size()) {
+        dropped.note(bound_endpoint,
+                     "a message without a request (no empty delimiter, or nothing after it)");
         continue;
       }
       std::vector<std::string_view> views;
-      views.reserve(parts.size());
-      for (const zmq::message_t& part : parts) views.push_back(part.to_string_view());
-      reply(handle(views));
+      views.reserve(parts.size() - delimiter - 1);
+      for (std::size_t i = delimiter + 1; i < parts.size(); ++i)
+        views.push_back(parts[i].to_string_view());
+      const json answer = handle(views);
+      parts.resize(delimiter + 1);
+      reply(parts, answer);
     }
     socket.close();  // in the thread that used it
   }

@@ -1,7 +1,9 @@
 #pragma once
-// The engine's control socket (docs/protocol.md, "Control socket"): a ZeroMQ REP socket that
-// answers JSON requests against an EngineController, on its own thread. Every request gets exactly
-// one reply, ok or an error naming what is wrong; nothing a client sends can crash or stall it.
+// The engine's control socket (docs/protocol.md, "Control socket"): a ZeroMQ ROUTER socket that
+// answers REQ clients' JSON requests against an EngineController, on its own thread. Every request
+// gets exactly one reply, ok or an error naming what is wrong; nothing a client sends can crash or
+// stall it, and nothing another peer sends (garbage bytes, messages that are no request) can cost
+// a client its reply.
 #include <atomic>
 #include <cstdint>
 #include <memory>

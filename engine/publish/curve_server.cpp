@@ -19,6 +19,9 @@ namespace {
 constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
 // The ZAP domain of livedrp's server sockets (a handler answers for it).
 constexpr const char* kZapDomain = "livedrp";
+// The ZAP domain of plain server sockets that refuse ZMTP 1.0 and 2.0 peers
+// (refuse_pre_zmtp3_peers): the handler admits their NULL-mechanism clients.
+constexpr const char* kPlainZapDomain = "livedrp-plain";
 // How often the handler looks at its stop flag while no handshake comes.
 constexpr int kZapPollMs = 100;
 // Refusals logged one by one; after that every kLogEveryRefusals-th (a scan must not flood).
@@ -108,10 +111,15 @@ struct CurveServer::Impl {
       return i < request.size() ? request[i].to_string() : std::string();
     };
     std::string status = "400", text = "unknown client";
-    const std::string address = frame(3), mechanism = frame(5);
+    const std::string domain = frame(2), address = frame(3), mechanism = frame(5);
     std::string client;
     if (frame(0) != "1.0") {
       text = "ZAP version not 1.0";
+    } else if (domain == kPlainZapDomain && mechanism == "NULL") {
+      // A plain socket bound while no CurveServer was alive: its clients were never asked for a
+      // key, and are not now (neither admitted nor refused in the counts).
+      send_reply(frame(1), "200", "OK");
+      return;
     } else if (mechanism != "CURVE" || request.size() < 7 || request[6].size() != 32) {
       text = "CURVE required";
     } else {
@@ -132,7 +140,11 @@ struct CurveServer::Impl {
                      mechanism.empty() ? "?" : mechanism, address.empty() ? "?" : address,
                      client.empty() ? "" : " with unlisted key " + client, n);
     }
-    const std::string request_id = frame(1);
+    send_reply(frame(1), status, text);
+  }
+
+  void send_reply(const std::string& request_id, const std::string& status,
+                  const std::string& text) {
     const std::array<zmq::const_buffer, 6> reply{zmq::str_buffer("1.0"), zmq::buffer(request_id),
                                                  zmq::buffer(status),    zmq::buffer(text),
                                                  zmq::str_buffer(""),    zmq::str_buffer("")};
@@ -176,6 +188,10 @@ bool apply_curve_server(zmq::socket_t& socket) {
   protocol::set_curve_key(socket, ZMQ_CURVE_SECRETKEY, active_settings->keys.secret_key);
   socket.set(zmq::sockopt::zap_domain, kZapDomain);
   return true;
+}
+
+void refuse_pre_zmtp3_peers(zmq::socket_t& socket) {
+  socket.set(zmq::sockopt::zap_domain, kPlainZapDomain);
 }
 
 bool curve_server_active() {

@@ -56,4 +56,12 @@ class CurveServer {
 bool apply_curve_server(zmq::socket_t& socket);
 bool curve_server_active();
 
+// Makes a plain (not CURVE) server `socket`, before it binds, refuse peers that speak ZMTP 1.0 or
+// 2.0 (libzmq refuses them on any socket with a ZAP domain). Bytes that are no ZeroMQ then end the
+// handshake and libzmq closes the connection, instead of decoding them as ZMTP 1.0 messages from a
+// peer that stays. Clients of ZMTP 3 (libzmq 4 and everything current) are not affected: with no
+// CurveServer there is no ZAP handler and libzmq admits them unasked (ZMQ_ZAP_ENFORCE_DOMAIN is
+// off); a CurveServer's handler admits every NULL-mechanism client of this socket's domain.
+void refuse_pre_zmtp3_peers(zmq::socket_t& socket);
+
 }  // namespace livedrp
