@@ -380,7 +380,8 @@ int main(int argc, char** argv) {
   run->add_option("--config", config_file,
                   "Pipeline configuration (JSON); options below override it");
   run->add_option("--source", source,
-                  "sim:epix10ka2m | sim:jungfrau4m | sim:generic_f32 | replay:FILE.h5[:/dataset] "
+                  "sim:epix10ka2m | sim:jungfrau4m | sim:generic_f32 | sim:eiger2x4m "
+                  "(`livedrp-engine detectors` lists them) | replay:FILE.h5[:/dataset] "
                   "(FILE may be a directory of .h5 files or a comma-separated list) | "
                   "sls:tcp://HOST:PORT[,tcp://HOST:PORT...] (slsDetector receivers) | "
                   "dectris:tcp://HOST:PORT (SIMPLON stream v2)");
@@ -410,7 +411,8 @@ int main(int argc, char** argv) {
   run->add_option("--rate", rate, "Source rate in Hz (0: as fast as possible)");
   run->add_option("--backend", backend, "cpu | cuda | auto");
   run->add_option("--publish", publish,
-                  "ZeroMQ endpoint to publish on (default tcp://127.0.0.1:5555)");
+                  "ZeroMQ endpoint to publish on (default tcp://127.0.0.1:5555; '' publishes "
+                  "nothing)");
   run->add_option("--constants", constants_file,
                   "Calibration constants (HDF5, see docs/formats.md)");
   run->add_option("--ring-slots", ring_slots, "Doorbell ring depth");
