@@ -5,13 +5,16 @@
 #   rm -rf .gpu && ../shared/gpu/pack build .gpu build/engine/livedrp-bench build/engine/livedrp-engine \
 #       build/tests/livedrp-sls-publisher build/tests/livedrp-dectris-publisher
 # then run `bash tests/gpu_session/measure.sh` through the device tool with carry [".gpu/carry.tar.xz"].
-# Parts (PARTS, default all but sanitize): suite pipeline streams engine sanitize.
+# Parts (PARTS, default all but the sanitizer parts): suite pipeline streams engine sanitize
+# sanitize_engine.
 #   suite     the packed GPU suites (label gpu), LIVEDRP_REQUIRE_GPU=1
 #   pipeline  livedrp-bench pipeline, every stage, host-fed and device-resident, 8 and 32 lanes
 #   streams   sls Jungfrau 4M over 16 ports at 1 kHz; Dectris 2068x2162 uint32 bslz4 flat out
 #   engine    livedrp-engine run --config, device-resident, every stage: flat out and paced at 30 kHz
 #   sanitize  compute-sanitizer memcheck (and racecheck, synccheck on the peak finder) over the
 #             suites of SANITIZE_TESTS, each bounded by SANITIZE_S seconds
+#   sanitize_engine  livedrp-engine run host-fed with every stage, SANITIZE_EVENTS events, under
+#             each of SANITIZE_ENGINE_TOOLS (memcheck racecheck synccheck initcheck)
 set -u
 PARTS=${PARTS:-"suite pipeline streams engine"}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -70,6 +73,20 @@ if has sanitize; then
     timeout "${SANITIZE_S:-120}" "$CS" --tool $tool --error-exitcode 99 "$B/test_gpu_peakfinder8" \
       > "$L/07_${tool}_peakfinder8.log" 2>&1
     echo "== $tool test_gpu_peakfinder8 rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^Totals" "$L/07_${tool}_peakfinder8.log" | tail -2
+    finish
+  done
+fi
+if has sanitize_engine; then
+  # The engine as a user runs it, host-fed, every stage (calibration with common mode, lossy
+  # compression, integration, peakfinder8), a few events under each compute-sanitizer tool: every
+  # kernel of the pipeline once per tool. (The device-resident consumers spin on doorbells, which
+  # the sanitizer's serialisation would hang.)
+  CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  for tool in ${SANITIZE_ENGINE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+    timeout "${SANITIZE_S:-120}" "$CS" --tool $tool --error-exitcode 99 "$B/livedrp-engine" run \
+      --config "$here/engine_host_x1_profile.json" --events "${SANITIZE_EVENTS:-12}" \
+      > "$L/08_${tool}_engine.log" 2>&1
+    echo "== $tool engine rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^events in" "$L/08_${tool}_engine.log" | tail -3
     finish
   done
 fi
