@@ -284,6 +284,10 @@ struct WarpSearch {
     std::uint32_t previous = 0;
     if (lane == 0) previous = atomicMin(owner + me, me);
     if (__shfl_sync(kAll, previous, 0) < me) return false;  // an earlier seed grew over it
+    // Every lane's reads of the previous seed's members are done before lane 0 writes the first
+    // member of this one: the shuffle above waits for every lane but orders no memory
+    // (compute-sanitizer's racecheck reported the pair).
+    __syncwarp();
     if (lane == 0) set_member(0, std::int32_t(row << 16 | column));
     // Grow, breadth first, as peaks::grow_peak: lanes 0..8 test a member's 3 x 3 neighbourhood
     // in the CPU's order and a ballot appends the joiners in that order.
