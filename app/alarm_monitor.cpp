@@ -36,6 +36,14 @@ void validate(const AlarmSettings& s) {
   if (s.hit_rate_min_pct && s.hit_rate_max_pct && *s.hit_rate_min_pct > *s.hit_rate_max_pct)
     throw InputError("alarms: hit-rate band " + number(*s.hit_rate_min_pct) + " % to " +
                      number(*s.hit_rate_max_pct) + " % has its minimum above its maximum");
+  check_threshold(s.gain_ceiling_pct, "gain-mode ceiling");
+  if (s.gain_ceiling_pct && *s.gain_ceiling_pct > 100)
+    throw InputError("alarms: gain-mode ceiling " + number(*s.gain_ceiling_pct) +
+                     " % is above 100 %");
+  if (s.gain_ceiling_pct && s.gain_mode.empty())
+    throw InputError(
+        "alarms: the gain-mode ceiling needs a gain mode (as the detector names it, "
+        "or \"bad\")");
   if (!std::isfinite(s.red_after_s) || s.red_after_s < 0)
     throw InputError("alarms: red after " + number(s.red_after_s) + " s must be >= 0");
 }
@@ -47,6 +55,7 @@ void AlarmMonitor::set_settings(const AlarmSettings& settings) {
   if (!settings_.rate_floor_hz) rate_ = {};
   if (!settings_.drop_ceiling_pct) drops_ = {};
   if (!settings_.hit_rate_min_pct && !settings_.hit_rate_max_pct) hits_ = {};
+  if (!settings_.gain_ceiling_pct) gain_ = {};
   if (!settings_.engine_errors) acknowledge();
 }
 
@@ -98,6 +107,37 @@ void AlarmMonitor::on_stats(const protocol::StatsPayload& stats, double now_s) {
   previous_ = stats;
 }
 
+void AlarmMonitor::on_image(const protocol::ImageFrame& image, double now_s) {
+  if (!settings_.gain_ceiling_pct || image.gain_occupancy.empty() || image.gain_modes.empty())
+    return;
+  const std::size_t modes = image.gain_modes.size();
+  std::size_t mode = 0;
+  while (mode < modes && image.gain_modes[mode] != settings_.gain_mode) ++mode;
+  if (mode == modes) {
+    std::string known;
+    for (const std::string& name : image.gain_modes) known += (known.empty() ? "" : ", ") + name;
+    update(gain_, true,
+           "gain mode '" + settings_.gain_mode + "' is not one of this detector's (" + known + ")",
+           now_s);
+    return;
+  }
+  std::size_t worst = 0;
+  float worst_fraction = -1;
+  for (std::size_t segment = 0; segment * modes + mode < image.gain_occupancy.size(); ++segment) {
+    const float fraction = image.gain_occupancy[segment * modes + mode];
+    if (fraction > worst_fraction) {
+      worst_fraction = fraction;
+      worst = segment;
+    }
+  }
+  const double percent = 100.0 * double(worst_fraction);
+  update(gain_, percent > *settings_.gain_ceiling_pct,
+         "gain mode " + settings_.gain_mode + " on " + number(percent) + " % of segment " +
+             std::to_string(worst) + "'s pixels (ceiling " + number(*settings_.gain_ceiling_pct) +
+             " %)",
+         now_s);
+}
+
 void AlarmMonitor::on_log(const protocol::LogEntry& entry) {
   if (!settings_.engine_errors || entry.level == protocol::LogLevel::Warning) return;
   errors_ += 1 + entry.suppressed;  // held-back entries may be errors too: counted as such
@@ -113,6 +153,7 @@ void AlarmMonitor::on_idle() {
   rate_ = {};
   drops_ = {};
   hits_ = {};
+  gain_ = {};
   previous_.reset();
 }
 
@@ -122,7 +163,7 @@ AlarmState AlarmMonitor::state(double now_s) const {
   if (errors_ > 0)
     red.push_back(std::to_string(errors_) + (errors_ == 1 ? " engine error" : " engine errors") +
                   ", last: " + last_error_);
-  for (const Breach* breach : {&rate_, &drops_, &hits_}) {
+  for (const Breach* breach : {&rate_, &drops_, &hits_, &gain_}) {
     if (!breach->since_s) continue;
     const double lasted = now_s - *breach->since_s;
     if (lasted >= settings_.red_after_s)

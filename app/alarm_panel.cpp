@@ -5,6 +5,7 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSettings>
 #include <QTimer>
@@ -43,6 +44,12 @@ AlarmPanel::AlarmPanel(QWidget* parent) : QWidget(parent), tick_(new QTimer(this
   hits_on_ = new QCheckBox(tr("Hit rate outside"));
   hit_min_ = spin(100, 5, tr(" %"));
   hit_max_ = spin(100, 20, tr(" %"));
+  gain_on_ = new QCheckBox(tr("Gain mode above"));
+  gain_ceiling_ = spin(100, 5, tr(" %"));
+  gain_mode_ = new QLineEdit(QStringLiteral("bad"));
+  gain_mode_->setToolTip(
+      tr("The gain mode as the detector names it (the Gain modes dock's legend), or \"bad\"; "
+         "the alarm watches the worst segment"));
   red_after_ = spin(3600, 10, tr(" s"));
   errors_on_ = new QCheckBox(tr("Engine errors turn red"));
   errors_on_->setChecked(true);
@@ -61,6 +68,9 @@ AlarmPanel::AlarmPanel(QWidget* parent) : QWidget(parent), tick_(new QTimer(this
   hits_on_->setObjectName(QStringLiteral("alarmHitsOn"));
   hit_min_->setObjectName(QStringLiteral("alarmHitMin"));
   hit_max_->setObjectName(QStringLiteral("alarmHitMax"));
+  gain_on_->setObjectName(QStringLiteral("alarmGainOn"));
+  gain_ceiling_->setObjectName(QStringLiteral("alarmGainCeiling"));
+  gain_mode_->setObjectName(QStringLiteral("alarmGainMode"));
   red_after_->setObjectName(QStringLiteral("alarmRedAfter"));
   acknowledge_->setObjectName(QStringLiteral("alarmAcknowledge"));
 
@@ -72,6 +82,11 @@ AlarmPanel::AlarmPanel(QWidget* parent) : QWidget(parent), tick_(new QTimer(this
   form->addRow(rate_on_, rate_floor_);
   form->addRow(drops_on_, drop_ceiling_);
   form->addRow(hits_on_, band);
+  auto* gain = new QHBoxLayout;
+  gain->addWidget(gain_ceiling_);
+  gain->addWidget(new QLabel(tr("of a segment in")));
+  gain->addWidget(gain_mode_);
+  form->addRow(gain_on_, gain);
   form->addRow(tr("Red after"), red_after_);
   form->addRow(errors_on_, acknowledge_);
   auto* layout = new QVBoxLayout(this);
@@ -80,10 +95,12 @@ AlarmPanel::AlarmPanel(QWidget* parent) : QWidget(parent), tick_(new QTimer(this
   layout->addWidget(summary_);
   layout->addStretch(1);
 
-  for (QCheckBox* box : {rate_on_, drops_on_, hits_on_, errors_on_})
+  for (QCheckBox* box : {rate_on_, drops_on_, hits_on_, gain_on_, errors_on_})
     connect(box, &QCheckBox::toggled, this, &AlarmPanel::onFieldsChanged);
-  for (QDoubleSpinBox* box : {rate_floor_, drop_ceiling_, hit_min_, hit_max_, red_after_})
+  for (QDoubleSpinBox* box :
+       {rate_floor_, drop_ceiling_, hit_min_, hit_max_, gain_ceiling_, red_after_})
     connect(box, &QDoubleSpinBox::valueChanged, this, &AlarmPanel::onFieldsChanged);
+  connect(gain_mode_, &QLineEdit::textChanged, this, &AlarmPanel::onFieldsChanged);
   connect(acknowledge_, &QPushButton::clicked, this, &AlarmPanel::acknowledge);
   connect(tick_, &QTimer::timeout, this, &AlarmPanel::refresh);
   tick_->start(kTickMs);
@@ -103,6 +120,9 @@ void AlarmPanel::useSettings(QSettings* settings) {
     load(drops_on_, drop_ceiling_, QStringLiteral("alarms/drop_ceiling_pct"));
     load(hits_on_, hit_min_, QStringLiteral("alarms/hit_rate_min_pct"));
     load(nullptr, hit_max_, QStringLiteral("alarms/hit_rate_max_pct"));
+    load(gain_on_, gain_ceiling_, QStringLiteral("alarms/gain_ceiling_pct"));
+    gain_mode_->setText(
+        settings_->value(QStringLiteral("alarms/gain_mode"), gain_mode_->text()).toString());
     load(nullptr, red_after_, QStringLiteral("alarms/red_after_s"));
     errors_on_->setChecked(settings_->value(QStringLiteral("alarms/engine_errors"), true).toBool());
     loading_ = false;
@@ -119,6 +139,8 @@ void AlarmPanel::onFieldsChanged() {
     s.hit_rate_min_pct = hit_min_->value();
     s.hit_rate_max_pct = hit_max_->value();
   }
+  if (gain_on_->isChecked()) s.gain_ceiling_pct = gain_ceiling_->value();
+  s.gain_mode = gain_mode_->text().trimmed().toStdString();
   s.red_after_s = red_after_->value();
   s.engine_errors = errors_on_->isChecked();
   try {
@@ -136,6 +158,9 @@ void AlarmPanel::onFieldsChanged() {
     settings_->setValue(QStringLiteral("alarms/hit_rate_min_pct_on"), hits_on_->isChecked());
     settings_->setValue(QStringLiteral("alarms/hit_rate_min_pct"), hit_min_->value());
     settings_->setValue(QStringLiteral("alarms/hit_rate_max_pct"), hit_max_->value());
+    settings_->setValue(QStringLiteral("alarms/gain_ceiling_pct_on"), gain_on_->isChecked());
+    settings_->setValue(QStringLiteral("alarms/gain_ceiling_pct"), gain_ceiling_->value());
+    settings_->setValue(QStringLiteral("alarms/gain_mode"), gain_mode_->text().trimmed());
     settings_->setValue(QStringLiteral("alarms/red_after_s"), red_after_->value());
     settings_->setValue(QStringLiteral("alarms/engine_errors"), errors_on_->isChecked());
   }
@@ -152,6 +177,9 @@ void AlarmPanel::setAlarmSettings(const AlarmSettings& s) {
   hits_on_->setChecked(s.hit_rate_min_pct || s.hit_rate_max_pct);
   hit_min_->setValue(s.hit_rate_min_pct.value_or(0));
   hit_max_->setValue(s.hit_rate_max_pct.value_or(100));
+  gain_on_->setChecked(s.gain_ceiling_pct.has_value());
+  if (s.gain_ceiling_pct) gain_ceiling_->setValue(*s.gain_ceiling_pct);
+  gain_mode_->setText(QString::fromStdString(s.gain_mode));
   red_after_->setValue(s.red_after_s);
   errors_on_->setChecked(s.engine_errors);
   loading_ = false;
@@ -201,6 +229,11 @@ void AlarmPanel::apply(const widgets::MessageBatch& batch) {
     }
   }
   if (changed) refresh();
+}
+
+void AlarmPanel::applyImage(const protocol::ImageFrame& image) {
+  monitor_.on_image(image, seconds());
+  refresh();
 }
 
 void AlarmPanel::refresh() {

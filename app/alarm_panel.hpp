@@ -1,6 +1,7 @@
 #pragma once
 // The Alarms dock and its status-bar indicator (docs/gui.md, "Alarms"): the operator sets the
-// thresholds here, the panel feeds the engine's `stats`, `status` and `log` messages to an
+// thresholds here, the panel feeds the engine's `stats`, `status`, `log` and decoded `image`
+// messages to an
 // AlarmMonitor and paints the indicator green, amber or red with the reasons. `log` entries also
 // come out formatted for the Log dock.
 #include <QElapsedTimer>
@@ -13,6 +14,7 @@
 class QCheckBox;
 class QDoubleSpinBox;
 class QLabel;
+class QLineEdit;
 class QPushButton;
 class QSettings;
 class QTimer;
@@ -31,6 +33,8 @@ class AlarmPanel : public QWidget {
   QLabel* indicator() const { return indicator_; }
   // Reads `stats`, `status` and `log` messages; other topics are ignored.
   void apply(const widgets::MessageBatch& batch);
+  // A decoded `image` (the window's peak-finding model decodes them): its gain occupancy.
+  void applyImage(const protocol::ImageFrame& image);
   // Applies settings to the fields and the monitor; throws InputError for invalid ones.
   void setAlarmSettings(const AlarmSettings& settings);
   AlarmSettings alarmSettings() const { return monitor_.settings(); }
@@ -54,8 +58,9 @@ class AlarmPanel : public QWidget {
   AlarmMonitor monitor_;
   QElapsedTimer clock_;
   QTimer* tick_;
-  QCheckBox *rate_on_, *drops_on_, *hits_on_, *errors_on_;
-  QDoubleSpinBox *rate_floor_, *drop_ceiling_, *hit_min_, *hit_max_, *red_after_;
+  QCheckBox *rate_on_, *drops_on_, *hits_on_, *gain_on_, *errors_on_;
+  QDoubleSpinBox *rate_floor_, *drop_ceiling_, *hit_min_, *hit_max_, *gain_ceiling_, *red_after_;
+  QLineEdit* gain_mode_;
   QPushButton* acknowledge_;
   QLabel *problem_, *summary_, *indicator_;
   bool loading_ = false;

@@ -29,9 +29,9 @@
 #include <QToolButton>
 #include <QUrl>
 
-#include "app/analysis_defaults.hpp"
-#include "app/alarm_panel.hpp"
 #include <QLabel>
+#include "app/alarm_panel.hpp"
+#include "app/analysis_defaults.hpp"
 #include "app/analysis_panel.hpp"
 #include "app/comparison_panel.hpp"
 #include "app/dock_layouts.hpp"
@@ -101,9 +101,9 @@ QDockWidget* makeDock(const QString& title, const QString& name, QWidget* conten
 
 const std::vector<std::string>& MainWindow::subscribedTopics() {
   static const std::vector<std::string> topics{
-      std::string(protocol::kTopicStats), std::string(protocol::kTopicStatus),
+      std::string(protocol::kTopicStats),   std::string(protocol::kTopicStatus),
       std::string(protocol::kTopicProfile), std::string(protocol::kTopicPeaks),
-      std::string(protocol::kTopicImage), std::string(protocol::kTopicLog)};
+      std::string(protocol::kTopicImage),   std::string(protocol::kTopicLog)};
   return topics;
 }
 
@@ -148,6 +148,10 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
   connect(layouts_, &DockLayouts::logMessage, this, &MainWindow::appendLog);
   alarms_->useSettings(settings_.get());
   connect(alarms_, &AlarmPanel::engineLog, this, &MainWindow::appendLog);
+  connect(peak_model_, &widgets::PeakFindingModel::imageReceived, alarms_,
+          [this](const widgets::ImageFramePtr& image) {
+            if (image) alarms_->applyImage(*image);
+          });
   recent_ = new RecentConfigurations(*settings_, this, this);
   recent_->setAvailable(!attached_);  // attached, configurations are not opened from here
   connect(recent_, &RecentConfigurations::openRequested, this, [this](const QString& path) {

@@ -7,7 +7,9 @@
 #include <QCheckBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 
@@ -19,6 +21,7 @@
 #include "app/main_window.hpp"
 #include "core/error.hpp"
 #include "protocol/log_topic.hpp"
+#include "protocol/peaks_topic.hpp"
 #include "protocol/topics.hpp"
 #include "publish/publisher.hpp"
 #include "widgets/protocol_metatypes.hpp"
@@ -76,6 +79,27 @@ QColor background(QLabel* label) {
 bool near(const QColor& a, const QColor& b) {
   return std::abs(a.red() - b.red()) <= 8 && std::abs(a.green() - b.green()) <= 8 &&
          std::abs(a.blue() - b.blue()) <= 8;
+}
+
+// An event's image with gain occupancy: three segments, modes as the ePix10ka's AHL
+// configuration names them, then "bad"; each row sums to 1.
+protocol::ImageFrame occupancy_image(float segment1_low) {
+  protocol::ImageFrame image;
+  image.height = 2;
+  image.width = 2;
+  image.pixels = {0, 1, 2, 3};
+  image.gain_modes = {"AHL-H", "AHL-L", "bad"};
+  image.segments = 3;
+  image.gain_occupancy = {0.98f,
+                          0.02f,
+                          0.0f,  // segment 0
+                          0.993f - segment1_low,
+                          segment1_low,
+                          0.007f,  // segment 1
+                          1.0f,
+                          0.0f,
+                          0.0f};  // segment 2
+  return image;
 }
 
 const QColor kAmber(0xff, 0xbf, 0x00);
@@ -223,6 +247,107 @@ class TestGuiAlarms : public QObject {
     QTest::mouseClick(acknowledge, Qt::LeftButton);
     QCOMPARE(indicator->text(), QStringLiteral("Alarms: OK"));
     QVERIFY(!acknowledge->isEnabled());
+  }
+
+  // The gain-mode alarm judges the worst segment's share of the chosen mode in each image.
+  void gain_mode_occupancy_above_its_ceiling_is_an_alarm() {
+    AlarmMonitor monitor;
+    AlarmSettings s;
+    s.gain_ceiling_pct = 5;
+    s.gain_mode = "AHL-L";
+    s.red_after_s = 10;
+    monitor.set_settings(s);
+    monitor.on_image(occupancy_image(0.03f), 0.0);  // worst segment 3 %
+    QCOMPARE(monitor.state(0.0).level, AlarmLevel::Ok);
+    monitor.on_image(occupancy_image(0.093f), 1.0);
+    AlarmState state = monitor.state(1.0);
+    QCOMPARE(state.level, AlarmLevel::Amber);
+    QCOMPARE(state.reasons.at(0),
+             std::string("gain mode AHL-L on 9.3 % of segment 1's pixels (ceiling 5.0 %)"));
+    // An image without occupancy (a detector without gain modes) changes nothing.
+    protocol::ImageFrame plain = occupancy_image(0.0f);
+    plain.gain_modes.clear();
+    plain.gain_occupancy.clear();
+    monitor.on_image(plain, 5.0);
+    state = monitor.state(11.0);
+    QCOMPARE(state.level, AlarmLevel::Red);
+    QCOMPARE(
+        state.reasons.at(0),
+        std::string("gain mode AHL-L on 9.3 % of segment 1's pixels (ceiling 5.0 %) for 10 s"));
+    monitor.on_image(occupancy_image(0.01f), 12.0);
+    QCOMPARE(monitor.state(12.0).level, AlarmLevel::Ok);
+    // "bad" is a mode like the others; a mode the detector does not have is said so.
+    s.gain_mode = "bad";
+    s.gain_ceiling_pct = 0.5;
+    monitor.set_settings(s);
+    monitor.on_image(occupancy_image(0.01f), 13.0);
+    QCOMPARE(monitor.state(13.0).reasons.at(0),
+             std::string("gain mode bad on 0.7 % of segment 1's pixels (ceiling 0.5 %)"));
+    s.gain_mode = "FL";
+    monitor.set_settings(s);
+    monitor.on_image(occupancy_image(0.01f), 14.0);
+    QCOMPARE(monitor.state(14.0).reasons.at(0),
+             std::string("gain mode 'FL' is not one of this detector's (AHL-H, AHL-L, bad)"));
+    // Switched off, the breach ends; a stopped run ends it too.
+    s.gain_ceiling_pct.reset();
+    monitor.set_settings(s);
+    QCOMPARE(monitor.state(15.0).level, AlarmLevel::Ok);
+    s.gain_ceiling_pct = 1;
+    s.gain_mode = "AHL-L";
+    monitor.set_settings(s);
+    monitor.on_image(occupancy_image(0.2f), 16.0);
+    QCOMPARE(monitor.state(16.0).level, AlarmLevel::Amber);
+    monitor.on_idle();
+    QCOMPARE(monitor.state(16.0).level, AlarmLevel::Ok);
+
+    const auto refusal = [&](AlarmSettings bad) -> std::string {
+      try {
+        monitor.set_settings(bad);
+      } catch (const InputError& error) {
+        return error.what();
+      }
+      return "accepted";
+    };
+    AlarmSettings bad;
+    bad.gain_ceiling_pct = 150;
+    QVERIFY(refusal(bad).find("gain-mode ceiling 150.0 % is above 100 %") != std::string::npos);
+    bad.gain_ceiling_pct = 5;
+    bad.gain_mode.clear();
+    QVERIFY(refusal(bad).find("needs a gain mode") != std::string::npos);
+  }
+
+  // The dock's fields set the gain alarm, and an image turns the indicator amber.
+  void the_gain_fields_reach_the_monitor_and_the_indicator() {
+    AlarmPanel panel;
+    auto* on = panel.findChild<QCheckBox*>(QStringLiteral("alarmGainOn"));
+    auto* ceiling = panel.findChild<QDoubleSpinBox*>(QStringLiteral("alarmGainCeiling"));
+    auto* mode = panel.findChild<QLineEdit*>(QStringLiteral("alarmGainMode"));
+    QVERIFY(on && ceiling && mode);
+    QVERIFY(!panel.alarmSettings().gain_ceiling_pct);
+    ceiling->setValue(4);
+    mode->setText(QStringLiteral("AHL-L"));
+    on->setChecked(true);
+    QCOMPARE(panel.alarmSettings().gain_ceiling_pct.value_or(-1), 4.0);
+    QCOMPARE(panel.alarmSettings().gain_mode, std::string("AHL-L"));
+    panel.applyImage(occupancy_image(0.25f));
+    QCOMPARE(
+        panel.indicator()->text(),
+        QStringLiteral("Alarm: gain mode AHL-L on 25.0 % of segment 1's pixels (ceiling 4.0 %)"));
+    QVERIFY2(near(background(panel.indicator()), kAmber),
+             qPrintable(background(panel.indicator()).name()));
+    mode->clear();  // no mode: refused, the alarm in force kept
+    QVERIFY2(panel.fieldProblem().contains(QStringLiteral("needs a gain mode")),
+             qPrintable(panel.fieldProblem()));
+    QCOMPARE(panel.alarmSettings().gain_mode, std::string("AHL-L"));
+    // Kept between sessions.
+    QTemporaryDir dir;
+    QSettings stored(dir.filePath(QStringLiteral("alarms.ini")), QSettings::IniFormat);
+    mode->setText(QStringLiteral("bad"));
+    panel.useSettings(&stored);
+    AlarmPanel again;
+    again.useSettings(&stored);
+    QCOMPARE(again.alarmSettings().gain_ceiling_pct.value_or(-1), 4.0);
+    QCOMPARE(again.alarmSettings().gain_mode, std::string("bad"));
   }
 
   void invalid_fields_are_shown_and_the_alarms_in_force_kept() {
