@@ -5,6 +5,7 @@
 // the hit and peak counts equal those of peakfinder8 run here on every event and of one engine's
 // run of the same file, and every published peak list is that event's list here.
 // Skipped (QSKIP) when the build has no MPI.
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -116,9 +117,21 @@ MpiRun run_mpi(const QStringList& engine_arguments, const std::string& endpoint,
   process.setProcessEnvironment(mpirun_environment());
   process.start(mpirun, mpirun_arguments(mpirun, survive_a_rank)
                             << cli_executable("LIVEDRP_ENGINE_EXE") << "run" << engine_arguments);
+  // A hang guard, not a speed limit: Qt Test aborts a test function after 300 s without saying
+  // what the job printed, so a job still running after 240 s is stopped here and its output
+  // kept for the failure's message (one such hang was seen once under ctest -j2 and not again).
+  QElapsedTimer running;
+  running.start();
+  bool stopped = false;
   while (!process.waitForFinished(20)) {
     if (process.state() == QProcess::NotRunning) break;
     take(0ms);
+    if (!stopped && running.elapsed() > 240'000) {
+      stopped = true;
+      qWarning("mpirun still running after 240 s: stopping it (SIGTERM, then SIGKILL)");
+      process.terminate();
+      if (!process.waitForFinished(10'000)) process.kill();
+    }
   }
   // The collector's last messages left before it ended; they are in this socket's queue or on
   // their way through the loopback.
@@ -127,6 +140,11 @@ MpiRun run_mpi(const QStringList& engine_arguments, const std::string& endpoint,
   run.result.exit_code = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
   run.result.out = QString::fromUtf8(process.readAllStandardOutput());
   run.result.err = QString::fromUtf8(process.readAllStandardError());
+  if (stopped) {
+    run.result.exit_code = -1;
+    run.result.err += QStringLiteral("\n[test_mpi_run] mpirun did not end within 240 s; stopped");
+    qWarning("mpirun's output:\n%s\n%s", qPrintable(run.result.out), qPrintable(run.result.err));
+  }
   return run;
 }
 
