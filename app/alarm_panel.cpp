@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -89,11 +90,21 @@ AlarmPanel::AlarmPanel(QWidget* parent) : QWidget(parent), tick_(new QTimer(this
   form->addRow(gain_on_, gain);
   form->addRow(tr("Red after"), red_after_);
   form->addRow(errors_on_, acknowledge_);
-  auto* layout = new QVBoxLayout(this);
+  // In a scroll area: the dock shares its column with the Log in the default 1920x1080 layout,
+  // and its form must not set that column's minimum height.
+  auto* content = new QWidget;
+  auto* layout = new QVBoxLayout(content);
   layout->addLayout(form);
   layout->addWidget(problem_);
   layout->addWidget(summary_);
   layout->addStretch(1);
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(content);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->addWidget(scroll);
 
   for (QCheckBox* box : {rate_on_, drops_on_, hits_on_, gain_on_, errors_on_})
     connect(box, &QCheckBox::toggled, this, &AlarmPanel::onFieldsChanged);
