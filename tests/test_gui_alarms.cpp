@@ -102,6 +102,16 @@ protocol::ImageFrame occupancy_image(float segment1_low) {
   return image;
 }
 
+// What the monitor says of `settings`: the refusal's text, or "accepted".
+std::string refusal_of(AlarmMonitor& monitor, const AlarmSettings& settings) {
+  try {
+    monitor.set_settings(settings);
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "accepted";
+}
+
 const QColor kAmber(0xff, 0xbf, 0x00);
 const QColor kRed(0xd3, 0x2f, 0x2f);
 
@@ -113,14 +123,7 @@ class TestGuiAlarms : public QObject {
  private slots:
   void settings_are_validated() {
     AlarmMonitor monitor;
-    const auto refusal = [&](AlarmSettings s) -> std::string {
-      try {
-        monitor.set_settings(s);
-      } catch (const InputError& error) {
-        return error.what();
-      }
-      return "accepted";
-    };
+    const auto refusal = [&](const AlarmSettings& s) { return refusal_of(monitor, s); };
     AlarmSettings s;
     s.rate_floor_hz = -1;
     QVERIFY(refusal(s).find("event-rate floor") != std::string::npos);
@@ -300,14 +303,7 @@ class TestGuiAlarms : public QObject {
     monitor.on_idle();
     QCOMPARE(monitor.state(16.0).level, AlarmLevel::Ok);
 
-    const auto refusal = [&](AlarmSettings bad) -> std::string {
-      try {
-        monitor.set_settings(bad);
-      } catch (const InputError& error) {
-        return error.what();
-      }
-      return "accepted";
-    };
+    const auto refusal = [&](const AlarmSettings& s) { return refusal_of(monitor, s); };
     AlarmSettings bad;
     bad.gain_ceiling_pct = 150;
     QVERIFY(refusal(bad).find("gain-mode ceiling 150.0 % is above 100 %") != std::string::npos);
