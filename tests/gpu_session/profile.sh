@@ -86,5 +86,13 @@ if has peaks; then
       --markdown "$L/05_peaks_$b.md" > "$L/05_peaks_$b.log" 2>&1
     echo "== peaks $b rc=$?"; grep -iE "kernel|statistics|bitmap|search|gather|frames/s" "$L/05_peaks_$b.log" | head -12
   done
+  # PF8_BANDS="1 2 8": the new build again with each statistics band width
+  # (LIVEDRP_PF8_BINS_PER_BLOCK; the default is 4).
+  for w in ${PF8_BANDS:-}; do
+    LIVEDRP_PF8_BINS_PER_BLOCK=$w timeout 100 "$B/livedrp-bench" peaks --events 2000 --cpu-events 1 \
+      --streams 1,8 --markdown "$L/05_peaks_new_bands$w.md" > "$L/05_peaks_new_bands$w.log" 2>&1
+    echo "== peaks new, $w bins a block rc=$?"
+    grep -iE "kernel|statistics|frames/s" "$L/05_peaks_new_bands$w.log" | head -6
+  done
 fi
 echo done

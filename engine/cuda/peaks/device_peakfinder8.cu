@@ -6,7 +6,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "peaks/peak_search.hpp"
@@ -31,38 +34,173 @@ void check(cudaError_t status, const char* what) {
 // outside the resolution limits), so that one 2-byte read answers both.
 constexpr std::uint16_t kUnusedPixel = 0xFFFF;
 
-// The radial statistics, every iteration, in one launch, a thread block per radius bin: a bin's
-// statistics depend on its own pixels only. The block gathers the bin's values (in the order of
-// its pixel list) into shared memory with many loads in flight, then runs the iterations from
-// there in the order of radial_threshold.hpp that the CPU follows: thread l is lane l, summing
-// entries l, l + kRadialLanes, ... in turn. The lanes' sums meet in shared memory behind one
-// barrier; warp 0 adds them pairwise as that order says (lane l + s into lane l: its thread t
-// holds lanes t, t + 32, ... while s spans warps, then shuffles), lane 0 finishes the bin, and a
-// second barrier hands the thresholds to every thread. A bin too large for shared memory
-// gathers into `spill` instead (its own range of it, bin_offsets): InShared false. Two
-// instantiations rather than one pointer to either memory: through a generic pointer every
-// staging store and every iteration's load was a generic access (ST.E / LD.E, Nsight Compute on
-// the H100), slower than the shared-memory STS / LDS the compiler emits for a named array.
+// The radial statistics, every iteration, in one launch. A thread block takes a band of
+// consecutive radius bins (up to BinsPerBlock, as many as fit its shared memory): a bin's
+// statistics depend on its own pixels only, but reading a single bin's pixels from the image is a
+// gather of one 32-byte sector for every one or two values (a 1-pixel ring crosses each row in a
+// pixel or two), whereas a band of bins crosses a row in a run of several pixels. So the block
+// reads the band's pixels in ascending pixel order (band_pixels, many loads in flight) and
+// stores each value at its place in its bin's list (band_slots: the bin's offset in the band plus
+// the pixel's rank in its bin), which leaves every bin's values in shared memory in the order of
+// the bin's pixel list, exactly as a block per bin would have gathered them. Then each bin runs
+// the iterations on its own kStatisticsThreads threads in the order of radial_threshold.hpp that
+// the CPU follows: thread l of the bin is lane l, summing entries l, l + kRadialLanes, ... in turn.
+// The lanes' sums meet in shared memory behind one barrier; the bin's first warp adds them
+// pairwise as that order says (lane l + s into lane l: its thread t holds lanes t, t + 32, ...
+// while s spans warps, then shuffles), its lane 0 finishes the bin, and a second barrier hands
+// the thresholds to the bin's threads. A settled bin stops (as the CPU does); the block leaves
+// when every bin has. A bin too large for shared memory alone runs on the spill kernel below.
 constexpr int kStatisticsThreads = peaks::kRadialLanes;
 static_assert(kStatisticsThreads % 32 == 0 && kStatisticsThreads <= 1024,
               "the statistics kernel runs a bin's lanes as whole warps of one block");
 constexpr int kLanesPerThreadOfWarp0 = kStatisticsThreads / 32;
 constexpr int kGatherBatch = 8;
 constexpr std::size_t kStatisticsSharedLimit = 64 * 1024;
+constexpr int kDefaultBinsPerBlock = 4;
 
-template <bool InShared>
-__global__ void __launch_bounds__(kStatisticsThreads)
-    radial_statistics_kernel(const float* __restrict__ data,
-                             const std::uint32_t* __restrict__ bin_offsets,
-                             const std::uint32_t* __restrict__ bin_pixels, RadialBinStats* stats,
-                             int iterations, float minimum_snr, float adc_threshold, float* spill) {
+// One iteration's lane sums of a bin added in the order of radial_threshold.hpp, by the bin's
+// first warp (`lane` < 32); every lane returns the bin's sums.
+struct LaneSums {
+  double sum, squares;
+  unsigned count;
+};
+__device__ __forceinline__ LaneSums add_lanes(const double* lane_sum, const double* lane_squares,
+                                              const unsigned* lane_count, int lane) {
+  // Thread t's element m is lane t + 32 m; a step s >= 32 adds lane l + s into lane l, which
+  // is element m + s / 32 into element m of the same thread.
+  double part_sum[kLanesPerThreadOfWarp0], part_squares[kLanesPerThreadOfWarp0];
+  unsigned part_count[kLanesPerThreadOfWarp0];
+#pragma unroll
+  for (int m = 0; m < kLanesPerThreadOfWarp0; ++m) {
+    part_sum[m] = lane_sum[lane + 32 * m];
+    part_squares[m] = lane_squares[lane + 32 * m];
+    part_count[m] = lane_count[lane + 32 * m];
+  }
+#pragma unroll
+  for (int stride = kLanesPerThreadOfWarp0 / 2; stride >= 1; stride /= 2) {
+#pragma unroll
+    for (int m = 0; m < stride; ++m) {
+      part_sum[m] += part_sum[m + stride];
+      part_squares[m] += part_squares[m + stride];
+      part_count[m] += part_count[m + stride];
+    }
+  }
+  LaneSums s{part_sum[0], part_squares[0], part_count[0]};
+  for (int stride = 16; stride > 0; stride /= 2) {
+    s.sum += __shfl_down_sync(0xffffffffu, s.sum, stride);
+    s.squares += __shfl_down_sync(0xffffffffu, s.squares, stride);
+    s.count += __shfl_down_sync(0xffffffffu, s.count, stride);
+  }
+  return s;
+}
+
+// A lane's sums over its entries l, l + kStatisticsThreads, ... of a bin's n values.
+__device__ __forceinline__ LaneSums lane_sums(const float* values, std::uint32_t n, int lane,
+                                              const RadialBinStats& bin) {
+  LaneSums s{0, 0, 0};
+#pragma unroll 8
+  for (std::uint32_t k = std::uint32_t(lane); k < n; k += kStatisticsThreads) {
+    const float value = values[k];
+    if (!peaks::enters_radial_statistics(value, bin)) continue;
+    s.sum += double(value);
+    s.squares += double(value) * double(value);
+    ++s.count;
+  }
+  return s;
+}
+
+template <int BinsPerBlock>
+__global__ void __launch_bounds__(kStatisticsThreads* BinsPerBlock)
+    band_statistics_kernel(const float* __restrict__ data,
+                           const std::uint32_t* __restrict__ band_first_bin,
+                           const std::uint32_t* __restrict__ bin_offsets,
+                           const std::uint32_t* __restrict__ band_pixels,
+                           const std::uint16_t* __restrict__ band_slots, RadialBinStats* stats,
+                           int iterations, float minimum_snr, float adc_threshold) {
+  constexpr int kThreads = kStatisticsThreads * BinsPerBlock;
   extern __shared__ float staged_values[];
+  __shared__ double lane_sum[kThreads], lane_squares[kThreads];
+  __shared__ unsigned lane_count[kThreads];
+  __shared__ RadialBinStats next_bin[BinsPerBlock];
+  const std::uint32_t first_bin = band_first_bin[blockIdx.x];
+  const int bins = int(band_first_bin[blockIdx.x + 1] - first_bin);
+  const std::uint32_t band_start = bin_offsets[first_bin];
+  const std::uint32_t band_size = bin_offsets[first_bin + std::uint32_t(bins)] - band_start;
+  for (std::uint32_t base = threadIdx.x; base < band_size; base += kThreads * kGatherBatch) {
+    std::uint32_t pixel[kGatherBatch];
+    std::uint32_t slot[kGatherBatch];
+#pragma unroll
+    for (int j = 0; j < kGatherBatch; ++j) {
+      const std::uint32_t k = base + std::uint32_t(j * kThreads);
+      pixel[j] = k < band_size ? __ldg(band_pixels + band_start + k) : 0u;
+      slot[j] = k < band_size ? std::uint32_t(__ldg(band_slots + band_start + k)) : 0u;
+    }
+    float value[kGatherBatch];
+#pragma unroll
+    for (int j = 0; j < kGatherBatch; ++j) value[j] = __ldg(data + pixel[j]);
+#pragma unroll
+    for (int j = 0; j < kGatherBatch; ++j) {
+      const std::uint32_t k = base + std::uint32_t(j * kThreads);
+      if (k < band_size) staged_values[slot[j]] = value[j];
+    }
+  }
+  __syncthreads();
+  const int own = int(threadIdx.x) / kStatisticsThreads,
+            lane = int(threadIdx.x) % kStatisticsThreads;
+  const bool has_bin = own < bins;
+  const std::uint32_t b = first_bin + std::uint32_t(has_bin ? own : 0);
+  const std::uint32_t first = bin_offsets[b] - band_start,
+                      n = has_bin ? bin_offsets[b + 1] - bin_offsets[b] : 0;
+  const float* values = staged_values + first;
+  RadialBinStats bin{};
+  bool settled = !has_bin;
+  for (int iteration = 0;; ++iteration) {
+    const bool works = !settled && iteration < iterations;
+    if (works) {
+      const LaneSums s = lane_sums(values, n, lane, bin);
+      lane_sum[threadIdx.x] = s.sum;
+      lane_squares[threadIdx.x] = s.squares;
+      lane_count[threadIdx.x] = s.count;
+    }
+    if (__syncthreads_or(works) == 0) break;
+    if (works && lane < 32) {
+      const int own_lanes = own * kStatisticsThreads;
+      const LaneSums s =
+          add_lanes(lane_sum + own_lanes, lane_squares + own_lanes, lane_count + own_lanes, lane);
+      if (lane == 0)
+        next_bin[own] =
+            peaks::finish_radial_bin(s.sum, s.squares, s.count, minimum_snr, adc_threshold);
+    }
+    // The bin's first warp has read every lane's sums before any thread passes here, so the next
+    // iteration may overwrite them; every thread reads next_bin before the next iteration's
+    // first barrier, so lane 0 may overwrite it after that one.
+    __syncthreads();
+    if (works) {
+      // As the CPU (PeakFinder8::compute_radial_statistics): thresholds an iteration leaves as
+      // they were admit the same values next time, so the later iterations would repeat this
+      // result.
+      const RadialBinStats next = next_bin[own];
+      settled = next.upper == bin.upper && next.lower == bin.lower;
+      bin = next;
+    }
+  }
+  if (has_bin && lane == 0) stats[b] = bin;
+}
+
+// The statistics of bins too large for shared memory: a block per bin, gathering its values
+// through its pixel list into its own range of `spill` (bin_offsets), the same order and
+// iterations as above.
+__global__ void __launch_bounds__(kStatisticsThreads)
+    spill_statistics_kernel(const float* __restrict__ data,
+                            const std::uint32_t* __restrict__ bin_offsets,
+                            const std::uint32_t* __restrict__ bin_pixels, RadialBinStats* stats,
+                            int iterations, float minimum_snr, float adc_threshold, float* spill) {
   __shared__ double lane_sum[kStatisticsThreads], lane_squares[kStatisticsThreads];
   __shared__ unsigned lane_count[kStatisticsThreads];
   __shared__ RadialBinStats next_bin;
   const int b = int(blockIdx.x), lane = int(threadIdx.x);
   const std::uint32_t first = bin_offsets[b], n = bin_offsets[b + 1] - first;
-  float* const values = InShared ? staged_values : spill + first;
+  float* const values = spill + first;
   for (std::uint32_t base = threadIdx.x; base < n; base += kStatisticsThreads * kGatherBatch) {
     std::uint32_t pixel[kGatherBatch];
 #pragma unroll
@@ -82,58 +220,18 @@ __global__ void __launch_bounds__(kStatisticsThreads)
   __syncthreads();
   RadialBinStats bin{};
   for (int iteration = 0; iteration < iterations; ++iteration) {
-    double sum = 0, squares = 0;
-    unsigned count = 0;
-#pragma unroll 8
-    for (std::uint32_t k = std::uint32_t(lane); k < n; k += kStatisticsThreads) {
-      const float value = values[k];
-      if (!peaks::enters_radial_statistics(value, bin)) continue;
-      sum += double(value);
-      squares += double(value) * double(value);
-      ++count;
-    }
-    lane_sum[lane] = sum;
-    lane_squares[lane] = squares;
-    lane_count[lane] = count;
+    const LaneSums s = lane_sums(values, n, lane, bin);
+    lane_sum[lane] = s.sum;
+    lane_squares[lane] = s.squares;
+    lane_count[lane] = s.count;
     __syncthreads();
     if (lane < 32) {
-      // Thread t's element m is lane t + 32 m; a step s >= 32 adds lane l + s into lane l, which
-      // is element m + s / 32 into element m of the same thread.
-      double part_sum[kLanesPerThreadOfWarp0], part_squares[kLanesPerThreadOfWarp0];
-      unsigned part_count[kLanesPerThreadOfWarp0];
-#pragma unroll
-      for (int m = 0; m < kLanesPerThreadOfWarp0; ++m) {
-        part_sum[m] = lane_sum[lane + 32 * m];
-        part_squares[m] = lane_squares[lane + 32 * m];
-        part_count[m] = lane_count[lane + 32 * m];
-      }
-#pragma unroll
-      for (int stride = kLanesPerThreadOfWarp0 / 2; stride >= 1; stride /= 2) {
-#pragma unroll
-        for (int m = 0; m < stride; ++m) {
-          part_sum[m] += part_sum[m + stride];
-          part_squares[m] += part_squares[m + stride];
-          part_count[m] += part_count[m + stride];
-        }
-      }
-      sum = part_sum[0];
-      squares = part_squares[0];
-      count = part_count[0];
-      for (int stride = 16; stride > 0; stride /= 2) {
-        sum += __shfl_down_sync(0xffffffffu, sum, stride);
-        squares += __shfl_down_sync(0xffffffffu, squares, stride);
-        count += __shfl_down_sync(0xffffffffu, count, stride);
-      }
+      const LaneSums total = add_lanes(lane_sum, lane_squares, lane_count, lane);
       if (lane == 0)
-        next_bin = peaks::finish_radial_bin(sum, squares, count, minimum_snr, adc_threshold);
+        next_bin = peaks::finish_radial_bin(total.sum, total.squares, total.count, minimum_snr,
+                                            adc_threshold);
     }
-    // Warp 0 has read every lane's sums before any thread passes here, so the next iteration
-    // may overwrite them; every thread reads next_bin before the next iteration's first barrier,
-    // so lane 0 may overwrite it after that one.
     __syncthreads();
-    // As the CPU (PeakFinder8::compute_radial_statistics): thresholds an iteration leaves as
-    // they were admit the same values next time, so the later iterations would repeat this
-    // result; the whole block sees the same next_bin and leaves together.
     const bool settled = next_bin.upper == bin.upper && next_bin.lower == bin.lower;
     bin = next_bin;
     if (settled) break;
@@ -570,6 +668,48 @@ __global__ void gather_kernel(const Peak* per_asic_peaks, const int* per_asic_fo
 
 }  // namespace
 
+// The band kernel's instantiations, by bins_per_block: 1, 2, 4, 8.
+const void* const statistics_kernels[] = {reinterpret_cast<const void*>(band_statistics_kernel<1>),
+                                          reinterpret_cast<const void*>(band_statistics_kernel<2>),
+                                          reinterpret_cast<const void*>(band_statistics_kernel<4>),
+                                          reinterpret_cast<const void*>(band_statistics_kernel<8>)};
+
+int statistics_kernel_index(int bins_per_block) {
+  return bins_per_block == 1 ? 0 : bins_per_block == 2 ? 1 : bins_per_block == 4 ? 2 : 3;
+}
+
+// How many radius bins a statistics block takes at most: kDefaultBinsPerBlock, or
+// LIVEDRP_PF8_BINS_PER_BLOCK (1, 2, 4 or 8), which the benchmarks use to compare band widths.
+int statistics_bins_per_block() {
+  const char* setting = std::getenv("LIVEDRP_PF8_BINS_PER_BLOCK");
+  if (setting == nullptr || *setting == '\0') return kDefaultBinsPerBlock;
+  const std::string text(setting);
+  if (text == "1" || text == "2" || text == "4" || text == "8") return std::stoi(text);
+  throw InputError("LIVEDRP_PF8_BINS_PER_BLOCK is '" + text + "'; it takes 1, 2, 4 or 8");
+}
+
+struct StatisticsBand {
+  std::uint32_t first_bin = 0, end_bin = 0;
+};
+
+// Consecutive bins in bands of at most `bins_per_block` bins and `value_limit` values; none when
+// one bin alone holds more than value_limit values (every bin then runs on the spill kernel).
+std::vector<StatisticsBand> statistics_bands(const std::vector<std::uint32_t>& offsets,
+                                             int bins_per_block, std::size_t value_limit) {
+  std::vector<StatisticsBand> bands;
+  const std::uint32_t bins = std::uint32_t(offsets.size() - 1);
+  for (std::uint32_t b = 0; b < bins;) {
+    if (offsets[b + 1] - offsets[b] > value_limit) return {};
+    StatisticsBand band{b, b + 1};
+    while (band.end_bin < bins && int(band.end_bin - band.first_bin) < bins_per_block &&
+           offsets[band.end_bin + 1] - offsets[band.first_bin] <= value_limit)
+      ++band.end_bin;
+    bands.push_back(band);
+    b = band.end_bin;
+  }
+  return bands;
+}
+
 // What every finder of one geometry and parameter set reads and nobody writes: uploaded once and
 // shared by siblings, so that one copy serves every stream (and stays in the L2 cache).
 struct SharedTables {
@@ -579,7 +719,11 @@ struct SharedTables {
   std::size_t pixels = 0, bin_pixel_count = 0, statistics_shared = 0, search_shared = 0;
   int member_capacity = 0;  // the most members a growth holds before it stops (max + 8 joiners)
   bool values_in_shared = true, owner_in_shared = true, bitmaps_in_shared = true;
-  DeviceBuffer bin, bin_of_pixel, bin_offsets, bin_pixels, asic_table;
+  // The statistics' bands of bins (values_in_shared): `bands` blocks of up to bins_per_block
+  // bins; else the spill kernel's per-bin pixel lists (bin_pixels).
+  int bands = 0, bins_per_block = kDefaultBinsPerBlock;
+  DeviceBuffer bin, bin_of_pixel, bin_offsets, bin_pixels, asic_table, band_first_bin, band_pixels,
+      band_slots;
 };
 
 struct DevicePeakFinder8::State {
@@ -628,22 +772,51 @@ std::shared_ptr<const SharedTables> upload_tables(const peaks::PeakFinder8& refe
   upload(t->bin_offsets, reference.bin_offsets().data(),
          reference.bin_offsets().size() * sizeof(std::uint32_t), "cudaMemcpy(bin offsets)");
   t->bin_pixel_count = reference.bin_pixels().size();
-  upload(t->bin_pixels, reference.bin_pixels().data(), t->bin_pixel_count * sizeof(std::uint32_t),
-         "cudaMemcpy(bin pixel lists)");
+  t->bins_per_block = statistics_bins_per_block();
+  const std::vector<StatisticsBand> bands = statistics_bands(
+      reference.bin_offsets(), t->bins_per_block, kStatisticsSharedLimit / sizeof(float));
+  t->values_in_shared = !bands.empty();
+  if (t->values_in_shared) {
+    // Per band: its first bin (and, last, the end); per entry of the band, in ascending pixel
+    // order: the pixel and its place in the band's staged values.
+    std::vector<std::uint32_t> first_bin;
+    std::vector<std::uint32_t> band_pixels(t->bin_pixel_count);
+    std::vector<std::uint16_t> band_slots(t->bin_pixel_count);
+    const std::vector<std::uint32_t>& offsets = reference.bin_offsets();
+    const std::vector<std::uint32_t>& pixels = reference.bin_pixels();
+    std::vector<std::pair<std::uint32_t, std::uint16_t>> entries;
+    std::size_t largest_band = 0;
+    for (const StatisticsBand& band : bands) {
+      first_bin.push_back(band.first_bin);
+      const std::uint32_t start = offsets[band.first_bin], end = offsets[band.end_bin];
+      largest_band = std::max<std::size_t>(largest_band, end - start);
+      entries.clear();
+      for (std::uint32_t k = start; k < end; ++k)
+        entries.emplace_back(pixels[k], std::uint16_t(k - start));
+      std::sort(entries.begin(), entries.end());
+      for (std::size_t i = 0; i < entries.size(); ++i) {
+        band_pixels[start + i] = entries[i].first;
+        band_slots[start + i] = entries[i].second;
+      }
+    }
+    first_bin.push_back(bands.back().end_bin);
+    t->bands = int(bands.size());
+    t->statistics_shared = largest_band * sizeof(float);
+    upload(t->band_first_bin, first_bin.data(), first_bin.size() * sizeof(std::uint32_t),
+           "cudaMemcpy(statistics bands)");
+    upload(t->band_pixels, band_pixels.data(), band_pixels.size() * sizeof(std::uint32_t),
+           "cudaMemcpy(band pixel lists)");
+    upload(t->band_slots, band_slots.data(), band_slots.size() * sizeof(std::uint16_t),
+           "cudaMemcpy(band slots)");
+  } else {
+    upload(t->bin_pixels, reference.bin_pixels().data(), t->bin_pixel_count * sizeof(std::uint32_t),
+           "cudaMemcpy(bin pixel lists)");
+  }
   upload(t->asic_table, reference.layout().asics.data(), std::size_t(t->asics) * sizeof(Asic),
          "cudaMemcpy(ASIC table)");
 
-  // Shared memory: a bin's values (statistics) and an ASIC's bitmaps (search) where they fit,
-  // else global scratch of the same layout.
-  std::uint32_t largest_bin = 0;
-  const std::vector<std::uint32_t>& offsets = reference.bin_offsets();
-  for (std::size_t b = 0; b + 1 < offsets.size(); ++b)
-    largest_bin = std::max(largest_bin, offsets[b + 1] - offsets[b]);
-  t->statistics_shared = std::size_t(largest_bin) * sizeof(float);
-  if (t->statistics_shared > kStatisticsSharedLimit) {
-    t->values_in_shared = false;
-    t->statistics_shared = 0;
-  }
+  // Shared memory: an ASIC's bitmaps (search) where they fit, else global scratch of the same
+  // layout.
   // The search block: its warps' member lists always; then the owner map and the bitmaps, each
   // where it still fits this device's shared memory per block.
   int device = 0, shared_optin = 0;
@@ -659,10 +832,10 @@ std::shared_ptr<const SharedTables> upload_tables(const peaks::PeakFinder8& refe
   if (t->owner_in_shared) t->search_shared += owner_bytes;
   t->bitmaps_in_shared = t->search_shared + bitmap_bytes <= search_limit;
   if (t->bitmaps_in_shared) t->search_shared += bitmap_bytes;
-  check(cudaFuncSetAttribute(radial_statistics_kernel<true>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             int(kStatisticsSharedLimit)),
-        "cudaFuncSetAttribute(radial_statistics_kernel)");
+  for (const void* kernel : statistics_kernels)
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(kStatisticsSharedLimit)),
+          "cudaFuncSetAttribute(band_statistics_kernel)");
   // The device's limit, not this geometry's need: the attribute belongs to the kernel, and
   // finders of other geometries (other sizes) may launch it after this one.
   check(cudaFuncSetAttribute(search_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -756,14 +929,29 @@ void launch_kernel(int kernel, const DevicePeakFinder8::State& s, const float* d
   const SharedTables& t = *s.shared;
   switch (kernel) {
     case kStatistics:
-      (t.values_in_shared ? radial_statistics_kernel<true>
-                          : radial_statistics_kernel<
-                                false>)<<<t.bins, kStatisticsThreads, t.statistics_shared, st>>>(
-          device_data, t.bin_offsets.as<const std::uint32_t>(),
-          t.bin_pixels.as<const std::uint32_t>(), s.stats.as<RadialBinStats>(), t.params.iterations,
-          t.params.minimum_snr, t.params.adc_threshold,
-          t.values_in_shared ? nullptr : s.values_spill.as<float>());
-      check_launch("radial_statistics_kernel");
+      if (t.values_in_shared) {
+        const void* kernel = statistics_kernels[statistics_kernel_index(t.bins_per_block)];
+        const std::uint32_t* band_first_bin = t.band_first_bin.as<const std::uint32_t>();
+        const std::uint32_t* bin_offsets = t.bin_offsets.as<const std::uint32_t>();
+        const std::uint32_t* band_pixels = t.band_pixels.as<const std::uint32_t>();
+        const std::uint16_t* band_slots = t.band_slots.as<const std::uint16_t>();
+        RadialBinStats* stats = s.stats.as<RadialBinStats>();
+        int iterations = t.params.iterations;
+        float minimum_snr = t.params.minimum_snr, adc_threshold = t.params.adc_threshold;
+        void* args[] = {&device_data, &band_first_bin, &bin_offsets, &band_pixels,  &band_slots,
+                        &stats,       &iterations,     &minimum_snr, &adc_threshold};
+        check(cudaLaunchKernel(kernel, dim3(unsigned(t.bands)),
+                               dim3(unsigned(kStatisticsThreads * t.bins_per_block)), args,
+                               t.statistics_shared, st),
+              "band_statistics_kernel launch");
+      } else {
+        spill_statistics_kernel<<<t.bins, kStatisticsThreads, 0, st>>>(
+            device_data, t.bin_offsets.as<const std::uint32_t>(),
+            t.bin_pixels.as<const std::uint32_t>(), s.stats.as<RadialBinStats>(),
+            t.params.iterations, t.params.minimum_snr, t.params.adc_threshold,
+            s.values_spill.as<float>());
+      }
+      check_launch("radial statistics kernel");
       return;
     case kBitmaps: {
       constexpr int kWordsPerBlock = kBitmapWarps * kBitmapWordsPerWarp;

@@ -4,8 +4,9 @@
 // the same per-seed search (peaks/peak_search.hpp), so the peak lists equal the CPU's. Plain C++
 // header (no CUDA types), like cuda/device.hpp.
 //
-// Per event: a statistics kernel (a block per radius bin gathers the bin's values into shared
-// memory once and runs every iteration from there), a bitmap kernel (per ASIC, a bit per pixel
+// Per event: a statistics kernel (a block per band of up to four consecutive radius bins reads
+// the band's pixels in pixel order, places each value in its bin's list in shared memory, and runs
+// every bin's iterations from there), a bitmap kernel (per ASIC, a bit per pixel
 // for "candidate": good and above its bin's threshold, and for "background": good and below it),
 // the search kernel (a block of warps per ASIC, its bitmaps and an owner map in shared memory:
 // the warps search seeds independently, each connected set of candidates grown from its first
