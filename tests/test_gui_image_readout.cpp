@@ -2,12 +2,14 @@
 // message, as the engine makes it (its assembly from core/image_assembly), goes through the wire
 // and the model into the dock; the mouse over a pixel of segment 0, one of segment 5 and a gap
 // between segments gives their segment, ss, fs and raw pixel index (worked out from the
-// detector's placement: segment 5 sits at x 392, y 360) or "gap"; an image without the assembly
-// says the segment is unknown; a peak's read-out names its segment and its ss, fs in it; the
-// maximum and mean images keep naming pixels.
+// detector's placement: segment 5 sits at x 392, y 360) or "gap"; a detector pixel holding NaN
+// is named with "no value"; an image without the assembly says the segment is unknown; a peak's
+// read-out names its segment and its ss, fs in it; the maximum and mean images keep naming
+// pixels.
 #include <QtTest/QtTest>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -104,6 +106,19 @@ class ImageReadoutTest : public QObject {
     // Columns 384..391 lie between segments 0 and 1: a gap.
     QCOMPARE(zoomer->readoutAt(QPointF(388, 10)),
              QStringLiteral("column 388, row 10: gap (no detector pixel)"));
+  }
+
+  void aDetectorPixelWithoutAValueIsStillNamed() {
+    // NaN where the assembly puts a detector pixel (a value that was not a number upstream):
+    // the pixel is named, its value said to be missing.
+    protocol::ImageFrame image = epix_image(true);
+    image.pixels[372 * image.width + 692] = std::numeric_limits<float>::quiet_NaN();
+    PeakFindingModel model;
+    DetectorImageView view(&model);
+    QVERIFY(model.apply(through_the_wire(protocol::make_image_message(image))));
+    QCOMPARE(view.plot()->zoomer()->readoutAt(QPointF(692, 372)),
+             QStringLiteral("column 692, row 372: no value · segment 5, ss 12, fs 300 (raw pixel "
+                            "680748)"));
   }
 
   void theMouseOverAPixelPutsItsNameInTheDock() {

@@ -4,8 +4,6 @@
 // coordinates. Kept apart from the detector description so that the protocol library (and the
 // widgets through it) can place pixels with the very arithmetic the engine assembles with.
 
-#include <cstddef>
-
 namespace livedrp {
 
 // Where a segment lands in the assembled image: its pixel (row 0, col 0) corner, in assembled
