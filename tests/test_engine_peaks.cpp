@@ -121,6 +121,16 @@ class TestEnginePeaks : public QObject {
       QVERIFY(image.has_peaks);
       const QString difference = compare_list(image.peaks, lists[index], assembly);
       QVERIFY2(difference.isEmpty(), qPrintable(difference));
+      // The assembly travels with it: the detector's own grid and placement, and the image's
+      // origin at the placement's bounds rounded down.
+      QVERIFY(image.assembly.has_value());
+      QVERIFY(image.assembly->grid == detector.grid());
+      QVERIFY(image.assembly->placement == detector.placement);
+      const AssembledBounds bounds = assembled_bounds(detector);
+      QCOMPARE(image.assembly->origin_x, std::floor(bounds.min_x));
+      QCOMPARE(image.assembly->origin_y, std::floor(bounds.min_y));
+      QCOMPARE(image.assembly->height, assembly.height());
+      QCOMPARE(image.assembly->width, assembly.width());
     }
 
     // The stats block: the run's totals are the sums, and so are the intervals' counts.

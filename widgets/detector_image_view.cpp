@@ -12,6 +12,7 @@
 
 #include "widgets/colour_scale.hpp"
 #include "widgets/detector_image_plot.hpp"
+#include "widgets/detector_pixel_text.hpp"
 #include "widgets/image_zoomer.hpp"
 #include "widgets/peak_finding_model.hpp"
 #include "widgets/peak_overlay.hpp"
@@ -275,10 +276,11 @@ void DetectorImageView::selectPeak(const protocol::EventPeaks& peaks,
   plot_->highlightPeak(index);
   if (index && *index < peaks.peaks.size()) {
     const protocol::PeakRow& peak = peaks.peaks[*index];
-    readout_->setText(tr("peak %1: column %2, row %3, intensity %4, SNR %5")
+    readout_->setText(tr("peak %1: column %2, row %3 · %4 · intensity %5, SNR %6")
                           .arg(*index)
                           .arg(peak.x, 0, 'f', 1)
                           .arg(peak.y, 0, 'f', 1)
+                          .arg(peakPixelText(peak, shown.get()))
                           .arg(peak.intensity, 0, 'g', 5)
                           .arg(peak.snr, 0, 'f', 1));
   }

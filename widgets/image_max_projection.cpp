@@ -29,6 +29,8 @@ ImageFramePtr ImageMaxProjection::add(const ImageFramePtr& image, std::int64_t r
   last_sequence_ = image->sequence;
   maximum_->sequence = image->sequence;
   maximum_->pulse_id = image->pulse_id;
+  // Images of one size and run come from one detector: the newest's assembly names the pixels.
+  maximum_->assembly = image->assembly;
   return maximum_;
 }
 

@@ -31,6 +31,8 @@ ImageFramePtr ImageMean::add(const ImageFramePtr& image, std::int64_t run) {
   mean->width = width_;
   mean->height = height_;
   mean->unit = image->unit;
+  // Images of one size and run come from one detector: the newest's assembly names the pixels.
+  mean->assembly = image->assembly;
   mean->pixels.resize(pixels);
   for (std::size_t p = 0; p < pixels; ++p)
     mean->pixels[p] = counts_[p] > 0 ? float(sums_[p] / double(counts_[p]))

@@ -12,6 +12,7 @@
 #include <qwt_scale_map.h>
 #include <qwt_text.h>
 
+#include "widgets/detector_pixel_text.hpp"
 #include "widgets/image_raster_data.hpp"
 
 namespace livedrp::widgets {
@@ -49,9 +50,23 @@ QString ImageZoomer::readoutAt(const QPointF& position) const {
     return {};
   const double value = raster_->pixel(column, row);
   const QString where = tr("column %1, row %2").arg(column).arg(row);
-  if (std::isnan(value)) return where + tr(": gap (no detector pixel)");
-  return where + QStringLiteral(": ") + QString::number(value, 'g', 5) +
-         (unit_.isEmpty() ? QString() : QStringLiteral(" ") + unit_);
+  const QString gap = where + tr(": gap (no detector pixel)");
+  const QString value_text = std::isnan(value)
+                                 ? tr("no value")
+                                 : QString::number(value, 'g', 5) +
+                                       (unit_.isEmpty() ? QString() : QStringLiteral(" ") + unit_);
+  const ImageFramePtr& frame = raster_->frame();
+  if (!frame->assembly) {
+    // An image without its assembly: NaN still marks a gap (docs/protocol.md), but which
+    // segment a value comes from cannot be known.
+    if (std::isnan(value)) return gap;
+    return where + QStringLiteral(": ") + value_text + QStringLiteral(" · ") + unknownSegmentText();
+  }
+  const std::optional<DetectorPixel> pixel =
+      detector_pixel_at(*frame->assembly, std::size_t(row), std::size_t(column));
+  if (!pixel) return gap;
+  return where + QStringLiteral(": ") + value_text + QStringLiteral(" · ") +
+         detectorPixelText(*pixel);
 }
 
 QwtText ImageZoomer::trackerTextF(const QPointF& position) const {

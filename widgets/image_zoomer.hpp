@@ -2,7 +2,8 @@
 // Zoom and pixel read-out of the detector image. Left-drag zooms into a rectangle, middle click
 // goes one step back, zoom(0) (the view's "Whole image" button and the right-click menu's entry)
 // to the whole image. Every zoom keeps pixels square: the rectangle asked for grows along one
-// axis until image pixels are as wide as they are tall on the canvas. The tracker follows the mouse and reads out the pixel under it.
+// axis until image pixels are as wide as they are tall on the canvas. The tracker follows the
+// mouse and reads out the pixel under it: its value and the detector pixel it shows.
 #include <QPointF>
 #include <QRectF>
 #include <QSizeF>
@@ -26,8 +27,9 @@ class ImageZoomer : public QwtPlotZoomer {
  public:
   ImageZoomer(QwtPlot* plot, const ImageRasterData* raster);
 
-  // "column 12, row 34: 5.67 keV"; "column 12, row 34: gap" where no detector pixel is; empty
-  // off the image. `unit` follows the value.
+  // "column 12, row 34: 5.67 keV · segment 5, ss 12, fs 300 (raw pixel 818988)" (the image's
+  // assembly names the detector pixel; without it the segment is unknown); "column 12, row 34:
+  // gap (no detector pixel)" where none lands; empty off the image. `unit` follows the value.
   QString readoutAt(const QPointF& position) const;
   void setUnit(const QString& unit) { unit_ = unit; }
   // Centres the view on a point: zooms into a kCentreSpan-pixel square around it from the whole

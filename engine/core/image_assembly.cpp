@@ -10,22 +10,6 @@
 
 namespace livedrp {
 
-namespace {
-
-// A pixel centre lands on the image pixel containing it. Pixel centres of segments placed at
-// whole pixels sit exactly half-way inside an image pixel, so rounding never decides; for
-// fractional placements a centre on an image pixel edge goes to the pixel to its right / below.
-std::size_t image_index(double coordinate, std::size_t side) {
-  const double cell = std::floor(coordinate);
-  // Centres lie inside the rounded-out bounds by construction; the clamp only guards against
-  // the last ulp of a rotation's arithmetic.
-  if (cell < 0) return 0;
-  if (cell >= double(side)) return side - 1;
-  return std::size_t(cell);
-}
-
-}  // namespace
-
 ImageAssembly::ImageAssembly(const DetectorDescription& detector, std::size_t max_side)
     : detector_(detector) {
   const std::string name = "detector '" + detector.name + "'";
@@ -46,47 +30,42 @@ ImageAssembly::ImageAssembly(const DetectorDescription& detector, std::size_t ma
   }
 
   const AssembledBounds bounds = assembled_bounds(detector);
-  origin_x_ = std::floor(bounds.min_x);
-  origin_y_ = std::floor(bounds.min_y);
-  const double width = std::ceil(bounds.max_x) - origin_x_;
-  const double height = std::ceil(bounds.max_y) - origin_y_;
+  layout_.grid = detector.grid();
+  layout_.placement = detector.placement;
+  layout_.origin_x = std::floor(bounds.min_x);
+  layout_.origin_y = std::floor(bounds.min_y);
+  const double width = std::ceil(bounds.max_x) - layout_.origin_x;
+  const double height = std::ceil(bounds.max_y) - layout_.origin_y;
   if (width > double(max_side) || height > double(max_side))
     throw InputError("image assembly: " + name + " assembles to " +
                      std::to_string(std::int64_t(width)) + " x " +
                      std::to_string(std::int64_t(height)) + " pixels (width x height), more than " +
                      std::to_string(max_side) + " on a side");
-  width_ = std::size_t(width);
-  height_ = std::size_t(height);
-  if (width_ * height_ > std::size_t(std::numeric_limits<std::uint32_t>::max()))
-    throw InputError("image assembly: " + name + " image of " + std::to_string(width_) + " x " +
-                     std::to_string(height_) + " pixels does not fit 32-bit pixel indices");
+  layout_.width = std::size_t(width);
+  layout_.height = std::size_t(height);
+  if (layout_.width * layout_.height > std::size_t(std::numeric_limits<std::uint32_t>::max()))
+    throw InputError("image assembly: " + name + " image of " + std::to_string(layout_.width) +
+                     " x " + std::to_string(layout_.height) +
+                     " pixels does not fit 32-bit pixel indices");
 
-  const SegmentGrid grid = detector.grid();
-  const auto image_pixel_at = [&](const SegmentPlacement& placement, double row, double col) {
-    const AssembledPoint centre = assembled_point(placement, grid, row, col);
-    const std::size_t column = image_index(centre.x - origin_x_, width_);
-    const std::size_t image_row = image_index(centre.y - origin_y_, height_);
-    return std::uint32_t(image_row * width_ + column);
-  };
+  const SegmentGrid& grid = layout_.grid;
   target_.resize(detector.pixels());
   std::size_t pixel = 0;
   for (int segment = 0; segment < detector.segments; ++segment) {
-    const SegmentPlacement& placement = detector.placement[std::size_t(segment)];
     for (int row = 0; row < detector.rows; ++row) {
       const int row_size = grid.row_size(row);
       for (int col = 0; col < detector.cols; ++col, ++pixel) {
         const int col_size = grid.col_size(col);
         if (row_size == 1 && col_size == 1) {
-          target_[pixel] = image_pixel_at(placement, row + 0.5, col + 0.5);
+          target_[pixel] = std::uint32_t(image_pixel_of(layout_, segment, row, col));
           continue;
         }
-        // A large pixel: the centres of the normal pixels it spans, at raw coordinates
-        // (a + 0.5) / size inside it, since the expansion is linear within a pixel.
+        // A large pixel: each normal pixel's worth of it goes where its own centre lies.
         const float fraction = 1.0f / float(row_size * col_size);
         for (int a = 0; a < row_size; ++a)
           for (int b = 0; b < col_size; ++b) {
-            const std::uint32_t image_pixel =
-                image_pixel_at(placement, row + (a + 0.5) / row_size, col + (b + 0.5) / col_size);
+            const auto image_pixel =
+                std::uint32_t(image_pixel_of(layout_, segment, row, col, a, b));
             if (a == 0 && b == 0) target_[pixel] = image_pixel;
             shares_.push_back({std::uint32_t(pixel), image_pixel, fraction});
           }
@@ -106,12 +85,12 @@ void ImageAssembly::slab_to_image(double fs, double ss, double& x, double& y) co
   const AssembledPoint point = assembled_point(detector_.placement[std::size_t(segment)],
                                                detector_.grid(), row + 0.5, fs + 0.5);
   // Back to image pixel coordinates with pixel centres at integers.
-  x = point.x - origin_x_ - 0.5;
-  y = point.y - origin_y_ - 0.5;
+  x = point.x - layout_.origin_x - 0.5;
+  y = point.y - layout_.origin_y - 0.5;
 }
 
 void ImageAssembly::assemble(const float* pixels, float* out) const {
-  std::fill(out, out + width_ * height_, std::numeric_limits<float>::quiet_NaN());
+  std::fill(out, out + layout_.width * layout_.height, std::numeric_limits<float>::quiet_NaN());
   for (std::size_t pixel = 0; pixel < target_.size(); ++pixel) out[target_[pixel]] = pixels[pixel];
   // Large pixels overwrite their first image pixel too: each covered pixel gets its share.
   for (const Share& share : shares_) out[share.image_pixel] = pixels[share.pixel] * share.fraction;

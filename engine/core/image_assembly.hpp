@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/assembly_layout.hpp"
 #include "core/detector.hpp"
 
 namespace livedrp {
@@ -20,8 +21,11 @@ class ImageAssembly {
   // placement or the image would exceed `max_side` pixels on a side.
   explicit ImageAssembly(const DetectorDescription& detector, std::size_t max_side = 16384);
 
-  std::size_t height() const { return height_; }
-  std::size_t width() const { return width_; }
+  std::size_t height() const { return layout_.height; }
+  std::size_t width() const { return layout_.width; }
+  // What places the pixels: the `image` message carries it, for viewers that name the detector
+  // pixel under the mouse (core/detector_pixel_lookup.hpp).
+  const AssemblyLayout& layout() const { return layout_; }
   // Image pixel (row * width + column) of each event pixel, in the engine's pixel order; for a
   // large pixel the first of the image pixels it covers (large_pixel_shares() lists them all).
   const std::vector<std::uint32_t>& target() const { return target_; }
@@ -46,8 +50,7 @@ class ImageAssembly {
 
  private:
   DetectorDescription detector_;
-  std::size_t height_ = 0, width_ = 0;
-  double origin_x_ = 0, origin_y_ = 0;  // assembled coordinates of the image's (0, 0) corner
+  AssemblyLayout layout_;
   std::vector<std::uint32_t> target_;
   std::vector<Share> shares_;
 };

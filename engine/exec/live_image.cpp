@@ -50,6 +50,7 @@ std::optional<protocol::ImageFrame> LiveImage::take() {
   image.gain_modes = occupancy.modes;
   image.segments = std::uint64_t(occupancy.segments);
   image.gain_occupancy = occupancy.fraction;
+  image.assembly = assembly_.layout();
   return image;
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "protocol/image_assembly_block.hpp"
 #include "protocol/payload_reader.hpp"
 
 namespace livedrp::protocol {
@@ -301,6 +302,9 @@ void validate(const ImageFrame& image) {
                       std::to_string(sum) + ", not 1");
   }
 
+  if (image.assembly)
+    detail::check_assembly(*image.assembly, image.height, image.width, image.segments);
+
   if (image.has_peaks) {
     if (image.peaks.sequence != image.sequence || image.peaks.pulse_id != image.pulse_id)
       fail(topic, "the peaks are of event " + std::to_string(image.peaks.sequence) + " (pulse " +
@@ -323,6 +327,7 @@ Message make_image_message(const ImageFrame& image) {
                      {"segments", image.segments}, {"has_peaks", image.has_peaks}};
   if (image.has_peaks) write_peak_fields(image.peaks, message.payload);
   if (image.source_time_ns != 0) message.payload["source_time_ns"] = image.source_time_ns;
+  if (image.assembly) message.payload["assembly"] = detail::assembly_to_json(*image.assembly);
 
   const std::size_t modes = image.gain_modes.size();
   message.frames.push_back(
@@ -379,6 +384,9 @@ ImageFrame image_from_message(const Message& message) {
                   "must be an integer (ns since the Unix epoch), got " + describe(*time));
     image.source_time_ns = time->get<std::int64_t>();
   }
+  // Optional: an image without it (an older engine) shows, its pixels' segments unknown.
+  if (const auto block = message.payload.find("assembly"); block != message.payload.end())
+    image.assembly = detail::assembly_from_json(*block, image.height, image.width, image.segments);
 
   const std::size_t expected_frames = image.has_peaks ? 4 : 2;
   if (message.frames.size() != expected_frames)

@@ -10,12 +10,14 @@
 // integers, as the offline CSV); x/y are the same point in the assembled image's pixels (column,
 // row of the `image` frame), so a viewer draws circles without knowing the geometry.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/assembly_layout.hpp"
 #include "protocol/message.hpp"
 
 namespace livedrp::protocol {
@@ -82,6 +84,11 @@ struct ImageFrame {
   // When the engine made the message (its header's time_ns), filled in by image_from_message: a
   // viewer's publish-to-screen time is measured from it.
   std::int64_t message_time_ns = 0;
+  // How the detector's pixels were placed on the image (payload field `assembly`): a viewer maps
+  // an image pixel back to its segment and raw pixel with it (core/detector_pixel_lookup.hpp).
+  // nullopt from engines older than the field, or encoders that do not send it. Its height and
+  // width are the image's.
+  std::optional<AssemblyLayout> assembly;
 };
 
 void validate(const ImageFrame& image);  // throws ProtocolError
