@@ -37,6 +37,7 @@
 #include "app/dock_layouts.hpp"
 #include "app/engine_host.hpp"
 #include "app/engine_liveness.hpp"
+#include "app/fidelity_panel.hpp"
 #include "app/peak_tuning_panel.hpp"
 #include "app/plot_export_actions.hpp"
 #include "app/recent_configurations.hpp"

@@ -90,6 +90,15 @@ class TestEngineFidelity : public QObject {
       QCOMPARE(r.pulse_id, events.pulse_ids[index]);
       const Offline offline = offline_sample(config, detector, simulator.constants(),
                                              events.raw[index], events.calibrated[index]);
+      qInfo(
+          "event %llu: ratio %.2f, pixel error %.4f, profile max %.3g rms %.3g over %llu bins, "
+          "peaks %llu kept %llu lost %llu added (recall %.3f, precision %.3f, shift max %.2f px),"
+          " evaluated in %.0f ms",
+          (unsigned long long)r.sequence, double(r.uncompressed_bytes) / double(r.stream_bytes),
+          r.max_pixel_error, r.max_abs_relative, r.rms_relative,
+          (unsigned long long)r.compared_bins, (unsigned long long)r.kept,
+          (unsigned long long)r.lost, (unsigned long long)r.added, r.recall, r.precision,
+          r.max_shift_px, r.evaluation_ms);
       QCOMPARE(r.codec, std::string("lossy"));
       QCOMPARE(r.error_bound, 1.0);
       QCOMPARE(r.stream_bytes, std::uint64_t(offline.stream.size()));

@@ -70,7 +70,7 @@ protocol::FidelityReport known_report() {
   r.recall = 0.8;
   r.precision = 8.0 / 9;
   r.mean_shift_px = 0.25;
-  r.max_shift_px = 1.125;
+  r.max_shift_px = 1.25;
   return r;
 }
 
@@ -132,7 +132,7 @@ class TestGuiFidelity : public QObject {
     compare_numbers(view, sent);
     QCOMPARE(view.valueText("recall"), QStringLiteral("0.800"));
     QCOMPARE(view.valueText("max_abs_relative"), QStringLiteral("1 %"));
-    QCOMPARE(view.valueText("max_shift_px"), QStringLiteral("1.13 px"));
+    QCOMPARE(view.valueText("max_shift_px"), QStringLiteral("1.25 px"));
     QCOMPARE(view.valueText("ratio"), QStringLiteral("8.00"));
     QCOMPARE(view.valueText("skipped"), QStringLiteral("4"));
     QVERIFY(view.summaryLabel()->text().contains(QStringLiteral("Run 12, event 77")));

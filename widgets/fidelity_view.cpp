@@ -178,13 +178,14 @@ void FidelityView::redraw() {
   } else {
     const double ratio =
         r.stream_bytes ? double(r.uncompressed_bytes) / double(r.stream_bytes) : std::nan("");
-    summary_->setText(tr("Run %1, event %2: %3 codec, %4 of %5 evaluated in %6 ms")
-                          .arg(run_)
-                          .arg(r.sequence)
-                          .arg(QString::fromStdString(r.codec))
-                          .arg(formatCount(r.stream_bytes) + tr(" bytes"))
-                          .arg(formatCount(r.uncompressed_bytes))
-                          .arg(r.evaluation_ms, 0, 'f', 0));
+    summary_->setText(
+        tr("Run %1, event %2: %3 codec, a stream of %4 bytes for %5, evaluated in %6 ms")
+            .arg(run_)
+            .arg(r.sequence)
+            .arg(QString::fromStdString(r.codec))
+            .arg(formatCount(r.stream_bytes))
+            .arg(formatCount(r.uncompressed_bytes))
+            .arg(r.evaluation_ms, 0, 'f', 0));
     set("error_bound", valueInUnitText(r.error_bound));
     set("max_pixel_error", valueInUnitText(r.max_pixel_error));
     set("ratio", std::isnan(ratio) ? kNotAvailable : QString::number(ratio, 'f', 2));

@@ -60,10 +60,10 @@ std::shared_ptr<FidelityStage> make_fidelity_stage(const FidelityConfig& config,
     book.centres = inputs.integrate->book_settings().centres;
   }
   if (inputs.peaks) {
-    std::shared_ptr<const PeakStage> peaks = inputs.peaks;
+    std::shared_ptr<const PeakStage> peak_stage = inputs.peaks;
     setup.peak_source = FidelityPeakSource{
-        [peaks] { return peaks->params().in_force(); },
-        [peaks](const peaks::PeakFinderParams& params) { return peaks->finder(params); }};
+        [peak_stage] { return peak_stage->params().in_force(); },
+        [peak_stage](const peaks::PeakFinderParams& params) { return peak_stage->finder(params); }};
   }
   auto sampler =
       std::make_shared<FidelitySampler>(FidelityEvaluator(std::move(setup)), config.samples_hz);
