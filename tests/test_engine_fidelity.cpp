@@ -3,9 +3,10 @@
 // the library's functions called directly (the event calibrated here, compressed with
 // codec::compress_cpu, decoded with codec::decompress_cpu, integrated with an integrator built
 // here, searched with a peakfinder8 built here); a lossless stream costs exactly nothing; a
-// bound changed while the run goes (control `apply`) is the bound the next samples measure; the
-// "fidelity" section is validated with the field named; and a run that cannot sample (no codec,
-// nothing to compare, the CUDA backend) is refused with the reason.
+// bound changed while the run goes (control `apply`) is the bound the next samples measure; a
+// peakfinder8 parameter change (set_peak_params) is used by the next samples; the "fidelity"
+// section is validated with the field named; and a run that cannot sample (no codec, nothing to
+// compare, the CUDA backend) is refused with the reason.
 #include <QtTest>
 
 #include <algorithm>
@@ -216,6 +217,38 @@ class TestEngineFidelity : public QObject {
       if (r.max_pixel_error > 0.25) larger_error_seen = true;
     }
     QVERIFY(larger_error_seen);  // the new bound is the one the codec used
+  }
+
+  void a_peak_parameter_change_while_the_run_goes_is_used_by_the_next_samples() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    EngineConfig config = fidelity_config(dir, "lossy", 0.5);
+    config.events = 60;
+    config.rate_hz = 10;
+    config.fidelity.samples_hz = 2;
+    EngineController controller(config);
+    protocol::Subscriber subscriber(controller.publish_endpoint(),
+                                    {std::string(protocol::kTopicFidelity)});
+    QVERIFY(controller.start());
+    Sampled sampled;
+    while (sampled.reports.empty()) take(subscriber, sampled, 50ms);
+    QCOMPARE(sampled.reports.front().params_version, std::uint64_t(1));
+    const nlohmann::json after = controller.set_peak_params({{"minimum_snr", 9.0}});
+    QCOMPARE(after.at("params_version").get<int>(), 2);
+    const auto second_seen = [&] {
+      return std::any_of(sampled.reports.begin(), sampled.reports.end(),
+                         [](const auto& r) { return r.params_version == 2; });
+    };
+    while (!second_seen() && controller.state() == "running") take(subscriber, sampled, 50ms);
+    controller.stop();
+    take(subscriber, sampled, 200ms);
+    QVERIFY(second_seen());
+    // Once a sample was searched with the new parameters, none after it used the old ones.
+    const auto first_v2 = std::find_if(sampled.reports.begin(), sampled.reports.end(),
+                                       [](const auto& r) { return r.params_version == 2; });
+    QVERIFY(std::all_of(first_v2, sampled.reports.end(),
+                        [](const auto& r) { return r.params_version == 2; }));
+    QCOMPARE(controller.run(), config.run);  // the same run: no restart
   }
 
   void the_section_is_validated_with_the_field_named() {

@@ -46,7 +46,8 @@ QString FidelityView::pixelsText(double pixels) {
 }
 
 QString FidelityView::valueInUnitText(double value) {
-  return QString::number(value, 'g', 4);
+  // Five digits: a largest error just under the bound (0.99998 for 1) must not read as the bound.
+  return QString::number(value, 'g', 5);
 }
 
 FidelityView::FidelityView(QWidget* parent)
@@ -100,7 +101,7 @@ FidelityView::FidelityView(QWidget* parent)
   zero->setLinePen(QColor(0x88, 0x88, 0x88), 1.0, Qt::DashLine);
   zero->setYValue(0.0);
   zero->attach(plot_);
-  plot_->setAxisTitle(QwtAxis::YLeft, tr("relative difference (%)"));
+  plot_->setAxisTitle(QwtAxis::YLeft, tr("Δ / |I| (%)"));  // short: the plot is a few lines high
   relative_curve_ = new QwtPlotCurve(tr("(decompressed - original) / |original|"));
   relative_curve_->setPen(differenceColor(), 1.5);
   relative_curve_->setRenderHint(QwtPlotItem::RenderAntialiased, true);

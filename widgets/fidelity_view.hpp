@@ -59,7 +59,7 @@ class FidelityView : public QWidget {
   static QString shareText(double value);
   // Pixels, two decimals ("0.42 px"); "n/a" for NaN.
   static QString pixelsText(double pixels);
-  // A calibrated value (pixel error, bound): four significant digits ("0.4999").
+  // A calibrated value (pixel error, bound): five significant digits ("0.49998").
   static QString valueInUnitText(double value);
 
  signals:
