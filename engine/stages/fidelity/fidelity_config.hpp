@@ -13,7 +13,7 @@ struct FidelityConfig {
   // a thread of its own, which a machine that only records should not pay for.
   bool enabled = false;
   // Events sampled a second, at most. A few a second is what a person reading the dock can
-  // follow; the evaluation of one ePix10ka2M sample takes about 0.3 s of one core, so a sample
+  // follow; the evaluation of one ePix10ka2M sample takes 50 to 350 ms of one core, so a sample
   // that comes due while the last one is still being evaluated is skipped (and counted).
   double samples_hz = 2.0;
   // A peak of the decompressed image is the same peak as one of the original when their
