@@ -51,13 +51,13 @@ class ComparisonPanel;
 class DockLayouts;
 class EngineLiveness;
 class EngineHost;
+class FidelityPanel;
 class PeakTuningPanel;
 class PlotExportActions;
 class RecentConfigurations;
 class RemoteControl;
 class ReplayTransportBar;
 class RunControlWidget;
-class FidelityPanel;
 class StreamConfigPanel;
 class SubscriberThread;
 

@@ -22,12 +22,14 @@ void MainWindow::connectAnalysis() {
   connect(fidelity_, &FidelityPanel::applyRequested, this, &MainWindow::applyAnalysis);
   fidelity_->setBaseConfig([this] { return run_control_->config(base_config_); });
   fidelity_->setConfig(base_config_);
+  // Wherever the configuration in force changes (a file opened, another dock's apply, a remote
+  // get_config), the Analysis dock is shown it; the fidelity dock follows.
+  connect(analysis_, &AnalysisPanel::configShown, fidelity_, &FidelityPanel::setConfig);
   if (host_) {
     analysis_->setChecksFiles(true);  // the embedded engine reads this machine's files
     // After the window's own handler (connectHost): base_config_ is the new run's.
     connect(host_, &EngineHost::applied, this, [this](const QString&, qint64 run) {
       analysis_->setConfig(base_config_);
-      fidelity_->setConfig(base_config_);
       if (fidelity_->isApplying()) fidelity_->showApplied();
       if (analysis_->isApplying())
         analysis_->showApplied(tr("applied: run %1 runs with it").arg(run));
@@ -120,7 +122,6 @@ void MainWindow::applyAnalysis(const nlohmann::json& sections) {
   showIntegrationState();
   showNextRunPeakParams();
   analysis_->showApplied(tr("no run going: the next start runs with it"));
-  fidelity_->setConfig(base_config_);
   if (fidelity_->isApplying()) fidelity_->showApplied();
 }
 

@@ -18,6 +18,7 @@
 
 #include <qwt_plot_curve.h>
 
+#include "app/analysis_panel.hpp"
 #include "app/app_options.hpp"
 #include "app/fidelity_panel.hpp"
 #include "app/main_window.hpp"
@@ -232,6 +233,16 @@ class TestGuiFidelity : public QObject {
     const auto& topics = MainWindow::subscribedTopics();
     QVERIFY(std::find(topics.begin(), topics.end(), std::string(protocol::kTopicFidelity)) !=
             topics.end());
+
+    // The configuration in force, wherever it comes from, is what the dock's fields show.
+    EngineConfig opened = window.engineConfig();
+    opened.fidelity.enabled = true;
+    opened.fidelity.samples_hz = 7;
+    opened.compression.error_bound = 0.9;
+    window.analysis()->setConfig(opened);
+    QVERIFY(window.fidelityPanel()->samplingBox()->isChecked());
+    QCOMPARE(window.fidelityPanel()->samplesHzField()->text(), QStringLiteral("7"));
+    QCOMPARE(window.fidelityPanel()->boundField()->text(), QStringLiteral("0.9"));
 
     // No run going: Apply makes it the next run's configuration.
     FidelityPanel* panel = window.fidelityPanel();
