@@ -217,6 +217,23 @@ class TestGuiFidelity : public QObject {
     QCOMPARE(sections.at("fidelity").at("samples_hz").get<double>(), 3.0);
   }
 
+  void the_fields_follow_each_reports_bound_and_rate_until_edited() {
+    FidelityPanel panel;
+    protocol::FidelityReport report = known_report();
+    report.error_bound = 0.25;
+    report.samples_hz = 3;
+    panel.view()->showReport(report, 1);
+    QVERIFY(panel.samplingBox()->isChecked());
+    QCOMPARE(panel.samplesHzField()->text(), QStringLiteral("3"));
+    QCOMPARE(panel.boundField()->text(), QStringLiteral("0.25"));
+    // Being edited, the fields keep what the user typed.
+    panel.boundField()->setText(QStringLiteral("0.6"));
+    emit panel.boundField()->textEdited(QStringLiteral("0.6"));
+    report.error_bound = 0.125;
+    panel.view()->showReport(report, 1);
+    QCOMPARE(panel.boundField()->text(), QStringLiteral("0.6"));
+  }
+
   void the_window_has_the_dock_subscribes_to_the_topic_and_applies_to_the_next_run() {
     livedrp::app::AppOptions options;
     options.autostart = false;
