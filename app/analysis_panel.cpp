@@ -310,6 +310,7 @@ void AnalysisPanel::setConfig(const EngineConfig& config) {
     check->setChecked(std::find(peaks.search_gain_configs.begin(), peaks.search_gain_configs.end(),
                                 name) != peaks.search_gain_configs.end());
   error_->hide();  // a refusal was about fields that are now replaced
+  emit configShown(config);
 }
 
 nlohmann::json AnalysisPanel::sectionsJson() const {

@@ -97,6 +97,9 @@ class AnalysisPanel : public QWidget {
   void applyRequested(const nlohmann::json& sections);
   // One line for the log (a refusal).
   void logMessage(QString line);
+  // setConfig showed `config` (the configuration in force): docks that show other sections of it
+  // (the fidelity dock) follow.
+  void configShown(const livedrp::EngineConfig& config);
 
  private:
   QWidget* buildCompression();

@@ -70,11 +70,11 @@ QList<int> shares(const std::vector<int>& weights, int total, int separator) {
 }  // namespace
 
 std::vector<QDockWidget*> WindowDocks::all() const {
-  return {rates,          run_control,    counters,   log,
-          stream_config,  engine,         comparison, compression,
-          radial_profile, detector_image, peak_table, hit_rate,
-          gain_occupancy, peak_tuning,    analysis,   replay,
-          alarms};
+  return {rates,         run_control,    counters,       log,
+          stream_config, engine,         comparison,     compression,
+          fidelity,      radial_profile, detector_image, peak_table,
+          hit_rate,      gain_occupancy, peak_tuning,    analysis,
+          replay,        alarms};
 }
 
 DockLayouts::DockLayouts(QMainWindow& window, WindowDocks docks, int state_version,
@@ -123,7 +123,7 @@ DockArrangement DockLayouts::arrangement(BuiltInLayout layout) const {
                 {{d.log, d.alarms}, 260}},
                400},
               {{{{d.rates, d.hit_rate}, 330}, {{d.radial_profile}, 670}}, 600},
-              {{{{d.compression}, 420},
+              {{{{d.compression, d.fidelity}, 420},
                 {{d.detector_image, d.peak_table, d.gain_occupancy, d.comparison, d.replay}, 580}},
                920}};
     case BuiltInLayout::Operator:
@@ -134,7 +134,7 @@ DockArrangement DockLayouts::arrangement(BuiltInLayout layout) const {
             {{d.counters, d.analysis, d.engine, d.stream_config, d.peak_tuning, d.comparison}, 560},
             {{d.log, d.alarms}, 260}},
            520},
-          {{{{d.rates}, 500}, {{d.hit_rate, d.compression}, 500}}, 600},
+          {{{{d.rates}, 500}, {{d.hit_rate, d.compression, d.fidelity}, 500}}, 600},
           {{{{d.detector_image, d.peak_table, d.replay}, 500},
             {{d.radial_profile, d.gain_occupancy}, 500}},
            800}};
@@ -146,7 +146,7 @@ DockArrangement DockLayouts::arrangement(BuiltInLayout layout) const {
             {{d.log, d.counters, d.alarms}, 360}},
            520},
           {{{{d.detector_image, d.radial_profile, d.gain_occupancy, d.replay}, 1}}, 860},
-          {{{{d.hit_rate, d.rates, d.compression}, 450}, {{d.peak_table}, 550}}, 540}};
+          {{{{d.hit_rate, d.rates, d.compression, d.fidelity}, 450}, {{d.peak_table}, 550}}, 540}};
     case BuiltInLayout::StreamComparison:
       // Settings on the left, the side-by-side results in the middle, the live engine on the
       // right.
@@ -155,8 +155,8 @@ DockArrangement DockLayouts::arrangement(BuiltInLayout layout) const {
                420},
               {{{{d.comparison}, 1}}, 700},
               {{{{d.rates, d.hit_rate}, 400},
-                {{d.engine, d.compression, d.radial_profile, d.detector_image, d.peak_table,
-                  d.gain_occupancy, d.replay},
+                {{d.engine, d.compression, d.fidelity, d.radial_profile, d.detector_image,
+                  d.peak_table, d.gain_occupancy, d.replay},
                  600}},
                800}};
   }

@@ -34,6 +34,7 @@ struct WindowDocks {
   QDockWidget* engine = nullptr;
   QDockWidget* comparison = nullptr;
   QDockWidget* compression = nullptr;
+  QDockWidget* fidelity = nullptr;
   QDockWidget* radial_profile = nullptr;
   QDockWidget* detector_image = nullptr;
   QDockWidget* peak_table = nullptr;

@@ -37,6 +37,7 @@
 #include "app/dock_layouts.hpp"
 #include "app/engine_host.hpp"
 #include "app/engine_liveness.hpp"
+#include "app/fidelity_panel.hpp"
 #include "app/peak_tuning_panel.hpp"
 #include "app/plot_export_actions.hpp"
 #include "app/recent_configurations.hpp"
@@ -56,6 +57,7 @@
 #include "widgets/counters_view.hpp"
 #include "widgets/detector_image_view.hpp"
 #include "widgets/engine_view.hpp"
+#include "widgets/fidelity_view.hpp"
 #include "widgets/gain_occupancy_view.hpp"
 #include "widgets/hit_rate_chart.hpp"
 #include "widgets/hit_rate_model.hpp"
@@ -103,7 +105,8 @@ const std::vector<std::string>& MainWindow::subscribedTopics() {
   static const std::vector<std::string> topics{
       std::string(protocol::kTopicStats),   std::string(protocol::kTopicStatus),
       std::string(protocol::kTopicProfile), std::string(protocol::kTopicPeaks),
-      std::string(protocol::kTopicImage),   std::string(protocol::kTopicLog)};
+      std::string(protocol::kTopicImage),   std::string(protocol::kTopicLog),
+      std::string(protocol::kTopicFidelity)};
   return topics;
 }
 
@@ -135,6 +138,7 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
                                          .engine = engine_dock_,
                                          .comparison = comparison_dock_,
                                          .compression = compression_dock_,
+                                         .fidelity = fidelity_dock_,
                                          .radial_profile = radial_profile_dock_,
                                          .detector_image = detector_image_dock_,
                                          .peak_table = peak_table_dock_,
@@ -385,6 +389,9 @@ void MainWindow::buildDocks() {
       makeDock(tr("Comparison"), QStringLiteral("comparisonDock"), comparison_, this);
   compression_dock_ =
       makeDock(tr("Compression"), QStringLiteral("compressionDock"), compression_view_, this);
+  fidelity_ = new FidelityPanel;
+  fidelity_dock_ =
+      makeDock(tr("Compression fidelity"), QStringLiteral("fidelityDock"), fidelity_, this);
   radial_profile_dock_ = makeDock(tr("Radial profile"), QStringLiteral("radialProfileDock"),
                                   radial_profile_view_, this);
 
@@ -482,9 +489,9 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock :
        {chart_dock_, run_dock_, counters_dock_, log_dock_, stream_config_dock_, engine_dock_,
-        comparison_dock_, compression_dock_, radial_profile_dock_, detector_image_dock_,
-        peak_table_dock_, hit_rate_dock_, gain_occupancy_dock_, peak_tuning_dock_, analysis_dock_,
-        replay_dock_, alarms_dock_}) {
+        comparison_dock_, compression_dock_, fidelity_dock_, radial_profile_dock_,
+        detector_image_dock_, peak_table_dock_, hit_rate_dock_, gain_occupancy_dock_,
+        peak_tuning_dock_, analysis_dock_, replay_dock_, alarms_dock_}) {
     view->addAction(dock->toggleViewAction());
   }
   view->addAction(run_toolbar_->toggleViewAction());
@@ -783,6 +790,7 @@ void MainWindow::subscribeTo(const QString& endpoint) {
         if (thread != subscriber_) return;  // drop what a retired one sent
         model_->apply(batch);
         profile_model_->apply(batch);
+        fidelity_->view()->apply(batch);
         peak_model_->apply(batch);
         hit_rate_model_->apply(batch);
         alarms_->apply(batch);

@@ -51,6 +51,7 @@ class ComparisonPanel;
 class DockLayouts;
 class EngineLiveness;
 class EngineHost;
+class FidelityPanel;
 class PeakTuningPanel;
 class PlotExportActions;
 class RecentConfigurations;
@@ -67,8 +68,9 @@ class MainWindow : public QMainWindow {
   // Bumped when the dock arrangement changes incompatibly (QMainWindow::saveState's version).
   // 2: stream configuration, engine, comparison docks; 3: the dashboard replaces the tabbed
   // default (a window saved before opens on the dashboard once); 4: the analysis dock (placed by
-  // the dashboard once, rather than wherever the older state leaves a dock it does not name).
-  static constexpr int kLayoutVersion = 5;
+  // the dashboard once, rather than wherever the older state leaves a dock it does not name);
+  // 6: the compression fidelity dock (placed the same way).
+  static constexpr int kLayoutVersion = 6;
   // Lines kept in the log dock.
   static constexpr int kLogLines = 2000;
   // How long a transient status-bar message (an error, a saved layout) stays.
@@ -110,6 +112,7 @@ class MainWindow : public QMainWindow {
   widgets::EngineView* engineView() const { return engine_view_; }
   ComparisonPanel* comparison() const { return comparison_; }
   widgets::CompressionView* compressionView() const { return compression_view_; }
+  FidelityPanel* fidelityPanel() const { return fidelity_; }
   // `profile` messages from the subscriber go to this model; the "Radial profile" dock shows it.
   widgets::ProfileModel* profileModel() const { return profile_model_; }
   widgets::RadialProfileView* radialProfileView() const { return radial_profile_view_; }
@@ -216,6 +219,8 @@ class MainWindow : public QMainWindow {
   QDockWidget* engine_dock_ = nullptr;
   QDockWidget* comparison_dock_ = nullptr;
   QDockWidget* compression_dock_ = nullptr;
+  FidelityPanel* fidelity_ = nullptr;
+  QDockWidget* fidelity_dock_ = nullptr;
   QDockWidget* radial_profile_dock_ = nullptr;
   widgets::DetectorImageView* detector_image_view_ = nullptr;
   widgets::PeakTableView* peak_table_view_ = nullptr;

@@ -7,6 +7,7 @@
 
 #include "app/analysis_panel.hpp"
 #include "app/engine_host.hpp"
+#include "app/fidelity_panel.hpp"
 #include "app/main_window.hpp"
 #include "app/remote_control.hpp"
 #include "app/run_control_widget.hpp"
@@ -17,21 +18,34 @@ namespace livedrp::app {
 void MainWindow::connectAnalysis() {
   connect(analysis_, &AnalysisPanel::logMessage, this, &MainWindow::appendLog);
   connect(analysis_, &AnalysisPanel::applyRequested, this, &MainWindow::applyAnalysis);
+  // The fidelity dock's sampling and bound go the same way as the Analysis dock's sections.
+  connect(fidelity_, &FidelityPanel::applyRequested, this, &MainWindow::applyAnalysis);
+  fidelity_->setBaseConfig([this] { return run_control_->config(base_config_); });
+  fidelity_->setConfig(base_config_);
+  // Wherever the configuration in force changes (a file opened, another dock's apply, a remote
+  // get_config), the Analysis dock is shown it; the fidelity dock follows.
+  connect(analysis_, &AnalysisPanel::configShown, fidelity_, &FidelityPanel::setConfig);
   if (host_) {
     analysis_->setChecksFiles(true);  // the embedded engine reads this machine's files
     // After the window's own handler (connectHost): base_config_ is the new run's.
     connect(host_, &EngineHost::applied, this, [this](const QString&, qint64 run) {
       analysis_->setConfig(base_config_);
+      if (fidelity_->isApplying()) fidelity_->showApplied();
       if (analysis_->isApplying())
         analysis_->showApplied(tr("applied: run %1 runs with it").arg(run));
     });
     connect(host_, &EngineHost::applyFailed, this, [this](const QString& error) {
+      if (fidelity_->isApplying())
+        fidelity_->showRefusal(tr("not applied (the run goes on unchanged): %1").arg(error));
       if (analysis_->isApplying())
         analysis_->showError(tr("not applied (the run goes on unchanged): %1").arg(error));
     });
     return;
   }
   if (!remote_) {
+    fidelity_->setApplyAvailable(
+        false, tr("not available: no control endpoint for %1 (give --control ENDPOINT)")
+                   .arg(connect_endpoint_));
     analysis_->setApplyAvailable(
         false, tr("not available: no control endpoint for %1 (give --control ENDPOINT)")
                    .arg(connect_endpoint_));
@@ -47,6 +61,7 @@ void MainWindow::connectAnalysis() {
               appendLog(tr("the remote engine's configuration is not readable here: %1")
                             .arg(QString::fromUtf8(error.what())));
             }
+            if (name == QLatin1String("apply") && fidelity_->isApplying()) fidelity_->showApplied();
             if (name == QLatin1String("apply"))
               analysis_->showApplied(tr("applied on the remote engine at %1: run %2")
                                          .arg(remote_->endpoint())
@@ -55,6 +70,7 @@ void MainWindow::connectAnalysis() {
   connect(remote_, &RemoteControl::requestFailed, this,
           [this](const QString& name, const QString& error) {
             if (name == QLatin1String("apply")) {
+              if (fidelity_->isApplying()) fidelity_->showRefusal(tr("not applied: %1").arg(error));
               analysis_->showError(tr("not applied: %1").arg(error));
               appendLog(tr("the remote engine refused the analysis set-up: %1").arg(error));
             } else if (name == QLatin1String("get_config")) {
@@ -106,6 +122,7 @@ void MainWindow::applyAnalysis(const nlohmann::json& sections) {
   showIntegrationState();
   showNextRunPeakParams();
   analysis_->showApplied(tr("no run going: the next start runs with it"));
+  if (fidelity_->isApplying()) fidelity_->showApplied();
 }
 
 }  // namespace livedrp::app

@@ -14,6 +14,7 @@
 #include "protocol/profile_topic.hpp"
 #include "sim/simulator_settings.hpp"
 #include "stages/compress/compress_stage.hpp"
+#include "stages/fidelity/fidelity_stage.hpp"
 #include "stages/integrate/integrate_stage.hpp"
 #include "stages/peaks/peak_stage.hpp"
 #include "stages/registry.hpp"
@@ -178,7 +179,13 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   // Peak finding is a stage of the contract too (stages/peaks), first in the run's list.
   d.peak_stage = stages::make_peak_stage(c.peak_finding, d.detector, d.constants, d.assembly);
 
+  // Compression fidelity (stages/fidelity) compares the three on sampled events, after them.
+  const auto fidelity_stage = stages::make_fidelity_stage(
+      c.fidelity,
+      {d.detector, d.constants, c.calibration, d.compress_stage, d.integrate_stage, d.peak_stage});
+
   d.stages = stages::build_stages(c.stages, {d.detector, d.constants});
+  if (fidelity_stage) d.stages.insert(d.stages.begin(), fidelity_stage);
   if (d.integrate_stage) d.stages.insert(d.stages.begin(), d.integrate_stage);
   if (d.compress_stage) d.stages.insert(d.stages.begin(), d.compress_stage);
   if (d.peak_stage) d.stages.insert(d.stages.begin(), d.peak_stage);

@@ -16,6 +16,7 @@
 #include "exec/stream_config.hpp"
 #include "peaks/peak_params.hpp"
 #include "protocol/topics.hpp"
+#include "stages/fidelity/fidelity_config.hpp"
 
 namespace livedrp {
 
@@ -199,6 +200,7 @@ struct EngineConfig {
   std::vector<std::string> simulator_gain_configs = {"AHL"};
   unsigned cpu_threads = 0;  // CPU backend threads; 0 = all cores
   CompressionConfig compression;
+  FidelityConfig fidelity;  // lossy compression's cost, sampled (stages/fidelity)
   ReplayConfig replay;
   StreamInputConfig stream;
   RecordConfig record;

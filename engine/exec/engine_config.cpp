@@ -183,6 +183,10 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
                   "must be a multiple of 128, got " + std::to_string(c.compression.chunk_bytes));
     reader.reject_unknown_keys();
   }
+  if (const json* fidelity = root.find("fidelity")) {
+    FieldReader reader(*fidelity, origin, "fidelity");
+    read_fidelity_section(reader, c.fidelity);
+  }
   if (const json* replay = root.find("replay")) {
     FieldReader reader(*replay, origin, "replay");
     reader.read("dataset", c.replay.dataset);
@@ -352,6 +356,7 @@ json EngineConfig::to_json() const {
                {{"codec", compression.codec},
                 {"error_bound", compression.error_bound},
                 {"chunk_bytes", compression.chunk_bytes}}},
+              {"fidelity", fidelity_section_json(fidelity)},
               {"replay",
                {{"dataset", replay.dataset},
                 {"detector", replay.detector},

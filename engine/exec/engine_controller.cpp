@@ -13,9 +13,9 @@ namespace {
 
 // The nested objects of the configuration JSON that a partial change merges key by key; any
 // other key given replaces the value.
-constexpr const char* kMergedObjects[] = {"runtime",     "calibration",  "simulator",
-                                          "compression", "replay",       "record",
-                                          "integration", "peak_finding", "image"};
+constexpr const char* kMergedObjects[] = {"runtime",      "calibration", "simulator", "compression",
+                                          "fidelity",     "replay",      "record",    "integration",
+                                          "peak_finding", "image"};
 
 bool is_merged_object(const std::string& key) {
   for (const char* name : kMergedObjects)

@@ -44,9 +44,9 @@ class EngineController {
   bool apply(const EngineConfig& config);
   // Merges `partial` (a JSON object) into the current configuration's JSON, as a merge patch: only
   // the given keys change, and the configuration's sections ("runtime", "calibration",
-  // "simulator", "compression", "replay", "record", "integration", "peak_finding" with its
-  // "params", "image") merge key by key; then reads it with EngineConfig::from_json (strict) and
-  // applies it. Throws InputError.
+  // "simulator", "compression", "fidelity", "replay", "record", "integration", "peak_finding" with
+  // its "params", "image") merge key by key; then reads it with EngineConfig::from_json (strict)
+  // and applies it. Throws InputError.
   bool apply_json(const nlohmann::json& partial);
 
   EngineConfig config() const;  // in force; "publish" is the endpoint as bound

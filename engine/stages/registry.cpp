@@ -12,7 +12,7 @@ namespace {
 // Keys the engine's configuration already uses (EngineConfig::from_json), the names its
 // built-in stages take in stats.stages, and the protocol's topics: a stage's name is all three
 // of those for it, so it may be none of these.
-constexpr std::array<std::string_view, 29> kReserved = {
+constexpr std::array<std::string_view, 30> kReserved = {
     "schema_version", "source",       "events",
     "rate_hz",        "full_ring",    "run",
     "backend",        "cpu_threads",  "publish",
@@ -22,7 +22,7 @@ constexpr std::array<std::string_view, 29> kReserved = {
     "integration",    "peak_finding", "image",
     "calibrate",      "compress",     "integrate",
     "peak",           "stats",        "status",
-    "peaks",          "write"};
+    "peaks",          "write",        "fidelity"};
 
 struct Registry {
   std::mutex mutex;

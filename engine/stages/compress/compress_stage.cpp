@@ -27,9 +27,8 @@ CompressStage::CompressStage(const DetectorDescription& detector, codec::CodecPa
 std::any CompressStage::run_cpu(const CpuEvent& event) {
   const void* data =
       calibrated_image_ ? static_cast<const void*>(event.calibrated.data()) : event.raw;
-  const std::span<const std::uint8_t> stream =
-      compressor_.compress(data, dtype_, shape_, params_, event.pool);
-  return CompressedSize{bytes_in_, stream.size()};
+  last_stream_ = compressor_.compress(data, dtype_, shape_, params_, event.pool);
+  return CompressedSize{bytes_in_, last_stream_.size()};
 }
 
 std::unique_ptr<StageBook> CompressStage::make_book() const {

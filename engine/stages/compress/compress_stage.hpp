@@ -9,6 +9,7 @@
 // [segments, rows, cols] shape, so both parts write the same bytes.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "codec/codec.hpp"
@@ -38,6 +39,16 @@ class CompressStage final : public Stage {
   const codec::CodecParams& params() const {
     return params_;
   }
+  // The CPU part's stream of the event it compressed last, valid until its next run_cpu: a stage
+  // after it in the list (the fidelity sampler) reads the very bytes a storage path would keep,
+  // on the same thread, for the same event.
+  std::span<const std::uint8_t> last_stream() const {
+    return last_stream_;
+  }
+  // Whether the codec reads the calibrated image (lossy) rather than the raw words.
+  bool compresses_calibrated_image() const {
+    return calibrated_image_;
+  }
 
  private:
   codec::CodecParams params_;
@@ -48,6 +59,7 @@ class CompressStage final : public Stage {
   std::uint64_t bytes_in_ = 0;
   std::vector<std::uint64_t> shape_;  // [segments, rows, cols]
   codec::CpuCompressor compressor_;   // run_cpu's; its buffers are reused event after event
+  std::span<const std::uint8_t> last_stream_;  // into compressor_'s output
 };
 
 // The stage the "compression" section describes; null when the codec is off.

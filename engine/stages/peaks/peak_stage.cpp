@@ -18,6 +18,11 @@ peaks::PeakFinderParams PeakParamHistory::current() const {
   return history_.back();
 }
 
+std::pair<std::uint64_t, peaks::PeakFinderParams> PeakParamHistory::in_force() const {
+  std::lock_guard lock(mutex_);
+  return {history_.size(), history_.back()};
+}
+
 peaks::PeakFinderParams PeakParamHistory::of(std::uint64_t version) const {
   std::lock_guard lock(mutex_);
   return history_.at(version >= 1 && version <= history_.size() ? std::size_t(version - 1) : 0);

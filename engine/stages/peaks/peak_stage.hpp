@@ -54,6 +54,9 @@ class PeakParamHistory {
   peaks::PeakFinderParams of(std::uint64_t version) const;
   peaks::PeakFinderParams first() const { return of(1); }
   std::uint64_t add(const peaks::PeakFinderParams& params);
+  // The version in force and its parameters, read together (a change between two separate reads
+  // would pair a version with another version's parameters).
+  std::pair<std::uint64_t, peaks::PeakFinderParams> in_force() const;
 
  private:
   mutable std::mutex mutex_;
@@ -86,6 +89,11 @@ class PeakStage final : public Stage {
   }
   const PeakParamHistory& params() const {
     return *history_;
+  }
+  // A finder on the stage's geometry (slab, radius, mask) with `params`, for a search of the
+  // stage's own kind outside the pipeline (the fidelity sampler's). Any thread.
+  peaks::PeakFinder8 finder(const peaks::PeakFinderParams& params) const {
+    return geometry_.finder(params);
   }
   // Thread-safe: hit counts and the pending hit (the engine counts re-runs' messages there).
   LivePeakBook& book() const {

@@ -1,0 +1,315 @@
+// Compression fidelity, live, on the CPU backend (stages/fidelity, the `fidelity` topic): every
+// sample the engine publishes equals what this test computes for the same event offline, with
+// the library's functions called directly (the event calibrated here, compressed with
+// codec::compress_cpu, decoded with codec::decompress_cpu, integrated with an integrator built
+// here, searched with a peakfinder8 built here); a lossless stream costs exactly nothing; a
+// bound changed while the run goes (control `apply`) is the bound the next samples measure; a
+// peakfinder8 parameter change (set_peak_params) is used by the next samples; the "fidelity"
+// section is validated with the field named; and a run that cannot sample (no codec, nothing to
+// compare, the CUDA backend) is refused with the reason.
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine_error_text.hpp"
+#include "exec/engine_controller.hpp"
+#include "fidelity_support.hpp"
+#include "protocol/fidelity_topic.hpp"
+#include "stages/fidelity/fidelity_measures.hpp"
+#include "stages/fidelity/fidelity_stage.hpp"
+
+using namespace livedrp;
+using namespace std::chrono_literals;
+using fidelity_test::fidelity_config;
+using fidelity_test::Offline;
+using fidelity_test::offline_sample;
+using live_integration_test::first_difference;
+
+namespace {
+
+struct Sampled {
+  std::vector<protocol::FidelityReport> reports;
+  std::vector<std::int64_t> runs;
+};
+
+void take(protocol::Subscriber& subscriber, Sampled& into, std::chrono::milliseconds timeout) {
+  while (auto message = subscriber.receive(timeout)) {
+    into.reports.push_back(protocol::fidelity_from_message(*message));
+    into.runs.push_back(message->run);
+  }
+}
+
+// A run to its end; the subscriber joins before the start, and the publisher's copy of the
+// topic's last message brings the run's last sample to it whatever it missed.
+Sampled run_to_the_end(const EngineConfig& config, RunSummary& summary) {
+  Sampled sampled;
+  Engine engine(config);
+  protocol::Subscriber subscriber(engine.publish_endpoint(),
+                                  {std::string(protocol::kTopicFidelity)});
+  engine.start();
+  while (!engine.finished()) take(subscriber, sampled, 20ms);
+  engine.wait();
+  while (sampled.reports.empty()) take(subscriber, sampled, 500ms);
+  take(subscriber, sampled, 300ms);
+  summary = engine.summary();
+  return sampled;
+}
+
+bool same_or_both_nan(double a, double b) {
+  return std::isnan(a) ? std::isnan(b) : a == b;
+}
+
+}  // namespace
+
+class TestEngineFidelity : public QObject {
+  Q_OBJECT
+ private slots:
+  void every_sample_equals_an_offline_decompress_integrate_and_search_of_its_event() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    EngineConfig config = fidelity_config(dir, "lossy", 1.0);
+    config.rate_hz = 4;  // slower than a sample takes: most events are sampled
+    // Every gain configuration dealt to the ASICs: the fixed medium and low gains give noise
+    // peaks near the SNR cut, which the bound moves across it (peaks lost and added, not only
+    // kept), so that the matching is compared on more than identical lists.
+    config.simulator_gain_configs = {"FH", "FM", "FL", "AHL", "AML"};
+    RunSummary summary;
+    const Sampled sampled = run_to_the_end(config, summary);
+    QVERIFY2(summary.error.empty(), summary.error.c_str());
+    QCOMPARE(summary.stats.events_processed, config.events);
+    QVERIFY(!sampled.reports.empty());
+    // The run's counts: the first event is always taken; every later one came due (50 Hz) and
+    // was either taken or skipped while the sampler was busy.
+    const nlohmann::json& counts = summary.stats.stage_stats.at("fidelity");
+    QVERIFY(counts.at("samples").get<std::uint64_t>() >= 1);
+    QCOMPARE(counts.at("failed").get<std::uint64_t>(), std::uint64_t(0));
+
+    ThreadPool pool(2);
+    const DetectorSimulator simulator = live_peaks_test::engine_simulator(config, pool);
+    const DetectorDescription& detector = simulator.detector();
+    const live_peaks_test::OfflineEvents events =
+        live_peaks_test::offline_events(config, simulator, pool);
+    for (const protocol::FidelityReport& r : sampled.reports) {
+      const std::size_t index = events.index_of(r.sequence);
+      QVERIFY(index < events.sequences.size());
+      QCOMPARE(r.pulse_id, events.pulse_ids[index]);
+      const Offline offline = offline_sample(config, detector, simulator.constants(),
+                                             events.raw[index], events.calibrated[index]);
+      qInfo(
+          "event %llu: ratio %.2f, pixel error %.4f, profile max %.3g rms %.3g over %llu bins, "
+          "peaks %llu kept %llu lost %llu added (recall %.3f, precision %.3f, shift max %.2f px),"
+          " evaluated in %.0f ms",
+          (unsigned long long)r.sequence, double(r.uncompressed_bytes) / double(r.stream_bytes),
+          r.max_pixel_error, r.max_abs_relative, r.rms_relative,
+          (unsigned long long)r.compared_bins, (unsigned long long)r.kept,
+          (unsigned long long)r.lost, (unsigned long long)r.added, r.recall, r.precision,
+          r.max_shift_px, r.evaluation_ms);
+      QCOMPARE(r.codec, std::string("lossy"));
+      QCOMPARE(r.error_bound, 1.0);
+      QCOMPARE(r.stream_bytes, std::uint64_t(offline.stream.size()));
+      QCOMPARE(r.uncompressed_bytes, std::uint64_t(detector.pixels() * sizeof(float)));
+      QCOMPARE(r.max_pixel_error,
+               stages::max_pixel_error(events.calibrated[index], offline.decoded));
+      QVERIFY(r.max_pixel_error <= 1.0);  // the codec keeps its bound
+      QVERIFY(r.max_pixel_error > 0);     // and the bound is used
+
+      // The profiles, and the difference as the test computes it from them.
+      QVERIFY(r.has_profile);
+      QCOMPARE(r.centres.size(), std::size_t(config.integration.npt));
+      QCOMPARE(first_difference(r.original, offline.original_profile, 1e-12), -1L);
+      QCOMPARE(first_difference(r.decompressed, offline.decompressed_profile, 1e-12), -1L);
+      std::uint64_t compared = 0;
+      double largest = 0;
+      for (std::size_t b = 0; b < r.relative.size(); ++b) {
+        const double o = offline.original_profile[b], d = offline.decompressed_profile[b];
+        if (!std::isfinite(o) || !std::isfinite(d) || o == 0) {
+          QVERIFY(std::isnan(r.relative[b]));
+          continue;
+        }
+        ++compared;
+        const double relative = (d - o) / std::abs(o);
+        QVERIFY2(
+            std::abs(r.relative[b] - relative) <= 1e-9,
+            qPrintable(
+                QStringLiteral("bin %1: %2 against %3").arg(b).arg(r.relative[b]).arg(relative)));
+        largest = std::max(largest, std::abs(relative));
+      }
+      QCOMPARE(r.compared_bins, compared);
+      QVERIFY(std::abs(r.max_abs_relative - largest) <= 1e-9);
+
+      // The peaks: both searches as here, then matched by the documented rule.
+      QVERIFY(r.has_peaks);
+      QCOMPARE(r.params_version, std::uint64_t(1));
+      QCOMPARE(r.found_original, std::uint64_t(offline.original_peaks.found));
+      QCOMPARE(r.found_decompressed, std::uint64_t(offline.decompressed_peaks.found));
+      QVERIFY(r.found_original > 0);
+      const stages::PeakMatch match =
+          stages::match_peaks(offline.original_peaks.peaks, offline.decompressed_peaks.peaks,
+                              config.fidelity.match_radius_px);
+      QCOMPARE(r.peaks_original, match.original);
+      QCOMPARE(r.peaks_decompressed, match.decompressed);
+      QCOMPARE(r.kept, match.kept);
+      QCOMPARE(r.lost, match.lost);
+      QCOMPARE(r.added, match.added);
+      QVERIFY(same_or_both_nan(r.recall, match.recall));
+      QVERIFY(same_or_both_nan(r.precision, match.precision));
+      QVERIFY(same_or_both_nan(r.mean_shift_px, match.mean_shift_px));
+      QVERIFY(same_or_both_nan(r.max_shift_px, match.max_shift_px));
+    }
+  }
+
+  void a_lossless_stream_costs_exactly_nothing() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const EngineConfig config = fidelity_config(dir, "lossless", 0.5);
+    RunSummary summary;
+    const Sampled sampled = run_to_the_end(config, summary);
+    QVERIFY2(summary.error.empty(), summary.error.c_str());
+    QVERIFY(!sampled.reports.empty());
+    for (const protocol::FidelityReport& r : sampled.reports) {
+      QCOMPARE(r.codec, std::string("lossless"));
+      QCOMPARE(r.error_bound, 0.0);
+      QCOMPARE(r.max_pixel_error, 0.0);
+      QVERIFY(r.compared_bins > 0);
+      QCOMPARE(r.max_abs_relative, 0.0);
+      QCOMPARE(r.rms_relative, 0.0);
+      for (double relative : r.relative) QVERIFY(std::isnan(relative) || relative == 0.0);
+      QVERIFY(r.peaks_original > 0);
+      QCOMPARE(r.peaks_decompressed, r.peaks_original);
+      QCOMPARE(r.kept, r.peaks_original);
+      QCOMPARE(r.lost + r.added, std::uint64_t(0));
+      QCOMPARE(r.recall, 1.0);
+      QCOMPARE(r.precision, 1.0);
+      QCOMPARE(r.max_shift_px, 0.0);
+    }
+  }
+
+  void a_bound_changed_while_the_run_goes_is_the_bound_the_next_samples_measure() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    EngineConfig config = fidelity_config(dir, "lossy", 0.25);
+    config.events = 60;
+    config.rate_hz = 10;  // long enough that the change lands while the run goes
+    config.fidelity.samples_hz = 1;
+    EngineController controller(config);
+    protocol::Subscriber subscriber(controller.publish_endpoint(),
+                                    {std::string(protocol::kTopicFidelity)});
+    const std::int64_t first_run = controller.run();
+    QVERIFY(controller.start());
+    Sampled sampled;
+    while (sampled.reports.empty()) take(subscriber, sampled, 50ms);
+    QCOMPARE(sampled.runs.front(), first_run);
+    QCOMPARE(sampled.reports.front().error_bound, 0.25);
+    QVERIFY(sampled.reports.front().max_pixel_error <= 0.25);
+
+    QVERIFY(controller.apply_json({{"compression", {{"error_bound", 2.0}}}}));  // restarted
+    QCOMPARE(controller.run(), first_run + 1);
+    QCOMPARE(controller.config().fidelity.enabled, true);  // the section is kept
+    const auto in_new_run = [&] {
+      return std::find(sampled.runs.begin(), sampled.runs.end(), first_run + 1) !=
+             sampled.runs.end();
+    };
+    while (!in_new_run()) take(subscriber, sampled, 50ms);
+    controller.stop();
+    take(subscriber, sampled, 200ms);
+    bool larger_error_seen = false;
+    for (std::size_t m = 0; m < sampled.reports.size(); ++m) {
+      const protocol::FidelityReport& r = sampled.reports[m];
+      const double bound = sampled.runs[m] == first_run ? 0.25 : 2.0;
+      QCOMPARE(r.error_bound, bound);
+      QVERIFY(r.max_pixel_error <= bound);
+      if (r.max_pixel_error > 0.25) larger_error_seen = true;
+    }
+    QVERIFY(larger_error_seen);  // the new bound is the one the codec used
+  }
+
+  void a_peak_parameter_change_while_the_run_goes_is_used_by_the_next_samples() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    EngineConfig config = fidelity_config(dir, "lossy", 0.5);
+    config.events = 60;
+    config.rate_hz = 10;
+    config.fidelity.samples_hz = 2;
+    EngineController controller(config);
+    protocol::Subscriber subscriber(controller.publish_endpoint(),
+                                    {std::string(protocol::kTopicFidelity)});
+    QVERIFY(controller.start());
+    Sampled sampled;
+    while (sampled.reports.empty()) take(subscriber, sampled, 50ms);
+    QCOMPARE(sampled.reports.front().params_version, std::uint64_t(1));
+    const nlohmann::json after = controller.set_peak_params({{"minimum_snr", 9.0}});
+    QCOMPARE(after.at("params_version").get<int>(), 2);
+    const auto second_seen = [&] {
+      return std::any_of(sampled.reports.begin(), sampled.reports.end(),
+                         [](const auto& r) { return r.params_version == 2; });
+    };
+    while (!second_seen() && controller.state() == "running") take(subscriber, sampled, 50ms);
+    controller.stop();
+    take(subscriber, sampled, 200ms);
+    QVERIFY(second_seen());
+    // Once a sample was searched with the new parameters, none after it used the old ones.
+    const auto first_v2 = std::find_if(sampled.reports.begin(), sampled.reports.end(),
+                                       [](const auto& r) { return r.params_version == 2; });
+    QVERIFY(std::all_of(first_v2, sampled.reports.end(),
+                        [](const auto& r) { return r.params_version == 2; }));
+    QCOMPARE(controller.run(), config.run);  // the same run: no restart
+  }
+
+  void the_section_is_validated_with_the_field_named() {
+    QVERIFY(config_error({{"fidelity", {{"samples_hz", 0}}}}).contains("fidelity.samples_hz"));
+    QVERIFY(config_error({{"fidelity", {{"samples_hz", 500}}}}).contains("fidelity.samples_hz"));
+    QVERIFY(config_error({{"fidelity", {{"samples_hz", "fast"}}}}).contains("fidelity.samples_hz"));
+    QVERIFY(config_error({{"fidelity", {{"match_radius_px", -1}}}})
+                .contains("fidelity.match_radius_px"));
+    QVERIFY(config_error({{"fidelity", {{"enabled", "yes"}}}}).contains("fidelity.enabled"));
+    QVERIFY(config_error({{"fidelity", {{"rate", 2}}}}).contains("fidelity.rate"));
+    QVERIFY(config_error({{"fidelity", 3}}).contains("fidelity"));
+    // Echoed with its defaults and read back the same.
+    EngineConfig config;
+    config.fidelity.enabled = true;
+    config.fidelity.samples_hz = 3.5;
+    const nlohmann::json echoed = config.to_json();
+    QCOMPARE(echoed.at("fidelity").at("samples_hz").get<double>(), 3.5);
+    const EngineConfig back = EngineConfig::from_json(echoed, "echo");
+    QCOMPARE(back.fidelity.enabled, true);
+    QCOMPARE(back.fidelity.samples_hz, 3.5);
+    QCOMPARE(back.fidelity.match_radius_px, FidelityConfig{}.match_radius_px);
+  }
+
+  void a_run_with_nothing_to_sample_or_compare_is_refused_with_the_reason() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    EngineConfig no_codec = fidelity_config(dir, "off", 0.5);
+    QVERIFY(construction_error(no_codec).contains("compression is off"));
+    EngineConfig nothing = fidelity_config(dir, "lossy", 0.5);
+    nothing.integration.enabled = false;
+    nothing.peak_finding.enabled = false;
+    QVERIFY(construction_error(nothing).contains("needs integration or peak finding"));
+  }
+
+  void the_cuda_backend_is_told_it_has_no_stream_to_sample() {
+    // The stage's CUDA part is asked for as the CUDA backend asks for it (set_stages).
+    const DetectorDescription detector = find_detector("epix10ka2m");
+    ThreadPool pool(2);
+    const DetectorSimulator simulator(detector, SimulatorConfig{}, &pool);
+    EngineConfig config;
+    config.compression.codec = "lossy";
+    config.peak_finding.enabled = true;
+    config.fidelity.enabled = true;
+    const auto compress = stages::make_compress_stage(config.compression, detector);
+    const auto peaks =
+        stages::make_peak_stage(config.peak_finding, detector, simulator.constants(), nullptr);
+    const auto stage = stages::make_fidelity_stage(
+        config.fidelity,
+        {detector, simulator.constants(), config.calibration, compress, nullptr, peaks});
+    QVERIFY(stage);
+    const std::string error = thrown_text([&] { stage->make_cuda_lane({0, 1, 1}); });
+    QVERIFY2(QString::fromStdString(error).contains("not available on the cuda backend"),
+             error.c_str());
+    QVERIFY(QString::fromStdString(error).contains("backend 'cpu'"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestEngineFidelity)
+#include "test_engine_fidelity.moc"
