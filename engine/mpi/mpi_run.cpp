@@ -14,9 +14,14 @@
 
 #include "core/error.hpp"
 #include "mpi/collector.hpp"
+#include "mpi/collector_control.hpp"
+#include "mpi/control_fanout.hpp"
+#include "mpi/mpi_tags.hpp"
+#include "mpi/rank_control.hpp"
 #include "mpi/rank_report.hpp"
 #include "mpi/rank_sums.hpp"
 #include "protocol/topics.hpp"
+#include "publish/bind_endpoint.hpp"
 #include "publish/publisher.hpp"
 
 namespace livedrp::mpi {
@@ -24,8 +29,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kCollectorRank = 0;
-constexpr int kTagReport = 1;
 // How often the MPI thread looks for reports, stop requests and the engine's end: often enough
 // that a report waits at most this long, rarely enough that the thread costs nothing.
 constexpr auto kPollPeriod = std::chrono::milliseconds(5);
@@ -110,8 +113,6 @@ RankReport make_report(const Session& session, const Engine& engine, const RankS
 // Stop and end from the collector, point to point (a collective would wait forever for a rank
 // that is gone). kTagStop: stop your engine. kTagEnd: the run is over, every report is in; a rank
 // waits for it after its final report, so that no message is left unmatched at MPI_Finalize.
-constexpr int kTagStop = 2;
-constexpr int kTagEnd = 3;
 const int kControlWord = 1;  // what stop and end carry (the tag says which)
 
 class ControlSends {
@@ -148,13 +149,27 @@ bool stop_arrived() {
   return true;
 }
 
-void wait_for_end() {
+// After its final report a rank still answers control requests (a re-run over its kept frames)
+// until the collector's end; a stop that came late is simply taken.
+void wait_for_end(Engine& engine, RankControl& control) {
   for (;;) {
-    int word = 0;
+    int flag = 0;
+    MPI_Message message;
     MPI_Status status;
-    check(MPI_Recv(&word, 1, MPI_INT, kCollectorRank, MPI_ANY_TAG, MPI_COMM_WORLD, &status),
+    check(MPI_Improbe(kCollectorRank, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &message, &status),
           "waiting for the collector's end");
-    if (status.MPI_TAG == kTagEnd) return;  // a stop that came late is simply taken
+    if (!flag) {
+      std::this_thread::sleep_for(kPollPeriod);
+      continue;
+    }
+    if (status.MPI_TAG == kTagRequest) {
+      control.answer(engine, message, status);
+      continue;
+    }
+    int word = 0;
+    check(MPI_Mrecv(&word, 1, MPI_INT, &message, MPI_STATUS_IGNORE),
+          "receiving the collector's stop or end");
+    if (status.MPI_TAG == kTagEnd) return;
   }
 }
 
@@ -171,9 +186,11 @@ RunSummary run_processing_rank(const Session& session, Engine& engine, const Ran
   };
   const auto interval = period_of(config.stats_interval_s);
   auto next_report = Clock::now() + interval;
+  RankControl control(session.rank());
   engine.start();
   while (!engine.finished()) {
     if (stop || stop_arrived()) engine.request_stop();
+    control.poll(engine);
     if (Clock::now() >= next_report) {
       next_report = Clock::now() + interval;
       int done = 1;
@@ -189,7 +206,8 @@ RunSummary run_processing_rank(const Session& session, Engine& engine, const Ran
   check(MPI_Wait(&send, MPI_STATUS_IGNORE), "completing a report's send");
   send_report(true);
   check(MPI_Wait(&send, MPI_STATUS_IGNORE), "sending the final report");
-  wait_for_end();
+  wait_for_end(engine, control);
+  control.finish();
   return engine.summary();
 }
 
@@ -211,9 +229,23 @@ protocol::StatusPayload collector_status(const EngineConfig& config, const Colle
 }
 
 // Rank 0: merges the reports, publishes, and (mpi.collector "processing") runs a share itself.
+// The collector's control socket, when --control asked for one: the socket, what it drives, and
+// whether it asked the process to shut down.
+struct CollectorSocket {
+  std::unique_ptr<ControlFanOut> fanout;
+  std::unique_ptr<ControlServer> server;
+  bool shutdown_requested() const { return server && server->shutdown_requested(); }
+  // A request still waiting is answered before the server's thread is joined.
+  ~CollectorSocket() {
+    if (fanout) fanout->close("the MPI run has ended");
+    server.reset();
+  }
+};
+
 RunSummary run_collector(const Session& session, Engine* engine, const RankSums& sums,
                          const EngineConfig& config, const std::vector<int>& processing,
-                         Publisher* publisher, const std::atomic<bool>& stop) {
+                         Publisher* publisher, CollectorSocket& socket,
+                         const std::atomic<bool>& stop) {
   const auto start = Clock::now();
   Collector merge(session.size(), kCollectorRank, engine != nullptr, processing, start);
   ControlSends control;
@@ -228,6 +260,41 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
   auto next_stats = start + stats_period, next_own = start + stats_period;
   auto next_profile = start, next_peaks = start, next_status = start, next_progress = start;
   bool own_final = false;
+  bool stopping = false;
+  // Every rank's engine stops (SIGINT, SIGTERM, a "stop" or "shutdown" request): each drains its
+  // events and sends its final report.
+  const auto stop_all = [&] {
+    if (stopping) return;
+    stopping = true;
+    for (int rank : processing)
+      if (rank != kCollectorRank && !merge.lost(rank)) control.send(rank, kTagStop);
+    if (engine) engine->request_stop();
+  };
+  // What `status` and `stop` answer: the run's state and its merged whole-run counts.
+  const auto merged_state = [&](Clock::time_point now) {
+    const RunSummary summary = merge.summary(now);
+    const std::string state =
+        merge.all_final() ? (summary.error.empty() ? "finished" : "error") : "running";
+    nlohmann::json stats = protocol::to_json(summary.stats);
+    if (socket.fanout) socket.fanout->set_merged(state, summary.error, stats);
+    return stats;
+  };
+  std::unique_ptr<CollectorControl> requests;
+  if (socket.fanout) {
+    CollectorControl::Hooks hooks;
+    hooks.stop_run = stop_all;
+    hooks.stop_result = [&] {
+      nlohmann::json stats = merged_state(Clock::now());
+      nlohmann::json result = socket.fanout->shutdown_result();
+      result["stats"] = std::move(stats);
+      return result;
+    };
+    hooks.publish_peaks = [&](const protocol::EventPeaks& hit) {
+      publish(protocol::make_peaks_message(hit));
+    };
+    requests = std::make_unique<CollectorControl>(*socket.fanout, processing, engine,
+                                                  period_of(config.mpi.silent_after_s), hooks);
+  }
   if (engine) engine->start();
   // Publishes what is due (everything when `last`).
   const auto publish_due = [&](Clock::time_point now, bool last) {
@@ -252,9 +319,10 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
       protocol::Message message = protocol::make_stats_message(stats);
       publish(message);
       next_stats = now + stats_period;
+      if (socket.fanout) merged_state(now);
       if (last || now >= next_status) {
         publish(protocol::make_status_message(
-            collector_status(config, merge, stats, last, session.size())));
+            collector_status(config, merge, stats, last || merge.all_final(), session.size())));
         next_status = now + kStatusPeriod;
       }
       if (!last && now >= next_progress && merge.any_report()) {
@@ -265,8 +333,10 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
       }
     }
   };
-  bool stopping = false;
-  while (!merge.all_final()) {
+  // With a control socket the collector serves on after the ranks' runs have ended (a re-run over
+  // their kept frames, status), until interrupted or asked to shut down, as one engine does.
+  const auto ending = [&] { return stop || socket.shutdown_requested(); };
+  while (!merge.all_final() || (socket.fanout && !ending())) {
     bool received = false;
     for (;;) {
       int flag = 0;
@@ -297,16 +367,14 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
       spdlog::error(
           "MPI collector: rank {} is lost (no report for {} s); the run goes on without it", rank,
           config.mpi.silent_after_s);
-    if (stop && !stopping) {
-      stopping = true;
-      for (int rank : processing)
-        if (rank != kCollectorRank && !merge.lost(rank)) control.send(rank, kTagStop);
-      if (engine) engine->request_stop();
-    }
+    if (ending()) stop_all();
+    if (requests) requests->poll(merge, now);
     publish_due(now, false);
     if (!received) std::this_thread::sleep_for(kPollPeriod);
   }
   publish_due(Clock::now(), true);
+  // Every answer a rank owes is taken before its end goes out (a rank answers in order).
+  if (requests) requests->finish(merge, "the MPI run is ending");
   for (int rank : processing)
     if (rank != kCollectorRank && !merge.lost(rank)) control.send(rank, kTagEnd);
   control.finish(merge);
@@ -315,7 +383,8 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
 
 }  // namespace
 
-RankOutcome run_rank(Session& session, const EngineConfig& config, const std::atomic<bool>& stop) {
+RankOutcome run_rank(Session& session, const EngineConfig& config, const std::atomic<bool>& stop,
+                     const ControlOptions& control) {
   const int size = session.size(), rank = session.rank();
   const bool dedicated = config.mpi.collector == "dedicated";
   RankOutcome outcome;
@@ -345,6 +414,7 @@ RankOutcome run_rank(Session& session, const EngineConfig& config, const std::at
   std::unique_ptr<Engine> engine;
   RankSums sums;
   std::shared_ptr<Publisher> publisher;
+  CollectorSocket socket;
   try {
     if (processing.empty())
       throw InputError(
@@ -364,6 +434,20 @@ RankOutcome run_rank(Session& session, const EngineConfig& config, const std::at
       publisher->forward_log();
       outcome.publish_endpoint = publisher->endpoint();
     }
+    if (outcome.collector && !control.endpoint.empty()) {
+      EngineConfig in_force = config;
+      in_force.publish = outcome.publish_endpoint;
+      socket.fanout = std::make_unique<ControlFanOut>(std::move(in_force), size);
+      ControlRoots roots(control.roots);
+      if (!roots.confined() && control.access == ControlAccess::Full &&
+          !is_loopback_endpoint(control.endpoint))
+        spdlog::warn(
+            "control requests from other machines may name any file; --control-root DIR "
+            "confines them, --control-read-only lets them only look");
+      socket.server = std::make_unique<ControlServer>(*socket.fanout, control.endpoint,
+                                                      control.access, std::move(roots));
+      outcome.control_endpoint = socket.server->endpoint();
+    }
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -382,9 +466,12 @@ RankOutcome run_rank(Session& session, const EngineConfig& config, const std::at
                  "%s; publishing on %s\n",
                  size, dedicated ? "" : " and processes", processing.size(), config.source.c_str(),
                  outcome.publish_endpoint.empty() ? "nothing" : outcome.publish_endpoint.c_str());
+  if (!outcome.control_endpoint.empty())
+    std::fprintf(stderr, "livedrp-engine: control socket on %s\n",
+                 outcome.control_endpoint.c_str());
   try {
     outcome.summary = outcome.collector ? run_collector(session, engine.get(), sums, config,
-                                                        processing, publisher.get(), stop)
+                                                        processing, publisher.get(), socket, stop)
                                         : run_processing_rank(session, *engine, sums, config, stop);
   } catch (const std::exception& e) {
     abort_run(rank, e.what());

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "exec/latency_histogram.hpp"
 #include "mpi/rank_sums.hpp"
 #include "protocol/topics.hpp"
@@ -28,6 +30,10 @@ struct RankReport {
 };
 
 std::vector<std::uint8_t> encode_report(const RankReport& report);
+// A `peaks` message (a hit in a report or a rank's answer) as CBOR binary parts, and back; the
+// decoder validates the message and throws (ProtocolError, std::runtime_error) naming the fault.
+nlohmann::json encode_peaks(const protocol::EventPeaks& peaks);
+protocol::EventPeaks decode_peaks(const nlohmann::json& parts);
 // Throws RuntimeFault naming `from_rank` and what is wrong with its bytes.
 RankReport decode_report(const std::vector<std::uint8_t>& bytes, int from_rank);
 
