@@ -106,7 +106,18 @@ class TestMpiFanout : public QObject {
         },
         "no_such_parameter"));
     QVERIFY(refused([&] { fanout.rerun_peaks(5); }, "frames must be 1..4"));
-    QVERIFY(refused([&] { fanout.apply({{"rate_hz", 5}}); }, "several MPI ranks"));
+    QVERIFY(refused([&] { fanout.apply({{"rate_hz", "fast"}}); }, "rate_hz"));
+    QVERIFY(refused([&] { fanout.apply({{"no_such_field", 1}}); }, "no_such_field"));
+    QVERIFY(refused(
+        [&] {
+          fanout.apply({{"mpi", {{"collector", "processing"}}}});
+        },
+        "section 'mpi' cannot change"));
+    QVERIFY(refused(
+        [&] {
+          fanout.apply({{"publish", "tcp://127.0.0.1:6000"}});
+        },
+        "field 'publish' cannot change"));
     QVERIFY(refused([&] { fanout.replay({"pause"}); }, "several MPI ranks"));
     QVERIFY(fanout.take_jobs().empty());
 
@@ -141,6 +152,29 @@ class TestMpiFanout : public QObject {
     QCOMPARE(reply.get().at("params_version").get<int>(), 2);
     QCOMPARE(fanout.get_config().at("config").at("peak_finding").at("params").at("minimum_snr"),
              json(8.0));
+  }
+
+  void an_apply_goes_to_the_ranks_as_the_whole_configuration_of_the_next_run() {
+    EngineConfig config = peak_config();
+    config.run = 4;
+    config.publish = "tcp://127.0.0.1:5999";  // as bound
+    ControlFanOut fanout(config, 3, "tcp://127.0.0.1:*");
+    auto reply = std::async(std::launch::async, [&] {
+      // "publish" as first asked for is no change.
+      return fanout.apply({{"rate_hz", 7.0}, {"publish", "tcp://127.0.0.1:*"}});
+    });
+    const ControlFanOut::Job job = next_job(fanout);
+    QCOMPARE(job.name, std::string("apply"));
+    const EngineConfig sent = EngineConfig::from_json(job.fields.at("config"), "test");
+    QCOMPARE(sent.rate_hz, 7.0);
+    QCOMPARE(sent.run, std::int64_t(5));
+    QCOMPARE(sent.publish, config.publish);
+    QCOMPARE(sent.peak_finding.recent_frames, 4);  // the rest as in force
+    fanout.complete(job.id, {{"ranks", {1, 2}}, {"missing_ranks", json::array()}});
+    const json result = reply.get();
+    QCOMPARE(result.at("run").get<int>(), 5);
+    QCOMPARE(result.at("restarted").get<bool>(), true);
+    QCOMPARE(fanout.get_config().at("config").at("rate_hz").get<double>(), 7.0);
   }
 
   void the_runs_end_answers_every_waiting_request_and_refuses_later_ones() {

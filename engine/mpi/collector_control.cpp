@@ -1,5 +1,6 @@
 #include "mpi/collector_control.hpp"
 
+#include <algorithm>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -9,18 +10,54 @@
 #include "mpi/mpi_tags.hpp"
 
 namespace livedrp::mpi {
+namespace {
+
+// How long a rank may take to build the engine of an apply: building one (detector constants,
+// a GPU's set-up) takes seconds, and a rank still reporting meanwhile is not lost. One that is
+// (its reports stop) is named missing at once.
+constexpr auto kEngineBuildLimit = std::chrono::seconds(120);
+
+}  // namespace
 
 CollectorControl::CollectorControl(ControlFanOut& fanout, std::vector<int> processing,
-                                   Engine* own_engine, Clock::duration answer_limit, Hooks hooks)
+                                   RankEngines* own, Clock::duration answer_limit, Hooks hooks)
     : fanout_(fanout),
       processing_(std::move(processing)),
-      own_engine_(own_engine),
+      own_(own),
       answer_limit_(answer_limit),
       hooks_(std::move(hooks)) {}
 
 CollectorControl::~CollectorControl() {
   for (Send& send : sends_)
     if (send.request != MPI_REQUEST_NULL) MPI_Request_free(&send.request);
+}
+
+CollectorControl::Round& CollectorControl::send_round(ControlFanOut::Job job, Step step,
+                                                      const std::string& request_name,
+                                                      const nlohmann::json& fields,
+                                                      const std::vector<int>& ranks,
+                                                      Clock::time_point now) {
+  Round& round = rounds_.emplace_back();
+  round.step = step;
+  round.deadline = now + answer_limit_;
+  const RankRequest request{job.id, request_name, fields};
+  round.job = std::move(job);
+  for (int rank : ranks) {
+    if (rank == kCollectorRank) {
+      // The collector's own share: answered here, between two passes of its loop.
+      round.answers.push_back(answer_request(*own_, rank, request));
+      continue;
+    }
+    Send& send = sends_.emplace_back();
+    send.rank = rank;
+    send.bytes = encode_request(request);
+    check(MPI_Isend(send.bytes.data(), int(send.bytes.size()), MPI_BYTE, rank, kTagRequest,
+                    MPI_COMM_WORLD, &send.request),
+          "sending a control request to a rank");
+    ++owed_[rank];
+    round.awaiting.insert(rank);
+  }
+  return round;
 }
 
 void CollectorControl::begin(ControlFanOut::Job job, const Collector& merge,
@@ -31,28 +68,78 @@ void CollectorControl::begin(ControlFanOut::Job job, const Collector& merge,
     stops_.push_back(std::move(job));
     return;
   }
-  Round round;
-  round.deadline = now + answer_limit_;
-  const RankRequest request{job.id, job.name, job.fields};
-  for (int rank : processing_) {
-    if (merge.lost(rank)) {
-      round.missing.push_back(rank);
-    } else if (rank == kCollectorRank) {
-      // The collector's own share: answered here, between two passes of its loop.
-      round.answers.push_back(answer_request(*own_engine_, rank, request));
-    } else {
-      Send& send = sends_.emplace_back();
-      send.rank = rank;
-      send.bytes = encode_request(request);
-      check(MPI_Isend(send.bytes.data(), int(send.bytes.size()), MPI_BYTE, rank, kTagRequest,
-                      MPI_COMM_WORLD, &send.request),
-            "sending a control request to a rank");
-      ++owed_[rank];
-      round.awaiting.insert(rank);
-    }
+  std::vector<int> there, lost;
+  for (int rank : processing_) (merge.lost(rank) ? lost : there).push_back(rank);
+  const bool apply = job.name == "apply";
+  const std::string name = apply ? "prepare_apply" : job.name;
+  const nlohmann::json fields =
+      apply ? nlohmann::json{{"config", job.fields.at("config")}} : job.fields;
+  Round& round =
+      send_round(std::move(job), apply ? Step::Prepare : Step::Single, name, fields, there, now);
+  round.absent = lost;
+  if (apply) round.deadline = now + std::max<Clock::duration>(answer_limit_, kEngineBuildLimit);
+}
+
+namespace {
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (int rank : ranks) out += (out.empty() ? "" : ", ") + std::to_string(rank);
+  return out;
+}
+
+}  // namespace
+
+void CollectorControl::next_apply_step(Round& round, Clock::time_point now) {
+  std::vector<int> ready;
+  std::string errors;
+  for (const RankAnswer& answer : round.answers) {
+    if (answer.ok)
+      ready.push_back(answer.rank);
+    else
+      errors += (errors.empty() ? "" : "; ") +
+                ("rank " + std::to_string(answer.rank) + ": " + answer.error);
   }
-  round.job = std::move(job);
-  rounds_.push_back(std::move(round));
+  std::sort(ready.begin(), ready.end());
+  if (!round.missing.empty())
+    errors += (errors.empty() ? "" : "; ") + ("ranks " + rank_list(round.missing) +
+                                              " did not answer (lost, or silent past their time)");
+  switch (round.step) {
+    case Step::Prepare:
+      if (errors.empty()) {
+        Round& commit = send_round(std::move(round.job), Step::Commit, "commit_apply",
+                                   nlohmann::json::object(), ready, now);
+        commit.absent = round.absent;
+      } else if (ready.empty()) {
+        fanout_.fail(round.job.id, errors + " (no rank changed its run)");
+      } else {
+        const std::string failure = errors + " (no rank changed its run)";
+        Round& discard = send_round(std::move(round.job), Step::Discard, "discard_apply",
+                                    nlohmann::json::object(), ready, now);
+        discard.failure = failure;
+      }
+      return;
+    case Step::Commit: {
+      const EngineConfig config = EngineConfig::from_json(round.job.fields.at("config"), "apply");
+      processing_ = ready;
+      hooks_.new_run(config, ready);
+      stop_sent_ = false;
+      if (!errors.empty()) {
+        fanout_.fail(round.job.id,
+                     errors + " (the new run goes on ranks " + rank_list(ready) + " only)");
+        return;
+      }
+      nlohmann::json ranks = nlohmann::json::array();
+      for (int rank : ready) ranks.push_back(rank);
+      fanout_.complete(round.job.id, {{"ranks", ranks}, {"missing_ranks", round.absent}});
+      return;
+    }
+    case Step::Discard:
+      fanout_.fail(round.job.id, round.failure);
+      return;
+    case Step::Single:
+      return;
+  }
 }
 
 bool CollectorControl::take_answers() {
@@ -93,10 +180,11 @@ void CollectorControl::reply(Round& round) {
   try {
     std::sort(round.answers.begin(), round.answers.end(),
               [](const RankAnswer& a, const RankAnswer& b) { return a.rank < b.rank; });
-    std::sort(round.missing.begin(), round.missing.end());
     if (!round.missing.empty())
-      spdlog::warn("MPI collector: request '{}' answered without ranks that did not answer",
-                   round.job.name);
+      spdlog::warn("MPI collector: request '{}' answered without ranks {}, which did not answer",
+                   round.job.name, rank_list(round.missing));
+    round.missing.insert(round.missing.end(), round.absent.begin(), round.absent.end());
+    std::sort(round.missing.begin(), round.missing.end());
     if (round.job.name == "set_peak_params") {
       fanout_.complete(round.job.id, merge_peak_params_answers(round.job.fields.at("params"),
                                                                round.answers, round.missing));
@@ -138,7 +226,10 @@ void CollectorControl::poll(const Collector& merge, Clock::time_point now) {
       ++it;
       continue;
     }
-    reply(*it);
+    if (it->step == Step::Single)
+      reply(*it);
+    else
+      next_apply_step(*it, now);
     it = rounds_.erase(it);
   }
   if (!stops_.empty() && merge.all_final()) {

@@ -1,6 +1,7 @@
 #include "mpi/control_fanout.hpp"
 
 #include "core/error.hpp"
+#include "exec/config_change.hpp"
 #include "exec/peak_requests.hpp"
 #include "peaks/peak_params.hpp"
 
@@ -8,21 +9,8 @@ namespace livedrp::mpi {
 
 using nlohmann::json;
 
-namespace {
-
-// What a request that would rebuild the ranks' engines is told: an MPI run has one configuration
-// for its life (the collector's merge and every rank's share are made for it).
-InputError needs_a_new_job(const std::string& what) {
-  return InputError(what +
-                    " is not available for a run over several MPI ranks: each rank would have to "
-                    "rebuild its engine and the collector its merge for a new run (issue 37); "
-                    "start the job again with the new configuration");
-}
-
-}  // namespace
-
-ControlFanOut::ControlFanOut(EngineConfig config, int size)
-    : size_(size), config_(std::move(config)) {}
+ControlFanOut::ControlFanOut(EngineConfig config, int size, std::string requested_publish)
+    : size_(size), requested_publish_(std::move(requested_publish)), config_(std::move(config)) {}
 
 json ControlFanOut::run_result() const {
   return {{"state", state_}, {"run", config_.run}, {"config", config_.to_json()}};
@@ -47,15 +35,53 @@ json ControlFanOut::get_config() {
   return {{"config", config_.to_json()}};
 }
 
-json ControlFanOut::apply(const json&) {
-  throw needs_a_new_job("changing the configuration (apply, set_runtime, set_calibration)");
+json ControlFanOut::apply(const json& partial) {
+  EngineConfig next;
+  {
+    const std::lock_guard lock(mutex_);
+    // The whole validation a configuration gets without building an engine, once, here; what
+    // only building one finds (a file missing on a node) the ranks find in the first step.
+    next = merge_config_change(config_, partial);
+    check_publish_unchanged(next.publish, config_.publish, requested_publish_);
+    next.publish = config_.publish;
+    // (Echoed only when not the defaults: compared as written.)
+    if (next.to_json().value("mpi", json()) != config_.to_json().value("mpi", json()))
+      throw InputError(
+          "configuration change: section 'mpi' cannot change during an MPI job (its ranks and "
+          "their roles are fixed when the job starts); start the job again to change it");
+    // Run numbers are never reused, unless the change names one of its own.
+    if (next.run == config_.run) next.run = config_.run + 1;
+  }
+  json result = apply_new_run(next);
+  result["restarted"] = true;
+  return result;
+}
+
+json ControlFanOut::apply_new_run(const EngineConfig& next) {
+  json result = ask("apply", {{"config", next.to_json()}});
+  const std::lock_guard lock(mutex_);
+  config_ = next;
+  state_ = "running";
+  result["state"] = state_;
+  result["run"] = config_.run;
+  result["config"] = config_.to_json();
+  return result;
 }
 
 json ControlFanOut::start() {
-  const std::lock_guard lock(mutex_);
-  if (state_ != "running") throw needs_a_new_job("starting another run");
-  json result = run_result();
-  result["started"] = false;  // an MPI run starts with the job
+  EngineConfig next;
+  {
+    const std::lock_guard lock(mutex_);
+    if (state_ == "running") {
+      json result = run_result();
+      result["started"] = false;  // an MPI run starts with the job
+      return result;
+    }
+    next = config_;
+    next.run = config_.run + 1;
+  }
+  json result = apply_new_run(next);
+  result["started"] = true;
   return result;
 }
 

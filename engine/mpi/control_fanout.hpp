@@ -22,13 +22,18 @@ namespace livedrp::mpi {
 
 class ControlFanOut : public ControlTarget {
  public:
-  // `config`: the run's, as every rank read it (publish as bound by the collector).
-  ControlFanOut(EngineConfig config, int size);
+  // `config`: the run's, as every rank read it, with publish as the collector bound it;
+  // `requested_publish`: publish as given (an apply may name either).
+  ControlFanOut(EngineConfig config, int size, std::string requested_publish = {});
 
   // ControlTarget, on the control server's thread.
   nlohmann::json status() override;
   nlohmann::json get_config() override;
+  // A new run on every rank with the change (the collector's merge starts again), validated here
+  // first; "mpi" cannot change (the job's ranks and roles are fixed).
   nlohmann::json apply(const nlohmann::json& partial) override;
+  // A run going: nothing ("started": false). After the run has ended: a new run with the same
+  // configuration and the next run number on every rank.
   nlohmann::json start() override;
   nlohmann::json stop() override;
   nlohmann::json replay(const ReplayAction& action) override;
@@ -37,7 +42,8 @@ class ControlFanOut : public ControlTarget {
   nlohmann::json rerun_peaks(std::optional<std::uint64_t> frames) override;
   nlohmann::json shutdown_result() override;
 
-  // A validated request for the MPI thread: "stop", "set_peak_params" or "rerun_peaks".
+  // A validated request for the MPI thread: "stop", "set_peak_params", "rerun_peaks" or "apply"
+  // (fields {"config": the whole new configuration, its run number set}).
   struct Job {
     std::uint64_t id = 0;
     std::string name;
@@ -59,6 +65,8 @@ class ControlFanOut : public ControlTarget {
   // Queues a job and waits for the MPI thread's answer; throws RuntimeFault with its error.
   nlohmann::json ask(const std::string& name, nlohmann::json fields);
   nlohmann::json run_result() const;  // mutex_ held
+  // Fans `next` out as a new run; on success it is the configuration in force.
+  nlohmann::json apply_new_run(const EngineConfig& next);
 
   struct Waiting {
     bool done = false;
@@ -68,6 +76,7 @@ class ControlFanOut : public ControlTarget {
   };
 
   const int size_;
+  const std::string requested_publish_;
   mutable std::mutex mutex_;
   std::condition_variable answered_;
   EngineConfig config_;  // in force: set_peak_params changes its parameters

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "mpi/control_fanout.hpp"
 #include "mpi/mpi_tags.hpp"
 #include "mpi/rank_control.hpp"
+#include "mpi/rank_engines.hpp"
 #include "mpi/rank_report.hpp"
 #include "mpi/rank_sums.hpp"
 #include "protocol/topics.hpp"
@@ -94,10 +96,12 @@ int node_index(bool processes) {
   return index;
 }
 
-RankReport make_report(const Session& session, const Engine& engine, const RankSums& sums,
-                       bool final) {
+RankReport make_report(const Session& session, const RankEngines& engines, bool final) {
+  const Engine& engine = engines.engine();
+  const RankSums& sums = engines.sums();
   RankReport report;
   report.rank = session.rank();
+  report.run = engine.config().run;
   report.final = final;
   report.host = session.processor();
   report.pid = std::uint64_t(getpid());
@@ -123,10 +127,11 @@ class ControlSends {
           tag == kTagStop ? "sending stop to a rank" : "sending the end to a rank");
     sends_.emplace_back(rank, request);
   }
-  // Completes the sends to ranks still there; those to lost ranks are let go.
-  void finish(const Collector& merge) {
+  // Completes the sends to ranks still there; those to ranks that are gone are let go.
+  template <typename Gone>
+  void finish(const Gone& gone) {
     for (auto& [rank, request] : sends_) {
-      if (merge.lost(rank))
+      if (gone(rank))
         check(MPI_Request_free(&request), "letting go of a send to a lost rank");
       else
         check(MPI_Wait(&request, MPI_STATUS_IGNORE), "completing a send to a rank");
@@ -150,36 +155,37 @@ bool stop_arrived() {
 }
 
 // After its final report a rank still answers control requests (a re-run over its kept frames)
-// until the collector's end; a stop that came late is simply taken.
-void wait_for_end(Engine& engine, RankControl& control) {
+// until the collector's end; a stop that came late is simply taken. Returns false when an apply
+// started a new run meanwhile (the rank runs again), true at the end.
+bool wait_for_end(RankEngines& engines, RankControl& control) {
+  const std::uint64_t generation = engines.generation();
   for (;;) {
+    control.poll(engines);
+    if (engines.generation() != generation) return false;
     int flag = 0;
     MPI_Message message;
     MPI_Status status;
-    check(MPI_Improbe(kCollectorRank, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &message, &status),
-          "waiting for the collector's end");
-    if (!flag) {
-      std::this_thread::sleep_for(kPollPeriod);
-      continue;
+    for (const int tag : {kTagStop, kTagEnd}) {
+      check(MPI_Improbe(kCollectorRank, tag, MPI_COMM_WORLD, &flag, &message, &status),
+            "waiting for the collector's end");
+      if (!flag) continue;
+      int word = 0;
+      check(MPI_Mrecv(&word, 1, MPI_INT, &message, MPI_STATUS_IGNORE),
+            "receiving the collector's stop or end");
+      if (tag == kTagEnd) return true;
     }
-    if (status.MPI_TAG == kTagRequest) {
-      control.answer(engine, message, status);
-      continue;
-    }
-    int word = 0;
-    check(MPI_Mrecv(&word, 1, MPI_INT, &message, MPI_STATUS_IGNORE),
-          "receiving the collector's stop or end");
-    if (status.MPI_TAG == kTagEnd) return;
+    std::this_thread::sleep_for(kPollPeriod);
   }
 }
 
 // A processing rank: its engine runs; reports go to the collector without ever waiting on it.
-RunSummary run_processing_rank(const Session& session, Engine& engine, const RankSums& sums,
+// An apply replaces the engine (rank_engines.hpp): the new run is reported from then on.
+RunSummary run_processing_rank(const Session& session, RankEngines& engines,
                                const EngineConfig& config, const std::atomic<bool>& stop) {
   MPI_Request send = MPI_REQUEST_NULL;
   std::vector<std::uint8_t> buffer;  // the report under way: MPI reads it until the send is done
   const auto send_report = [&](bool final) {
-    buffer = encode_report(make_report(session, engine, sums, final));
+    buffer = encode_report(make_report(session, engines, final));
     check(MPI_Isend(buffer.data(), int(buffer.size()), MPI_BYTE, kCollectorRank, kTagReport,
                     MPI_COMM_WORLD, &send),
           "sending a report to the collector");
@@ -187,28 +193,31 @@ RunSummary run_processing_rank(const Session& session, Engine& engine, const Ran
   const auto interval = period_of(config.stats_interval_s);
   auto next_report = Clock::now() + interval;
   RankControl control(session.rank());
-  engine.start();
-  while (!engine.finished()) {
-    if (stop || stop_arrived()) engine.request_stop();
-    control.poll(engine);
-    if (Clock::now() >= next_report) {
-      next_report = Clock::now() + interval;
-      int done = 1;
-      if (send != MPI_REQUEST_NULL)
-        check(MPI_Test(&send, &done, MPI_STATUS_IGNORE), "testing a report's send");
-      // The previous report still under way: this one is skipped (the next carries its counts).
-      if (done) send_report(false);
+  engines.engine().start();
+  for (;;) {
+    while (!engines.engine().finished()) {
+      if (stop || stop_arrived()) engines.engine().request_stop();
+      control.poll(engines);
+      if (Clock::now() >= next_report) {
+        next_report = Clock::now() + interval;
+        int done = 1;
+        if (send != MPI_REQUEST_NULL)
+          check(MPI_Test(&send, &done, MPI_STATUS_IGNORE), "testing a report's send");
+        // The previous report still under way: this one is skipped (the next carries its
+        // counts).
+        if (done) send_report(false);
+      }
+      std::this_thread::sleep_for(kPollPeriod);
     }
-    std::this_thread::sleep_for(kPollPeriod);
+    engines.engine().wait();
+    // The run is over here: waiting for the collector no longer holds an event up.
+    check(MPI_Wait(&send, MPI_STATUS_IGNORE), "completing a report's send");
+    send_report(true);
+    check(MPI_Wait(&send, MPI_STATUS_IGNORE), "sending the final report");
+    if (wait_for_end(engines, control)) break;
   }
-  engine.wait();
-  // The run is over here: waiting for the collector no longer holds an event up.
-  check(MPI_Wait(&send, MPI_STATUS_IGNORE), "completing a report's send");
-  send_report(true);
-  check(MPI_Wait(&send, MPI_STATUS_IGNORE), "sending the final report");
-  wait_for_end(engine, control);
   control.finish();
-  return engine.summary();
+  return engines.engine().summary();
 }
 
 protocol::StatusPayload collector_status(const EngineConfig& config, const Collector& merge,
@@ -242,21 +251,27 @@ struct CollectorSocket {
   }
 };
 
-RunSummary run_collector(const Session& session, Engine* engine, const RankSums& sums,
-                         const EngineConfig& config, const std::vector<int>& processing,
-                         Publisher* publisher, CollectorSocket& socket,
-                         const std::atomic<bool>& stop) {
+RunSummary run_collector(const Session& session, RankEngines* own, const EngineConfig& first,
+                         const std::vector<int>& all_processing, Publisher* publisher,
+                         CollectorSocket& socket, const std::atomic<bool>& stop) {
   const auto start = Clock::now();
-  Collector merge(session.size(), kCollectorRank, engine != nullptr, processing, start);
+  // An apply starts a new run: its configuration, its ranks (those lost before it take no part)
+  // and a new merge.
+  EngineConfig config = first;
+  std::vector<int> processing = all_processing;
+  Collector merge(session.size(), kCollectorRank, own != nullptr, processing, start);
+  // Ranks out of the run (lost in an earlier run): no stop or end goes to them.
+  std::set<int> gone;
+  const auto out_of_run = [&](int rank) { return gone.count(rank) > 0 || merge.lost(rank); };
   ControlSends control;
   const auto silent_limit = period_of(config.mpi.silent_after_s);
   const auto publish = [&](protocol::Message message) {
     message.run = config.run;
     if (publisher) publisher->publish(message);
   };
-  const auto stats_period = period_of(config.stats_interval_s);
-  const auto profile_period = period_of(1.0 / config.integration.publish_hz);
-  const auto peaks_period = period_of(1.0 / config.peak_finding.peaks_hz);
+  auto stats_period = period_of(config.stats_interval_s);
+  auto profile_period = period_of(1.0 / config.integration.publish_hz);
+  auto peaks_period = period_of(1.0 / config.peak_finding.peaks_hz);
   auto next_stats = start + stats_period, next_own = start + stats_period;
   auto next_profile = start, next_peaks = start, next_status = start, next_progress = start;
   bool own_final = false;
@@ -267,8 +282,8 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
     if (stopping) return;
     stopping = true;
     for (int rank : processing)
-      if (rank != kCollectorRank && !merge.lost(rank)) control.send(rank, kTagStop);
-    if (engine) engine->request_stop();
+      if (rank != kCollectorRank && !out_of_run(rank)) control.send(rank, kTagStop);
+    if (own) own->engine().request_stop();
   };
   // What `status` and `stop` answer: the run's state and its merged whole-run counts.
   const auto merged_state = [&](Clock::time_point now) {
@@ -292,10 +307,26 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
     hooks.publish_peaks = [&](const protocol::EventPeaks& hit) {
       publish(protocol::make_peaks_message(hit));
     };
-    requests = std::make_unique<CollectorControl>(*socket.fanout, processing, engine,
+    hooks.new_run = [&](const EngineConfig& next, const std::vector<int>& ranks) {
+      for (int rank : processing)
+        if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) gone.insert(rank);
+      config = next;
+      processing = ranks;
+      const auto now = Clock::now();
+      merge = Collector(session.size(), kCollectorRank, own != nullptr, processing, now);
+      stats_period = period_of(config.stats_interval_s);
+      profile_period = period_of(1.0 / config.integration.publish_hz);
+      peaks_period = period_of(1.0 / config.peak_finding.peaks_hz);
+      next_stats = next_own = now + stats_period;
+      own_final = false;
+      stopping = false;
+      spdlog::info("MPI collector: run {} started on {} ranks with the new configuration",
+                   config.run, ranks.size());
+    };
+    requests = std::make_unique<CollectorControl>(*socket.fanout, processing, own,
                                                   period_of(config.mpi.silent_after_s), hooks);
   }
-  if (engine) engine->start();
+  if (own) own->engine().start();
   // Publishes what is due (everything when `last`).
   const auto publish_due = [&](Clock::time_point now, bool last) {
     if (last || now >= next_profile) {
@@ -349,17 +380,20 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
       check(MPI_Get_count(&status, MPI_BYTE, &count), "sizing a report");
       std::vector<std::uint8_t> bytes(std::size_t(std::max(count, 0)));
       check(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, &status), "receiving a report");
-      merge.take(decode_report(bytes, status.MPI_SOURCE), Clock::now());
+      RankReport report = decode_report(bytes, status.MPI_SOURCE);
+      // A report of the run an apply replaced (sent before the rank took the new one): dropped.
+      if (report.run != config.run || out_of_run(report.rank)) continue;
+      merge.take(std::move(report), Clock::now());
       received = true;
     }
     const auto now = Clock::now();
-    if (engine && !own_final) {
-      if (engine->finished()) {
-        engine->wait();
-        merge.take(make_report(session, *engine, sums, true), now);
+    if (own && !own_final) {
+      if (own->engine().finished()) {
+        own->engine().wait();
+        merge.take(make_report(session, *own, true), now);
         own_final = true;
       } else if (now >= next_own) {
-        merge.take(make_report(session, *engine, sums, false), now);
+        merge.take(make_report(session, *own, false), now);
         next_own = now + stats_period;
       }
     }
@@ -375,9 +409,9 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
   publish_due(Clock::now(), true);
   // Every answer a rank owes is taken before its end goes out (a rank answers in order).
   if (requests) requests->finish(merge, "the MPI run is ending");
-  for (int rank : processing)
-    if (rank != kCollectorRank && !merge.lost(rank)) control.send(rank, kTagEnd);
-  control.finish(merge);
+  for (int rank : all_processing)
+    if (rank != kCollectorRank && !out_of_run(rank)) control.send(rank, kTagEnd);
+  control.finish(out_of_run);
   return merge.summary(Clock::now());
 }
 
@@ -411,8 +445,7 @@ RankOutcome run_rank(Session& session, const EngineConfig& config, const std::at
   // Start-up: the same checks on every rank, then one agreement, so that no rank waits for
   // another that never started.
   std::string error;
-  std::unique_ptr<Engine> engine;
-  RankSums sums;
+  std::unique_ptr<RankEngines> engines;
   std::shared_ptr<Publisher> publisher;
   CollectorSocket socket;
   try {
@@ -421,12 +454,9 @@ RankOutcome run_rank(Session& session, const EngineConfig& config, const std::at
           "mpi.collector \"dedicated\" needs at least 2 ranks (the collector and one that "
           "processes), got 1; start more ranks or set mpi.collector to \"processing\"");
     if (processes) {
-      EngineConfig own = config;
-      own.publish = "";  // the collector publishes for the run
-      engine = std::make_unique<Engine>(own);
       const auto share = std::find(processing.begin(), processing.end(), rank) - processing.begin();
-      engine->set_event_share({std::uint64_t(share), std::uint64_t(processing.size())});
-      engine->set_event_observer(sums.observer());
+      engines = std::make_unique<RankEngines>(
+          config, EventShare{std::uint64_t(share), std::uint64_t(processing.size())});
     }
     if (outcome.collector && !config.publish.empty()) {
       publisher = std::make_shared<Publisher>(config.publish);
@@ -437,7 +467,7 @@ RankOutcome run_rank(Session& session, const EngineConfig& config, const std::at
     if (outcome.collector && !control.endpoint.empty()) {
       EngineConfig in_force = config;
       in_force.publish = outcome.publish_endpoint;
-      socket.fanout = std::make_unique<ControlFanOut>(std::move(in_force), size);
+      socket.fanout = std::make_unique<ControlFanOut>(std::move(in_force), size, config.publish);
       ControlRoots roots(control.roots);
       if (!roots.confined() && control.access == ControlAccess::Full &&
           !is_loopback_endpoint(control.endpoint))
@@ -470,9 +500,9 @@ RankOutcome run_rank(Session& session, const EngineConfig& config, const std::at
     std::fprintf(stderr, "livedrp-engine: control socket on %s\n",
                  outcome.control_endpoint.c_str());
   try {
-    outcome.summary = outcome.collector ? run_collector(session, engine.get(), sums, config,
-                                                        processing, publisher.get(), socket, stop)
-                                        : run_processing_rank(session, *engine, sums, config, stop);
+    outcome.summary = outcome.collector ? run_collector(session, engines.get(), config, processing,
+                                                        publisher.get(), socket, stop)
+                                        : run_processing_rank(session, *engines, config, stop);
   } catch (const std::exception& e) {
     abort_run(rank, e.what());
   }

@@ -4,7 +4,6 @@
 
 #include "mpi/mpi_session.hpp"
 #include "mpi/mpi_tags.hpp"
-#include "mpi/rank_requests.hpp"
 
 namespace livedrp::mpi {
 
@@ -13,7 +12,7 @@ RankControl::~RankControl() {
     if (send.request != MPI_REQUEST_NULL) MPI_Request_free(&send.request);
 }
 
-void RankControl::poll(Engine& engine) {
+void RankControl::poll(RankEngines& engines) {
   for (;;) {
     int flag = 0;
     MPI_Message message;
@@ -21,7 +20,22 @@ void RankControl::poll(Engine& engine) {
     check(MPI_Improbe(kCollectorRank, kTagRequest, MPI_COMM_WORLD, &flag, &message, &status),
           "probing for control requests");
     if (!flag) break;
-    answer(engine, message, status);
+    answer(engines, message, status);
+  }
+  if (preparing_) {
+    if (const std::optional<std::string> error = engines.prepared()) {
+      RankAnswer done;
+      done.id = *preparing_;
+      done.rank = rank_;
+      done.ok = error->empty();
+      done.error = *error;
+      preparing_.reset();
+      send(done);
+    }
+  }
+  if (committing_ && engines.commit_ready()) {
+    send(answer_request(engines, rank_, {*committing_, "commit_apply"}));
+    committing_.reset();
   }
   for (auto it = sends_.begin(); it != sends_.end();) {
     int done = 0;
@@ -30,23 +44,43 @@ void RankControl::poll(Engine& engine) {
   }
 }
 
-void RankControl::answer(Engine& engine, MPI_Message& message, const MPI_Status& status) {
+void RankControl::answer(RankEngines& engines, MPI_Message& message, const MPI_Status& status) {
   int count = 0;
   check(MPI_Get_count(&status, MPI_BYTE, &count), "sizing a control request");
   std::vector<std::uint8_t> bytes(std::size_t(std::max(count, 0)));
   MPI_Status received;
   check(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, &received),
         "receiving a control request");
-  // A request this rank cannot read is still answered (id 0 matches no request: the collector
-  // names this rank missing), so that nothing waits on it in vain; the reason goes to its log.
+  // A request this rank cannot read is still answered (with id 0 when even that is unreadable:
+  // the collector then names this rank missing), so that nothing waits on it in vain.
   RankAnswer reply;
+  reply.rank = rank_;
   try {
-    reply = answer_request(engine, rank_, decode_request(bytes));
+    const RankRequest request = decode_request(bytes);
+    reply.id = request.id;
+    if (request.name == "prepare_apply") {
+      // Built on a thread of its own; answered by a later poll.
+      engines.prepare(EngineConfig::from_json(request.fields.at("config"), "apply"));
+      preparing_ = request.id;
+      return;
+    }
+    if (request.name == "commit_apply") {
+      // Answered once the running engine has drained.
+      engines.begin_commit();
+      committing_ = request.id;
+      return;
+    }
+    reply = answer_request(engines, rank_, request);
   } catch (const std::exception& e) {
     spdlog::error("rank {}: {}", rank_, e.what());
-    reply.rank = rank_;
+    reply.ok = false;
     reply.error = e.what();
   }
+  send(reply);
+}
+
+void RankControl::send(const RankAnswer& answer) {
+  RankAnswer reply = answer;
   std::vector<std::uint8_t> encoded;
   try {
     encoded = encode_answer(reply);

@@ -85,9 +85,13 @@ protocol::EventPeaks decode_peaks(const json& parts) {
 }
 
 std::vector<std::uint8_t> encode_report(const RankReport& report) {
-  json j = {{"rank", report.rank},   {"final", report.final},
-            {"error", report.error}, {"host", report.host},
-            {"pid", report.pid},     {"stats", protocol::to_json(report.stats)}};
+  json j = {{"rank", report.rank},
+            {"run", report.run},
+            {"final", report.final},
+            {"error", report.error},
+            {"host", report.host},
+            {"pid", report.pid},
+            {"stats", protocol::to_json(report.stats)}};
   // Only the non-empty bins: a run's latencies fill a few dozen of the histogram's 1852.
   std::vector<std::uint32_t> bins;
   std::vector<std::uint64_t> counts;
@@ -110,6 +114,7 @@ RankReport decode_report(const std::vector<std::uint8_t>& bytes, int from_rank) 
     report.rank = j.at("rank").get<int>();
     if (report.rank != from_rank)
       throw std::runtime_error("it says it is rank " + std::to_string(report.rank));
+    report.run = j.at("run").get<std::int64_t>();
     report.final = j.at("final").get<bool>();
     report.error = j.at("error").get<std::string>();
     report.host = j.at("host").get<std::string>();

@@ -19,9 +19,10 @@ namespace livedrp::mpi {
 
 struct RankReport {
   int rank = 0;
-  bool final = false;  // the rank's run has ended: nothing follows
-  std::string error;   // its run's fault; empty when none
-  std::string host;    // MPI_Get_processor_name
+  std::int64_t run = 0;  // the run number its engine runs (an apply starts the next one)
+  bool final = false;    // the rank's run has ended: nothing follows
+  std::string error;     // its run's fault; empty when none
+  std::string host;      // MPI_Get_processor_name
   std::uint64_t pid = 0;
   protocol::StatsPayload stats;  // cumulative, as Engine::summary() gives it
   LatencyHistogram latency;      // the whole run's (sent as its non-empty bins)

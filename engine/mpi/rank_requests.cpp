@@ -57,11 +57,12 @@ RankAnswer decode_answer(const std::vector<std::uint8_t>& bytes, int from_rank) 
   }
 }
 
-RankAnswer answer_request(Engine& engine, int rank, const RankRequest& request) {
+RankAnswer answer_request(RankEngines& engines, int rank, const RankRequest& request) {
   RankAnswer answer;
   answer.id = request.id;
   answer.rank = rank;
   try {
+    Engine& engine = engines.engine();
     if (request.name == "set_peak_params") {
       apply_peak_params_request(engine, request.fields.at("params"));
       answer.result = peak_params_reply(engine.peak_params());
@@ -73,6 +74,17 @@ RankAnswer answer_request(Engine& engine, int rank, const RankRequest& request) 
       answer.result = rerun_peaks_reply(rerun);
       answer.result["pulse_ids"] = rerun.pulse_ids;
       answer.newest_hit = std::move(rerun.newest_hit);
+    } else if (request.name == "prepare_apply") {
+      const EngineConfig config = EngineConfig::from_json(request.fields.at("config"), "apply");
+      engines.prepare(config);
+      if (const std::string error = engines.wait_prepared(); !error.empty())
+        throw InputError(error);
+      answer.result = {{"run", config.run}};
+    } else if (request.name == "commit_apply") {
+      engines.commit();
+      answer.result = {{"run", engines.engine().config().run}};
+    } else if (request.name == "discard_apply") {
+      engines.discard();
     } else {
       throw InputError("request '" + request.name + "' is not one a processing rank answers");
     }

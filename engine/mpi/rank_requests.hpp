@@ -12,12 +12,17 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/engine.hpp"
+#include "mpi/rank_engines.hpp"
 
 namespace livedrp::mpi {
 
 // What the collector sends: `id` pairs the answers with the request.
 //   {"id": N, "request": "set_peak_params", "params": {every parameter}}
 //   {"id": N, "request": "rerun_peaks", "frames": F}  (frames absent: all kept)
+//   {"id": N, "request": "prepare_apply", "config": {the whole configuration, run number set}}
+//   {"id": N, "request": "commit_apply"} / {"id": N, "request": "discard_apply"}
+// (an apply in two steps: every rank builds the new engine first, and only when all could does
+// any rank stop its run for it; rank_engines.hpp)
 struct RankRequest {
   std::uint64_t id = 0;
   std::string name;
@@ -44,6 +49,8 @@ std::vector<std::uint8_t> encode_answer(const RankAnswer& answer);
 RankAnswer decode_answer(const std::vector<std::uint8_t>& bytes, int from_rank);
 
 // Applies `request` to this rank's engine; every failure is the answer's error, never a throw.
-RankAnswer answer_request(Engine& engine, int rank, const RankRequest& request);
+// A prepare_apply is answered once the new engine is built (RankControl answers it later instead,
+// so that its rank goes on reporting meanwhile).
+RankAnswer answer_request(RankEngines& engines, int rank, const RankRequest& request);
 
 }  // namespace livedrp::mpi
