@@ -4,7 +4,9 @@
 // event of the run (hits, peaks, each frame's count, the newest hit, published with rerun true);
 // a parameter change reaches every rank (each rank's re-run says so, and finds what the new
 // parameters find here); an invalid change is refused once and reaches no rank; a stop ends every
-// rank's run with the books balanced; a lost rank is named missing instead of holding a request.
+// rank's run with the books balanced; a lost rank is named missing instead of holding a request;
+// an apply is a new run on every rank, or on none when a rank cannot build it; a collector that
+// takes a share answers for it in the same replies.
 // Skipped (QSKIP) when the build has no MPI.
 #include <QProcess>
 #include <QTemporaryDir>
@@ -328,6 +330,46 @@ class TestMpiControl : public QObject {
     const CliResult ended = job.shut_down();
     QVERIFY2(ended.exit_code == 0, qPrintable(ended.err + ended.out));
     QVERIFY2(ended.out.contains("events in: 9, processed: 9, dropped: 0"), qPrintable(ended.out));
+  }
+
+  // mpi.collector "processing": rank 0 answers for its own share as well, in the same replies.
+  void a_processing_collector_answers_for_its_own_share_too() {
+    const std::uint64_t events = 6;
+    EngineConfig c = sim_config(events);
+    c.hit_fraction = 1.0;
+    c.mpi.collector = "processing";
+    c.peak_finding = lp::live_config().peak_finding;
+    c.peak_finding.recent_frames = 16;
+    const std::string control = free_endpoint();
+    const QString config = dir_.filePath("processing.json");
+    write_json(config, c.to_json());
+    ControlledJob job({"--config", config}, control, false);
+    QVERIFY2(job.wait_for_status([](const json& s) { return s.at("state") == "finished"; }),
+             qPrintable(job.output()));
+    const std::int64_t run = job.result("status").at("run").get<std::int64_t>();
+    const json rerun = job.result("rerun_peaks");
+    QVERIFY2(job.failure().isEmpty(), qPrintable(job.failure()));
+    QCOMPARE(rerun.at("frames").get<std::uint64_t>(), events);
+    QCOMPARE(rerun.at("sequences"), json::array({0, 1, 2, 3, 4, 5}));
+    QCOMPARE(rerun.at("ranks").size(), std::size_t(3));
+    for (std::size_t k = 0; k < 3; ++k) {
+      QCOMPARE(rerun.at("ranks")[k].at("rank").get<std::size_t>(), k);
+      QCOMPARE(rerun.at("ranks")[k].at("frames").get<std::uint64_t>(), share_size(events, k, 3));
+    }
+    const json changed = job.result("set_peak_params", {{"params", {{"minimum_snr", 6.0}}}});
+    QCOMPARE(changed.at("ranks").size(), std::size_t(3));
+    for (const json& rank : changed.at("ranks")) QCOMPARE(rank.at("params_version").get<int>(), 2);
+    // After the run: start is a new run, the same events on every rank again.
+    const json started = job.result("start");
+    QVERIFY2(job.failure().isEmpty(), qPrintable(job.failure()));
+    QCOMPARE(started.at("started").get<bool>(), true);
+    QCOMPARE(started.at("run").get<std::int64_t>(), run + 1);
+    QVERIFY(job.wait_for_status([&](const json& s) {
+      return s.at("run") == run + 1 && s.at("state") == "finished" &&
+             s.at("stats").at("events_processed") == events;
+    }));
+    const CliResult ended = job.shut_down();
+    QVERIFY2(ended.exit_code == 0, qPrintable(ended.err + ended.out));
   }
 
   // A rank killed while the run goes (the launcher told to let the others live on): requests
