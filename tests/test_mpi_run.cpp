@@ -18,6 +18,7 @@
 #include "cli_process.hpp"
 #include "live_integration_support.hpp"
 #include "live_peaks_support.hpp"
+#include "mpi_run_support.hpp"
 #include "protocol/subscriber.hpp"
 #include "publish/publisher.hpp"
 
@@ -28,7 +29,7 @@ using namespace std::chrono_literals;
 #ifdef LIVEDRP_TEST_MPIEXEC
 namespace {
 
-constexpr int kRanks = 3;
+using namespace mpi_run_test;
 
 // What a subscriber saw of an MPI run, and how the run ended.
 struct MpiRun {
@@ -37,53 +38,6 @@ struct MpiRun {
   std::vector<protocol::EventPeaks> peaks;
   std::vector<protocol::StatsPayload> stats;
 };
-
-void write_json(const QString& path, const nlohmann::json& json) {
-  std::ofstream out(path.toStdString());
-  out << json.dump(2) << "\n";
-}
-
-nlohmann::json read_json(const QString& path) {
-  std::ifstream in(path.toStdString());
-  return nlohmann::json::parse(in);
-}
-
-// A port nobody listens on now: bound once by a publisher here and given back, so that the test
-// can subscribe before the collector binds it (ZeroMQ connects as soon as it does).
-std::string free_endpoint() {
-  Publisher probe("tcp://127.0.0.1:*");
-  return probe.endpoint();
-}
-
-// Open MPI refuses to run as root without both (CI runs as root).
-QProcessEnvironment mpirun_environment() {
-  QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-  environment.insert("OMPI_ALLOW_RUN_AS_ROOT", "1");
-  environment.insert("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-  return environment;
-}
-
-bool is_open_mpi(const QString& mpirun) {
-  QProcess version;
-  version.setProcessEnvironment(mpirun_environment());
-  version.setProcessChannelMode(QProcess::MergedChannels);
-  version.start(mpirun, {"--version"});
-  version.waitForFinished(-1);
-  // "mpirun (Open MPI) 4.1.4", "mpiexec (OpenRTE) 4.1.4 ... www.open-mpi.org"
-  return QString::fromUtf8(version.readAll())
-      .contains(QRegularExpression("Open MPI|OpenRTE|open-mpi\\.org"));
-}
-
-// The mpirun that CMake found, with what Open MPI needs to start three ranks on a two-core
-// machine (MPICH's starts them as they are); `survive_a_rank`: the launcher lets the other ranks
-// live on when one dies (both end the whole job by default).
-QStringList mpirun_arguments(const QString& mpirun, bool survive_a_rank) {
-  const bool open_mpi = is_open_mpi(mpirun);
-  QStringList arguments{"-n", QString::number(kRanks)};
-  if (open_mpi) arguments << "--oversubscribe";
-  if (survive_a_rank) arguments << (open_mpi ? "--enable-recovery" : "-disable-auto-cleanup");
-  return arguments;
-}
 
 // `mpirun -n 3 livedrp-engine run ARGUMENTS`, subscribed to `endpoint` (when not empty) for the
 // whole run; after the run ends, what the collector sent last is read until nothing more comes.
@@ -146,27 +100,6 @@ MpiRun run_mpi(const QStringList& engine_arguments, const std::string& endpoint,
     qWarning("mpirun's output:\n%s\n%s", qPrintable(run.result.out), qPrintable(run.result.err));
   }
   return run;
-}
-
-// The events of `events` that the share `index` of `count` takes (index modulo count).
-std::uint64_t share_size(std::uint64_t events, std::uint64_t index, std::uint64_t count) {
-  std::uint64_t n = 0;
-  for (std::uint64_t i = 0; i < events; ++i) n += i % count == index ? 1 : 0;
-  return n;
-}
-
-// A simulator run's configuration: few events of a small pool, one CPU thread per rank.
-EngineConfig sim_config(std::uint64_t events) {
-  EngineConfig c;
-  c.source = "sim:epix10ka2m";
-  c.backend = "cpu";
-  c.cpu_threads = 1;
-  c.simulator_pool = 3;  // generating events is slow on a two-core machine
-  c.events = events;
-  c.full_ring = "wait";  // nothing dropped: the counts are exact
-  c.stats_interval_s = 0.05;
-  c.publish = "";
-  return c;
 }
 
 // The merged summary's totals are the sums of its ranks' and the events asked for; each rank
@@ -284,8 +217,8 @@ class TestMpiRun : public QObject {
                          .result,
                      "cannot be shared among engines by event index");
     EXPECT_BAD_INPUT(
-        run_mpi({"--source", "sim:epix10ka2m", "--control", "tcp://127.0.0.1:*"}, "").result,
-        "--control is not available for a run over several MPI ranks");
+        run_mpi({"--source", "sim:epix10ka2m", "--control", "no-such-transport"}, "").result,
+        "rank 0: cannot bind control socket to 'no-such-transport'");
     const QString config = dir_.filePath("bad_mpi.json");
     nlohmann::json json = sim_config(3).to_json();
     json["mpi"] = {{"collector", "everyone"}};

@@ -263,9 +263,13 @@ struct PeakParamsState {
 // first; every list is also published as a `peaks` message with rerun true.
 struct PeakRerun {
   std::vector<std::uint64_t> sequences;
+  std::vector<std::uint64_t> pulse_ids;    // per frame
   std::vector<std::uint64_t> peaks_found;  // per frame (PeakList::found)
   std::uint64_t hits = 0;
   std::uint64_t params_version = 0;
+  // The hit with the highest pulse id among the frames, as published (an MPI run's collector
+  // publishes the newest over its ranks); none when no frame was a hit.
+  std::optional<protocol::EventPeaks> newest_hit;
 };
 
 struct RecordStatus {

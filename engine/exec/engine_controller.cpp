@@ -3,27 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
+#include "exec/config_change.hpp"
 #include "exec/peak_requests.hpp"
 #include "peaks/peak_params.hpp"
 #include "publish/publisher.hpp"
 
 namespace livedrp {
-
-namespace {
-
-// The nested objects of the configuration JSON that a partial change merges key by key; any
-// other key given replaces the value.
-constexpr const char* kMergedObjects[] = {"runtime",      "calibration", "simulator", "compression",
-                                          "fidelity",     "replay",      "record",    "integration",
-                                          "peak_finding", "image"};
-
-bool is_merged_object(const std::string& key) {
-  for (const char* name : kMergedObjects)
-    if (key == name) return true;
-  return false;
-}
-
-}  // namespace
 
 EngineController::EngineController(EngineConfig config) : requested_publish_(config.publish) {
   // Bind first: a bad endpoint is reported before the engine's heavy set-up.
@@ -98,13 +83,7 @@ bool EngineController::apply(const EngineConfig& config) {
 bool EngineController::apply_locked(const EngineConfig& config) {
   EngineConfig next = config;
   const std::string bound = publisher_ ? publisher_->endpoint() : std::string();
-  if (next.publish != bound && next.publish != requested_publish_)
-    throw InputError(
-        "configuration change: field 'publish' cannot change while the engine "
-        "runs (it is \"" +
-        bound + "\", asked for \"" + next.publish +
-        "\"); subscribers stay connected to one endpoint for the engine's life, "
-        "so restart the engine to publish elsewhere");
+  check_publish_unchanged(next.publish, bound, requested_publish_);
   next.publish = bound;
 
   const Current old = current();
@@ -134,29 +113,8 @@ bool EngineController::apply_locked(const EngineConfig& config) {
 }
 
 bool EngineController::apply_json(const nlohmann::json& partial) {
-  if (!partial.is_object())
-    throw InputError("configuration change must be a JSON object, got " +
-                     std::string(partial.type_name()));
   const std::lock_guard operation(operation_mutex_);
-  nlohmann::json merged = config().to_json();
-  for (const auto& [key, value] : partial.items()) {
-    auto target = merged.find(key);
-    if (is_merged_object(key) && value.is_object() && target != merged.end() &&
-        target->is_object()) {
-      for (const auto& [inner_key, inner_value] : value.items()) {
-        // peak_finding.params merges by parameter name too: one changed parameter keeps the rest.
-        auto inner = target->find(inner_key);
-        if (key == "peak_finding" && inner_key == "params" && inner_value.is_object() &&
-            inner != target->end() && inner->is_object())
-          inner->update(inner_value);
-        else
-          (*target)[inner_key] = inner_value;
-      }
-    } else {
-      merged[key] = value;  // unknown keys and ill-typed values are from_json's to name
-    }
-  }
-  return apply_locked(EngineConfig::from_json(merged, "change"));
+  return apply_locked(merge_config_change(config(), partial));
 }
 
 EngineConfig EngineController::config() const {

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "exec/engine_impl.hpp"
+#include "exec/peak_requests.hpp"
 #include "protocol/peaks_topic.hpp"
 
 namespace livedrp {
@@ -73,11 +74,6 @@ PeakParamsState Engine::peak_params() const {
 }
 
 namespace {
-InputError peak_finding_off() {
-  return InputError(
-      "peak finding is off in this configuration; turn it on with an apply request, "
-      "{\"peak_finding\": {\"enabled\": true}} (the run restarts with it)");
-}
 // The device-resident lanes' finders are recorded into their graphs at set-up, and no calibrated
 // frame is kept on the host side of that path.
 InputError fixed_on_device(const char* what) {
@@ -91,7 +87,7 @@ InputError fixed_on_device(const char* what) {
 
 std::uint64_t Engine::set_peak_params(const peaks::PeakFinderParams& params) {
   Impl& d = *impl_;
-  if (!d.peak_stage) throw peak_finding_off();
+  if (!d.peak_stage) throw peak_finding_off_error();
   if (const std::string problem = peaks::validate(params); !problem.empty())
     throw InputError(problem);
   if (d.device_source) throw fixed_on_device("changing the peak finder's parameters in a run");
@@ -126,15 +122,10 @@ std::uint64_t Engine::set_peak_params(const peaks::PeakFinderParams& params) {
 
 PeakRerun Engine::rerun_peaks(std::optional<std::uint64_t> frames) {
   Impl& d = *impl_;
-  if (!d.peak_stage) throw peak_finding_off();
+  if (!d.peak_stage) throw peak_finding_off_error();
   if (d.device_source) throw fixed_on_device("re-running the peak finder over kept frames");
   const int kept = d.config.peak_finding.recent_frames;
-  if (kept == 0)
-    throw InputError(
-        "no frames are kept for re-runs: peak_finding.recent_frames is 0 (set it to 1..256)");
-  if (frames && (*frames == 0 || *frames > std::uint64_t(kept)))
-    throw InputError("frames must be 1.." + std::to_string(kept) +
-                     " (peak_finding.recent_frames), got " + std::to_string(*frames));
+  check_rerun_frames(kept, frames);
   std::vector<stages::PeakRerunFrame> lists;
   PeakRerun result;
   d.run_on_engine_thread([&] {
@@ -144,9 +135,14 @@ PeakRerun Engine::rerun_peaks(std::optional<std::uint64_t> frames) {
   });
   for (const stages::PeakRerunFrame& frame : lists) {
     result.sequences.push_back(frame.header.sequence);
+    result.pulse_ids.push_back(frame.header.pulse_id);
     result.peaks_found.push_back(std::uint64_t(std::max(0, frame.peaks.found)));
     result.hits += frame.peaks.hit ? 1 : 0;
-    d.publish_peaks(d.peak_stage->message(frame.header, frame.peaks, result.params_version, true));
+    protocol::EventPeaks message =
+        d.peak_stage->message(frame.header, frame.peaks, result.params_version, true);
+    if (frame.peaks.hit && (!result.newest_hit || message.pulse_id > result.newest_hit->pulse_id))
+      result.newest_hit = message;
+    d.publish_peaks(message);
     d.peak_stage->book().count_sent_rerun();
   }
   return result;

@@ -7,6 +7,21 @@
 
 namespace livedrp {
 
+InputError peak_finding_off_error() {
+  return InputError(
+      "peak finding is off in this configuration; turn it on with an apply request, "
+      "{\"peak_finding\": {\"enabled\": true}} (the run restarts with it)");
+}
+
+void check_rerun_frames(int kept, std::optional<std::uint64_t> frames) {
+  if (kept == 0)
+    throw InputError(
+        "no frames are kept for re-runs: peak_finding.recent_frames is 0 (set it to 1..256)");
+  if (frames && (*frames == 0 || *frames > std::uint64_t(kept)))
+    throw InputError("frames must be 1.." + std::to_string(kept) +
+                     " (peak_finding.recent_frames), got " + std::to_string(*frames));
+}
+
 nlohmann::json peak_params_reply(const PeakParamsState& state) {
   return {{"params", peaks::to_json(state.params)},
           {"params_version", state.version},

@@ -2,12 +2,23 @@
 // The peak-finder requests of the control socket (get_peak_params, set_peak_params, rerun_peaks)
 // on one Engine, answered the same way by EngineController (the socket) and by the GUI's embedded
 // engine host: merge and validate once, reply in one shape (docs/protocol.md).
+#include <cstdint>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
+#include "core/error.hpp"
 #include "exec/engine.hpp"
 #include "peaks/peak_params.hpp"
 
 namespace livedrp {
+
+// Why a peak request is refused when peak finding is off (the same text from an engine and from
+// an MPI run's collector, which refuses it once for all ranks).
+InputError peak_finding_off_error();
+// rerun_peaks' "frames" against peak_finding.recent_frames (`kept`): at least one frame kept,
+// and frames 1..kept. Throws InputError naming the field.
+void check_rerun_frames(int kept, std::optional<std::uint64_t> frames);
 
 // {"params": {...every parameter...}, "params_version": N, "enabled": bool}
 nlohmann::json peak_params_reply(const PeakParamsState& state);

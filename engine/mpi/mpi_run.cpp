@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -14,9 +15,15 @@
 
 #include "core/error.hpp"
 #include "mpi/collector.hpp"
+#include "mpi/collector_control.hpp"
+#include "mpi/control_fanout.hpp"
+#include "mpi/mpi_tags.hpp"
+#include "mpi/rank_control.hpp"
+#include "mpi/rank_engines.hpp"
 #include "mpi/rank_report.hpp"
 #include "mpi/rank_sums.hpp"
 #include "protocol/topics.hpp"
+#include "publish/bind_endpoint.hpp"
 #include "publish/publisher.hpp"
 
 namespace livedrp::mpi {
@@ -24,8 +31,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kCollectorRank = 0;
-constexpr int kTagReport = 1;
 // How often the MPI thread looks for reports, stop requests and the engine's end: often enough
 // that a report waits at most this long, rarely enough that the thread costs nothing.
 constexpr auto kPollPeriod = std::chrono::milliseconds(5);
@@ -91,10 +96,12 @@ int node_index(bool processes) {
   return index;
 }
 
-RankReport make_report(const Session& session, const Engine& engine, const RankSums& sums,
-                       bool final) {
+RankReport make_report(const Session& session, const RankEngines& engines, bool final) {
+  const Engine& engine = engines.engine();
+  const RankSums& sums = engines.sums();
   RankReport report;
   report.rank = session.rank();
+  report.run = engine.config().run;
   report.final = final;
   report.host = session.processor();
   report.pid = std::uint64_t(getpid());
@@ -110,8 +117,6 @@ RankReport make_report(const Session& session, const Engine& engine, const RankS
 // Stop and end from the collector, point to point (a collective would wait forever for a rank
 // that is gone). kTagStop: stop your engine. kTagEnd: the run is over, every report is in; a rank
 // waits for it after its final report, so that no message is left unmatched at MPI_Finalize.
-constexpr int kTagStop = 2;
-constexpr int kTagEnd = 3;
 const int kControlWord = 1;  // what stop and end carry (the tag says which)
 
 class ControlSends {
@@ -122,10 +127,11 @@ class ControlSends {
           tag == kTagStop ? "sending stop to a rank" : "sending the end to a rank");
     sends_.emplace_back(rank, request);
   }
-  // Completes the sends to ranks still there; those to lost ranks are let go.
-  void finish(const Collector& merge) {
+  // Completes the sends to ranks still there; those to ranks that are gone are let go.
+  template <typename Gone>
+  void finish(const Gone& gone) {
     for (auto& [rank, request] : sends_) {
-      if (merge.lost(rank))
+      if (gone(rank))
         check(MPI_Request_free(&request), "letting go of a send to a lost rank");
       else
         check(MPI_Wait(&request, MPI_STATUS_IGNORE), "completing a send to a rank");
@@ -148,49 +154,70 @@ bool stop_arrived() {
   return true;
 }
 
-void wait_for_end() {
+// After its final report a rank still answers control requests (a re-run over its kept frames)
+// until the collector's end; a stop that came late is simply taken. Returns false when an apply
+// started a new run meanwhile (the rank runs again), true at the end.
+bool wait_for_end(RankEngines& engines, RankControl& control) {
+  const std::uint64_t generation = engines.generation();
   for (;;) {
-    int word = 0;
+    control.poll(engines);
+    if (engines.generation() != generation) return false;
+    int flag = 0;
+    MPI_Message message;
     MPI_Status status;
-    check(MPI_Recv(&word, 1, MPI_INT, kCollectorRank, MPI_ANY_TAG, MPI_COMM_WORLD, &status),
-          "waiting for the collector's end");
-    if (status.MPI_TAG == kTagEnd) return;  // a stop that came late is simply taken
+    for (const int tag : {kTagStop, kTagEnd}) {
+      check(MPI_Improbe(kCollectorRank, tag, MPI_COMM_WORLD, &flag, &message, &status),
+            "waiting for the collector's end");
+      if (!flag) continue;
+      int word = 0;
+      check(MPI_Mrecv(&word, 1, MPI_INT, &message, MPI_STATUS_IGNORE),
+            "receiving the collector's stop or end");
+      if (tag == kTagEnd) return true;
+    }
+    std::this_thread::sleep_for(kPollPeriod);
   }
 }
 
 // A processing rank: its engine runs; reports go to the collector without ever waiting on it.
-RunSummary run_processing_rank(const Session& session, Engine& engine, const RankSums& sums,
+// An apply replaces the engine (rank_engines.hpp): the new run is reported from then on.
+RunSummary run_processing_rank(const Session& session, RankEngines& engines,
                                const EngineConfig& config, const std::atomic<bool>& stop) {
   MPI_Request send = MPI_REQUEST_NULL;
   std::vector<std::uint8_t> buffer;  // the report under way: MPI reads it until the send is done
   const auto send_report = [&](bool final) {
-    buffer = encode_report(make_report(session, engine, sums, final));
+    buffer = encode_report(make_report(session, engines, final));
     check(MPI_Isend(buffer.data(), int(buffer.size()), MPI_BYTE, kCollectorRank, kTagReport,
                     MPI_COMM_WORLD, &send),
           "sending a report to the collector");
   };
   const auto interval = period_of(config.stats_interval_s);
   auto next_report = Clock::now() + interval;
-  engine.start();
-  while (!engine.finished()) {
-    if (stop || stop_arrived()) engine.request_stop();
-    if (Clock::now() >= next_report) {
-      next_report = Clock::now() + interval;
-      int done = 1;
-      if (send != MPI_REQUEST_NULL)
-        check(MPI_Test(&send, &done, MPI_STATUS_IGNORE), "testing a report's send");
-      // The previous report still under way: this one is skipped (the next carries its counts).
-      if (done) send_report(false);
+  RankControl control(session.rank());
+  engines.engine().start();
+  for (;;) {
+    while (!engines.engine().finished()) {
+      if (stop || stop_arrived()) engines.engine().request_stop();
+      control.poll(engines);
+      if (Clock::now() >= next_report) {
+        next_report = Clock::now() + interval;
+        int done = 1;
+        if (send != MPI_REQUEST_NULL)
+          check(MPI_Test(&send, &done, MPI_STATUS_IGNORE), "testing a report's send");
+        // The previous report still under way: this one is skipped (the next carries its
+        // counts).
+        if (done) send_report(false);
+      }
+      std::this_thread::sleep_for(kPollPeriod);
     }
-    std::this_thread::sleep_for(kPollPeriod);
+    engines.engine().wait();
+    // The run is over here: waiting for the collector no longer holds an event up.
+    check(MPI_Wait(&send, MPI_STATUS_IGNORE), "completing a report's send");
+    send_report(true);
+    check(MPI_Wait(&send, MPI_STATUS_IGNORE), "sending the final report");
+    if (wait_for_end(engines, control)) break;
   }
-  engine.wait();
-  // The run is over here: waiting for the collector no longer holds an event up.
-  check(MPI_Wait(&send, MPI_STATUS_IGNORE), "completing a report's send");
-  send_report(true);
-  check(MPI_Wait(&send, MPI_STATUS_IGNORE), "sending the final report");
-  wait_for_end();
-  return engine.summary();
+  control.finish();
+  return engines.engine().summary();
 }
 
 protocol::StatusPayload collector_status(const EngineConfig& config, const Collector& merge,
@@ -211,24 +238,95 @@ protocol::StatusPayload collector_status(const EngineConfig& config, const Colle
 }
 
 // Rank 0: merges the reports, publishes, and (mpi.collector "processing") runs a share itself.
-RunSummary run_collector(const Session& session, Engine* engine, const RankSums& sums,
-                         const EngineConfig& config, const std::vector<int>& processing,
-                         Publisher* publisher, const std::atomic<bool>& stop) {
+// The collector's control socket, when --control asked for one: the socket, what it drives, and
+// whether it asked the process to shut down.
+struct CollectorSocket {
+  std::unique_ptr<ControlFanOut> fanout;
+  std::unique_ptr<ControlServer> server;
+  bool shutdown_requested() const { return server && server->shutdown_requested(); }
+  // A request still waiting is answered before the server's thread is joined.
+  ~CollectorSocket() {
+    if (fanout) fanout->close("the MPI run has ended");
+    server.reset();
+  }
+};
+
+RunSummary run_collector(const Session& session, RankEngines* own, const EngineConfig& first,
+                         const std::vector<int>& all_processing, Publisher* publisher,
+                         CollectorSocket& socket, const std::atomic<bool>& stop) {
   const auto start = Clock::now();
-  Collector merge(session.size(), kCollectorRank, engine != nullptr, processing, start);
+  // An apply starts a new run: its configuration, its ranks (those lost before it take no part)
+  // and a new merge.
+  EngineConfig config = first;
+  std::vector<int> processing = all_processing;
+  Collector merge(session.size(), kCollectorRank, own != nullptr, processing, start);
+  // Ranks out of the run (lost in an earlier run): no stop or end goes to them.
+  std::set<int> gone;
+  const auto out_of_run = [&](int rank) { return gone.count(rank) > 0 || merge.lost(rank); };
   ControlSends control;
   const auto silent_limit = period_of(config.mpi.silent_after_s);
   const auto publish = [&](protocol::Message message) {
     message.run = config.run;
     if (publisher) publisher->publish(message);
   };
-  const auto stats_period = period_of(config.stats_interval_s);
-  const auto profile_period = period_of(1.0 / config.integration.publish_hz);
-  const auto peaks_period = period_of(1.0 / config.peak_finding.peaks_hz);
+  auto stats_period = period_of(config.stats_interval_s);
+  auto profile_period = period_of(1.0 / config.integration.publish_hz);
+  auto peaks_period = period_of(1.0 / config.peak_finding.peaks_hz);
   auto next_stats = start + stats_period, next_own = start + stats_period;
   auto next_profile = start, next_peaks = start, next_status = start, next_progress = start;
   bool own_final = false;
-  if (engine) engine->start();
+  bool stopping = false;
+  // Every rank's engine stops (SIGINT, SIGTERM, a "stop" or "shutdown" request): each drains its
+  // events and sends its final report.
+  const auto stop_all = [&] {
+    if (stopping) return;
+    stopping = true;
+    for (int rank : processing)
+      if (rank != kCollectorRank && !out_of_run(rank)) control.send(rank, kTagStop);
+    if (own) own->engine().request_stop();
+  };
+  // What `status` and `stop` answer: the run's state and its merged whole-run counts.
+  const auto merged_state = [&](Clock::time_point now) {
+    const RunSummary summary = merge.summary(now);
+    const std::string state =
+        merge.all_final() ? (summary.error.empty() ? "finished" : "error") : "running";
+    nlohmann::json stats = protocol::to_json(summary.stats);
+    if (socket.fanout) socket.fanout->set_merged(state, summary.error, stats);
+    return stats;
+  };
+  std::unique_ptr<CollectorControl> requests;
+  if (socket.fanout) {
+    CollectorControl::Hooks hooks;
+    hooks.stop_run = stop_all;
+    hooks.stop_result = [&] {
+      nlohmann::json stats = merged_state(Clock::now());
+      nlohmann::json result = socket.fanout->shutdown_result();
+      result["stats"] = std::move(stats);
+      return result;
+    };
+    hooks.publish_peaks = [&](const protocol::EventPeaks& hit) {
+      publish(protocol::make_peaks_message(hit));
+    };
+    hooks.new_run = [&](const EngineConfig& next, const std::vector<int>& ranks) {
+      for (int rank : processing)
+        if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) gone.insert(rank);
+      config = next;
+      processing = ranks;
+      const auto now = Clock::now();
+      merge = Collector(session.size(), kCollectorRank, own != nullptr, processing, now);
+      stats_period = period_of(config.stats_interval_s);
+      profile_period = period_of(1.0 / config.integration.publish_hz);
+      peaks_period = period_of(1.0 / config.peak_finding.peaks_hz);
+      next_stats = next_own = now + stats_period;
+      own_final = false;
+      stopping = false;
+      spdlog::info("MPI collector: run {} started on {} ranks with the new configuration",
+                   config.run, ranks.size());
+    };
+    requests = std::make_unique<CollectorControl>(*socket.fanout, processing, own,
+                                                  period_of(config.mpi.silent_after_s), hooks);
+  }
+  if (own) own->engine().start();
   // Publishes what is due (everything when `last`).
   const auto publish_due = [&](Clock::time_point now, bool last) {
     if (last || now >= next_profile) {
@@ -252,9 +350,10 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
       protocol::Message message = protocol::make_stats_message(stats);
       publish(message);
       next_stats = now + stats_period;
+      if (socket.fanout) merged_state(now);
       if (last || now >= next_status) {
         publish(protocol::make_status_message(
-            collector_status(config, merge, stats, last, session.size())));
+            collector_status(config, merge, stats, last || merge.all_final(), session.size())));
         next_status = now + kStatusPeriod;
       }
       if (!last && now >= next_progress && merge.any_report()) {
@@ -265,8 +364,10 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
       }
     }
   };
-  bool stopping = false;
-  while (!merge.all_final()) {
+  // With a control socket the collector serves on after the ranks' runs have ended (a re-run over
+  // their kept frames, status), until interrupted or asked to shut down, as one engine does.
+  const auto ending = [&] { return stop || socket.shutdown_requested(); };
+  while (!merge.all_final() || (socket.fanout && !ending())) {
     bool received = false;
     for (;;) {
       int flag = 0;
@@ -279,17 +380,20 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
       check(MPI_Get_count(&status, MPI_BYTE, &count), "sizing a report");
       std::vector<std::uint8_t> bytes(std::size_t(std::max(count, 0)));
       check(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, &status), "receiving a report");
-      merge.take(decode_report(bytes, status.MPI_SOURCE), Clock::now());
+      RankReport report = decode_report(bytes, status.MPI_SOURCE);
+      // A report of the run an apply replaced (sent before the rank took the new one): dropped.
+      if (report.run != config.run || out_of_run(report.rank)) continue;
+      merge.take(std::move(report), Clock::now());
       received = true;
     }
     const auto now = Clock::now();
-    if (engine && !own_final) {
-      if (engine->finished()) {
-        engine->wait();
-        merge.take(make_report(session, *engine, sums, true), now);
+    if (own && !own_final) {
+      if (own->engine().finished()) {
+        own->engine().wait();
+        merge.take(make_report(session, *own, true), now);
         own_final = true;
       } else if (now >= next_own) {
-        merge.take(make_report(session, *engine, sums, false), now);
+        merge.take(make_report(session, *own, false), now);
         next_own = now + stats_period;
       }
     }
@@ -297,25 +401,24 @@ RunSummary run_collector(const Session& session, Engine* engine, const RankSums&
       spdlog::error(
           "MPI collector: rank {} is lost (no report for {} s); the run goes on without it", rank,
           config.mpi.silent_after_s);
-    if (stop && !stopping) {
-      stopping = true;
-      for (int rank : processing)
-        if (rank != kCollectorRank && !merge.lost(rank)) control.send(rank, kTagStop);
-      if (engine) engine->request_stop();
-    }
+    if (ending()) stop_all();
+    if (requests) requests->poll(merge, now);
     publish_due(now, false);
     if (!received) std::this_thread::sleep_for(kPollPeriod);
   }
   publish_due(Clock::now(), true);
-  for (int rank : processing)
-    if (rank != kCollectorRank && !merge.lost(rank)) control.send(rank, kTagEnd);
-  control.finish(merge);
+  // Every answer a rank owes is taken before its end goes out (a rank answers in order).
+  if (requests) requests->finish(merge, "the MPI run is ending");
+  for (int rank : all_processing)
+    if (rank != kCollectorRank && !out_of_run(rank)) control.send(rank, kTagEnd);
+  control.finish(out_of_run);
   return merge.summary(Clock::now());
 }
 
 }  // namespace
 
-RankOutcome run_rank(Session& session, const EngineConfig& config, const std::atomic<bool>& stop) {
+RankOutcome run_rank(Session& session, const EngineConfig& config, const std::atomic<bool>& stop,
+                     const ControlOptions& control) {
   const int size = session.size(), rank = session.rank();
   const bool dedicated = config.mpi.collector == "dedicated";
   RankOutcome outcome;
@@ -342,27 +445,38 @@ RankOutcome run_rank(Session& session, const EngineConfig& config, const std::at
   // Start-up: the same checks on every rank, then one agreement, so that no rank waits for
   // another that never started.
   std::string error;
-  std::unique_ptr<Engine> engine;
-  RankSums sums;
+  std::unique_ptr<RankEngines> engines;
   std::shared_ptr<Publisher> publisher;
+  CollectorSocket socket;
   try {
     if (processing.empty())
       throw InputError(
           "mpi.collector \"dedicated\" needs at least 2 ranks (the collector and one that "
           "processes), got 1; start more ranks or set mpi.collector to \"processing\"");
     if (processes) {
-      EngineConfig own = config;
-      own.publish = "";  // the collector publishes for the run
-      engine = std::make_unique<Engine>(own);
       const auto share = std::find(processing.begin(), processing.end(), rank) - processing.begin();
-      engine->set_event_share({std::uint64_t(share), std::uint64_t(processing.size())});
-      engine->set_event_observer(sums.observer());
+      engines = std::make_unique<RankEngines>(
+          config, EventShare{std::uint64_t(share), std::uint64_t(processing.size())});
     }
     if (outcome.collector && !config.publish.empty()) {
       publisher = std::make_shared<Publisher>(config.publish);
       // The collector's own warnings and errors; the other ranks' stay in their own output.
       publisher->forward_log();
       outcome.publish_endpoint = publisher->endpoint();
+    }
+    if (outcome.collector && !control.endpoint.empty()) {
+      EngineConfig in_force = config;
+      in_force.publish = outcome.publish_endpoint;
+      socket.fanout = std::make_unique<ControlFanOut>(std::move(in_force), size, config.publish);
+      ControlRoots roots(control.roots);
+      if (!roots.confined() && control.access == ControlAccess::Full &&
+          !is_loopback_endpoint(control.endpoint))
+        spdlog::warn(
+            "control requests from other machines may name any file; --control-root DIR "
+            "confines them, --control-read-only lets them only look");
+      socket.server = std::make_unique<ControlServer>(*socket.fanout, control.endpoint,
+                                                      control.access, std::move(roots));
+      outcome.control_endpoint = socket.server->endpoint();
     }
   } catch (const std::exception& e) {
     error = e.what();
@@ -382,10 +496,13 @@ RankOutcome run_rank(Session& session, const EngineConfig& config, const std::at
                  "%s; publishing on %s\n",
                  size, dedicated ? "" : " and processes", processing.size(), config.source.c_str(),
                  outcome.publish_endpoint.empty() ? "nothing" : outcome.publish_endpoint.c_str());
+  if (!outcome.control_endpoint.empty())
+    std::fprintf(stderr, "livedrp-engine: control socket on %s\n",
+                 outcome.control_endpoint.c_str());
   try {
-    outcome.summary = outcome.collector ? run_collector(session, engine.get(), sums, config,
-                                                        processing, publisher.get(), stop)
-                                        : run_processing_rank(session, *engine, sums, config, stop);
+    outcome.summary = outcome.collector ? run_collector(session, engines.get(), config, processing,
+                                                        publisher.get(), socket, stop)
+                                        : run_processing_rank(session, *engines, config, stop);
   } catch (const std::exception& e) {
     abort_run(rank, e.what());
   }

@@ -8,11 +8,21 @@
 // a share as well.
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "exec/engine.hpp"
 #include "mpi/mpi_session.hpp"
+#include "publish/control_server.hpp"
 
 namespace livedrp::mpi {
+
+// --control on an MPI run: the collector binds the endpoint and applies each request to every
+// rank (docs/mpi.md, "Control"); empty endpoint: no control socket.
+struct ControlOptions {
+  std::string endpoint;
+  ControlAccess access = ControlAccess::Full;
+  std::vector<std::string> roots;  // --control-root
+};
 
 struct RankOutcome {
   // Start-up failed on some rank: on rank 0 the text names every rank that failed and why (for
@@ -22,12 +32,16 @@ struct RankOutcome {
   bool collector = false;        // rank 0: `summary` is the merged run's
   RunSummary summary;            // the merged run's on rank 0; its own engine's on other ranks
   std::string publish_endpoint;  // rank 0: as bound; empty when it publishes nothing
+  std::string control_endpoint;  // rank 0: as bound; empty without --control
 };
 
 // Runs this rank's part; returns when the whole run has ended. `stop` (SIGINT, SIGTERM): the
 // collector stops every rank; a processing rank stops its own engine. A failure of MPI itself in
 // the middle of the run is printed and the job aborted (MPI_Abort): nothing half-merged is
 // reported as a result.
-RankOutcome run_rank(Session& session, const EngineConfig& config, const std::atomic<bool>& stop);
+// With `control`, rank 0 serves the control socket until interrupted or asked to shut down, also
+// after every rank's run has ended.
+RankOutcome run_rank(Session& session, const EngineConfig& config, const std::atomic<bool>& stop,
+                     const ControlOptions& control = {});
 
 }  // namespace livedrp::mpi

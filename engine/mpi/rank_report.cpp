@@ -66,10 +66,32 @@ ProfileSums profile_from_json(const json& j) {
 
 }  // namespace
 
+json encode_peaks(const protocol::EventPeaks& peaks) {
+  json parts = json::array();
+  for (const std::string& part : protocol::encode(protocol::make_peaks_message(peaks)))
+    parts.push_back(json::binary(std::vector<std::uint8_t>(part.begin(), part.end())));
+  return parts;
+}
+
+protocol::EventPeaks decode_peaks(const json& parts) {
+  if (!parts.is_array()) throw std::runtime_error("a peaks message is not an array of parts");
+  std::vector<std::string> bytes;
+  for (const json& part : parts) {
+    const auto& b = part.get_binary();
+    bytes.emplace_back(b.begin(), b.end());
+  }
+  const std::vector<std::string_view> views(bytes.begin(), bytes.end());
+  return protocol::peaks_from_message(protocol::decode(views));
+}
+
 std::vector<std::uint8_t> encode_report(const RankReport& report) {
-  json j = {{"rank", report.rank},   {"final", report.final},
-            {"error", report.error}, {"host", report.host},
-            {"pid", report.pid},     {"stats", protocol::to_json(report.stats)}};
+  json j = {{"rank", report.rank},
+            {"run", report.run},
+            {"final", report.final},
+            {"error", report.error},
+            {"host", report.host},
+            {"pid", report.pid},
+            {"stats", protocol::to_json(report.stats)}};
   // Only the non-empty bins: a run's latencies fill a few dozen of the histogram's 1852.
   std::vector<std::uint32_t> bins;
   std::vector<std::uint64_t> counts;
@@ -81,12 +103,7 @@ std::vector<std::uint8_t> encode_report(const RankReport& report) {
   j["latency"] = {{"bins", blob(bins)}, {"counts", blob(counts)}};
   if (report.latency.count() > 0) j["latency"]["max_us"] = report.latency.max_us();
   if (report.profile) j["profile"] = profile_json(*report.profile);
-  if (report.hit) {
-    json parts = json::array();
-    for (const std::string& part : protocol::encode(protocol::make_peaks_message(*report.hit)))
-      parts.push_back(json::binary(std::vector<std::uint8_t>(part.begin(), part.end())));
-    j["hit"] = std::move(parts);
-  }
+  if (report.hit) j["hit"] = encode_peaks(*report.hit);
   return json::to_cbor(j);
 }
 
@@ -97,6 +114,7 @@ RankReport decode_report(const std::vector<std::uint8_t>& bytes, int from_rank) 
     report.rank = j.at("rank").get<int>();
     if (report.rank != from_rank)
       throw std::runtime_error("it says it is rank " + std::to_string(report.rank));
+    report.run = j.at("run").get<std::int64_t>();
     report.final = j.at("final").get<bool>();
     report.error = j.at("error").get<std::string>();
     report.host = j.at("host").get<std::string>();
@@ -116,15 +134,7 @@ RankReport decode_report(const std::vector<std::uint8_t>& bytes, int from_rank) 
     if (const auto max = latency.find("max_us"); max != latency.end())
       report.latency.raise_max(max->get<double>());
     if (const auto p = j.find("profile"); p != j.end()) report.profile = profile_from_json(*p);
-    if (const auto hit = j.find("hit"); hit != j.end()) {
-      std::vector<std::string> parts;
-      for (const json& part : *hit) {
-        const auto& b = part.get_binary();
-        parts.emplace_back(b.begin(), b.end());
-      }
-      const std::vector<std::string_view> views(parts.begin(), parts.end());
-      report.hit = protocol::peaks_from_message(protocol::decode(views));
-    }
+    if (const auto hit = j.find("hit"); hit != j.end()) report.hit = decode_peaks(*hit);
     return report;
   } catch (const std::exception& e) {
     throw RuntimeFault("MPI: the report of rank " + std::to_string(from_rank) +

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "exec/latency_histogram.hpp"
 #include "mpi/rank_sums.hpp"
 #include "protocol/topics.hpp"
@@ -17,9 +19,10 @@ namespace livedrp::mpi {
 
 struct RankReport {
   int rank = 0;
-  bool final = false;  // the rank's run has ended: nothing follows
-  std::string error;   // its run's fault; empty when none
-  std::string host;    // MPI_Get_processor_name
+  std::int64_t run = 0;  // the run number its engine runs (an apply starts the next one)
+  bool final = false;    // the rank's run has ended: nothing follows
+  std::string error;     // its run's fault; empty when none
+  std::string host;      // MPI_Get_processor_name
   std::uint64_t pid = 0;
   protocol::StatsPayload stats;  // cumulative, as Engine::summary() gives it
   LatencyHistogram latency;      // the whole run's (sent as its non-empty bins)
@@ -28,6 +31,10 @@ struct RankReport {
 };
 
 std::vector<std::uint8_t> encode_report(const RankReport& report);
+// A `peaks` message (a hit in a report or a rank's answer) as CBOR binary parts, and back; the
+// decoder validates the message and throws (ProtocolError, std::runtime_error) naming the fault.
+nlohmann::json encode_peaks(const protocol::EventPeaks& peaks);
+protocol::EventPeaks decode_peaks(const nlohmann::json& parts);
 // Throws RuntimeFault naming `from_rank` and what is wrong with its bytes.
 RankReport decode_report(const std::vector<std::uint8_t>& bytes, int from_rank);
 

@@ -13,12 +13,12 @@
 #include <zmq_addon.hpp>
 
 #include "core/error.hpp"
-#include "exec/engine_controller.hpp"
 #include "protocol/control.hpp"
 #include "protocol/subscriber.hpp"
 #include "protocol/topics.hpp"
 #include "publish/bind_endpoint.hpp"
 #include "publish/curve_server.hpp"
+#include "publish/engine_control_target.hpp"
 #include "publish/replay_candidates.hpp"
 
 namespace livedrp {
@@ -113,37 +113,9 @@ void check_fields(const std::string& name, const json& body, const RequestShape&
   }
 }
 
-json to_json(const ReplayStatus& s) {
-  return {{"active", s.active},
-          {"position", s.position},
-          {"handed", s.handed},
-          {"total_events", s.total_events},
-          {"loops", s.loops},
-          {"paused", s.paused},
-          {"pace", s.pace},
-          {"pace_note", s.pace_note},
-          {"disk_wait_s", s.disk_wait_s},
-          {"pipeline_wait_s", s.pipeline_wait_s},
-          {"read_gbps", s.read_gbps},
-          {"limited_by", s.limited_by},
-          {"read_errors", s.read_errors},
-          {"skipped_files", s.skipped_files}};
-}
-
-json to_json(const RecordStatus& s) {
-  return {{"active", s.active}, {"events", s.events}, {"dropped", s.dropped},
-          {"failed", s.failed}, {"error", s.error},   {"files", s.files}};
-}
-
-// The "replay" request's action and its argument, checked before anything is done: a step needs
-// a non-zero integer "delta" (default 1), a seek a non-negative integer "index"; neither field is
-// accepted with an action that would ignore it, so a typo cannot pass silently.
-struct ReplayAction {
-  std::string action;
-  std::int64_t delta = 1;
-  std::uint64_t index = 0;
-};
-
+// The "replay" request's action and its argument (ReplayAction), checked before anything is done:
+// a step needs a non-zero integer "delta" (default 1), a seek a non-negative integer "index";
+// neither field is accepted with an action that would ignore it, so a typo cannot pass silently.
 ReplayAction read_replay_action(const json& body) {
   static const std::set<std::string, std::less<>> kActions = {"status", "pause", "resume", "step",
                                                               "seek"};
@@ -236,7 +208,8 @@ class DropLog {
 }  // namespace
 
 struct ControlServer::Impl {
-  EngineController& controller;
+  std::unique_ptr<ControlTarget> owned_target;  // the one engine's, when made for a controller
+  ControlTarget& target;
   ControlAccess access = ControlAccess::Full;
   ControlRoots roots;
   // A ROUTER, not a REP: the server keeps each request's envelope and sends it back with the
@@ -251,8 +224,8 @@ struct ControlServer::Impl {
   DropLog dropped;  // used by the server thread only
   std::thread thread;
 
-  Impl(EngineController& controller_, const std::string& endpoint)
-      : controller(controller_), socket(protocol::shared_zmq_context(), zmq::socket_type::router) {
+  Impl(ControlTarget& target_, const std::string& endpoint)
+      : target(target_), socket(protocol::shared_zmq_context(), zmq::socket_type::router) {
     socket.set(zmq::sockopt::linger, kLingerMs);
     socket.set(zmq::sockopt::maxmsgsize, kHardMessageLimitBytes);
     // An answer whose client is gone, or whose queue is full, is refused at its first part
@@ -271,80 +244,29 @@ struct ControlServer::Impl {
     bound_endpoint = socket.get(zmq::sockopt::last_endpoint);
   }
 
-  json status_result() const {
-    const RunSummary summary = controller.summary();
-    return {{"state", controller.state()},
-            {"run", controller.run()},
-            {"error", summary.error},
-            {"publish", controller.publish_endpoint()},
-            {"backend_note", controller.backend_note()},
-            {"stats", protocol::to_json(summary.stats)},
-            {"replay", to_json(controller.replay_status())},
-            {"record", to_json(controller.record_status())},
-            {"config", controller.config().to_json()}};
-  }
-
-  json replay_result(const json& body) {
-    const ReplayAction request = read_replay_action(body);
-    // The engine refuses controls on a source that is no replay with an InputError naming it;
-    // "status" answers for any source (active: false), so a GUI can poll without knowing.
-    if (request.action == "pause") controller.pause();
-    if (request.action == "resume") controller.resume();
-    if (request.action == "step") controller.step(request.delta);
-    if (request.action == "seek") controller.seek(request.index);
-    return {{"state", controller.state()},
-            {"run", controller.run()},
-            {"replay", to_json(controller.replay_status())},
-            {"record", to_json(controller.record_status())}};
-  }
-
-  json run_result() const {
-    return {{"state", controller.state()},
-            {"run", controller.run()},
-            {"config", controller.config().to_json()}};
-  }
-
-  json apply_result(bool restarted) const {
-    json result = run_result();
-    result["restarted"] = restarted;
-    return result;
-  }
-
   json dispatch(const std::string& name, const json& body) {
-    if (name == "status") return status_result();
-    if (name == "get_config") return {{"config", controller.config().to_json()}};
+    if (name == "status") return target.status();
+    if (name == "get_config") return target.get_config();
     if (name == "apply") {
       roots.check_configuration(body.at("config"));
-      return apply_result(controller.apply_json(body.at("config")));
+      return target.apply(body.at("config"));
     }
-    if (name == "set_runtime")
-      return apply_result(controller.apply_json({{"runtime", body.at("runtime")}}));
-    if (name == "set_calibration")
-      return apply_result(controller.apply_json({{"calibration", body.at("calibration")}}));
-    if (name == "start") {
-      const bool started = controller.start();
-      json result = run_result();
-      result["started"] = started;
-      return result;
-    }
-    if (name == "stop") {
-      controller.stop();
-      json result = run_result();
-      result["stats"] = protocol::to_json(controller.summary().stats);
-      return result;
-    }
-    if (name == "replay") return replay_result(body);
+    if (name == "set_runtime") return target.apply({{"runtime", body.at("runtime")}});
+    if (name == "set_calibration") return target.apply({{"calibration", body.at("calibration")}});
+    if (name == "start") return target.start();
+    if (name == "stop") return target.stop();
+    if (name == "replay") return target.replay(read_replay_action(body));
     if (name == "replay_candidates") {
       const std::string path = read_candidates_path(body);
       roots.check("path", path);
       return replay_candidates_result(path);
     }
-    if (name == "get_peak_params") return controller.peak_params_json();
-    if (name == "set_peak_params") return controller.set_peak_params(body.at("params"));
-    if (name == "rerun_peaks") return controller.rerun_peaks(read_rerun_frames(body));
+    if (name == "get_peak_params") return target.get_peak_params();
+    if (name == "set_peak_params") return target.set_peak_params(body.at("params"));
+    if (name == "rerun_peaks") return target.rerun_peaks(read_rerun_frames(body));
     if (name == "shutdown") {
       shutdown = true;
-      return run_result();
+      return target.shutdown_result();
     }
     // request_shapes() and this function list the same names; reaching here is a bug, answered.
     throw BadRequest("request '" + name + "' is known but not handled");
@@ -472,11 +394,22 @@ struct ControlServer::Impl {
 
 ControlServer::ControlServer(EngineController& controller, const std::string& endpoint,
                              ControlAccess access, ControlRoots roots)
-    : impl_(std::make_unique<Impl>(controller, endpoint)) {
+    : ControlServer(std::make_unique<EngineControlTarget>(controller), endpoint, access,
+                    std::move(roots)) {}
+
+ControlServer::ControlServer(ControlTarget& target, const std::string& endpoint,
+                             ControlAccess access, ControlRoots roots)
+    : impl_(std::make_unique<Impl>(target, endpoint)) {
   impl_->access = access;
   impl_->roots = std::move(roots);
   // Starting the thread is a full memory barrier, as ZeroMQ asks when a socket changes threads.
   impl_->thread = std::thread([impl = impl_.get()] { impl->serve(); });
+}
+
+ControlServer::ControlServer(std::unique_ptr<ControlTarget> target, const std::string& endpoint,
+                             ControlAccess access, ControlRoots roots)
+    : ControlServer(*target, endpoint, access, std::move(roots)) {
+  impl_->owned_target = std::move(target);
 }
 
 ControlServer::~ControlServer() {

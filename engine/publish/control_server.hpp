@@ -1,15 +1,18 @@
 #pragma once
 // The engine's control socket (docs/protocol.md, "Control socket"): a ZeroMQ ROUTER socket that
-// answers REQ clients' JSON requests against an EngineController, on its own thread. Every request
-// gets exactly one reply, ok or an error naming what is wrong; nothing a client sends can crash or
-// stall it, and nothing another peer sends (garbage bytes, messages that are no request) can cost
-// a client its reply.
+// answers REQ clients' JSON requests on its own thread, against one engine's EngineController or
+// any other ControlTarget (an MPI run's collector). It checks every request (envelope, fields,
+// read-only access, roots) before the target sees it, so every target is validated the same way.
+// Every request gets exactly one reply, ok or an error naming what is wrong; nothing a client sends
+// can crash or stall it, and nothing another peer sends (garbage bytes, messages that are no
+// request) can cost a client its reply.
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "publish/control_roots.hpp"
+#include "publish/control_target.hpp"
 
 namespace livedrp {
 
@@ -27,6 +30,9 @@ class ControlServer {
   // `roots`: the folders requests may name files in (publish/control_roots.hpp); none: any.
   ControlServer(EngineController& controller, const std::string& endpoint,
                 ControlAccess access = ControlAccess::Full, ControlRoots roots = {});
+  // The same over another target; `target` must outlive the server.
+  ControlServer(ControlTarget& target, const std::string& endpoint,
+                ControlAccess access = ControlAccess::Full, ControlRoots roots = {});
   ~ControlServer();  // stops serving within ~kPollPeriod; a request being handled finishes first
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
@@ -38,6 +44,9 @@ class ControlServer {
   std::uint64_t requests_answered() const;
 
  private:
+  ControlServer(std::unique_ptr<ControlTarget> target, const std::string& endpoint,
+                ControlAccess access, ControlRoots roots);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

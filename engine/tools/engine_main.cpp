@@ -344,10 +344,11 @@ int run_controlled(const livedrp::EngineConfig& config, const std::string& contr
 // One rank of `mpirun -n N livedrp-engine run` (engine/mpi, docs/mpi.md): rank 0 prints the
 // merged run's summary, the other ranks print nothing but their errors.
 int run_mpi_rank(livedrp::mpi::Session& session, const livedrp::EngineConfig& config,
-                 const std::string& summary_file) {
+                 const std::string& summary_file, const livedrp::mpi::ControlOptions& control) {
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
-  const livedrp::mpi::RankOutcome outcome = livedrp::mpi::run_rank(session, config, interrupted);
+  const livedrp::mpi::RankOutcome outcome =
+      livedrp::mpi::run_rank(session, config, interrupted, control);
   if (!outcome.startup_error.empty()) return bad_input(outcome.startup_error);
   if (outcome.exit_code != 0) return outcome.exit_code;
   if (!outcome.collector) return outcome.summary.error.empty() ? 0 : kExitRunFailed;
@@ -604,10 +605,6 @@ int main(int argc, char** argv) {
 #endif
     if (run->count("--control")) {
       if (control.empty()) throw livedrp::InputError("--control needs an endpoint, got ''");
-      if (mpi_run)
-        throw livedrp::InputError(
-            "--control is not available for a run over several MPI ranks yet (issue 37); the "
-            "collector publishes the merged topics on --publish");
     } else if (!mpi_run) {
       engine = std::make_unique<livedrp::Engine>(config);
     }
@@ -618,7 +615,12 @@ int main(int argc, char** argv) {
   }
 
 #ifdef LIVEDRP_HAVE_MPI
-  if (mpi_session) return run_mpi_rank(*mpi_session, config, summary_file);
+  if (mpi_session)
+    return run_mpi_rank(
+        *mpi_session, config, summary_file,
+        {control,
+         control_read_only ? livedrp::ControlAccess::ReadOnly : livedrp::ControlAccess::Full,
+         control_roots});
 #endif
   if (!engine)
     return run_controlled(

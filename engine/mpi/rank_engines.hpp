@@ -1,0 +1,58 @@
+#pragma once
+// A processing rank's engine and the sums it keeps for the collector (rank_sums.hpp), which an
+// apply request replaces (docs/mpi.md, "Control"): in two steps, so that a configuration one
+// rank cannot build changes no rank. prepare() builds the new engine beside the running one, on
+// a thread of its own (building one takes seconds: the rank's MPI thread goes on reporting and
+// the running engine goes on processing); commit() stops and drains the running one and starts
+// the prepared one; discard() drops it. Called on the rank's MPI thread only.
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "exec/engine.hpp"
+#include "mpi/rank_sums.hpp"
+
+namespace livedrp::mpi {
+
+class RankEngines {
+ public:
+  // Builds the first engine (not started) for the share `share` of the events; the rank
+  // publishes nothing (the collector publishes for the run). Throws InputError.
+  RankEngines(const EngineConfig& config, EventShare share);
+
+  Engine& engine() { return *current_.engine; }
+  const Engine& engine() const { return *current_.engine; }
+  const RankSums& sums() const { return *current_.sums; }
+  // Counts the engines started by commit(): a loop that waits for the end sees a new run.
+  std::uint64_t generation() const { return generation_; }
+
+  // Starts building an engine for `config` (one at a time: a second call waits for the first).
+  void prepare(const EngineConfig& config);
+  // Whether the build prepare() started has ended; then its error ("" when it succeeded).
+  std::optional<std::string> prepared();
+  // The same, waiting for it (the collector's own share, which it answers at once).
+  std::string wait_prepared();
+  // Asks the running engine to stop, so that commit() finds it drained; commit_ready() says when
+  // it is (the rank goes on reporting meanwhile). Throws InputError when nothing is prepared.
+  void begin_commit();
+  bool commit_ready() const { return current_.engine->finished(); }
+  void commit();  // throws InputError when nothing is prepared
+  void discard();
+
+ private:
+  struct Built {
+    std::unique_ptr<RankSums> sums;  // outlives its engine's run (the engine's observer)
+    std::unique_ptr<Engine> engine;
+  };
+  Built build(const EngineConfig& config) const;
+
+  EventShare share_;
+  Built current_, prepared_;
+  std::future<Built> building_;
+  std::string build_error_;
+  std::uint64_t generation_ = 0;
+};
+
+}  // namespace livedrp::mpi
