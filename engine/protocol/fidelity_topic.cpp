@@ -13,6 +13,7 @@ namespace livedrp::protocol {
 namespace {
 
 using detail::describe;
+using detail::float64_frame;
 using detail::number_or_null;
 using detail::PayloadReader;
 using nlohmann::json;
@@ -63,15 +64,6 @@ void check_bins(std::string_view name, const std::vector<double>& values, std::s
       fail(where + " is infinite");  // NaN is a bin not compared; infinity is an error upstream
     }
   }
-}
-
-Frame frame_of(const std::vector<double>& values) {
-  Frame frame;
-  frame.dtype = DType::Float64;
-  frame.shape = {values.size()};
-  frame.data.resize(values.size() * sizeof(double));
-  std::memcpy(frame.data.data(), values.data(), frame.data.size());
-  return frame;
 }
 
 std::vector<double> values_of(const Frame& frame, std::size_t index, std::uint64_t bins) {
@@ -192,8 +184,8 @@ Message make_fidelity_message(const FidelityReport& r) {
     p["max_abs_relative"] = number_or_null(r.max_abs_relative);
     p["mean_abs_relative"] = number_or_null(r.mean_abs_relative);
     p["rms_relative"] = number_or_null(r.rms_relative);
-    message.frames = {frame_of(r.centres), frame_of(r.original), frame_of(r.decompressed),
-                      frame_of(r.relative)};
+    message.frames = {float64_frame(r.centres), float64_frame(r.original),
+                      float64_frame(r.decompressed), float64_frame(r.relative)};
   }
   if (r.has_peaks) {
     p["params_version"] = r.params_version;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -81,6 +82,15 @@ std::uint64_t PayloadReader::count_value(const json& value, const std::string& n
     fail(name, "must not be negative, got " + value.dump());
   }
   fail(name, "must be a non-negative integer, got " + describe(value));
+}
+
+Frame float64_frame(const std::vector<double>& values) {
+  Frame frame;
+  frame.dtype = DType::Float64;
+  frame.shape = {values.size()};
+  frame.data.resize(values.size() * sizeof(double));
+  std::memcpy(frame.data.data(), values.data(), frame.data.size());
+  return frame;
 }
 
 }  // namespace livedrp::protocol::detail

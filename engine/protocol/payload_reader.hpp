@@ -4,6 +4,7 @@
 // Internal to the protocol library; clients use the typed payloads of topics.hpp.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,9 @@ nlohmann::json number_or_null(double value);
 
 // A message's time stamp: now, in ns since the Unix epoch.
 std::int64_t now_ns();
+
+// A one-dimensional float64 frame holding `values` (the profile and fidelity curves).
+Frame float64_frame(const std::vector<double>& values);
 
 // Reads one payload object with errors such as "stats payload: field 'stages[2].gbps' must be a
 // number, got string 'fast'". Unknown fields are ignored so that a version-1 decoder accepts

@@ -12,6 +12,7 @@ namespace livedrp::protocol {
 
 namespace {
 
+using detail::float64_frame;
 using detail::PayloadReader;
 using nlohmann::json;
 
@@ -65,15 +66,6 @@ void check_array(std::string_view name, const std::vector<double>& values, std::
       fail(where + " is infinite");
     }
   }
-}
-
-Frame frame_of(const std::vector<double>& values) {
-  Frame frame;
-  frame.dtype = DType::Float64;
-  frame.shape = {values.size()};
-  frame.data.resize(values.size() * sizeof(double));
-  std::memcpy(frame.data.data(), values.data(), frame.data.size());
-  return frame;
 }
 
 std::vector<double> values_of(const Frame& frame, std::size_t index, std::uint64_t bins) {
@@ -148,7 +140,8 @@ Message make_profile_message(const RadialProfile& profile) {
                      {"bins", profile.centres.size()},
                      {"average_window", profile.average_window},
                      {"average_events", profile.average_events}};
-  message.frames = {frame_of(profile.centres), frame_of(profile.latest), frame_of(profile.average)};
+  message.frames = {float64_frame(profile.centres), float64_frame(profile.latest),
+                    float64_frame(profile.average)};
   return message;
 }
 
