@@ -7,7 +7,8 @@
 # A baseline build in the same call: carry .gpu_base too, holding livedrp-bench.NAME.xz and
 # livedrp-engine.NAME.xz (xz of another build's binaries); every bench then runs both, new first.
 # TESTS="test_a test_b" runs those packed GPU tests first; PARTS (default: pipeline engine ncu
-# peaks; detail on request: Nsight Compute's full set on DETAIL_KERNELS).
+# peaks; detail on request: Nsight Compute's full set on DETAIL_KERNELS); PF8_BANDS and
+# PF8_BAND_VALUES compare peakfinder8's statistics band settings (below).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 L=$OUT/logs; mkdir -p "$L" /tmp/gpu
@@ -95,4 +96,17 @@ if has peaks; then
     grep -iE "kernel|statistics|frames/s" "$L/05_peaks_new_bands$w.log" | head -6
   done
 fi
+# PF8_BAND_VALUES="8192 4096": the new build again with statistics bands of at most that many
+# values (LIVEDRP_PF8_BAND_VALUES; the default is 16384), the peaks bench and the engine.
+for v in ${PF8_BAND_VALUES:-}; do
+  LIVEDRP_PF8_BAND_VALUES=$v timeout 100 "$B/livedrp-bench" peaks --events 2000 --cpu-events 1 \
+    --streams 1,8 --markdown "$L/05_peaks_new_values$v.md" > "$L/05_peaks_new_values$v.log" 2>&1
+  echo "== peaks new, bands of at most $v values rc=$?"
+  grep -iE "kernel|statistics|frames/s" "$L/05_peaks_new_values$v.log" | head -6
+  LIVEDRP_PF8_BAND_VALUES=$v timeout -s INT 25 "$B/livedrp-engine" run \
+    --config "$here/engine_device_x8.json" --summary-json "$L/03_engine_values$v.json" \
+    > "$L/03_engine_values$v.log" 2>&1
+  echo "== engine new, bands of at most $v values rc=$?"
+  grep -E "^events in|^rate|^stage peak" "$L/03_engine_values$v.log"; finish
+done
 echo done

@@ -109,6 +109,34 @@ __device__ __forceinline__ LaneSums lane_sums(const float* values, std::uint32_t
   return s;
 }
 
+// Where the search's threshold flags are: per ASIC three areas of asic_words words, in the
+// ASIC's own rows (row r's bits start at word r * words_per_row): "above" (good and above its
+// bin's upper threshold: may seed or join a peak), the search's own background words, and "not
+// below" (good and not below the upper threshold: above, equal or NaN, so never in a ring). Both
+// flag areas are all zero between events: the statistics kernels set the few bits of the pixels
+// they concern and the search kernel, having read them, puts them back to zero. A pixel's entry in
+// flag_of_entry (per entry of the bins' pixel lists) is its "above" word's offset from the flags'
+// start times 32 plus its bit, or kNoFlag for a pixel of no ASIC.
+constexpr std::uint32_t kNoFlag = 0xFFFFFFFFu;
+constexpr int kFlagAreas = 3;
+
+// A finished bin's lane sets the flags of its entries k = lane, lane + kStatisticsThreads, ...:
+// only the pixels not below the threshold, which are few, cost a load and an atomic.
+__device__ __forceinline__ void flag_bin_pixels(const float* values, std::uint32_t n, int lane,
+                                                const RadialBinStats& bin,
+                                                const std::uint32_t* flag_of_entry,
+                                                std::uint32_t* flags, int asic_words) {
+  for (std::uint32_t k = std::uint32_t(lane); k < n; k += kStatisticsThreads) {
+    const float value = values[k];
+    if (peaks::below_threshold(value, bin)) continue;
+    const std::uint32_t flag = __ldg(flag_of_entry + k);
+    if (flag == kNoFlag) continue;
+    const std::uint32_t word = flag >> 5, bit = 1u << (flag & 31u);
+    atomicOr(flags + word + 2 * asic_words, bit);
+    if (peaks::above_threshold(value, bin)) atomicOr(flags + word, bit);
+  }
+}
+
 template <int BinsPerBlock>
 __global__ void __launch_bounds__(kStatisticsThreads* BinsPerBlock)
     band_statistics_kernel(const float* __restrict__ data,
@@ -116,7 +144,9 @@ __global__ void __launch_bounds__(kStatisticsThreads* BinsPerBlock)
                            const std::uint32_t* __restrict__ bin_offsets,
                            const std::uint32_t* __restrict__ band_pixels,
                            const std::uint16_t* __restrict__ band_slots, RadialBinStats* stats,
-                           int iterations, float minimum_snr, float adc_threshold) {
+                           int iterations, float minimum_snr, float adc_threshold,
+                           const std::uint32_t* __restrict__ flag_of_entry, std::uint32_t* flags,
+                           int asic_words) {
   constexpr int kThreads = kStatisticsThreads * BinsPerBlock;
   extern __shared__ float staged_values[];
   __shared__ double lane_sum[kThreads], lane_squares[kThreads];
@@ -184,7 +214,9 @@ __global__ void __launch_bounds__(kStatisticsThreads* BinsPerBlock)
       bin = next;
     }
   }
-  if (has_bin && lane == 0) stats[b] = bin;
+  if (!has_bin) return;
+  if (lane == 0) stats[b] = bin;
+  flag_bin_pixels(values, n, lane, bin, flag_of_entry + bin_offsets[b], flags, asic_words);
 }
 
 // The statistics of bins too large for shared memory: a block per bin, gathering its values
@@ -194,7 +226,9 @@ __global__ void __launch_bounds__(kStatisticsThreads)
     spill_statistics_kernel(const float* __restrict__ data,
                             const std::uint32_t* __restrict__ bin_offsets,
                             const std::uint32_t* __restrict__ bin_pixels, RadialBinStats* stats,
-                            int iterations, float minimum_snr, float adc_threshold, float* spill) {
+                            int iterations, float minimum_snr, float adc_threshold, float* spill,
+                            const std::uint32_t* __restrict__ flag_of_entry, std::uint32_t* flags,
+                            int asic_words) {
   __shared__ double lane_sum[kStatisticsThreads], lane_squares[kStatisticsThreads];
   __shared__ unsigned lane_count[kStatisticsThreads];
   __shared__ RadialBinStats next_bin;
@@ -237,66 +271,14 @@ __global__ void __launch_bounds__(kStatisticsThreads)
     if (settled) break;
   }
   if (lane == 0) stats[b] = bin;
-}
-
-// Two bitmaps per ASIC, in the ASIC's own rows (row r's bits start at word r * words_per_row):
-// candidate (good and above its bin's upper threshold: may seed or join a peak) and background
-// (good and below it: may count in a ring). A warp per kBitmapWordsPerWarp consecutive words, the
-// pixels read coalesced, every word's loads issued before the first is used: with one word a
-// warp, a thread had one 4-byte load in flight and the kernel ran at about a third of the
-// memory's bandwidth. Per ASIC the candidate words, then the background words, `asic_words` apart.
-constexpr int kBitmapWarps = 8;
-constexpr int kBitmapWordsPerWarp = 4;
-__global__ void __launch_bounds__(32 * kBitmapWarps)
-    threshold_bitmap_kernel(const float* __restrict__ data,
-                            const std::uint16_t* __restrict__ bin_of_pixel,
-                            const RadialBinStats* __restrict__ stats,
-                            const Asic* __restrict__ asics, int width, int asic_words,
-                            std::uint32_t* bitmaps) {
-  const Asic asic = asics[blockIdx.y];
-  const int words_per_row = (asic.width + 31) / 32, words = asic.height * words_per_row;
-  const int first_word =
-      (int(blockIdx.x) * kBitmapWarps + int(threadIdx.x / 32)) * kBitmapWordsPerWarp;
-  if (first_word >= words) return;  // the whole warp
-  const int lane = int(threadIdx.x % 32);
-  std::uint16_t bin[kBitmapWordsPerWarp];
-  float value[kBitmapWordsPerWarp];
-#pragma unroll
-  for (int j = 0; j < kBitmapWordsPerWarp; ++j) {
-    const int word = first_word + j;
-    const int row = word / words_per_row, column = (word % words_per_row) * 32 + lane;
-    bin[j] = kUnusedPixel;
-    value[j] = 0.0f;
-    if (word < words && column < asic.width) {
-      const std::size_t p = std::size_t(asic.first_ss + row) * std::size_t(width) +
-                            std::size_t(asic.first_fs + column);
-      bin[j] = __ldg(bin_of_pixel + p);
-      value[j] = data[p];
-    }
-  }
-  std::uint32_t* own = bitmaps + std::size_t(blockIdx.y) * 2 * std::size_t(asic_words);
-#pragma unroll
-  for (int j = 0; j < kBitmapWordsPerWarp; ++j) {
-    bool above = false, below = false;
-    if (bin[j] != kUnusedPixel) {
-      const RadialBinStats b = stats[bin[j]];
-      above = peaks::above_threshold(value[j], b);
-      below = peaks::below_threshold(value[j], b);
-    }
-    const unsigned above_bits = __ballot_sync(0xffffffffu, above);
-    const unsigned below_bits = __ballot_sync(0xffffffffu, below);
-    const int word = first_word + j;
-    if (lane == j && word < words) {
-      own[word] = above_bits;
-      own[asic_words + word] = below_bits;
-    }
-  }
+  flag_bin_pixels(values, n, lane, bin, flag_of_entry + first, flags, asic_words);
 }
 
 // What the search kernel reads and writes besides the view.
 struct SearchTables {
   const Asic* asics = nullptr;
-  const std::uint32_t* bitmaps = nullptr;  // threshold_bitmap_kernel's
+  std::uint32_t* flags = nullptr;          // kFlagAreas areas per ASIC, asic_words apart
+  const std::uint32_t* good_bits = nullptr;  // per ASIC asic_words: a bit per good pixel
   const std::uint16_t* bin_of_pixel = nullptr;
   std::uint32_t* owner_spill = nullptr;    // per ASIC largest_asic; nullptr: shared memory
   std::int32_t* members_spill = nullptr;   // per ASIC and warp member_capacity; nullptr: unused
@@ -499,8 +481,9 @@ struct WarpSearch {
   }
 };
 
-// A block of kSearchWarps warps per ASIC. The ASIC's candidate and background bitmaps and its
-// owner map sit in shared memory where they fit (else global memory), each warp's member lists
+// A block of kSearchWarps warps per ASIC. The ASIC's candidate and background bitmaps (from the
+// threshold flags the statistics kernels set) and its owner map sit in shared memory where they
+// fit (else global memory), each warp's member lists
 // in shared memory. Warps draw 32 bitmap words of seeds at a time and search every seed in them
 // (WarpSearch::search); a peak found goes to the ASIC's unsorted list and its seed's bit is set.
 // At the end the block puts the list in seed order. When an ASIC has more peaks than its list
@@ -538,19 +521,35 @@ __global__ void __launch_bounds__(32 * kSearchWarps)
   } else {
     w.owner = tables.owner_spill + std::size_t(a) * std::size_t(tables.largest_asic);
   }
-  const std::uint32_t* own_bits =
-      tables.bitmaps + std::size_t(a) * 2 * std::size_t(tables.asic_words);
-  if (tables.bitmaps_in_shared) {
-    for (int i = thread; i < words; i += threads) {
-      cursor[i] = own_bits[i];
-      cursor[words + i] = own_bits[tables.asic_words + i];
+  // The candidate bitmap is the "above" flags; the background bitmap, the good pixels without
+  // the "not below" flags. Each flag word is put back to zero once read (the "above" words in
+  // global memory only after the search, which then reads them there).
+  std::uint32_t* above = tables.flags + std::size_t(a) * kFlagAreas * std::size_t(tables.asic_words);
+  std::uint32_t* background = above + tables.asic_words;
+  std::uint32_t* not_below = above + 2 * tables.asic_words;
+  const std::uint32_t* good = tables.good_bits + std::size_t(a) * std::size_t(tables.asic_words);
+  std::uint32_t any_candidate = 0u;
+  for (int i = thread; i < words; i += threads) {
+    const std::uint32_t above_bits = above[i];
+    const std::uint32_t background_bits = good[i] & ~not_below[i];
+    any_candidate |= above_bits;
+    not_below[i] = 0u;
+    if (tables.bitmaps_in_shared) {
+      cursor[i] = above_bits;
+      above[i] = 0u;
+      cursor[words + i] = background_bits;
+    } else {
+      background[i] = background_bits;
     }
-    w.candidate = cursor;
-    w.background = cursor + words;
-  } else {
-    w.candidate = own_bits;
-    w.background = own_bits + tables.asic_words;
   }
+  // An ASIC without a candidate (most, in most events) has no seed: no owner map to clear, no
+  // search; its "above" words are all zero already.
+  if (__syncthreads_or(any_candidate != 0u) == 0) {
+    if (thread == 0) per_asic_found[a] = 0;
+    return;
+  }
+  w.candidate = tables.bitmaps_in_shared ? cursor : above;
+  w.background = tables.bitmaps_in_shared ? cursor + words : background;
   std::uint32_t* peak_seeds = tables.peak_seeds + std::size_t(a) * std::size_t(tables.asic_words);
   Peak* unsorted = tables.unsorted + std::size_t(a) * std::size_t(capacity);
   std::uint32_t* unsorted_seed = tables.unsorted_seed + std::size_t(a) * std::size_t(capacity);
@@ -631,6 +630,10 @@ __global__ void __launch_bounds__(32 * kSearchWarps)
       }
     }
   }
+  if (!tables.bitmaps_in_shared) {
+    __syncthreads();  // every warp is done with the candidate words
+    for (int i = thread; i < words; i += threads) above[i] = 0u;
+  }
   if (thread == 0) per_asic_found[a] = found;
 }
 
@@ -688,21 +691,40 @@ int statistics_bins_per_block() {
   throw InputError("LIVEDRP_PF8_BINS_PER_BLOCK is '" + text + "'; it takes 1, 2, 4 or 8");
 }
 
+// How many values a statistics band takes at most (a single bin may still hold up to the shared
+// memory's limit): kStatisticsSharedLimit's worth, or LIVEDRP_PF8_BAND_VALUES (1024 .. 16384),
+// which the benchmarks use to compare smaller, more even bands.
+std::size_t statistics_band_values() {
+  const std::size_t limit = kStatisticsSharedLimit / sizeof(float);
+  const char* setting = std::getenv("LIVEDRP_PF8_BAND_VALUES");
+  if (setting == nullptr || *setting == '\0') return limit;
+  const std::string text(setting);
+  char* end = nullptr;
+  const unsigned long values = std::strtoul(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || values < 1024 || values > limit)
+    throw InputError("LIVEDRP_PF8_BAND_VALUES is '" + text + "'; it takes 1024 to " +
+                     std::to_string(limit));
+  return std::size_t(values);
+}
+
 struct StatisticsBand {
   std::uint32_t first_bin = 0, end_bin = 0;
 };
 
-// Consecutive bins in bands of at most `bins_per_block` bins and `value_limit` values; none when
-// one bin alone holds more than value_limit values (every bin then runs on the spill kernel).
+// Consecutive bins in bands of at most `bins_per_block` bins and `band_values` values (a bin
+// larger than that alone in its band); none when one bin alone holds more than value_limit
+// values (every bin then runs on the spill kernel).
 std::vector<StatisticsBand> statistics_bands(const std::vector<std::uint32_t>& offsets,
-                                             int bins_per_block, std::size_t value_limit) {
+                                             int bins_per_block, std::size_t value_limit,
+                                             std::size_t band_values) {
   std::vector<StatisticsBand> bands;
   const std::uint32_t bins = std::uint32_t(offsets.size() - 1);
+  const std::size_t budget = std::min(value_limit, band_values);
   for (std::uint32_t b = 0; b < bins;) {
     if (offsets[b + 1] - offsets[b] > value_limit) return {};
     StatisticsBand band{b, b + 1};
     while (band.end_bin < bins && int(band.end_bin - band.first_bin) < bins_per_block &&
-           offsets[band.end_bin + 1] - offsets[band.first_bin] <= value_limit)
+           offsets[band.end_bin + 1] - offsets[band.first_bin] <= budget)
       ++band.end_bin;
     bands.push_back(band);
     b = band.end_bin;
@@ -723,7 +745,7 @@ struct SharedTables {
   // bins; else the spill kernel's per-bin pixel lists (bin_pixels).
   int bands = 0, bins_per_block = kDefaultBinsPerBlock;
   DeviceBuffer bin, bin_of_pixel, bin_offsets, bin_pixels, asic_table, band_first_bin, band_pixels,
-      band_slots;
+      band_slots, good_bits, flag_of_entry;
 };
 
 struct DevicePeakFinder8::State {
@@ -731,7 +753,7 @@ struct DevicePeakFinder8::State {
   SearchView settings;
   SearchTables tables;
   DeviceBuffer stats, members_spill, values_spill, owner_spill, peak_seeds, unsorted, unsorted_seed,
-      bitmaps, per_asic_peaks, per_asic_found, out;
+      flags, per_asic_peaks, per_asic_found, out;
   PinnedBuffer host_out;  // Summary, then max_num_peaks peaks
 };
 
@@ -773,8 +795,9 @@ std::shared_ptr<const SharedTables> upload_tables(const peaks::PeakFinder8& refe
          reference.bin_offsets().size() * sizeof(std::uint32_t), "cudaMemcpy(bin offsets)");
   t->bin_pixel_count = reference.bin_pixels().size();
   t->bins_per_block = statistics_bins_per_block();
-  const std::vector<StatisticsBand> bands = statistics_bands(
-      reference.bin_offsets(), t->bins_per_block, kStatisticsSharedLimit / sizeof(float));
+  const std::vector<StatisticsBand> bands =
+      statistics_bands(reference.bin_offsets(), t->bins_per_block,
+                       kStatisticsSharedLimit / sizeof(float), statistics_band_values());
   t->values_in_shared = !bands.empty();
   if (t->values_in_shared) {
     // Per band: its first bin (and, last, the end); per entry of the band, in ascending pixel
@@ -815,6 +838,40 @@ std::shared_ptr<const SharedTables> upload_tables(const peaks::PeakFinder8& refe
   upload(t->asic_table, reference.layout().asics.data(), std::size_t(t->asics) * sizeof(Asic),
          "cudaMemcpy(ASIC table)");
 
+  // Per pixel of an ASIC: its threshold flag (word offset from the flags' start times 32, plus
+  // its bit) and, per ASIC, a bit per good pixel; then the flags by entry of the bins' lists.
+  const std::size_t flag_words = std::size_t(t->asics) * kFlagAreas * std::size_t(t->asic_words);
+  if (flag_words * 32 >= std::size_t(kNoFlag))
+    throw InputError("device peak finder: " + std::to_string(t->asics) + " ASICs of up to " +
+                     std::to_string(t->asic_words) +
+                     " bitmap words; the GPU finder addresses its threshold flags in 32 bits");
+  std::vector<std::uint32_t> flag_of_pixel(t->pixels, kNoFlag);
+  std::vector<std::uint32_t> good_bits(std::size_t(t->asics) * std::size_t(t->asic_words), 0u);
+  const std::size_t width = std::size_t(reference.layout().width);
+  for (int a = 0; a < t->asics; ++a) {
+    const Asic& asic = reference.layout().asics[std::size_t(a)];
+    const int words_per_row = (asic.width + 31) / 32;
+    for (int row = 0; row < asic.height; ++row)
+      for (int column = 0; column < asic.width; ++column) {
+        const std::size_t p = std::size_t(asic.first_ss + row) * width +
+                              std::size_t(asic.first_fs + column);
+        const std::size_t word = std::size_t(row) * std::size_t(words_per_row) +
+                                 std::size_t(column / 32);
+        flag_of_pixel[p] = std::uint32_t(
+            (std::size_t(a) * kFlagAreas * std::size_t(t->asic_words) + word) * 32 +
+            std::size_t(column % 32));
+        if (good[p] != 0)
+          good_bits[std::size_t(a) * std::size_t(t->asic_words) + word] |= 1u << (column % 32);
+      }
+  }
+  std::vector<std::uint32_t> flag_of_entry(t->bin_pixel_count);
+  for (std::size_t e = 0; e < t->bin_pixel_count; ++e)
+    flag_of_entry[e] = flag_of_pixel[reference.bin_pixels()[e]];
+  upload(t->good_bits, good_bits.data(), good_bits.size() * sizeof(std::uint32_t),
+         "cudaMemcpy(good pixel bitmaps)");
+  upload(t->flag_of_entry, flag_of_entry.data(), flag_of_entry.size() * sizeof(std::uint32_t),
+         "cudaMemcpy(threshold flag places)");
+
   // Shared memory: an ASIC's bitmaps (search) where they fit, else global scratch of the same
   // layout.
   // The search block: its warps' member lists always; then the owner map and the bitmaps, each
@@ -850,7 +907,7 @@ std::unique_ptr<DevicePeakFinder8::State> finder_state(std::shared_ptr<const Sha
   const SharedTables& t = *shared;
   const int capacity = t.params.max_num_peaks;
   s->stats = DeviceBuffer(std::size_t(t.bins) * sizeof(RadialBinStats));
-  s->bitmaps = DeviceBuffer(std::size_t(t.asics) * 2 * std::size_t(t.asic_words) * 4);
+  s->flags = DeviceBuffer(std::size_t(t.asics) * kFlagAreas * std::size_t(t.asic_words) * 4);
   if (t.member_capacity > kSharedMembers)
     s->members_spill =
         DeviceBuffer(std::size_t(t.asics) * kSearchWarps * std::size_t(t.member_capacity) * 4);
@@ -866,10 +923,13 @@ std::unique_ptr<DevicePeakFinder8::State> finder_state(std::shared_ptr<const Sha
   s->out = DeviceBuffer(sizeof(Summary) + std::size_t(capacity) * sizeof(Peak));
   // Each event's copy to the host takes the whole list, of which the gather writes only the
   // `stored` peaks: cleared once here, so the copy never reads bytes no kernel wrote
-  // (compute-sanitizer's initcheck counted every 32 bytes of the unwritten tail).
-  // The legacy stream's memset is not ordered with the finder's non-blocking streams: waited for.
+  // (compute-sanitizer's initcheck counted every 32 bytes of the unwritten tail). The threshold
+  // flags start at zero, as the search leaves them after each event.
+  // The legacy stream's memsets are not ordered with the finder's non-blocking streams: waited for.
   check(cudaMemsetAsync(s->out.get(), 0, s->out.bytes(), cudaStreamLegacy),
         "cudaMemset(peak list)");
+  check(cudaMemsetAsync(s->flags.get(), 0, s->flags.bytes(), cudaStreamLegacy),
+        "cudaMemset(threshold flags)");
   check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize(peak list clear)");
   s->host_out = PinnedBuffer(s->out.bytes());
 
@@ -880,7 +940,8 @@ std::unique_ptr<DevicePeakFinder8::State> finder_state(std::shared_ptr<const Sha
   s->settings.in_peak = nullptr;
   s->settings.members = nullptr;
   s->tables.asics = t.asic_table.as<const Asic>();
-  s->tables.bitmaps = s->bitmaps.as<const std::uint32_t>();
+  s->tables.flags = s->flags.as<std::uint32_t>();
+  s->tables.good_bits = t.good_bits.as<const std::uint32_t>();
   s->tables.bin_of_pixel = t.bin_of_pixel.as<const std::uint16_t>();
   s->tables.owner_spill = t.owner_in_shared ? nullptr : s->owner_spill.as<std::uint32_t>();
   s->tables.members_spill =
@@ -929,7 +990,7 @@ int DevicePeakFinder8::capacity() const {
 namespace {
 
 // The search's kernels in launch order; launch_kernel(k) launches the k-th.
-enum SearchKernel { kStatistics, kBitmaps, kSearch, kGather, kSearchKernels };
+enum SearchKernel { kStatistics, kSearch, kGather, kSearchKernels };
 
 void launch_kernel(int kernel, const DevicePeakFinder8::State& s, const float* device_data,
                    cudaStream_t st) {
@@ -945,8 +1006,12 @@ void launch_kernel(int kernel, const DevicePeakFinder8::State& s, const float* d
         RadialBinStats* stats = s.stats.as<RadialBinStats>();
         int iterations = t.params.iterations;
         float minimum_snr = t.params.minimum_snr, adc_threshold = t.params.adc_threshold;
-        void* args[] = {&device_data, &band_first_bin, &bin_offsets, &band_pixels,  &band_slots,
-                        &stats,       &iterations,     &minimum_snr, &adc_threshold};
+        const std::uint32_t* flag_of_entry = t.flag_of_entry.as<const std::uint32_t>();
+        std::uint32_t* flags = s.flags.as<std::uint32_t>();
+        int asic_words = t.asic_words;
+        void* args[] = {&device_data,   &band_first_bin, &bin_offsets, &band_pixels,
+                        &band_slots,    &stats,          &iterations,  &minimum_snr,
+                        &adc_threshold, &flag_of_entry,  &flags,       &asic_words};
         check(cudaLaunchKernel(kernel, dim3(unsigned(t.bands)),
                                dim3(unsigned(kStatisticsThreads * t.bins_per_block)), args,
                                t.statistics_shared, st),
@@ -956,21 +1021,11 @@ void launch_kernel(int kernel, const DevicePeakFinder8::State& s, const float* d
             device_data, t.bin_offsets.as<const std::uint32_t>(),
             t.bin_pixels.as<const std::uint32_t>(), s.stats.as<RadialBinStats>(),
             t.params.iterations, t.params.minimum_snr, t.params.adc_threshold,
-            s.values_spill.as<float>());
+            s.values_spill.as<float>(), t.flag_of_entry.as<const std::uint32_t>(),
+            s.flags.as<std::uint32_t>(), t.asic_words);
       }
       check_launch("radial statistics kernel");
       return;
-    case kBitmaps: {
-      constexpr int kWordsPerBlock = kBitmapWarps * kBitmapWordsPerWarp;
-      const dim3 bitmap_grid(unsigned((t.asic_words + kWordsPerBlock - 1) / kWordsPerBlock),
-                             unsigned(t.asics));
-      threshold_bitmap_kernel<<<bitmap_grid, 32 * kBitmapWarps, 0, st>>>(
-          device_data, t.bin_of_pixel.as<const std::uint16_t>(), s.stats.as<const RadialBinStats>(),
-          t.asic_table.as<const Asic>(), t.settings.width, t.asic_words,
-          s.bitmaps.as<std::uint32_t>());
-      check_launch("threshold_bitmap_kernel");
-      return;
-    }
     case kSearch: {
       SearchView view = s.settings;
       view.data = device_data;
@@ -1002,16 +1057,21 @@ DevicePeakFinder8::KernelTimes DevicePeakFinder8::time_kernels(const float* devi
                                                                const Stream& stream, int repeats) {
   // One full search first, so that every kernel's inputs are those of this frame.
   enqueue_on_device(device_data, stream);
-  double us[kSearchKernels] = {};
-  for (int k = 0; k < kSearchKernels; ++k) {
+  // The search consumes the flags the statistics set, so it is timed after a statistics launch
+  // each time and the statistics' own time taken off.
+  const auto time_us = [&](std::initializer_list<int> kernels) {
     Event begin, end;
     begin.record(stream);
-    for (int r = 0; r < repeats; ++r) launch_kernel(k, *state_, device_data, stream.get());
+    for (int r = 0; r < repeats; ++r)
+      for (int k : kernels) launch_kernel(k, *state_, device_data, stream.get());
     end.record(stream);
     end.synchronize();
-    us[k] = 1e3 * double(end.elapsed_ms_since(begin)) / std::max(1, repeats);
-  }
-  return {us[kStatistics], us[kBitmaps], us[kSearch], us[kGather]};
+    return 1e3 * double(end.elapsed_ms_since(begin)) / std::max(1, repeats);
+  };
+  const double statistics = time_us({kStatistics});
+  const double statistics_and_search = time_us({kStatistics, kSearch});
+  const double gather = time_us({kGather});
+  return {statistics, std::max(0.0, statistics_and_search - statistics), gather};
 }
 
 peaks::PeakList DevicePeakFinder8::collect(const Stream& stream) {

@@ -5,14 +5,16 @@
 // header (no CUDA types), like cuda/device.hpp.
 //
 // Per event: a statistics kernel (a block per band of up to four consecutive radius bins reads
-// the band's pixels in pixel order, places each value in its bin's list in shared memory, and runs
-// every bin's iterations from there), a bitmap kernel (per ASIC, a bit per pixel
-// for "candidate": good and above its bin's threshold, and for "background": good and below it),
-// the search kernel (a block of warps per ASIC, its bitmaps and an owner map in shared memory:
+// the band's pixels in pixel order, places each value in its bin's list in shared memory, runs
+// every bin's iterations from there, and flags the few pixels not below their bin's final
+// threshold, per ASIC a bit per pixel: "above" it, and "not below" it), the search kernel (a
+// block of warps per ASIC, its candidate bitmap the "above" flags and its background bitmap the
+// good pixels not flagged "not below", both with an owner map in shared memory, the flags cleared
+// for the next event:
 // the warps search seeds independently, each connected set of candidates grown from its first
 // seed in raster order alone, exactly as the CPU grows it; see the kernel's comment for why that
 // gives the CPU's peaks; the peaks put back in seed order), a kernel that concatenates the ASICs'
-// lists in ASIC order and cuts at max_num_peaks, one copy back. No memsets.
+// lists in ASIC order and cuts at max_num_peaks, one copy back. No memsets per event.
 #include <memory>
 #include <vector>
 
@@ -54,8 +56,7 @@ class DevicePeakFinder8 {
   // breaks it down: each kernel launched `repeats` times in turn on `stream` between timing events
   // (waits for `stream`).
   struct KernelTimes {
-    double statistics_us = 0;  // radial statistics, every iteration
-    double bitmaps_us = 0;     // candidate and background bitmaps
+    double statistics_us = 0;  // radial statistics, every iteration, and the threshold flags
     double search_us = 0;      // seeds searched, peaks put in seed order per ASIC
     double gather_us = 0;      // the ASICs' lists into one
   };
