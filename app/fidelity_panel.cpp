@@ -31,7 +31,9 @@ FidelityPanel::FidelityPanel(QWidget* parent) : QWidget(parent) {
   view_ = new widgets::FidelityView(this);
   sampling_ = new QCheckBox(tr("Sample"), this);
   sampling_->setObjectName(QStringLiteral("fidelitySampling"));
-  sampling_->setToolTip(tr("Decode sampled events' lossy streams and compare them (CPU backend)"));
+  sampling_->setToolTip(
+      tr("Decode sampled events' lossy streams and compare them (CPU backend, "
+         "or CUDA with runtime.source host)"));
   samples_hz_ = new QLineEdit(this);
   samples_hz_->setObjectName(QStringLiteral("fidelitySamplesHz"));
   samples_hz_->setMaximumWidth(60);

@@ -5,7 +5,11 @@
 // compress_cpu and decompress_cpu, an integrator and a peakfinder8 built here (not through the
 // engine's stages).
 #include <QTemporaryDir>
+#include <QtTest>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -13,7 +17,9 @@
 #include "codec/codec.hpp"
 #include "live_integration_support.hpp"
 #include "live_peaks_support.hpp"
+#include "protocol/fidelity_topic.hpp"
 #include "stages/fidelity/fidelity_config.hpp"
+#include "stages/fidelity/fidelity_measures.hpp"
 
 namespace livedrp::fidelity_test {
 
@@ -80,6 +86,141 @@ inline Offline offline_sample(const EngineConfig& config, const DetectorDescript
   out.original_peaks = finder.find(calibrated.data());
   out.decompressed_peaks = finder.find(out.decoded.data());
   return out;
+}
+
+// The `fidelity` messages a run published, with the run number of each.
+struct Sampled {
+  std::vector<protocol::FidelityReport> reports;
+  std::vector<std::int64_t> runs;
+};
+
+inline void take(protocol::Subscriber& subscriber, Sampled& into,
+                 std::chrono::milliseconds timeout) {
+  while (auto message = subscriber.receive(timeout)) {
+    into.reports.push_back(protocol::fidelity_from_message(*message));
+    into.runs.push_back(message->run);
+  }
+}
+
+// A run to its end; the subscriber joins before the start, and the publisher's copy of the
+// topic's last message brings the run's last sample to it whatever it missed. `backend`: the
+// backend the engine ran on.
+inline Sampled run_to_the_end(const EngineConfig& config, RunSummary& summary,
+                              std::string* backend = nullptr) {
+  using namespace std::chrono_literals;
+  Sampled sampled;
+  Engine engine(config);
+  if (backend) *backend = engine.backend_name();
+  protocol::Subscriber subscriber(engine.publish_endpoint(),
+                                  {std::string(protocol::kTopicFidelity)});
+  engine.start();
+  while (!engine.finished()) take(subscriber, sampled, 20ms);
+  engine.wait();
+  while (sampled.reports.empty()) take(subscriber, sampled, 500ms);
+  take(subscriber, sampled, 300ms);
+  summary = engine.summary();
+  return sampled;
+}
+
+inline bool same_or_both_nan(double a, double b) {
+  return std::isnan(a) ? std::isnan(b) : a == b;
+}
+
+// One published sample against what the test computes offline for its event (`events`: the
+// run's events calibrated here): the codec, the sizes, the pixel error, both profiles and their
+// difference, both peak searches and their matching. A QtTest check: a failure is recorded and
+// returns from here (the caller asks QTest::currentTestFailed()).
+inline void check_against_offline(const protocol::FidelityReport& r, const EngineConfig& config,
+                                  const DetectorDescription& detector,
+                                  const CalibrationConstants& constants,
+                                  const live_peaks_test::OfflineEvents& events) {
+  const std::size_t index = events.index_of(r.sequence);
+  QVERIFY(index < events.sequences.size());
+  QCOMPARE(r.pulse_id, events.pulse_ids[index]);
+  const Offline offline =
+      offline_sample(config, detector, constants, events.raw[index], events.calibrated[index]);
+  qInfo(
+      "event %llu: ratio %.2f, pixel error %.4f, profile max %.3g rms %.3g over %llu bins, "
+      "peaks %llu kept %llu lost %llu added (recall %.3f, precision %.3f, shift max %.2f px),"
+      " evaluated in %.0f ms",
+      (unsigned long long)r.sequence, double(r.uncompressed_bytes) / double(r.stream_bytes),
+      r.max_pixel_error, r.max_abs_relative, r.rms_relative, (unsigned long long)r.compared_bins,
+      (unsigned long long)r.kept, (unsigned long long)r.lost, (unsigned long long)r.added, r.recall,
+      r.precision, r.max_shift_px, r.evaluation_ms);
+  const bool lossy = config.compression.codec == "lossy";
+  QCOMPARE(r.codec, config.compression.codec);
+  QCOMPARE(r.error_bound, lossy ? config.compression.error_bound : 0.0);
+  QCOMPARE(r.stream_bytes, std::uint64_t(offline.stream.size()));
+  QCOMPARE(r.uncompressed_bytes, lossy ? std::uint64_t(detector.pixels() * sizeof(float))
+                                       : std::uint64_t(detector.raw_event_bytes()));
+  QCOMPARE(r.max_pixel_error, stages::max_pixel_error(events.calibrated[index], offline.decoded));
+  if (lossy) {
+    QVERIFY(r.max_pixel_error <= config.compression.error_bound);  // the codec keeps its bound
+    QVERIFY(r.max_pixel_error > 0);                                // and the bound is used
+  }
+
+  // The profiles, and the difference as the test computes it from them.
+  QVERIFY(r.has_profile);
+  QCOMPARE(r.centres.size(), std::size_t(config.integration.npt));
+  QCOMPARE(live_integration_test::first_difference(r.original, offline.original_profile, 1e-12),
+           -1L);
+  QCOMPARE(
+      live_integration_test::first_difference(r.decompressed, offline.decompressed_profile, 1e-12),
+      -1L);
+  std::uint64_t compared = 0;
+  double largest = 0;
+  for (std::size_t b = 0; b < r.relative.size(); ++b) {
+    const double o = offline.original_profile[b], d = offline.decompressed_profile[b];
+    if (!std::isfinite(o) || !std::isfinite(d) || o == 0) {
+      QVERIFY(std::isnan(r.relative[b]));
+      continue;
+    }
+    ++compared;
+    const double relative = (d - o) / std::abs(o);
+    QVERIFY2(std::abs(r.relative[b] - relative) <= 1e-9,
+             qPrintable(
+                 QStringLiteral("bin %1: %2 against %3").arg(b).arg(r.relative[b]).arg(relative)));
+    largest = std::max(largest, std::abs(relative));
+  }
+  QCOMPARE(r.compared_bins, compared);
+  QVERIFY(std::abs(r.max_abs_relative - largest) <= 1e-9);
+
+  // The peaks: both searches as here, then matched by the documented rule.
+  QVERIFY(r.has_peaks);
+  QCOMPARE(r.params_version, std::uint64_t(1));
+  QCOMPARE(r.found_original, std::uint64_t(offline.original_peaks.found));
+  QCOMPARE(r.found_decompressed, std::uint64_t(offline.decompressed_peaks.found));
+  QVERIFY(r.found_original > 0);
+  const stages::PeakMatch match =
+      stages::match_peaks(offline.original_peaks.peaks, offline.decompressed_peaks.peaks,
+                          config.fidelity.match_radius_px);
+  QCOMPARE(r.peaks_original, match.original);
+  QCOMPARE(r.peaks_decompressed, match.decompressed);
+  QCOMPARE(r.kept, match.kept);
+  QCOMPARE(r.lost, match.lost);
+  QCOMPARE(r.added, match.added);
+  QVERIFY(same_or_both_nan(r.recall, match.recall));
+  QVERIFY(same_or_both_nan(r.precision, match.precision));
+  QVERIFY(same_or_both_nan(r.mean_shift_px, match.mean_shift_px));
+  QVERIFY(same_or_both_nan(r.max_shift_px, match.max_shift_px));
+}
+
+// A lossless sample: nothing differs, every peak kept.
+inline void check_lossless(const protocol::FidelityReport& r) {
+  QCOMPARE(r.codec, std::string("lossless"));
+  QCOMPARE(r.error_bound, 0.0);
+  QCOMPARE(r.max_pixel_error, 0.0);
+  QVERIFY(r.compared_bins > 0);
+  QCOMPARE(r.max_abs_relative, 0.0);
+  QCOMPARE(r.rms_relative, 0.0);
+  for (double relative : r.relative) QVERIFY(std::isnan(relative) || relative == 0.0);
+  QVERIFY(r.peaks_original > 0);
+  QCOMPARE(r.peaks_decompressed, r.peaks_original);
+  QCOMPARE(r.kept, r.peaks_original);
+  QCOMPARE(r.lost + r.added, std::uint64_t(0));
+  QCOMPARE(r.recall, 1.0);
+  QCOMPARE(r.precision, 1.0);
+  QCOMPARE(r.max_shift_px, 0.0);
 }
 
 }  // namespace livedrp::fidelity_test

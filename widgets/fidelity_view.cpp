@@ -175,7 +175,7 @@ void FidelityView::redraw() {
   if (reports_ == 0) {
     summary_->setText(
         tr("No fidelity sample yet: the engine samples events when fidelity.enabled is true and "
-           "compression is on (CPU backend)."));
+           "compression is on (CPU backend, or CUDA with runtime.source host)."));
   } else {
     const double ratio =
         r.stream_bytes ? double(r.uncompressed_bytes) / double(r.stream_bytes) : std::nan("");

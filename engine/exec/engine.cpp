@@ -195,6 +195,12 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     // The device-resident source: no host ring and no Backend; run_device_source does it all.
     // The device-resident lanes run peak finding, compression and integration themselves
     // (cuda/resident); other stages of the contract not yet.
+    if (fidelity_stage)
+      throw InputError(
+          "fidelity.enabled: not available with runtime.source 'device': its lanes write each "
+          "event's stream into a device arena that no step copies back to the host for a "
+          "sample (the host-fed CUDA backend does); use runtime.source 'host' or set "
+          "fidelity.enabled false");
     for (const auto& stage : d.stages)
       if (stage != d.integrate_stage && stage != d.compress_stage && stage != d.peak_stage)
         throw InputError("stage '" + stage->name() +

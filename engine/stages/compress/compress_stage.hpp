@@ -9,6 +9,7 @@
 // [segments, rows, cols] shape, so both parts write the same bytes.
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -19,6 +20,15 @@
 #include "stages/stage.hpp"
 
 namespace livedrp::stages {
+
+// Where the CUDA part of one backend lane leaves each event's stream: device memory that the
+// lane's next event overwrites. A stage after compress in the run's list (fidelity) reads it on
+// the same stream; holding this keeps the memory alive.
+struct CompressDeviceStream {
+  const void* bytes = nullptr;               // device memory, `capacity` bytes
+  const std::uint64_t* size_word = nullptr;  // device memory: the byte size of the last stream
+  std::size_t capacity = 0;                  // the codec's bound for one event
+};
 
 class CompressStage final : public Stage {
  public:
@@ -49,6 +59,12 @@ class CompressStage final : public Stage {
   bool compresses_calibrated_image() const {
     return calibrated_image_;
   }
+#ifdef LIVEDRP_HAVE_CUDA
+  // The stream of the CUDA part made last for backend lane `lane` (make_cuda_lane, which the
+  // backend calls for this stage before the stages after it). Throws RuntimeFault when that lane
+  // has no CUDA part of this stage alive.
+  std::shared_ptr<const CompressDeviceStream> device_stream(int lane) const;
+#endif
 
  private:
   codec::CodecParams params_;
@@ -60,6 +76,11 @@ class CompressStage final : public Stage {
   std::vector<std::uint64_t> shape_;  // [segments, rows, cols]
   codec::CpuCompressor compressor_;   // run_cpu's; its buffers are reused event after event
   std::span<const std::uint8_t> last_stream_;  // into compressor_'s output
+#ifdef LIVEDRP_HAVE_CUDA
+  // The CUDA parts' streams by lane (set-up only, but on whichever thread makes a backend).
+  mutable std::mutex device_mutex_;
+  mutable std::vector<std::weak_ptr<const CompressDeviceStream>> device_streams_;
+#endif
 };
 
 // The stage the "compression" section describes; null when the codec is off.

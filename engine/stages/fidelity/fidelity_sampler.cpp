@@ -40,8 +40,7 @@ FidelitySampler::~FidelitySampler() {
 }
 
 void FidelitySampler::offer(const EventHeader& header, std::span<const std::uint8_t> stream,
-                            std::span<const float> calibrated, Clock::time_point now) {
-  next_due_ = now + period_;
+                            std::span<const float> calibrated) {
   {
     std::lock_guard lock(mutex_);
     if (busy_) {
@@ -54,6 +53,16 @@ void FidelitySampler::offer(const EventHeader& header, std::span<const std::uint
     input_.calibrated.assign(calibrated.begin(), calibrated.end());
   }
   wake_.notify_one();
+}
+
+bool FidelitySampler::busy() const {
+  std::lock_guard lock(mutex_);
+  return busy_;
+}
+
+void FidelitySampler::count_skipped() {
+  std::lock_guard lock(mutex_);
+  ++counts_.skipped;
 }
 
 std::optional<FidelitySampler::Evaluated> FidelitySampler::take_newest() {

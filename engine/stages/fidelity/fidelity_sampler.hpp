@@ -23,8 +23,10 @@ namespace livedrp::stages {
 
 struct FidelityCounts {
   std::uint64_t evaluated = 0;  // samples taken and evaluated
-  std::uint64_t skipped = 0;    // samples due while the previous one was still being evaluated
-  std::uint64_t failed = 0;     // samples whose stream the codec refused (last_error says why)
+  // Samples due while the previous one was still being evaluated (or, on the CUDA backend,
+  // still being copied back from the device).
+  std::uint64_t skipped = 0;
+  std::uint64_t failed = 0;  // samples whose stream the codec refused (last_error says why)
   std::string last_error;
 };
 
@@ -37,13 +39,22 @@ class FidelitySampler {
   FidelitySampler(const FidelitySampler&) = delete;
   FidelitySampler& operator=(const FidelitySampler&) = delete;
 
-  // The pipeline's thread, for every event: whether a sample is due at `now`. Cheap.
-  bool due(Clock::time_point now) const { return now >= next_due_; }
-  // The pipeline's thread, for an event due(now) said yes to: copies it for the worker when the
-  // worker is idle, or counts the sample as skipped. Either way the next sample comes due a
-  // period later.
+  // The pipeline's submitting thread, for every event: whether a sample is due at `now`; if so
+  // the next one comes due a period later, whether this one is taken or skipped. Cheap.
+  bool take_due(Clock::time_point now) {
+    if (now < next_due_) return false;
+    next_due_ = now + period_;
+    return true;
+  }
+  // For a sample take_due gave: copies it for the worker when the worker is idle, or counts it
+  // as skipped. Any thread (the CUDA part hands samples over where it collects them).
   void offer(const EventHeader& header, std::span<const std::uint8_t> stream,
-             std::span<const float> calibrated, Clock::time_point now);
+             std::span<const float> calibrated);
+  // Whether a sample offered now would be skipped (the worker has one waiting or in
+  // evaluation): the CUDA part asks before it copies a sample back from the device.
+  bool busy() const;
+  // A sample take_due gave that could not be taken (the worker or the copy back was busy).
+  void count_skipped();
 
   // The newest evaluated sample not returned before, with the counts as they were when it was
   // evaluated; none when there is no newer one.
@@ -62,7 +73,7 @@ class FidelitySampler {
 
   FidelityEvaluator evaluator_;
   const Clock::duration period_;
-  Clock::time_point next_due_{};  // the pipeline's thread only
+  Clock::time_point next_due_{};  // the pipeline's submitting thread only
 
   mutable std::mutex mutex_;
   std::condition_variable wake_, idle_;

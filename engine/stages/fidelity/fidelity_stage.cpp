@@ -7,23 +7,20 @@
 namespace livedrp::stages {
 
 FidelityStage::FidelityStage(std::shared_ptr<const CompressStage> compress,
-                             std::shared_ptr<FidelitySampler> sampler, FidelityBookSettings book)
-    : compress_(std::move(compress)), sampler_(std::move(sampler)), book_(std::move(book)) {}
+                             std::shared_ptr<FidelitySampler> sampler, FidelityBookSettings book,
+                             std::size_t pixels)
+    : compress_(std::move(compress)),
+      sampler_(std::move(sampler)),
+      book_(std::move(book)),
+      pixels_(pixels) {}
 
 std::any FidelityStage::run_cpu(const CpuEvent& event) {
   const auto now = FidelitySampler::Clock::now();
   // The compress stage ran before this one on this thread, for this event: its stream is this
   // event's.
-  if (sampler_->due(now))
-    sampler_->offer(event.header, compress_->last_stream(), event.calibrated, now);
+  if (sampler_->take_due(now))
+    sampler_->offer(event.header, compress_->last_stream(), event.calibrated);
   return {};
-}
-
-std::unique_ptr<CudaStageLane> FidelityStage::make_cuda_lane(const CudaLaneSpec&) const {
-  throw InputError(
-      "fidelity: not available on the cuda backend: its codec leaves each event's stream in "
-      "device memory, overwritten by the lane's next event, so there is no stream to decode on "
-      "the host; run with backend 'cpu' or set fidelity.enabled false");
 }
 
 std::unique_ptr<StageBook> FidelityStage::make_book() const {
@@ -67,7 +64,8 @@ std::shared_ptr<FidelityStage> make_fidelity_stage(const FidelityConfig& config,
   }
   auto sampler =
       std::make_shared<FidelitySampler>(FidelityEvaluator(std::move(setup)), config.samples_hz);
-  return std::make_shared<FidelityStage>(inputs.compress, std::move(sampler), std::move(book));
+  return std::make_shared<FidelityStage>(inputs.compress, std::move(sampler), std::move(book),
+                                         inputs.detector.pixels());
 }
 
 }  // namespace livedrp::stages
