@@ -5,18 +5,19 @@
 #   rm -rf .gpu && ../shared/gpu/pack build .gpu build/engine/livedrp-bench build/engine/livedrp-engine \
 #       build/tests/livedrp-sls-publisher build/tests/livedrp-dectris-publisher
 # then run `bash tests/gpu_session/measure.sh` through the device tool with carry [".gpu/carry.tar.xz"].
-# Parts (PARTS, default all but the sanitizer parts): suite pipeline streams engine sanitize
-# sanitize_engine.
+# Parts (PARTS, default all but the sanitizer parts): suite pipeline streams engine threads
+# sanitize sanitize_engine.
 #   suite     the packed GPU suites (label gpu), LIVEDRP_REQUIRE_GPU=1
 #   pipeline  livedrp-bench pipeline, every stage, host-fed and device-resident, 8 and 32 lanes
 #   streams   sls Jungfrau 4M over 16 ports at 1 kHz; Dectris 2068x2162 uint32 bslz4 flat out
 #   engine    livedrp-engine run --config, device-resident, every stage: flat out and paced at 30 kHz
+#   threads   the same run flat out, each engine thread's CPU use over 2 s of it (is the host the bound?)
 #   sanitize  compute-sanitizer memcheck (and racecheck, synccheck on the peak finder) over the
 #             suites of SANITIZE_TESTS, each bounded by SANITIZE_S seconds
 #   sanitize_engine  livedrp-engine run host-fed with every stage, SANITIZE_EVENTS events, under
 #             each of SANITIZE_ENGINE_TOOLS (memcheck racecheck synccheck initcheck)
 set -u
-PARTS=${PARTS:-"suite pipeline streams engine"}
+PARTS=${PARTS:-"suite pipeline streams engine threads"}
 here=$(cd "$(dirname "$0")" && pwd)
 L=$OUT/logs; mkdir -p "$L" /tmp/gpu
 tar xJf .gpu/carry.tar.xz -C /tmp/gpu
@@ -60,6 +61,21 @@ if has engine; then
       --summary-json "$L/04_$cfg.json" > "$L/04_$cfg.log" 2>&1
     echo "== $cfg rc=$?"; grep -E "^events in|^rate:|^latency|^stage|^peak" "$L/04_$cfg.log"; finish
   done
+fi
+if has threads; then
+  # Each engine thread's CPU use over 2 s in the middle of a device-resident run with every stage
+  # (engine_device_x8.json, /proc's utime + stime): a thread near 100 % of a core bounds the rate
+  # (the submitting thread's CUDA calls), whatever the GPU's kernels cost.
+  "$B/livedrp-engine" run --config "$here/engine_device_x8.json" > "$L/09_engine_threads.log" 2>&1 &
+  P=$!
+  snap() { for t in /proc/$P/task/*; do
+    [ -r "$t/stat" ] && echo "$(basename "$t") $(awk '{print $14 + $15}' "$t/stat") $(tr ' ' _ < "$t/comm")"
+  done | sort; }
+  sleep "${THREADS_AT_S:-6}"; snap > /tmp/threads_1; sleep 2; snap > /tmp/threads_2
+  join /tmp/threads_1 /tmp/threads_2 | awk '{d = $4 - $2; if (d > 5) printf "thread %s %s: %.0f%% of a core\n", $1, $3, d / 2}' \
+    > "$L/09_threads.txt"
+  wait $P; echo "== engine, threads sampled"; grep -E "^rate" "$L/09_engine_threads.log"
+  sort -t: -k2 -nr "$L/09_threads.txt"; finish
 fi
 if has sanitize; then
   CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
