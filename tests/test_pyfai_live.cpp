@@ -281,6 +281,10 @@ class TestPyfaiLive : public QObject {
     for (int k = 0; k < 3; ++k)
       QVERIFY(std::fabs(j["rotations"][k].get<double>() - j["pyfai_rotations"][k].get<double>()) <=
               5e-7);
+    // What the header says of the mask, as pyFAI's own file of the same integration says it
+    // ("from detector": the Pilatus1M's module gaps, no mask file).
+    QCOMPARE(j.at("mask"), j.at("pyfai_mask"));
+    QCOMPARE(j.at("mask").get<std::string>(), std::string("from detector"));
   }
 
   // Debian 12's pyFAI predates PONI 2.1's orientation: it cannot compute orientations 1, 2 and 4,

@@ -33,7 +33,11 @@ struct ProfileOutputContext {
   std::size_t bins = 0;
   integrate::RadialUnit unit = integrate::RadialUnit::QNm;
   integrate::PoniGeometry poni;
-  bool mask_applied = false, dark_applied = false, flat_applied = false;
+  // pyFAI's "Mask applied" (integrate1d): "user provided" for a mask given with the frames,
+  // "from detector" when only the detector masks pixels (a named detector's module gaps, a
+  // geometry's bad regions), "False" when no pixel is masked.
+  std::string mask_applied = "False";
+  bool dark_applied = false, flat_applied = false;
   std::optional<double> polarization;  // pyFAI's factor; none: no correction
   std::string program;                 // "livedrp-engine integrate 0.9.0"
   std::string configuration_json;      // the options and geometry that produced the profiles

@@ -93,7 +93,7 @@ class PyFaiProfileWriter final : public ProfileWriter {
     std::fprintf(f, "# Detector %s\t PixelSize= %.3e, %.3e m\n",
                  g.detector.empty() ? "Detector" : g.detector.c_str(), g.pixel1, g.pixel2);
     if (g.wavelength) std::fprintf(f, "# Wavelength: %s m\n", python_float(*g.wavelength).c_str());
-    std::fprintf(f, "# Mask applied: %s\n", python_bool(context_.mask_applied));
+    std::fprintf(f, "# Mask applied: %s\n", context_.mask_applied.c_str());
     std::fprintf(f, "# Dark current applied: %s\n", python_bool(context_.dark_applied));
     std::fprintf(f, "# Flat field applied: %s\n", python_bool(context_.flat_applied));
     std::fprintf(f, "# Polarization factor: %s\n",

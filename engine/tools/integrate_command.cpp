@@ -206,15 +206,32 @@ nlohmann::json configuration(const IntegrateOptions& o, const integrate::PoniGeo
   return nlohmann::json{{"livedrp_version", LIVEDRP_VERSION}, {"integrate", c}};
 }
 
+// What pyFAI's header says of the mask (ProfileOutputContext::mask_applied).
+std::string mask_label(const IntegrateOptions& o, const integrate::PoniGeometry& poni,
+                       const FrameShape& frame) {
+  if (!o.mask.empty()) return "user provided";
+  const auto any_masked = [](const std::vector<std::uint8_t>& mask) {
+    return std::any_of(mask.begin(), mask.end(), [](std::uint8_t v) { return v != 0; });
+  };
+  if (any_masked(frame.layout.bad)) return "from detector";
+  // A plain image under a PONI that names one of pyFAI's detectors: its module gaps, which the
+  // Integrator masks as pyFAI does.
+  if (o.detector.empty() && o.geometry.empty() &&
+      any_masked(integrate::poni_detector_mask(poni, frame.layout.rows, frame.layout.cols)))
+    return "from detector";
+  return "False";
+}
+
 io::ProfileOutputContext output_context(const IntegrateOptions& o,
                                         const integrate::PoniGeometry& poni,
-                                        const IntegrationConfig& config, std::uint64_t frames) {
+                                        const FrameShape& frame, const IntegrationConfig& config,
+                                        std::uint64_t frames) {
   io::ProfileOutputContext context;
   context.frames = frames;
   context.bins = std::size_t(config.bins);
   context.unit = config.unit;
   context.poni = poni;
-  context.mask_applied = !o.mask.empty() || !o.geometry.empty();
+  context.mask_applied = mask_label(o, poni, frame);
   context.dark_applied = !o.dark.empty();
   context.flat_applied = !o.flat.empty();
   context.polarization = o.polarization;
@@ -295,7 +312,7 @@ int integrate_all(const IntegrateOptions& o) {
 #endif
   }
   const std::unique_ptr<io::ProfileWriter> writer =
-      io::open_profile_writer(format, o.output, output_context(o, poni, config, frames));
+      io::open_profile_writer(format, o.output, output_context(o, poni, frame, config, frames));
   auto last_report = std::chrono::steady_clock::now();
   // Time spent in the integration itself (the backend's call per frame; not reading the input or
   // writing the output), and in the first frame apart: a backend may finish its set-up there.

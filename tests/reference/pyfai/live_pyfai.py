@@ -89,14 +89,30 @@ def header_number(header, key):
     return None
 
 
-def text(path, image_path, poni, npt):
+def header_text(header, key):
+    for line in header:
+        if line.startswith(key):
+            return line[len(key):].strip()
+    return None
+
+
+def text_header(path):
     with open(path) as f:
-        header = [line[1:].strip() for line in f if line.startswith("#")]
+        return [line[1:].strip() for line in f if line.startswith("#")]
+
+
+def text(path, image_path, poni, npt):
+    header = text_header(path)
     columns = header[-1].split()  # "q_nm^-1 I sigma", as pyFAI writes them
     unit = columns[0]
     rows = numpy.loadtxt(path)
     ai = pyFAI.load(poni)
-    res = integrate(ai, numpy.load(image_path), int(npt), unit)
+    # pyFAI writes its own file of the same integration, for its header's words.
+    pyfai_path = path + ".pyfai" + os.path.splitext(path)[1]
+    if os.path.exists(pyfai_path):
+        os.remove(pyfai_path)
+    res = integrate(ai, numpy.load(image_path), int(npt), unit, filename=pyfai_path)
+    pyfai_header = text_header(pyfai_path)
     result = dict(
         unit=unit, columns=columns, rows=int(rows.shape[0]), pyfai_rows=int(len(res.radial)),
         radial=worst_relative(rows[:, 0], res.radial),
@@ -105,7 +121,9 @@ def text(path, image_path, poni, npt):
         distance=header_number(header, "Distance Sample to Detector:"), pyfai_distance=ai.dist,
         poni=header_number(header, "PONI:"), pyfai_poni=[ai.poni1, ai.poni2],
         rotations=header_number(header, "Rotations:"), pyfai_rotations=[ai.rot1, ai.rot2, ai.rot3],
-        wavelength=header_number(header, "Wavelength:"), pyfai_wavelength=ai.wavelength)
+        wavelength=header_number(header, "Wavelength:"), pyfai_wavelength=ai.wavelength,
+        mask=header_text(header, "Mask applied:"),
+        pyfai_mask=header_text(pyfai_header, "Mask applied:"))
     with open(path + ".json", "w") as f:
         json.dump(result, f)
 
