@@ -227,6 +227,11 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     if (c.ring_slots < 2 || c.ring_slots > 1024)
       throw InputError("runtime.source 'device': ring_slots must be 2..1024, got " +
                        std::to_string(c.ring_slots));
+    if (c.image.publish_hz > 0 && d.publisher && d.assembly)
+      spdlog::warn(
+          "engine: runtime.source 'device' publishes no `image` topic yet: the calibrated image "
+          "stays in GPU memory and no step copies a sampled one back (runtime.source 'host' "
+          "publishes it)");
 #ifdef LIVEDRP_HAVE_CUDA
     d.device_source = true;
     d.backend_label = "cuda";
