@@ -25,6 +25,7 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
 
 RankReport report(int rank, std::uint64_t in, std::uint64_t processed, bool final) {
   RankReport r;
@@ -211,6 +212,51 @@ class TestMpiCollector : public QObject {
     QVERIFY(newest.has_value());
     QCOMPARE(newest->pulse_id, std::uint64_t(95));
     QVERIFY(!merge.take_newest_hit().has_value());  // published once
+  }
+
+  // A rank's image stays the collector's until the rank sends a newer one (its reports carry one
+  // only when it kept a new one); the newest over the ranks by pulse id is published once, and an
+  // image survives the report's encoding pixel for pixel.
+  void the_newest_image_is_the_highest_pulse_id_and_outlives_reports_without_one() {
+    const auto start = Clock::now();
+    Collector merge(3, 0, false, {1, 2}, start);
+    const auto image_of = [](std::uint64_t pulse, float value) {
+      protocol::ImageFrame image;
+      image.sequence = pulse - 100;
+      image.pulse_id = pulse;
+      image.height = 2;
+      image.width = 3;
+      image.pixels = {value, 1.5f, kNaNf, -2.0f, 0.0f, value * 2};
+      image.unit = "keV";
+      image.segments = 1;
+      image.gain_modes = {"G0", "bad"};
+      image.gain_occupancy = {0.75f, 0.25f};
+      return image;
+    };
+    RankReport one = report(1, 4, 4, false);
+    one.image = image_of(140, 7.25f);
+    merge.take(decode_report(encode_report(one), 1), start);
+    RankReport two = report(2, 4, 4, false);
+    two.image = image_of(131, 3.0f);
+    merge.take(decode_report(encode_report(two), 2), start);
+    auto newest = merge.take_newest_image();
+    QVERIFY(newest.has_value());
+    QCOMPARE(newest->pulse_id, std::uint64_t(140));
+    QCOMPARE(newest->sequence, std::uint64_t(40));
+    QCOMPARE(newest->pixels[0], 7.25f);
+    QVERIFY(std::isnan(newest->pixels[2]));
+    QCOMPARE(newest->pixels[5], 14.5f);
+    QVERIFY(!merge.take_newest_image().has_value());  // published once
+    // Rank 1 reports again without an image: its last one stays; rank 2's newer one wins.
+    merge.take(report(1, 6, 6, false), start + 1s);
+    two = report(2, 6, 6, false);
+    two.image = image_of(150, 1.0f);
+    merge.take(two, start + 1s);
+    newest = merge.take_newest_image();
+    QVERIFY(newest.has_value());
+    QCOMPARE(newest->pulse_id, std::uint64_t(150));
+    merge.take(report(2, 8, 8, false), start + 2s);
+    QVERIFY(!merge.take_newest_image().has_value());
   }
 
   void a_silent_rank_is_lost_with_its_last_counts() {

@@ -10,10 +10,13 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+
+#include "calib/gain_occupancy.hpp"
 
 #include "cli_process.hpp"
 #include "live_integration_support.hpp"
@@ -37,6 +40,7 @@ struct MpiRun {
   std::vector<protocol::RadialProfile> profiles;
   std::vector<protocol::EventPeaks> peaks;
   std::vector<protocol::StatsPayload> stats;
+  std::vector<protocol::ImageFrame> images;
 };
 
 // `mpirun -n 3 livedrp-engine run ARGUMENTS`, subscribed to `endpoint` (when not empty) for the
@@ -50,7 +54,7 @@ MpiRun run_mpi(const QStringList& engine_arguments, const std::string& endpoint,
   if (!endpoint.empty())
     subscriber = std::make_unique<protocol::Subscriber>(
         endpoint, std::vector<std::string>{"stats", std::string(protocol::kTopicProfile),
-                                           std::string(protocol::kTopicPeaks)});
+                                           std::string(protocol::kTopicPeaks), "image"});
   const auto take = [&](std::chrono::milliseconds timeout) {
     if (!subscriber) return false;
     bool any = false;
@@ -63,6 +67,8 @@ MpiRun run_mpi(const QStringList& engine_arguments, const std::string& endpoint,
         run.profiles.push_back(protocol::profile_from_message(*message));
       else if (message->topic == protocol::kTopicPeaks)
         run.peaks.push_back(protocol::peaks_from_message(*message));
+      else if (message->topic == "image")
+        run.images.push_back(protocol::image_from_message(*message));
     }
     return any;
   };
@@ -372,6 +378,32 @@ class TestMpiRun : public QObject {
       const QString difference = lp::compare_list(published, lists[published.sequence], assembly);
       QVERIFY2(difference.isEmpty(),
                qPrintable(QString("event %1: %2").arg(published.sequence).arg(difference)));
+    }
+
+    // Images: the ranks keep theirs and the collector publishes the newest; each is its event's
+    // calibrated pixels assembled here, with that event's gain occupancy and peak list.
+    QVERIFY(!run.images.empty());
+    for (const protocol::ImageFrame& image : run.images) {
+      QVERIFY(image.sequence < lists.size());
+      QCOMPARE(image.pulse_id, calibrated.pulse_ids[image.sequence]);
+      QCOMPARE(image.height, std::uint64_t(assembly.height()));
+      QCOMPARE(image.width, std::uint64_t(assembly.width()));
+      std::vector<float> expected(assembly.height() * assembly.width());
+      assembly.assemble(calibrated.calibrated[image.sequence].data(), expected.data());
+      QCOMPARE(image.pixels.size(), expected.size());
+      std::size_t differing = 0;
+      for (std::size_t k = 0; k < expected.size(); ++k)
+        if (std::isnan(expected[k]) ? !std::isnan(image.pixels[k])
+                                    : image.pixels[k] != expected[k])
+          ++differing;
+      QCOMPARE(differing, std::size_t(0));
+      const calib::GainOccupancy occupancy = calib::gain_occupancy(
+          detector, simulator.constants(), calibrated.raw[image.sequence].data());
+      QCOMPARE(image.gain_occupancy, occupancy.fraction);
+      QVERIFY(image.has_peaks);
+      const QString difference = lp::compare_list(image.peaks, lists[image.sequence], assembly);
+      QVERIFY2(difference.isEmpty(),
+               qPrintable(QString("image of event %1: %2").arg(image.sequence).arg(difference)));
     }
 
     EngineConfig single = replay;

@@ -399,6 +399,18 @@ void Engine::set_event_observer(EventObserver observer) {
   d.event_observer = std::move(observer);
 }
 
+void Engine::keep_images() {
+  Impl& d = *impl_;
+  if (d.started) throw InputError("images are kept from before the run starts");
+  if (d.live_image || d.device_source || !(d.config.image.publish_hz > 0) || !d.assembly) return;
+  d.live_image =
+      std::make_unique<LiveImage>(d.detector, d.constants, *d.assembly, d.config.image.publish_hz);
+}
+
+std::optional<protocol::ImageFrame> Engine::take_image() {
+  return impl_->live_image ? impl_->live_image->take() : std::nullopt;
+}
+
 LatencyHistogram Engine::latency_histogram() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->run_latencies;

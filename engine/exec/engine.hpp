@@ -15,6 +15,7 @@
 #include "exec/latency_histogram.hpp"
 #include "exec/stream_config.hpp"
 #include "peaks/peak_params.hpp"
+#include "protocol/peaks_topic.hpp"
 #include "protocol/topics.hpp"
 #include "stages/fidelity/fidelity_config.hpp"
 
@@ -362,6 +363,14 @@ class Engine {
   // Doorbell-to-release latencies of the run so far (the summary's percentiles; engine/mpi
   // merges the ranks' into the run's).
   LatencyHistogram latency_histogram() const;
+  // Before start(), for an engine that publishes nothing itself (an MPI processing rank, whose
+  // collector publishes): keeps the `image` topic's events (image.publish_hz of them a second)
+  // for take_image(). Nothing when image.publish_hz is 0, the detector has no assembled image or
+  // the source is the device-resident one (which publishes no image yet).
+  void keep_images();
+  // The newest kept (or, with a publisher, not yet published) image not taken before, assembled
+  // on the calling thread; none when none is new.
+  std::optional<protocol::ImageFrame> take_image();
 
  private:
   struct Impl;

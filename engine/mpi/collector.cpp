@@ -60,6 +60,10 @@ void Collector::take(RankReport report, Clock::time_point now) {
           dt;
   }
   r.heard = now;
+  if (report.image) {
+    r.image = std::move(report.image);
+    report.image.reset();
+  }
   r.report = std::move(report);
   r.lost = false;
   r.lost_reason.clear();
@@ -331,6 +335,17 @@ std::optional<protocol::EventPeaks> Collector::take_newest_hit() {
   if (!newest || (newest_hit_taken_ && newest->pulse_id <= newest_hit_pulse_)) return std::nullopt;
   newest_hit_taken_ = true;
   newest_hit_pulse_ = newest->pulse_id;
+  return *newest;
+}
+
+std::optional<protocol::ImageFrame> Collector::take_newest_image() {
+  const protocol::ImageFrame* newest = nullptr;
+  for (const auto& [rank, r] : ranks_)
+    if (r.image && (!newest || r.image->pulse_id > newest->pulse_id)) newest = &*r.image;
+  if (!newest || (newest_image_taken_ && newest->pulse_id <= newest_image_pulse_))
+    return std::nullopt;
+  newest_image_taken_ = true;
+  newest_image_pulse_ = newest->pulse_id;
   return *newest;
 }
 

@@ -49,6 +49,9 @@ class Collector {
   std::optional<protocol::RadialProfile> take_profile();
   // The newest hit over the ranks, when it is newer than the one the previous call returned.
   std::optional<protocol::EventPeaks> take_newest_hit();
+  // The newest `image` event over the ranks (by pulse id), when it is newer than the one the
+  // previous call returned.
+  std::optional<protocol::ImageFrame> take_newest_image();
   void count_peaks_message() { ++peaks_messages_; }
   // The run's summary: whole-run counts and rates (elapsed: the longest rank's).
   RunSummary summary(Clock::time_point now) const;
@@ -67,6 +70,9 @@ class Collector {
     std::string lost_reason;
     std::uint64_t profile_sequence = 0;  // of the profile merged last
     bool profile_seen = false;
+    // Its newest image: a report carries one only when the rank kept a new one, so it stays
+    // here across reports without.
+    std::optional<protocol::ImageFrame> image;
   };
   protocol::StatsPayload sums() const;  // counts, totals, stages, backend names
   LatencyHistogram latencies() const;   // the ranks' histograms added
@@ -81,6 +87,8 @@ class Collector {
   std::array<std::uint64_t, LatencyHistogram::kBins> last_latency_bins_{};
   std::uint64_t newest_hit_pulse_ = 0;
   bool newest_hit_taken_ = false;
+  std::uint64_t newest_image_pulse_ = 0;
+  bool newest_image_taken_ = false;
   std::uint64_t peaks_messages_ = 0;
 };
 

@@ -96,8 +96,8 @@ int node_index(bool processes) {
   return index;
 }
 
-RankReport make_report(const Session& session, const RankEngines& engines, bool final) {
-  const Engine& engine = engines.engine();
+RankReport make_report(const Session& session, RankEngines& engines, bool final) {
+  Engine& engine = engines.engine();
   const RankSums& sums = engines.sums();
   RankReport report;
   report.rank = session.rank();
@@ -111,6 +111,7 @@ RankReport make_report(const Session& session, const RankEngines& engines, bool 
   report.latency = engine.latency_histogram();
   report.profile = sums.profile();
   report.hit = sums.newest_hit();
+  report.image = engine.take_image();
   return report;
 }
 
@@ -345,6 +346,15 @@ RunSummary run_collector(const Session& session, RankEngines* own, const EngineC
         merge.count_peaks_message();
         next_peaks = now + peaks_period;
       }
+    // The ranks keep images at image.publish_hz and send them with their reports.
+    if (auto image = merge.take_newest_image()) {
+      try {
+        publish(protocol::make_image_message(*image));
+      } catch (const std::exception& e) {
+        spdlog::warn("MPI collector: image of event {} not published: {}", image->sequence,
+                     e.what());
+      }
+    }
     if (last || now >= next_stats) {
       const protocol::StatsPayload stats = merge.take_stats(now);
       protocol::Message message = protocol::make_stats_message(stats);

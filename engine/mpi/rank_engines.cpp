@@ -17,6 +17,7 @@ RankEngines::Built RankEngines::build(const EngineConfig& config) const {
   built.engine = std::make_unique<Engine>(own);
   built.engine->set_event_share(share_);
   built.engine->set_event_observer(built.sums->observer());
+  built.engine->keep_images();  // sent with the reports: the collector publishes the newest
   return built;
 }
 

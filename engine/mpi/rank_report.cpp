@@ -66,22 +66,44 @@ ProfileSums profile_from_json(const json& j) {
 
 }  // namespace
 
-json encode_peaks(const protocol::EventPeaks& peaks) {
+namespace {
+
+// A protocol message as CBOR binary parts, and back (validated by the topic's reader).
+json message_parts(const protocol::Message& message) {
   json parts = json::array();
-  for (const std::string& part : protocol::encode(protocol::make_peaks_message(peaks)))
+  for (const std::string& part : protocol::encode(message))
     parts.push_back(json::binary(std::vector<std::uint8_t>(part.begin(), part.end())));
   return parts;
 }
 
-protocol::EventPeaks decode_peaks(const json& parts) {
-  if (!parts.is_array()) throw std::runtime_error("a peaks message is not an array of parts");
+protocol::Message message_of(const json& parts, const char* what) {
+  if (!parts.is_array())
+    throw std::runtime_error(std::string("a ") + what + " message is not an array of parts");
   std::vector<std::string> bytes;
   for (const json& part : parts) {
     const auto& b = part.get_binary();
     bytes.emplace_back(b.begin(), b.end());
   }
   const std::vector<std::string_view> views(bytes.begin(), bytes.end());
-  return protocol::peaks_from_message(protocol::decode(views));
+  return protocol::decode(views);
+}
+
+}  // namespace
+
+json encode_peaks(const protocol::EventPeaks& peaks) {
+  return message_parts(protocol::make_peaks_message(peaks));
+}
+
+protocol::EventPeaks decode_peaks(const json& parts) {
+  return protocol::peaks_from_message(message_of(parts, "peaks"));
+}
+
+json encode_image(const protocol::ImageFrame& image) {
+  return message_parts(protocol::make_image_message(image));
+}
+
+protocol::ImageFrame decode_image(const json& parts) {
+  return protocol::image_from_message(message_of(parts, "image"));
 }
 
 std::vector<std::uint8_t> encode_report(const RankReport& report) {
@@ -104,6 +126,7 @@ std::vector<std::uint8_t> encode_report(const RankReport& report) {
   if (report.latency.count() > 0) j["latency"]["max_us"] = report.latency.max_us();
   if (report.profile) j["profile"] = profile_json(*report.profile);
   if (report.hit) j["hit"] = encode_peaks(*report.hit);
+  if (report.image) j["image"] = encode_image(*report.image);
   return json::to_cbor(j);
 }
 
@@ -135,6 +158,7 @@ RankReport decode_report(const std::vector<std::uint8_t>& bytes, int from_rank) 
       report.latency.raise_max(max->get<double>());
     if (const auto p = j.find("profile"); p != j.end()) report.profile = profile_from_json(*p);
     if (const auto hit = j.find("hit"); hit != j.end()) report.hit = decode_peaks(*hit);
+    if (const auto image = j.find("image"); image != j.end()) report.image = decode_image(*image);
     return report;
   } catch (const std::exception& e) {
     throw RuntimeFault("MPI: the report of rank " + std::to_string(from_rank) +

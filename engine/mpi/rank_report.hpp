@@ -28,6 +28,9 @@ struct RankReport {
   LatencyHistogram latency;      // the whole run's (sent as its non-empty bins)
   std::optional<ProfileSums> profile;
   std::optional<protocol::EventPeaks> hit;
+  // The rank's newest `image` event since its previous report (image.publish_hz); none when no
+  // new one was kept.
+  std::optional<protocol::ImageFrame> image;
 };
 
 std::vector<std::uint8_t> encode_report(const RankReport& report);
@@ -35,6 +38,9 @@ std::vector<std::uint8_t> encode_report(const RankReport& report);
 // decoder validates the message and throws (ProtocolError, std::runtime_error) naming the fault.
 nlohmann::json encode_peaks(const protocol::EventPeaks& peaks);
 protocol::EventPeaks decode_peaks(const nlohmann::json& parts);
+// An `image` message the same way.
+nlohmann::json encode_image(const protocol::ImageFrame& image);
+protocol::ImageFrame decode_image(const nlohmann::json& parts);
 // Throws RuntimeFault naming `from_rank` and what is wrong with its bytes.
 RankReport decode_report(const std::vector<std::uint8_t>& bytes, int from_rank);
 
