@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calib/gain_occupancy.hpp"
+#include "protocol/fidelity_topic.hpp"
 
 #include "cli_process.hpp"
 #include "live_integration_support.hpp"
@@ -41,6 +42,7 @@ struct MpiRun {
   std::vector<protocol::EventPeaks> peaks;
   std::vector<protocol::StatsPayload> stats;
   std::vector<protocol::ImageFrame> images;
+  std::vector<protocol::FidelityReport> fidelity;
 };
 
 // `mpirun -n 3 livedrp-engine run ARGUMENTS`, subscribed to `endpoint` (when not empty) for the
@@ -54,7 +56,8 @@ MpiRun run_mpi(const QStringList& engine_arguments, const std::string& endpoint,
   if (!endpoint.empty())
     subscriber = std::make_unique<protocol::Subscriber>(
         endpoint, std::vector<std::string>{"stats", std::string(protocol::kTopicProfile),
-                                           std::string(protocol::kTopicPeaks), "image"});
+                                           std::string(protocol::kTopicPeaks), "image",
+                                           "fidelity"});
   const auto take = [&](std::chrono::milliseconds timeout) {
     if (!subscriber) return false;
     bool any = false;
@@ -69,6 +72,8 @@ MpiRun run_mpi(const QStringList& engine_arguments, const std::string& endpoint,
         run.peaks.push_back(protocol::peaks_from_message(*message));
       else if (message->topic == "image")
         run.images.push_back(protocol::image_from_message(*message));
+      else if (message->topic == "fidelity")
+        run.fidelity.push_back(protocol::fidelity_from_message(*message));
     }
     return any;
   };
@@ -285,6 +290,44 @@ class TestMpiRun : public QObject {
     QVERIFY(merged.at("ranks").at("collector_processes").get<bool>());
     const QString problem = check_totals(merged, events, {0, 1, 2});
     QVERIFY2(problem.isEmpty(), qPrintable(problem + "\n" + QString::fromStdString(merged.dump())));
+  }
+
+  // A stage's own topic (here compression fidelity) reaches the run's subscribers through the
+  // collector: each rank forwards its books' newest messages with its reports. Lossless, so every
+  // sample's decoded image and profile equal the original's.
+  void a_stage_topic_reaches_the_collectors_subscribers() {
+    namespace li = live_integration_test;
+    const std::uint64_t events = 6;
+    const DetectorDescription detector = find_detector("epix10ka2m");
+    ThreadPool pool(2);
+    EngineConfig c = sim_config(events);
+    const DetectorSimulator simulator = live_peaks_test::engine_simulator(c, pool);
+    c.integration = li::live_config(li::write_poni(dir_, detector, simulator.powder_geometry()),
+                                    li::write_mask(dir_, detector))
+                        .integration;
+    c.compression.codec = "lossless";
+    c.fidelity.enabled = true;
+    c.fidelity.samples_hz = 50;
+    const std::string endpoint = free_endpoint();
+    c.publish = endpoint;
+    const QString config = dir_.filePath("fidelity.json");
+    write_json(config, c.to_json());
+    const MpiRun run = run_mpi({"--config", config}, endpoint);
+    QVERIFY2(run.result.exit_code == 0, qPrintable(run.result.err + run.result.out));
+    QVERIFY2(!run.fidelity.empty(), qPrintable(run.result.err));
+    for (const protocol::FidelityReport& f : run.fidelity) {
+      QVERIFY(f.sequence < events);
+      QCOMPARE(f.codec, std::string("lossless"));
+      QVERIFY(f.samples >= 1);
+      QCOMPARE(f.failed, std::uint64_t(0));
+      QVERIFY(f.stream_bytes > 0);
+      QCOMPARE(f.uncompressed_bytes, std::uint64_t(detector.raw_event_bytes()));
+      QCOMPARE(f.max_pixel_error, 0.0);
+      QVERIFY(f.has_profile);
+      QVERIFY(f.compared_bins > 0);
+      QCOMPARE(f.max_abs_relative, 0.0);
+      for (double relative : f.relative) QVERIFY(std::isnan(relative) || relative == 0.0);
+    }
   }
 
   void replayed_profile_and_hits_equal_one_engines_of_the_same_events() {

@@ -147,6 +147,10 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     d.publisher = std::make_shared<Publisher>(c.publish);
     d.publisher->forward_log();  // the engine's own endpoint carries its warnings too
   }
+  if (d.publisher)
+    d.stage_sink = [publisher = d.publisher.get()](const protocol::Message& message) {
+      publisher->publish(message);
+    };
 
   // The device-resident pipeline's persistent consumer calibrates only (resident_pipeline.hpp).
   const bool later_stages =
@@ -405,6 +409,12 @@ void Engine::keep_images() {
   if (d.live_image || d.device_source || !(d.config.image.publish_hz > 0) || !d.assembly) return;
   d.live_image =
       std::make_unique<LiveImage>(d.detector, d.constants, *d.assembly, d.config.image.publish_hz);
+}
+
+void Engine::forward_stage_messages(std::function<void(const protocol::Message&)> sink) {
+  Impl& d = *impl_;
+  if (d.started) throw InputError("stage messages are forwarded from before the run starts");
+  if (!d.publisher) d.stage_sink = std::move(sink);
 }
 
 std::optional<protocol::ImageFrame> Engine::take_image() {

@@ -371,6 +371,11 @@ class Engine {
   // The newest kept (or, with a publisher, not yet published) image not taken before, assembled
   // on the calling thread; none when none is new.
   std::optional<protocol::ImageFrame> take_image();
+  // Before start(), for an engine without a publisher (an MPI processing rank): the messages the
+  // stages' books publish (each stage's topic, at its rate and at the run's end) go to `sink`,
+  // on the engine's reporter thread, with the run number set. `sink` must be quick and may throw
+  // protocol::ProtocolError for a message it refuses (the run goes on).
+  void forward_stage_messages(std::function<void(const protocol::Message&)> sink);
 
  private:
   struct Impl;

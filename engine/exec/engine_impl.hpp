@@ -150,6 +150,9 @@ struct Engine::Impl {
   // fallback backend) and their books (null when there are none).
   stages::StageList stages;
   std::unique_ptr<StageBooks> stage_books;
+  // Where the books' messages go: the publisher, or forward_stage_messages()'s sink (none: the
+  // books are not asked for messages).
+  StageMessageSink stage_sink;
 
   // Live peak finding (config.peak_finding, a stage of `stages`; null when off), the assembly
   // that places its peaks and the image (null when the detector has no placement) and the

@@ -130,8 +130,7 @@ void Engine::Impl::report() {
       const auto wake = last_time + interval;
       while (Clock::now() < wake && !consumer_done) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        if (publisher && stage_books)
-          stage_books->publish_due(*publisher, config.run, Clock::now());
+        if (stage_books && stage_sink) stage_books->publish_due(stage_sink, config.run, Clock::now());
         if (live_image) publish_image();
       }
       last_round = consumer_done.load();
@@ -140,7 +139,7 @@ void Engine::Impl::report() {
     // so do the last profile and the last hit waiting for its turn (the stages' books, at every
     // report tick and once more at the end).
     if (last_round && live_image) publish_image();
-    if (stage_books && publisher) stage_books->publish(*publisher, config.run, last_round);
+    if (stage_books && stage_sink) stage_books->publish(stage_sink, config.run, last_round);
     const auto now = Clock::now();
     protocol::StatsPayload stats = cumulative_stats();
     {

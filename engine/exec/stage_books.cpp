@@ -31,7 +31,8 @@ void StageBooks::add(const CompletedEvent& done) {
   }
 }
 
-void StageBooks::publish_entry(Entry& entry, Publisher& publisher, std::int64_t run, bool last) {
+void StageBooks::publish_entry(Entry& entry, const StageMessageSink& sink, std::int64_t run,
+                               bool last) {
   std::vector<protocol::Message> messages;
   // A message the protocol refuses (a non-finite value, say) is not sent; the run goes on.
   try {
@@ -43,7 +44,7 @@ void StageBooks::publish_entry(Entry& entry, Publisher& publisher, std::int64_t 
   for (protocol::Message& message : messages) {
     message.run = run;
     try {
-      publisher.publish(message);
+      sink(message);
     } catch (const protocol::ProtocolError& e) {
       spdlog::warn("engine: stage {}: {} message not published: {}", entry.name, message.topic,
                    e.what());
@@ -51,20 +52,20 @@ void StageBooks::publish_entry(Entry& entry, Publisher& publisher, std::int64_t 
   }
 }
 
-void StageBooks::publish(Publisher& publisher, std::int64_t run, bool last) {
+void StageBooks::publish(const StageMessageSink& sink, std::int64_t run, bool last) {
   // A book with a rate of its own is asked by publish_due, and here only at the end.
   for (auto& entry : entries_)
-    if (last || !(entry->book->publish_hz() > 0)) publish_entry(*entry, publisher, run, last);
+    if (last || !(entry->book->publish_hz() > 0)) publish_entry(*entry, sink, run, last);
 }
 
-void StageBooks::publish_due(Publisher& publisher, std::int64_t run,
+void StageBooks::publish_due(const StageMessageSink& sink, std::int64_t run,
                              std::chrono::steady_clock::time_point now) {
   for (auto& entry : entries_) {
     const double hz = entry->book->publish_hz();
     if (!(hz > 0) || now < entry->next_publish) continue;
     entry->next_publish = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                     std::chrono::duration<double>(1.0 / hz));
-    publish_entry(*entry, publisher, run, false);
+    publish_entry(*entry, sink, run, false);
   }
 }
 

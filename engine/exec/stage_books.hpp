@@ -7,6 +7,7 @@
 // Every stage's result is in CompletedEvent::stage_outputs, in the list's order.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,8 +19,12 @@
 
 namespace livedrp {
 
-class Publisher;
 struct CompletedEvent;
+
+// Where the books' messages go: the engine's publisher, or (an engine that publishes nothing
+// itself, an MPI processing rank) whoever forwards them. May throw protocol::ProtocolError for a
+// message the protocol refuses.
+using StageMessageSink = std::function<void(const protocol::Message& message)>;
 
 class StageBooks {
  public:
@@ -34,9 +39,9 @@ class StageBooks {
   // Reporter thread, at each report tick and once more at the end (`last`): the messages of
   // every book without a rate of its own (all of them at the end), published with the run
   // number.
-  void publish(Publisher& publisher, std::int64_t run, bool last);
+  void publish(const StageMessageSink& sink, std::int64_t run, bool last);
   // Reporter thread, between ticks: the books with a rate of their own whose time has come.
-  void publish_due(Publisher& publisher, std::int64_t run,
+  void publish_due(const StageMessageSink& sink, std::int64_t run,
                    std::chrono::steady_clock::time_point now);
   // Reporter thread: each stage's timing over the interval (into stats.stages) and its blocks
   // (stats.stage_stats, the protocol's own blocks); starts the next interval.
@@ -54,7 +59,7 @@ class StageBooks {
     mutable std::mutex mutex;
     StageTimer timer;
   };
-  void publish_entry(Entry& entry, Publisher& publisher, std::int64_t run, bool last);
+  void publish_entry(Entry& entry, const StageMessageSink& sink, std::int64_t run, bool last);
   std::vector<std::unique_ptr<Entry>> entries_;
 };
 

@@ -64,6 +64,8 @@ void Collector::take(RankReport report, Clock::time_point now) {
     r.image = std::move(report.image);
     report.image.reset();
   }
+  for (protocol::Message& message : report.messages) forwarded_.push_back(std::move(message));
+  report.messages.clear();
   r.report = std::move(report);
   r.lost = false;
   r.lost_reason.clear();
@@ -347,6 +349,12 @@ std::optional<protocol::ImageFrame> Collector::take_newest_image() {
   newest_image_taken_ = true;
   newest_image_pulse_ = newest->pulse_id;
   return *newest;
+}
+
+std::vector<protocol::Message> Collector::take_forwarded() {
+  std::vector<protocol::Message> out;
+  out.swap(forwarded_);
+  return out;
 }
 
 RunSummary Collector::summary(Clock::time_point now) const {

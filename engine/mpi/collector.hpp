@@ -52,6 +52,9 @@ class Collector {
   // The newest `image` event over the ranks (by pulse id), when it is newer than the one the
   // previous call returned.
   std::optional<protocol::ImageFrame> take_newest_image();
+  // The ranks' forwarded stage messages (fidelity, stages registered outside the engine) that
+  // came with reports since the previous call, in arrival order: published as they are.
+  std::vector<protocol::Message> take_forwarded();
   void count_peaks_message() { ++peaks_messages_; }
   // The run's summary: whole-run counts and rates (elapsed: the longest rank's).
   RunSummary summary(Clock::time_point now) const;
@@ -89,6 +92,7 @@ class Collector {
   bool newest_hit_taken_ = false;
   std::uint64_t newest_image_pulse_ = 0;
   bool newest_image_taken_ = false;
+  std::vector<protocol::Message> forwarded_;
   std::uint64_t peaks_messages_ = 0;
 };
 

@@ -112,6 +112,7 @@ RankReport make_report(const Session& session, RankEngines& engines, bool final)
   report.profile = sums.profile();
   report.hit = sums.newest_hit();
   report.image = engine.take_image();
+  report.messages = engines.messages().take();
   return report;
 }
 
@@ -346,6 +347,14 @@ RunSummary run_collector(const Session& session, RankEngines* own, const EngineC
         merge.count_peaks_message();
         next_peaks = now + peaks_period;
       }
+    for (protocol::Message& message : merge.take_forwarded()) {
+      try {
+        publish(message);
+      } catch (const std::exception& e) {
+        spdlog::warn("MPI collector: a rank's {} message not published: {}", message.topic,
+                     e.what());
+      }
+    }
     // The ranks keep images at image.publish_hz and send them with their reports.
     if (auto image = merge.take_newest_image()) {
       try {

@@ -14,10 +14,12 @@ RankEngines::Built RankEngines::build(const EngineConfig& config) const {
   own.publish = "";  // the collector publishes for the run
   Built built;
   built.sums = std::make_unique<RankSums>();
+  built.messages = std::make_unique<RankMessages>();
   built.engine = std::make_unique<Engine>(own);
   built.engine->set_event_share(share_);
   built.engine->set_event_observer(built.sums->observer());
   built.engine->keep_images();  // sent with the reports: the collector publishes the newest
+  built.engine->forward_stage_messages(built.messages->sink());
   return built;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "exec/engine.hpp"
+#include "mpi/rank_messages.hpp"
 #include "mpi/rank_sums.hpp"
 
 namespace livedrp::mpi {
@@ -25,6 +26,7 @@ class RankEngines {
   Engine& engine() { return *current_.engine; }
   const Engine& engine() const { return *current_.engine; }
   const RankSums& sums() const { return *current_.sums; }
+  RankMessages& messages() { return *current_.messages; }
   // Counts the engines started by commit(): a loop that waits for the end sees a new run.
   std::uint64_t generation() const { return generation_; }
 
@@ -44,6 +46,7 @@ class RankEngines {
  private:
   struct Built {
     std::unique_ptr<RankSums> sums;  // outlives its engine's run (the engine's observer)
+    std::unique_ptr<RankMessages> messages;  // likewise (its stage message sink)
     std::unique_ptr<Engine> engine;
   };
   Built build(const EngineConfig& config) const;

@@ -1,5 +1,7 @@
 #include "mpi/rank_report.hpp"
 
+#include "mpi/rank_messages.hpp"
+
 #include <cstring>
 
 #include "core/error.hpp"
@@ -127,6 +129,12 @@ std::vector<std::uint8_t> encode_report(const RankReport& report) {
   if (report.profile) j["profile"] = profile_json(*report.profile);
   if (report.hit) j["hit"] = encode_peaks(*report.hit);
   if (report.image) j["image"] = encode_image(*report.image);
+  if (!report.messages.empty()) {
+    json messages = json::array();
+    for (const protocol::Message& message : report.messages)
+      messages.push_back(message_parts(message));
+    j["messages"] = std::move(messages);
+  }
   return json::to_cbor(j);
 }
 
@@ -159,6 +167,15 @@ RankReport decode_report(const std::vector<std::uint8_t>& bytes, int from_rank) 
     if (const auto p = j.find("profile"); p != j.end()) report.profile = profile_from_json(*p);
     if (const auto hit = j.find("hit"); hit != j.end()) report.hit = decode_peaks(*hit);
     if (const auto image = j.find("image"); image != j.end()) report.image = decode_image(*image);
+    if (const auto messages = j.find("messages"); messages != j.end()) {
+      if (!messages->is_array()) throw std::runtime_error("messages is not an array");
+      for (const json& parts : *messages) {
+        protocol::Message message = message_of(parts, "stage");
+        if (!forwarded_topic(message.topic))
+          throw std::runtime_error("a forwarded message on topic '" + message.topic + "'");
+        report.messages.push_back(std::move(message));
+      }
+    }
     return report;
   } catch (const std::exception& e) {
     throw RuntimeFault("MPI: the report of rank " + std::to_string(from_rank) +

@@ -31,6 +31,9 @@ struct RankReport {
   // The rank's newest `image` event since its previous report (image.publish_hz); none when no
   // new one was kept.
   std::optional<protocol::ImageFrame> image;
+  // The newest message of each forwarded topic its stage books published since its previous
+  // report (rank_messages.hpp).
+  std::vector<protocol::Message> messages;
 };
 
 std::vector<std::uint8_t> encode_report(const RankReport& report);
