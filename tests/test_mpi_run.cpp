@@ -55,9 +55,9 @@ MpiRun run_mpi(const QStringList& engine_arguments, const std::string& endpoint,
   std::unique_ptr<protocol::Subscriber> subscriber;
   if (!endpoint.empty())
     subscriber = std::make_unique<protocol::Subscriber>(
-        endpoint, std::vector<std::string>{"stats", std::string(protocol::kTopicProfile),
-                                           std::string(protocol::kTopicPeaks), "image",
-                                           "fidelity"});
+        endpoint,
+        std::vector<std::string>{"stats", std::string(protocol::kTopicProfile),
+                                 std::string(protocol::kTopicPeaks), "image", "fidelity"});
   const auto take = [&](std::chrono::milliseconds timeout) {
     if (!subscriber) return false;
     bool any = false;
@@ -436,8 +436,7 @@ class TestMpiRun : public QObject {
       QCOMPARE(image.pixels.size(), expected.size());
       std::size_t differing = 0;
       for (std::size_t k = 0; k < expected.size(); ++k)
-        if (std::isnan(expected[k]) ? !std::isnan(image.pixels[k])
-                                    : image.pixels[k] != expected[k])
+        if (std::isnan(expected[k]) ? !std::isnan(image.pixels[k]) : image.pixels[k] != expected[k])
           ++differing;
       QCOMPARE(differing, std::size_t(0));
       const calib::GainOccupancy occupancy = calib::gain_occupancy(

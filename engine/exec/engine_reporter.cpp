@@ -130,7 +130,8 @@ void Engine::Impl::report() {
       const auto wake = last_time + interval;
       while (Clock::now() < wake && !consumer_done) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        if (stage_books && stage_sink) stage_books->publish_due(stage_sink, config.run, Clock::now());
+        if (stage_books && stage_sink)
+          stage_books->publish_due(stage_sink, config.run, Clock::now());
         if (live_image) publish_image();
       }
       last_round = consumer_done.load();

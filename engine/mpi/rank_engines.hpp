@@ -45,7 +45,7 @@ class RankEngines {
 
  private:
   struct Built {
-    std::unique_ptr<RankSums> sums;  // outlives its engine's run (the engine's observer)
+    std::unique_ptr<RankSums> sums;          // outlives its engine's run (the engine's observer)
     std::unique_ptr<RankMessages> messages;  // likewise (its stage message sink)
     std::unique_ptr<Engine> engine;
   };

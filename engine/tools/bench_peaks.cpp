@@ -207,14 +207,13 @@ int run_peaks(const PeaksBenchOptions& o) {
       gpu::Stream stream;
       gpu::DevicePeakFinder8 finder(cpu);
       const auto times = finder.time_kernels(device_frames[0].as<const float>(), stream, 200);
-      const double total =
-          times.statistics_us + times.search_us + times.gather_us;
+      const double total = times.statistics_us + times.search_us + times.gather_us;
       breakdown << "\n| kernel (1 stream, frame 0, 200 launches each) | us/frame | share |\n"
                 << "|---|---:|---:|\n";
       const std::pair<const char*, double> kernels[] = {
           {"radial statistics and threshold flags", times.statistics_us},
           {"seed search (timed after a statistics launch, its time taken off)", times.search_us},
-                                                        {"gather", times.gather_us}};
+          {"gather", times.gather_us}};
       for (const auto& [name, us] : kernels)
         breakdown << "| " << name << " | " << std::fixed << std::setprecision(2) << us << " | "
                   << std::setprecision(3) << us / total << " |\n";

@@ -277,7 +277,7 @@ __global__ void __launch_bounds__(kStatisticsThreads)
 // What the search kernel reads and writes besides the view.
 struct SearchTables {
   const Asic* asics = nullptr;
-  std::uint32_t* flags = nullptr;          // kFlagAreas areas per ASIC, asic_words apart
+  std::uint32_t* flags = nullptr;            // kFlagAreas areas per ASIC, asic_words apart
   const std::uint32_t* good_bits = nullptr;  // per ASIC asic_words: a bit per good pixel
   const std::uint16_t* bin_of_pixel = nullptr;
   std::uint32_t* owner_spill = nullptr;    // per ASIC largest_asic; nullptr: shared memory
@@ -524,7 +524,8 @@ __global__ void __launch_bounds__(32 * kSearchWarps)
   // The candidate bitmap is the "above" flags; the background bitmap, the good pixels without
   // the "not below" flags. Each flag word is put back to zero once read (the "above" words in
   // global memory only after the search, which then reads them there).
-  std::uint32_t* above = tables.flags + std::size_t(a) * kFlagAreas * std::size_t(tables.asic_words);
+  std::uint32_t* above =
+      tables.flags + std::size_t(a) * kFlagAreas * std::size_t(tables.asic_words);
   std::uint32_t* background = above + tables.asic_words;
   std::uint32_t* not_below = above + 2 * tables.asic_words;
   const std::uint32_t* good = tables.good_bits + std::size_t(a) * std::size_t(tables.asic_words);
@@ -853,13 +854,13 @@ std::shared_ptr<const SharedTables> upload_tables(const peaks::PeakFinder8& refe
     const int words_per_row = (asic.width + 31) / 32;
     for (int row = 0; row < asic.height; ++row)
       for (int column = 0; column < asic.width; ++column) {
-        const std::size_t p = std::size_t(asic.first_ss + row) * width +
-                              std::size_t(asic.first_fs + column);
-        const std::size_t word = std::size_t(row) * std::size_t(words_per_row) +
-                                 std::size_t(column / 32);
-        flag_of_pixel[p] = std::uint32_t(
-            (std::size_t(a) * kFlagAreas * std::size_t(t->asic_words) + word) * 32 +
-            std::size_t(column % 32));
+        const std::size_t p =
+            std::size_t(asic.first_ss + row) * width + std::size_t(asic.first_fs + column);
+        const std::size_t word =
+            std::size_t(row) * std::size_t(words_per_row) + std::size_t(column / 32);
+        flag_of_pixel[p] =
+            std::uint32_t((std::size_t(a) * kFlagAreas * std::size_t(t->asic_words) + word) * 32 +
+                          std::size_t(column % 32));
         if (good[p] != 0)
           good_bits[std::size_t(a) * std::size_t(t->asic_words) + word] |= 1u << (column % 32);
       }
