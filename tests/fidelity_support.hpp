@@ -122,6 +122,19 @@ inline Sampled run_to_the_end(const EngineConfig& config, RunSummary& summary,
   return sampled;
 }
 
+// A whole run's counts: no error, every event processed, samples published; the first event is
+// always taken and every later one came due (50 Hz) and was taken or skipped while the sampler
+// was busy, and no stream failed to decode.
+inline void check_run_counts(const RunSummary& summary, const EngineConfig& config,
+                             const Sampled& sampled) {
+  QVERIFY2(summary.error.empty(), summary.error.c_str());
+  QCOMPARE(summary.stats.events_processed, config.events);
+  QVERIFY(!sampled.reports.empty());
+  const nlohmann::json& counts = summary.stats.stage_stats.at("fidelity");
+  QVERIFY(counts.at("samples").get<std::uint64_t>() >= 1);
+  QCOMPARE(counts.at("failed").get<std::uint64_t>(), std::uint64_t(0));
+}
+
 inline bool same_or_both_nan(double a, double b) {
   return std::isnan(a) ? std::isnan(b) : a == b;
 }

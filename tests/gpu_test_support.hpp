@@ -15,3 +15,28 @@
       QSKIP(message_.constData());                                                                 \
     }                                                                                              \
   } while (false)
+
+// The CUDA backend's lane configurations a GPU engine suite runs over: a _data function adds
+// these columns and its rows (streams, slots per stream, batch, graph launches, a host thread per
+// stream); the test function applies its row's with apply_lane_row.
+inline void add_lane_columns() {
+  QTest::addColumn<int>("streams");
+  QTest::addColumn<int>("slots_per_stream");
+  QTest::addColumn<int>("batch");
+  QTest::addColumn<bool>("graph");
+  QTest::addColumn<bool>("per_stream");
+}
+
+inline void apply_lane_row(livedrp::StreamConfig& runtime) {
+  QFETCH(int, streams);
+  QFETCH(int, slots_per_stream);
+  QFETCH(int, batch);
+  QFETCH(bool, graph);
+  QFETCH(bool, per_stream);
+  runtime.streams = streams;
+  runtime.slots_per_stream = slots_per_stream;
+  runtime.batch = batch;
+  runtime.launch = graph ? livedrp::LaunchMode::Graph : livedrp::LaunchMode::Plain;
+  runtime.host_threads =
+      per_stream ? livedrp::HostThreadModel::PerStream : livedrp::HostThreadModel::OneForAll;
+}

@@ -22,32 +22,18 @@ using fidelity_test::Sampled;
 namespace {
 
 void add_lane_rows() {
-  QTest::addColumn<int>("streams");
-  QTest::addColumn<int>("slots_per_stream");
-  QTest::addColumn<int>("batch");
-  QTest::addColumn<bool>("graph");
-  QTest::addColumn<bool>("per_stream");
+  add_lane_columns();
   QTest::newRow("1 stream") << 1 << 4 << 1 << false << false;
   QTest::newRow("3 streams, batch 2, graph") << 3 << 2 << 2 << true << false;
   QTest::newRow("2 streams, per-stream threads, graph") << 2 << 3 << 1 << true << true;
 }
 
 EngineConfig gpu_config(const QTemporaryDir& dir, const std::string& codec, double bound) {
-  QFETCH(int, streams);
-  QFETCH(int, slots_per_stream);
-  QFETCH(int, batch);
-  QFETCH(bool, graph);
-  QFETCH(bool, per_stream);
   EngineConfig config = fidelity_config(dir, codec, bound);
   config.backend = "cuda";
   config.events = 8;
   config.rate_hz = 8;  // most events come after the last sample's evaluation: many are sampled
-  config.runtime.streams = streams;
-  config.runtime.slots_per_stream = slots_per_stream;
-  config.runtime.batch = batch;
-  config.runtime.launch = graph ? LaunchMode::Graph : LaunchMode::Plain;
-  config.runtime.host_threads =
-      per_stream ? HostThreadModel::PerStream : HostThreadModel::OneForAll;
+  apply_lane_row(config.runtime);
   return config;
 }
 
@@ -59,14 +45,9 @@ Sampled run_and_check(const EngineConfig& config) {
   const Sampled sampled = run_to_the_end(config, summary, &backend);
   [&] {
     QCOMPARE(backend, std::string("cuda"));
-    QVERIFY2(summary.error.empty(), summary.error.c_str());
-    QCOMPARE(summary.stats.events_processed, config.events);
-    QVERIFY(!sampled.reports.empty());
-    // The first event's launch is always sampled; the others came due (50 Hz) and were taken
-    // or skipped while the sampler was busy. No stream copied back failed to decode.
+    fidelity_test::check_run_counts(summary, config, sampled);
+    if (QTest::currentTestFailed()) return;
     const nlohmann::json& counts = summary.stats.stage_stats.at("fidelity");
-    QVERIFY(counts.at("samples").get<std::uint64_t>() >= 1);
-    QCOMPARE(counts.at("failed").get<std::uint64_t>(), std::uint64_t(0));
     qInfo("%zu fidelity messages, %llu samples, %llu skipped", sampled.reports.size(),
           (unsigned long long)counts.at("samples").get<std::uint64_t>(),
           (unsigned long long)counts.at("skipped").get<std::uint64_t>());

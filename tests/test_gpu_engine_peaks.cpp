@@ -108,29 +108,15 @@ class TestGpuEnginePeaks : public QObject {
   Q_OBJECT
  private slots:
   void lists_equal_the_cpu_over_lane_configurations_data() {
-    QTest::addColumn<int>("streams");
-    QTest::addColumn<int>("slots_per_stream");
-    QTest::addColumn<int>("batch");
-    QTest::addColumn<bool>("graph");
-    QTest::addColumn<bool>("per_stream");
+    add_lane_columns();
     QTest::newRow("1 stream") << 1 << 4 << 1 << false << false;
     QTest::newRow("3 streams, batch 2, graph") << 3 << 2 << 2 << true << false;
     QTest::newRow("2 streams, per-stream threads") << 2 << 3 << 1 << false << true;
   }
   void lists_equal_the_cpu_over_lane_configurations() {
     LIVEDRP_SKIP_WITHOUT_GPU();
-    QFETCH(int, streams);
-    QFETCH(int, slots_per_stream);
-    QFETCH(int, batch);
-    QFETCH(bool, graph);
-    QFETCH(bool, per_stream);
     EngineConfig config = gpu_config();
-    config.runtime.streams = streams;
-    config.runtime.slots_per_stream = slots_per_stream;
-    config.runtime.batch = batch;
-    config.runtime.launch = graph ? LaunchMode::Graph : LaunchMode::Plain;
-    config.runtime.host_threads =
-        per_stream ? HostThreadModel::PerStream : HostThreadModel::OneForAll;
+    apply_lane_row(config.runtime);
     const Offline offline = offline_for(config);
     const ImageAssembly assembly(find_detector("epix10ka2m"));
     Engine engine(config);

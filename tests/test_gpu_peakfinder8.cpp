@@ -31,6 +31,26 @@ bool close(float a, float b) {
   return a == b || std::fabs(a - b) <= 1e-5f * std::max(std::fabs(a), std::fabs(b));
 }
 
+#ifdef LIVEDRP_HAVE_CUDA
+// One frame searched by both finders: the CPU's list, the GPU's list and the GPU's statistics.
+struct BothSearches {
+  PeakList expected, actual;
+  std::vector<RadialBinStats> gpu_stats;
+};
+BothSearches search_both(PeakFinder8& cpu, gpu::DevicePeakFinder8& device,
+                         const gpu::Stream& stream, gpu::DeviceBuffer& device_image,
+                         const std::vector<float>& image) {
+  BothSearches both;
+  both.expected = cpu.find(image.data());
+  gpu::copy_async(device_image.get(), image.data(), image.size() * sizeof(float), stream,
+                  "test image to the device");
+  device.enqueue(device_image.as<const float>(), stream);
+  both.actual = device.collect(stream);
+  both.gpu_stats = device.radial_stats(stream);
+  return both;
+}
+#endif
+
 }  // namespace
 
 class TestGpuPeakFinder8 : public QObject {
@@ -88,12 +108,8 @@ class TestGpuPeakFinder8 : public QObject {
       }
       // Pixels neither above nor below any threshold: never a candidate, never in a ring.
       image[std::size_t(300 + frame) * kSide + 500] = std::numeric_limits<float>::quiet_NaN();
-      const PeakList expected = cpu.find(image.data());
-      gpu::copy_async(device_image.get(), image.data(), image.size() * sizeof(float), stream,
-                      "test image to the device");
-      device.enqueue(device_image.as<const float>(), stream);
-      const PeakList actual = device.collect(stream);
-      const std::vector<RadialBinStats> gpu_stats = device.radial_stats(stream);
+      const auto [expected, actual, gpu_stats] =
+          search_both(cpu, device, stream, device_image, image);
       QCOMPARE(gpu_stats.size(), cpu.radial_stats().size());
       for (std::size_t b = 0; b < gpu_stats.size(); ++b)
         QVERIFY2(close(gpu_stats[b].upper, cpu.radial_stats()[b].upper) &&
@@ -167,13 +183,8 @@ class TestGpuPeakFinder8 : public QObject {
       ++events;
       simulator.generate(index, raw.data(), nullptr, &pool);
       calibrate_event_cpu(detector, simulator.constants(), {}, raw.data(), image.data(), &pool);
-      const PeakList expected = cpu.find(image.data());
-      gpu::copy_async(device_image.get(), image.data(), image.size() * sizeof(float), stream,
-                      "test image to the device");
-      device.enqueue(device_image.as<const float>(), stream);
-      const PeakList actual = device.collect(stream);
-
-      const std::vector<RadialBinStats> gpu_stats = device.radial_stats(stream);
+      const auto [expected, actual, gpu_stats] =
+          search_both(cpu, device, stream, device_image, image);
       QCOMPARE(gpu_stats.size(), cpu.radial_stats().size());
       for (std::size_t b = 0; b < gpu_stats.size(); ++b) {
         QVERIFY2(close(gpu_stats[b].mean, cpu.radial_stats()[b].mean) &&
