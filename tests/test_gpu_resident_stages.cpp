@@ -50,6 +50,7 @@ constexpr double kProfileTolerance = 1e-5;
 
 // What the CPU computes for one pool event.
 struct Reference {
+  std::vector<float> image;  // calibrated
   std::vector<std::uint8_t> lossless, lossy;
   integrate::Profile profile;
   peaks::PeakList peaks;
@@ -111,6 +112,7 @@ class TestGpuResidentStages : public QObject {
       calibrate_event_cpu(detector_, simulator_->constants(), params_, pool_.back().data(),
                           image.data(), &pool);
       Reference r;
+      r.image = image;
       r.lossless = codec::compress_cpu(pool_.back().data(), codec::DType::UInt16, shape, lossless);
       r.lossy = codec::compress_cpu(image.data(), codec::DType::Float32, shape, lossy);
       r.profile = integrator_->integrate(image);
@@ -253,6 +255,117 @@ class TestGpuResidentStages : public QObject {
     for (const auto& stage : s.stats.stages) QVERIFY2(stage.mean_us > 0, stage.name.c_str());
     qInfo("engine, device source, every stage: %llu events at %.0f ev/s",
           static_cast<unsigned long long>(s.stats.events_processed), s.stats.event_rate_hz);
+  }
+
+  // A snapshot (the `image` topic's sample) is the event's own raw words and calibrated image,
+  // on graph and plain lanes, whichever lane and slot the event had; the modes whose events the
+  // host never enqueues say they cannot.
+  void snapshots_are_their_events_raw_words_and_calibrated_image_data() {
+    QTest::addColumn<int>("launch");
+    QTest::newRow("graph x3") << int(LaunchMode::Graph);
+    QTest::newRow("plain x3") << int(LaunchMode::Plain);
+  }
+  void snapshots_are_their_events_raw_words_and_calibrated_image() {
+    QFETCH(int, launch);
+    gpu::ResidentConfig config;
+    config.launch = LaunchMode(launch);
+    config.lanes = 3;
+    config.ring_slots = 16;
+    config.events = 2003;
+    config.params = params_;
+    config.stages.integrator = integrator_;
+    config.stages.peak_finder = finder_;
+    gpu::ResidentPipeline pipeline(detector_, simulator_->constants(), pool_, config);
+    pipeline.start();
+    std::uint64_t returned = 0, snapshots = 0;
+    std::vector<std::uint64_t> lanes_seen(3, 0);
+    QVERIFY(pipeline.request_snapshot());
+    while (auto result = pipeline.next_result(true, 30.0)) {
+      QCOMPARE(result->sequence, returned++);
+      if (!result->snapshot_image) continue;
+      QVERIFY(result->snapshot_raw != nullptr);
+      const Reference& want = want_[result->sequence % kPoolEvents];
+      const auto& raw = pool_[result->sequence % kPoolEvents];
+      QVERIFY2(std::memcmp(result->snapshot_raw, raw.data(), raw.size()) == 0,
+               qPrintable(QString("raw words of event %1").arg(result->sequence)));
+      for (std::size_t k = 0; k < want.image.size(); ++k) {
+        const float got = result->snapshot_image[k];
+        if (!(std::isnan(want.image[k]) ? std::isnan(got) : got == want.image[k]))
+          QFAIL(qPrintable(QString("image of event %1, pixel %2: %3 != %4")
+                               .arg(result->sequence)
+                               .arg(k)
+                               .arg(double(got))
+                               .arg(double(want.image[k]))));
+      }
+      ++snapshots;
+      ++lanes_seen[std::size_t(result->lane)];
+      // The next one a few events on, so that every lane and several slots are sampled.
+      if (returned < config.events - 40) QVERIFY(pipeline.request_snapshot());
+    }
+    QCOMPARE(returned, config.events);
+    QVERIFY2(snapshots >= 20, qPrintable(QString("%1 snapshots").arg(snapshots)));
+    for (std::uint64_t count : lanes_seen) QVERIFY(count > 0);
+    qInfo("%llu snapshots over %llu events", static_cast<unsigned long long>(snapshots),
+          static_cast<unsigned long long>(returned));
+
+    config.launch = LaunchMode::DeviceGraph;
+    config.events = 10;
+    gpu::ResidentPipeline device_launched(detector_, simulator_->constants(), pool_, config);
+    QVERIFY(!device_launched.request_snapshot());
+  }
+
+  // The engine on the device-resident source publishes `image`: each one the assembled CPU
+  // calibration of its event, with the event's peaks and the gain occupancy of its raw words.
+  void engine_publishes_images_from_the_device_resident_source() {
+    EngineConfig c = engine_config_;
+    c.backend = "cuda";
+    c.publish = "tcp://127.0.0.1:*";
+    c.events = 3001;
+    c.rate_hz = 1500;  // two seconds: the image topic's 30 Hz gives dozens
+    c.seed = 777;
+    c.hit_fraction = 0.5;
+    c.simulator_pool = kPoolEvents;
+    c.ring_slots = 16;
+    c.cpu_threads = 0;
+    c.runtime.source = SourcePlacement::Device;
+    c.runtime.launch = LaunchMode::Graph;
+    c.runtime.streams = 4;
+    c.compression.codec = "lossy";
+    c.compression.error_bound = 0.5;
+    c.peak_finding.enabled = true;
+    c.image.publish_hz = 30;
+    Engine engine(c);
+    live_peaks_test::PeakMessages seen;
+    protocol::Subscriber subscriber(engine.publish_endpoint(), live_peaks_test::peak_topics());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the subscription's set-up
+    engine.start();
+    while (!engine.finished())
+      live_peaks_test::take_messages(subscriber, seen, std::chrono::milliseconds(5));
+    engine.wait();
+    live_peaks_test::take_messages(subscriber, seen, std::chrono::milliseconds(500));
+    const RunSummary s = engine.summary();
+    QVERIFY2(s.error.empty(), s.error.c_str());
+    QCOMPARE(s.stats.events_processed, c.events);
+    QVERIFY2(seen.images.size() >= 10, qPrintable(QString("%1 images").arg(seen.images.size())));
+    const ImageAssembly assembly(detector_);
+    std::vector<float> expected(assembly.height() * assembly.width());
+    for (const protocol::ImageFrame& image : seen.images) {
+      const std::size_t pool_index = std::size_t(image.sequence % kPoolEvents);
+      assembly.assemble(want_[pool_index].image.data(), expected.data());
+      QCOMPARE(image.pixels.size(), expected.size());
+      for (std::size_t k = 0; k < expected.size(); ++k)
+        if (!(std::isnan(expected[k]) ? std::isnan(image.pixels[k])
+                                      : image.pixels[k] == expected[k]))
+          QFAIL(qPrintable(QString("image of event %1, pixel %2").arg(image.sequence).arg(k)));
+      QVERIFY(image.has_peaks);
+      const QString difference =
+          live_peaks_test::compare_list(image.peaks, want_[pool_index].peaks, assembly);
+      QVERIFY2(difference.isEmpty(), qPrintable(difference));
+      const calib::GainOccupancy occupancy =
+          calib::gain_occupancy(detector_, simulator_->constants(), pool_[pool_index].data());
+      QVERIFY(image.gain_occupancy == occupancy.fraction);
+    }
+    qInfo("%zu images checked", seen.images.size());
   }
 
   void persistent_consumer_refuses_the_stages_with_the_reason() {

@@ -231,12 +231,20 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     if (c.ring_slots < 2 || c.ring_slots > 1024)
       throw InputError("runtime.source 'device': ring_slots must be 2..1024, got " +
                        std::to_string(c.ring_slots));
-    if (c.image.publish_hz > 0 && d.publisher && d.assembly)
-      spdlog::warn(
-          "engine: runtime.source 'device' publishes no `image` topic yet: the calibrated image "
-          "stays in GPU memory and no step copies a sampled one back (runtime.source 'host' "
-          "publishes it)");
 #ifdef LIVEDRP_HAVE_CUDA
+    // The `image` topic: the host asks for a sampled event's image when its kernels are
+    // enqueued, which it does per event only with launch 'graph' and 'plain'.
+    if (c.image.publish_hz > 0 && d.publisher && d.assembly) {
+      if (c.runtime.launch == LaunchMode::Graph || c.runtime.launch == LaunchMode::Plain)
+        d.live_image =
+            std::make_unique<LiveImage>(d.detector, d.constants, *d.assembly, c.image.publish_hz);
+      else
+        spdlog::warn(
+            "engine: runtime.source 'device' with launch '{}' publishes no `image` topic: the "
+            "host never enqueues an event's kernels, so nothing copies a sampled image back "
+            "(launch 'graph' or 'plain' publishes it)",
+            to_string(c.runtime.launch));
+    }
     d.device_source = true;
     d.backend_label = "cuda";
     d.device_label = gpu::device_properties().name;

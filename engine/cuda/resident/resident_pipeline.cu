@@ -343,6 +343,11 @@ struct ResidentPipeline::State {
   std::vector<cudaGraphExec_t> graphs;  // Graph / DeviceGraph: one per lane
   std::int64_t clock_offset_ns = 0;     // host steady ns - device globaltimer ns
   std::uint64_t enqueued = 0;           // Graph / Plain: events whose kernels are enqueued
+  // Snapshots (request_snapshot): host copies of one event's raw words and calibrated image,
+  // made on first request; the event they were enqueued for until its result is returned.
+  PinnedBuffer snapshot_raw, snapshot_image;
+  bool snapshot_wanted = false;
+  std::optional<std::uint64_t> snapshot_event;
   bool stop_requested = false;
   bool finished = false;  // kernels done and synchronised
   bool aborted = false;
@@ -356,6 +361,18 @@ struct ResidentPipeline::State {
   float* lane_out(int lane) const {
     return const_cast<float*>(out.as<float>()) + std::size_t(lane) * ring.out_stride;
   }
+  // Event `event`'s raw words (its slot) and calibrated image (the lane's) into the snapshot
+  // buffers, on the lane's stream before its finish kernel releases the slot: the copies end
+  // before the event's result is published.
+  void enqueue_snapshot(int lane_index, std::uint64_t event, cudaStream_t stream) {
+    const std::size_t slot = std::size_t(event % std::uint64_t(ring.slots));
+    check(cudaMemcpyAsync(snapshot_raw.get(), ring.raw + slot * ring.raw_stride,
+                          snapshot_raw.bytes(), cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync(snapshot raw words)");
+    check(cudaMemcpyAsync(snapshot_image.get(), lane_out(lane_index), snapshot_image.bytes(),
+                          cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync(snapshot image)");
+  }
   // One event's work on a launched lane, enqueued (or captured) on `stream`: wait for the
   // doorbell, calibrate, the stages, then the finish kernel given.
   // `lane`: the lane's state words (another's for the warm-up, which waits for no doorbell).
@@ -363,11 +380,10 @@ struct ResidentPipeline::State {
   void record_lane(int lane_index, LaneState* lane, bool wait, const Stream& stream,
                    Finish&& finish, std::uint64_t trap_at_event) {
     if (wait) wait_kernel<<<1, 32, 0, stream.get()>>>(ring, lane);
-    LaneStages* stages =
-        lane_stages.empty() ? nullptr : lane_stages[std::size_t(lane_index)].get();
+    LaneStages* stages = lane_stages.empty() ? nullptr : lane_stages[std::size_t(lane_index)].get();
     if (stages) stages->record_start(lane, stream);
     kernels.calibrate<<<work.tiles, kBlockThreads, 0, stream.get()>>>(ring, work, lane,
-                                                                     lane_out(lane_index));
+                                                                      lane_out(lane_index));
     if (stages)
       stages->record_after_calibration(ring, lane, lane_out(lane_index), trap_at_event, stream);
     finish(lane, stream.get());
@@ -572,8 +588,7 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
     for (int l = 0; l < lanes; ++l)
       s.lane_stages.push_back(std::make_unique<LaneStages>(
           detector, config.stages, plan ? &*plan : nullptr, s.layout,
-          static_cast<char*>(s.payload_host.device()),
-          s.arena.as<char>(), s.arena_stride,
+          static_cast<char*>(s.payload_host.device()), s.arena.as<char>(), s.arena_stride,
           l == 0 ? nullptr : s.lane_stages.front()->finder()));
     // Warm-up: each lane's stages once on its zeroed image, with a state that skips the publish,
     // so that every kernel they launch is loaded now (see the lazy-loading note above).
@@ -582,8 +597,9 @@ ResidentPipeline::ResidentPipeline(const DetectorDescription& detector,
     check(cudaMemcpy(s.warm_up_state.get(), &skipping, sizeof skipping, cudaMemcpyHostToDevice),
           "cudaMemcpy(warm-up lane state)");
     for (int l = 0; l < lanes; ++l)
-      s.record_lane(l, s.warm_up_state.as<LaneState>(), false, *s.lane_streams[std::size_t(l)],
-                    [](LaneState*, cudaStream_t) {}, ~0ull);
+      s.record_lane(
+          l, s.warm_up_state.as<LaneState>(), false, *s.lane_streams[std::size_t(l)],
+          [](LaneState*, cudaStream_t) {}, ~0ull);
     check(cudaDeviceSynchronize(), "warm-up of the resident stages");
   }
 
@@ -702,8 +718,8 @@ integrate::Profile ResidentPipeline::profile(const ResidentResult& result) const
   const State& s = *state_;
   if (s.lane_stages.empty() || !s.lane_stages.front()->integrator() || !result.payload)
     throw InputError("resident pipeline: integration is off");
-  return s.lane_stages.front()->integrator()->profile_from(reinterpret_cast<const double*>(
-      static_cast<const char*>(result.payload) + s.layout.profile));
+  return s.lane_stages.front()->integrator()->profile_from(
+      reinterpret_cast<const double*>(static_cast<const char*>(result.payload) + s.layout.profile));
 }
 
 peaks::PeakList ResidentPipeline::peaks(const ResidentResult& result) const {
@@ -851,17 +867,26 @@ std::optional<ResidentResult> ResidentPipeline::next_result(bool block, double s
              !(s.stop_requested && final)) {
         const int l = int(s.enqueued % std::uint64_t(lanes));
         const cudaStream_t stream = s.lane_streams[std::size_t(l)]->get();
-        if (config_.launch == LaunchMode::Graph) {
+        // A snapshot's event runs its kernels plainly (its copies go before the finish kernel),
+        // whichever the mode: the same kernels as the lane's graph.
+        const bool snapshot = s.snapshot_wanted && !s.snapshot_event;
+        if (config_.launch == LaunchMode::Graph && !snapshot) {
           check(cudaGraphLaunch(s.graphs[std::size_t(l)], stream),
                 "cudaGraphLaunch(resident lane)");
         } else {
+          const std::uint64_t event = s.enqueued;
           s.record_lane(
               l, s.lane_state.as<LaneState>() + l, true, *s.lane_streams[std::size_t(l)],
               [&](LaneState* state, cudaStream_t st) {
+                if (snapshot) s.enqueue_snapshot(l, event, st);
                 finish_kernel<<<1, 32, 0, st>>>(s.ring, state, unsigned(lanes), s.producer.limit);
               },
               config_.trap_at_event);
           check_launch("resident lane kernels");
+          if (snapshot) {
+            s.snapshot_wanted = false;
+            s.snapshot_event = event;
+          }
         }
         ++s.enqueued;
       }
@@ -878,14 +903,19 @@ std::optional<ResidentResult> ResidentPipeline::next_result(bool block, double s
       result.lane = int(record.lane);
       result.seen_host_ns = host_now_ns();
       if (!s.lane_stages.empty()) {
-        const char* payload = static_cast<const char*>(s.payload_host.host()) +
-                              std::size_t(returned_ % std::uint64_t(s.ring.result_slots)) *
-                                  s.layout.stride;
+        const char* payload =
+            static_cast<const char*>(s.payload_host.host()) +
+            std::size_t(returned_ % std::uint64_t(s.ring.result_slots)) * s.layout.stride;
         std::memcpy(result.stamps.data(), payload + s.layout.stamps, sizeof result.stamps);
         if (config_.stages.compression)
           std::memcpy(&result.compressed_bytes, payload + s.layout.compressed_size,
                       sizeof result.compressed_bytes);
         result.payload = payload;
+      }
+      if (s.snapshot_event && *s.snapshot_event == returned_) {
+        result.snapshot_raw = s.snapshot_raw.as<std::uint8_t>();
+        result.snapshot_image = s.snapshot_image.as<float>();
+        s.snapshot_event.reset();
       }
       ++returned_;
       return result;
@@ -910,6 +940,17 @@ std::optional<ResidentResult> ResidentPipeline::next_result(bool block, double s
     }
     std::this_thread::yield();
   }
+}
+
+bool ResidentPipeline::request_snapshot() {
+  if (config_.launch != LaunchMode::Graph && config_.launch != LaunchMode::Plain) return false;
+  State& s = *state_;
+  if (!s.snapshot_raw.get()) {
+    s.snapshot_raw = PinnedBuffer(s.detector.raw_event_bytes());
+    s.snapshot_image = PinnedBuffer(s.detector.pixels() * sizeof(float));
+  }
+  s.snapshot_wanted = true;
+  return true;
 }
 
 void ResidentPipeline::request_stop() {

@@ -63,7 +63,7 @@ std::string_view to_string(ProducerMode mode);
 // What each event goes through after calibration, on the device (all off: calibration only).
 // The persistent consumer calibrates only; the launched modes carry every stage.
 struct ResidentStages {
-  std::optional<codec::CodecParams> compression;  // Lossless: raw words; Lossy: calibrated
+  std::optional<codec::CodecParams> compression;    // Lossless: raw words; Lossy: calibrated
   std::optional<integrate::Integrator> integrator;  // layout_from_detector(detector)
   std::optional<peaks::PeakFinder8> peak_finder;    // slab_layout(detector)
   bool any() const { return compression || integrator || peak_finder; }
@@ -71,11 +71,11 @@ struct ResidentStages {
 
 // Device-clock stamps of one event's stages (ResidentResult::stamps), 0 where a stage is off.
 enum ResidentStamp : int {
-  kStampStart = 0,     // the lane saw the doorbell
-  kStampCalibrated,    // calibration done
-  kStampCompressed,    // compression done
-  kStampIntegrated,    // integration done
-  kStampSearched,      // peak finding done
+  kStampStart = 0,   // the lane saw the doorbell
+  kStampCalibrated,  // calibration done
+  kStampCompressed,  // compression done
+  kStampIntegrated,  // integration done
+  kStampSearched,    // peak finding done
   kResidentStamps
 };
 
@@ -112,6 +112,10 @@ struct ResidentResult {
   std::array<std::uint64_t, kResidentStamps> stamps{};
   std::uint64_t compressed_bytes = 0;
   const void* payload = nullptr;
+  // The event's raw words and calibrated pixels (detector.pixels() floats) when it was the
+  // event a request_snapshot() was granted to; null otherwise. Valid until the next next_result.
+  const std::uint8_t* snapshot_raw = nullptr;
+  const float* snapshot_image = nullptr;
   // Microseconds from the previous stamp to `stamp` (a stage's time in its lane); 0 when off.
   double stage_us(ResidentStamp stamp) const {
     if (stamp == kStampStart || stamps[stamp] == 0) return 0;
@@ -140,6 +144,13 @@ class ResidentPipeline {
   // the run has been returned (or, without `block`, none is ready yet). Throws RuntimeFault on a
   // CUDA error, or when no result came for `stall_timeout_s` while events were still owed.
   std::optional<ResidentResult> next_result(bool block, double stall_timeout_s = 10.0);
+  // Asks for one event's raw words and calibrated image on the host (the `image` topic's sample):
+  // the next event whose kernels the host enqueues has them copied, on its lane, before its slot
+  // is released, and its result carries them (ResidentResult::snapshot_*). One at a time: a
+  // request while one is outstanding is the same request. Graph and Plain lanes only (the host
+  // enqueues their events); false for Persistent and DeviceGraph, whose events the host never
+  // sees before their results.
+  bool request_snapshot();
   // Asks the producer to stop; events it already announced are still processed and returned by
   // next_result. Returns at once; next_result(true) returns nullopt once all are back.
   void request_stop();
