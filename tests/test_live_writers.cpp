@@ -213,6 +213,57 @@ class TestLiveWriters : public QObject {
     QCOMPARE(nx_class, std::string("NXdata"));
   }
 
+  // What CrystFEL's CXI reader (indexamajig with `data = /entry_1/data_1/data`, `dim0 = %`,
+  // `peak_list = /entry_1/result_1`, `peak_list_type = cxi`) reads, with the types it reads them
+  // as: the frames float32 [N, ss, fs], nPeaks int32 [N], and peakXPosRaw, peakYPosRaw,
+  // peakTotalIntensity float32 [N, max_num_peaks] (and the other peak arrays alike). The file's
+  // own types are checked here, not values converted on reading.
+  void hit_files_have_the_fields_and_types_crystfels_reader_takes() {
+    const peaks::SlabLayout slab = peaks::slab_layout(find_detector("epix10ka2m"));
+    const hid_t file = H5Fopen(hit_file(0).c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    QVERIFY2(file >= 0, hit_file(0).c_str());
+    struct Stored {
+      H5T_class_t type_class = H5T_NO_CLASS;
+      std::size_t bytes = 0;
+      H5T_sign_t sign = H5T_SGN_ERROR;
+      std::vector<hsize_t> shape;
+    };
+    auto stored = [file](const std::string& path) {
+      Stored out;
+      const hid_t dataset = H5Dopen2(file, path.c_str(), H5P_DEFAULT);
+      if (dataset < 0) return out;
+      const hid_t type = H5Dget_type(dataset);
+      out.type_class = H5Tget_class(type);
+      out.bytes = H5Tget_size(type);
+      if (out.type_class == H5T_INTEGER) out.sign = H5Tget_sign(type);
+      const hid_t space = H5Dget_space(dataset);
+      out.shape.resize(std::size_t(H5Sget_simple_extent_ndims(space)));
+      H5Sget_simple_extent_dims(space, out.shape.data(), nullptr);
+      H5Sclose(space);
+      H5Tclose(type);
+      H5Dclose(dataset);
+      return out;
+    };
+    const Stored data = stored("/entry_1/data_1/data");
+    const Stored n_peaks = stored("/entry_1/result_1/nPeaks");
+    QCOMPARE(data.type_class, H5T_FLOAT);
+    QCOMPARE(data.bytes, sizeof(float));
+    QCOMPARE(data.shape.size(), std::size_t(3));
+    const hsize_t frames = data.shape[0];
+    QCOMPARE(frames, hsize_t(std::min<std::size_t>(kHitsPerFile, hit_indices().size())));
+    QCOMPARE(data.shape, (std::vector<hsize_t>{frames, hsize_t(slab.height), hsize_t(slab.width)}));
+    QCOMPARE(n_peaks.type_class, H5T_INTEGER);
+    QCOMPARE(n_peaks.bytes, sizeof(std::int32_t));
+    QCOMPARE(n_peaks.sign, H5T_SGN_2);
+    QCOMPARE(n_peaks.shape, (std::vector<hsize_t>{frames}));
+    for (const char* name : kPeakFields) {
+      const Stored field = stored("/entry_1/result_1/" + std::string(name));
+      QVERIFY2(field.type_class == H5T_FLOAT && field.bytes == sizeof(float), name);
+      QVERIFY2(field.shape == (std::vector<hsize_t>{frames, hsize_t(kMaxPeaks)}), name);
+    }
+    H5Fclose(file);
+  }
+
   // Every output carries the configuration that produced it.
   void outputs_carry_the_pipeline_configuration() {
     for (const std::string& path : {hit_file(0), fixture->profiles_file}) {

@@ -9,7 +9,7 @@ namespace {
 // other key given replaces the value.
 constexpr const char* kMergedObjects[] = {"runtime",      "calibration", "simulator", "compression",
                                           "fidelity",     "replay",      "record",    "integration",
-                                          "peak_finding", "image"};
+                                          "peak_finding", "image",       "write"};
 
 bool is_merged_object(const std::string& key) {
   for (const char* name : kMergedObjects)

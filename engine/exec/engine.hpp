@@ -94,6 +94,11 @@ struct WriteConfig {
   std::string average;                 // FILE.h5: the assembled average image; empty: none
   std::string when_full = "auto";      // "auto", "drop", "wait"
   int queue_events = 16;               // events waiting for each writer
+  // Which start of the run under --control this is (docs/formats.md, "Segments of a controlled
+  // run"): 1 writes the names above; 2, 3, ... names derived from them (io/segment_names.hpp).
+  // The EngineController sets it for every engine it builds.
+  int segment = 1;
+  static constexpr int kMaxSegment = 999999;
 
   bool enabled() const { return !hits_directory.empty() || !profiles.empty() || !average.empty(); }
   // Writers that copy whole calibrated images into their queues (their memory is checked).

@@ -241,6 +241,7 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     reader.read("average", c.write.average);
     reader.read_choice("when_full", c.write.when_full, {"auto", "drop", "wait"});
     reader.read_integer("queue_events", c.write.queue_events, 1, 1024);
+    reader.read_integer("segment", c.write.segment, 1, WriteConfig::kMaxSegment);
     reader.reject_unknown_keys();
   }
   if (const json* integration = root.find("integration")) {
@@ -388,7 +389,8 @@ json EngineConfig::to_json() const {
                 {"profiles", write.profiles},
                 {"average", write.average},
                 {"when_full", write.when_full},
-                {"queue_events", write.queue_events}}},
+                {"queue_events", write.queue_events},
+                {"segment", write.segment}}},
               {"integration", integration_json(integration)},
               {"peak_finding", peak_finding_json(peak_finding)},
               {"image", {{"publish_hz", image.publish_hz}}}};

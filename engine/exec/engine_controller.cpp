@@ -2,13 +2,60 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include "core/error.hpp"
 #include "exec/config_change.hpp"
 #include "exec/peak_requests.hpp"
+#include "io/segment_names.hpp"
 #include "peaks/peak_params.hpp"
 #include "publish/publisher.hpp"
 
 namespace livedrp {
+namespace {
+
+// A file's name as the controller remembers it: absolute and normal, so that "hits" and "./hits"
+// are one folder.
+std::string file_key(const std::filesystem::path& path) {
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  return (error ? path : absolute).lexically_normal().string();
+}
+
+// The first file of each writer of `write` in segment `segment` of run `run`: every segment's
+// writers create theirs when the engine is built (hit files roll over to more later).
+std::vector<std::string> first_files(const WriteConfig& write, std::int64_t run, int segment) {
+  std::vector<std::string> files;
+  if (!write.hits_directory.empty())
+    files.push_back(file_key(std::filesystem::path(write.hits_directory) /
+                             io::cxi_hit_file_name(run, segment, 0)));
+  if (!write.profiles.empty())
+    files.push_back(file_key(io::segment_file_path(write.profiles, segment)));
+  if (!write.average.empty())
+    files.push_back(file_key(io::segment_file_path(write.average, segment)));
+  return files;
+}
+
+WriteSegment segment_of(const Engine& engine, WriteStatus status) {
+  const EngineConfig& c = engine.config();
+  const protocol::StatsPayload stats = engine.summary().stats;
+  return {c.run, c.write.segment, stats.events_processed,
+          stats.peak_finding ? stats.peak_finding->total_hits : 0, std::move(status)};
+}
+
+bool any_writer(const WriteStatus& s) {
+  return s.hits.active || s.profiles.active || s.average.active;
+}
+
+std::string file_list(const WriteStatus& s) {
+  std::string list;
+  for (const WriterStatus* w : {&s.hits, &s.profiles, &s.average})
+    for (const std::string& file : w->files) list += (list.empty() ? "" : ", ") + file;
+  return list;
+}
+
+}  // namespace
 
 EngineController::EngineController(EngineConfig config) : requested_publish_(config.publish) {
   // Bind first: a bad endpoint is reported before the engine's heavy set-up.
@@ -17,7 +64,7 @@ EngineController::EngineController(EngineConfig config) : requested_publish_(con
     publisher_->forward_log();  // warnings of every run it serves, and between runs
   }
   config.publish = publisher_ ? publisher_->endpoint() : std::string();
-  auto engine = build(config);
+  auto engine = build_segment(config);
   const std::lock_guard lock(state_mutex_);
   config_ = std::move(config);
   current_ = {std::move(engine), false};
@@ -42,6 +89,75 @@ std::shared_ptr<Engine> EngineController::build(const EngineConfig& config) cons
   return engine;
 }
 
+std::shared_ptr<Engine> EngineController::build_segment(EngineConfig& config) {
+  WriteConfig& write = config.write;
+  write.segment = io::kFirstSegment;
+  if (write.enabled()) {
+    // The first segment none of whose files an engine of this controller created: a restart of
+    // the same writers takes the next names; a file that exists for any other reason is still
+    // refused by the writer ("it exists").
+    auto taken = [this, &config](int segment) {
+      for (const std::string& file : first_files(config.write, config.run, segment))
+        if (created_.count(file)) return true;
+      return false;
+    };
+    while (taken(write.segment)) {
+      if (write.segment >= WriteConfig::kMaxSegment)
+        throw InputError("write: every segment up to " + std::to_string(WriteConfig::kMaxSegment) +
+                         " of these files was written by this engine; choose other paths");
+      ++write.segment;
+    }
+  }
+  auto engine = build(config);
+  if (write.enabled()) {
+    for (const std::string& file : first_files(write, config.run, write.segment))
+      created_.insert(file);
+    spdlog::info("engine controller: run {} writes segment {}: {}", config.run, write.segment,
+                 file_list(engine->write_status()));
+  }
+  return engine;
+}
+
+std::optional<WriteSegment> EngineController::finished_segment(const Current& old) {
+  if (!old.started) return std::nullopt;
+  WriteStatus status = old.engine->write_status();
+  if (!any_writer(status)) return std::nullopt;
+  return segment_of(*old.engine, std::move(status));
+}
+
+void EngineController::discard_unstarted(Current old) {
+  if (old.started) return;
+  // Never started: no event reached its writers. Its files go with it, once it is released.
+  const WriteStatus status = old.engine->write_status();
+  old.engine.reset();
+  for (const WriterStatus* w : {&status.hits, &status.profiles, &status.average})
+    for (const std::string& file : w->files) {
+      std::error_code error;
+      if (std::filesystem::remove(file, error))
+        spdlog::info("engine controller: removed {} (its run was replaced before it started)",
+                     file);
+    }
+}
+
+std::vector<WriteSegment> EngineController::write_segments() const {
+  std::vector<WriteSegment> segments;
+  Current now;
+  {
+    const std::lock_guard lock(state_mutex_);
+    segments = finished_segments_;
+    now = current_;
+  }
+  if (now.started) {
+    WriteStatus status = now.engine->write_status();
+    if (any_writer(status)) segments.push_back(segment_of(*now.engine, std::move(status)));
+  }
+  return segments;
+}
+
+WriteStatus EngineController::write_status() const {
+  return current().engine->write_status();
+}
+
 EngineController::Current EngineController::current() const {
   const std::lock_guard lock(state_mutex_);
   return current_;
@@ -55,8 +171,10 @@ bool EngineController::start() {
     // An engine runs once; the next run is a new engine with the next run number.
     EngineConfig next = config();
     next.run += 1;
-    auto engine = build(next);
+    auto engine = build_segment(next);
+    const std::optional<WriteSegment> finished = finished_segment(now);
     const std::lock_guard lock(state_mutex_);
+    if (finished) finished_segments_.push_back(*finished);
     config_ = std::move(next);
     current_ = {std::move(engine), false};
   }
@@ -86,7 +204,7 @@ bool EngineController::apply_locked(const EngineConfig& config) {
   check_publish_unchanged(next.publish, bound, requested_publish_);
   next.publish = bound;
 
-  const Current old = current();
+  Current old = current();
   const EngineConfig old_config = this->config();
   const bool was_running = old.started && !old.engine->finished();
   // Run numbers are never reused: after a run, the next one counts on, unless the caller asked
@@ -94,21 +212,26 @@ bool EngineController::apply_locked(const EngineConfig& config) {
   if (old.started && next.run == old_config.run) next.run = old_config.run + 1;
 
   // Built before the old run is touched: a configuration the engine refuses changes nothing.
-  auto engine = build(next);
+  auto engine = build_segment(next);
 
   if (was_running) {
     old.engine->request_stop();
     old.engine->wait();
   }
-  const std::lock_guard lock(state_mutex_);
-  config_ = next;
-  current_ = {std::move(engine), false};
-  if (was_running) {
-    current_.engine->start();
-    current_.started = true;
-    spdlog::info("engine controller: run {} restarted as run {} with the new configuration",
-                 old_config.run, next.run);
+  const std::optional<WriteSegment> finished = finished_segment(old);
+  {
+    const std::lock_guard lock(state_mutex_);
+    if (finished) finished_segments_.push_back(*finished);
+    config_ = next;
+    current_ = {std::move(engine), false};
+    if (was_running) {
+      current_.engine->start();
+      current_.started = true;
+      spdlog::info("engine controller: run {} restarted as run {} with the new configuration",
+                   old_config.run, next.run);
+    }
   }
+  discard_unstarted(std::move(old));
   return was_running;
 }
 

@@ -8,7 +8,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +19,17 @@
 namespace livedrp {
 
 class Publisher;
+
+// The live writers of one run a controller started: its run number, its segment (which start of
+// the configured writers it was; docs/formats.md, "Segments of a controlled run") and what they
+// wrote, to which files.
+struct WriteSegment {
+  std::int64_t run = 0;
+  int segment = 1;
+  std::uint64_t events_processed = 0;  // by the run (its writers' events)
+  std::uint64_t hits = 0;              // peakfinder8's hits of the run (its hit files' events)
+  WriteStatus status;
+};
 
 class EngineController {
  public:
@@ -45,11 +58,18 @@ class EngineController {
   // Merges `partial` (a JSON object) into the current configuration's JSON, as a merge patch: only
   // the given keys change, and the configuration's sections ("runtime", "calibration",
   // "simulator", "compression", "fidelity", "replay", "record", "integration", "peak_finding" with
-  // its "params", "image") merge key by key; then reads it with EngineConfig::from_json (strict)
-  // and applies it. Throws InputError.
+  // its "params", "image", "write") merge key by key; then reads it with EngineConfig::from_json
+  // (strict) and applies it. Throws InputError.
   bool apply_json(const nlohmann::json& partial);
 
   EngineConfig config() const;  // in force; "publish" is the endpoint as bound
+  // The live writers ("write") of every run this controller started, oldest first, the current
+  // run's as they are now; runs without writers are not listed. Each engine's write.segment is
+  // the first segment whose files no engine of this controller has created (so a restart writes
+  // new names derived from the configured ones, and a file from elsewhere is still refused as
+  // existing); an engine replaced before it started removes its files, which hold nothing.
+  std::vector<WriteSegment> write_segments() const;
+  WriteStatus write_status() const;  // the current engine's writers
   // "idle" (built, not started), "running" (started, not finished: includes starting and
   // draining), "finished", or "error" (the run stopped on a fault: summary().error says why).
   std::string state() const;
@@ -95,6 +115,13 @@ class EngineController {
   Current current() const;
   bool apply_locked(const EngineConfig& config);  // operation_mutex_ held
   std::shared_ptr<Engine> build(const EngineConfig& config) const;
+  // Sets config.write.segment (the first free one), builds, and notes the files it created.
+  std::shared_ptr<Engine> build_segment(EngineConfig& config);
+  // Of an engine that was current and is replaced: a started one's writers (nullopt when it
+  // had none or never started), which join the finished segments.
+  static std::optional<WriteSegment> finished_segment(const Current& old);
+  // A replaced engine that never started is released and its (empty) files removed.
+  static void discard_unstarted(Current old);
 
   std::string requested_publish_;         // config.publish as first given
   std::shared_ptr<Publisher> publisher_;  // null when publishing nothing
@@ -103,6 +130,8 @@ class EngineController {
   mutable std::mutex state_mutex_;  // guards the fields below; held only briefly
   EngineConfig config_;
   Current current_;
+  std::vector<WriteSegment> finished_segments_;  // of the started engines replaced so far
+  std::set<std::string> created_;  // first files of every segment built; operation_mutex_
   std::function<void(const protocol::StatsPayload&)> progress_;
 };
 

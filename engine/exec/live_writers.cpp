@@ -1,11 +1,14 @@
 #include "exec/live_writers.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <mutex>
+#include <system_error>
 
 #include "core/error.hpp"
 #include "core/raw_encoding.hpp"
+#include "io/segment_names.hpp"
 #include "peaks/peakfinder8.hpp"
 #include "replay/hdf5_lock.hpp"
 #include "stages/integrate/integrate_stage.hpp"
@@ -39,6 +42,38 @@ bool LiveWriters::waits_when_full(const WriteConfig& write, bool streaming, bool
 LiveWriters::LiveWriters(const EngineConfig& config, const DetectorDescription& detector,
                          const stages::StageList& stages, bool wait_when_full)
     : pixels_(detector.pixels()) {
+  try {
+    open(config, detector, stages, wait_when_full);
+  } catch (...) {
+    remove_created_files();
+    throw;
+  }
+}
+
+void LiveWriters::remove_created_files() {
+  std::vector<std::string> created;
+  averages_.reset();
+  profiles_.reset();
+  hits_.reset();
+  {
+    std::lock_guard hdf5(replay::hdf5_mutex());
+    if (hit_files_)
+      for (const auto& path : hit_files_->files()) created.push_back(path.string());
+    if (profile_file_) created.push_back(profile_file_->path());
+    if (average_file_) created.push_back(average_file_->path());
+    hit_files_.reset();
+    profile_file_.reset();
+    average_file_.reset();
+  }
+  for (const std::string& path : created) {
+    std::error_code ignored;  // what the caller reports is why the run was refused
+    std::filesystem::remove(path, ignored);
+  }
+  closed_ = true;
+}
+
+void LiveWriters::open(const EngineConfig& config, const DetectorDescription& detector,
+                       const stages::StageList& stages, bool wait_when_full) {
   const WriteConfig& w = config.write;
   std::shared_ptr<stages::PeakStage> peak;
   std::shared_ptr<stages::IntegrateStage> integrate;
@@ -62,6 +97,7 @@ LiveWriters::LiveWriters(const EngineConfig& config, const DetectorDescription& 
     io::CxiHitOptions options;
     options.directory = w.hits_directory;
     options.run = config.run;
+    options.segment = w.segment;
     options.hits_per_file = w.hits_per_file;
     const peaks::SlabLayout slab = peaks::slab_layout(detector);
     options.slab_height = slab.height;
@@ -86,7 +122,7 @@ LiveWriters::LiveWriters(const EngineConfig& config, const DetectorDescription& 
           "--write-profiles (write.profiles) needs live integration: set integration.enabled "
           "and integration.poni in the configuration");
     io::ProfileSeriesOptions options;
-    options.path = w.profiles;
+    options.path = io::segment_file_path(w.profiles, w.segment);
     options.radial = integrate->book_settings().centres;
     options.unit = integrate->integrator().config().unit;
     options.pipeline_config_json = config_json;
@@ -116,7 +152,7 @@ LiveWriters::LiveWriters(const EngineConfig& config, const DetectorDescription& 
                        "), not in pixel (0, 0): its image would not be in a PONI's frame; not "
                        "written yet");
     io::AverageImageOptions options;
-    options.path = w.average;
+    options.path = io::segment_file_path(w.average, w.segment);
     options.unit = image_unit(detector);
     options.pipeline_config_json = config_json;
     {

@@ -36,7 +36,8 @@ class LiveWriters {
   // `stages` is the run's list; the peak stage and the integrate stage are found in it. Throws
   // InputError naming the option: hit files without peak finding, profiles without integration,
   // an average of a detector that cannot be assembled in a PONI's frame, a folder or file that
-  // cannot be written.
+  // cannot be written (one that exists included). A refused set-up removes the files it had
+  // created. config.write.segment names the files (io/segment_names.hpp): 1, the configured names.
   LiveWriters(const EngineConfig& config, const DetectorDescription& detector,
               const stages::StageList& stages, bool wait_when_full);
   // write.when_full resolved for a source: "auto" waits unless the source is live (a stream, or
@@ -74,6 +75,10 @@ class LiveWriters {
     std::vector<std::uint32_t> count;
     std::uint64_t events = 0, first_pulse_id = 0, last_pulse_id = 0;
   };
+  void open(const EngineConfig& config, const DetectorDescription& detector,
+            const stages::StageList& stages, bool wait_when_full);
+  // A refused set-up: the writers go, and the files they created (empty) with them.
+  void remove_created_files();
   bool is_hit(const CompletedEvent& done) const;
   // Fills `image` with the event's calibrated pixels: the copy kept when it was held back, or
   // read now; false when neither is possible.

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "io/hdf5_handle.hpp"
 #include "io/hdf5_writing.hpp"
+#include "io/segment_names.hpp"
 
 namespace livedrp::io {
 namespace {
@@ -115,10 +116,8 @@ CxiHitWriter::~CxiHitWriter() {
 }
 
 void CxiHitWriter::open_next() {
-  char name[64];
-  std::snprintf(name, sizeof name, "run%04lld-hits-%03zu.cxi", static_cast<long long>(options_.run),
-                files_.size());
-  const std::filesystem::path path = options_.directory / name;
+  const std::filesystem::path path =
+      options_.directory / cxi_hit_file_name(options_.run, options_.segment, files_.size());
   file_ = std::make_unique<File>(path, options_);
   files_.push_back(path);
 }

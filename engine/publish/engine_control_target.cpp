@@ -23,6 +23,8 @@ json EngineControlTarget::status() {
           {"stats", protocol::to_json(summary.stats)},
           {"replay", replay_json(controller_.replay_status())},
           {"record", record_json(controller_.record_status())},
+          {"write", write_json(controller_.write_status())},
+          {"write_segments", write_segments_json(controller_.write_segments())},
           {"config", controller_.config().to_json()}};
 }
 

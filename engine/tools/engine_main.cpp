@@ -16,6 +16,7 @@
 #include <iostream>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
@@ -26,6 +27,7 @@
 #include "exec/engine.hpp"
 #include "exec/engine_controller.hpp"
 #include "publish/bind_endpoint.hpp"
+#include "publish/control_replies.hpp"
 #include "publish/control_server.hpp"
 #include "publish/curve_server.hpp"
 #include "stream/stream_source.hpp"
@@ -59,7 +61,7 @@ std::string drops_text(const livedrp::protocol::StatsPayload& stats) {
   return text.empty() ? text : text + ")";
 }
 
-nlohmann::json replay_json(const livedrp::ReplayStatus& r) {
+nlohmann::json summary_replay_json(const livedrp::ReplayStatus& r) {
   return {{"position", r.position},
           {"handed", r.handed},
           {"total_events", r.total_events},
@@ -174,18 +176,22 @@ void print_writer(const char* label, const char* unit, const livedrp::WriterStat
   for (const auto& file : w.files) std::printf("  %s\n", file.c_str());
 }
 
-nlohmann::json writer_json(const livedrp::WriterStatus& w) {
-  return {{"written", w.written}, {"dropped", w.dropped},
-          {"failed", w.failed},   {"peaks_left_out", w.peaks_left_out},
-          {"error", w.error},     {"files", w.files}};
+void print_writers(const livedrp::WriteStatus& written) {
+  print_writer("hit files", "hits", written.hits);
+  print_writer("profiles", "profiles", written.profiles);
+  print_writer("average image", "events averaged", written.average);
 }
 
-// Prints the summary (stdout, and --summary-json); returns the exit status.
+// Prints the summary (stdout, and --summary-json); returns the exit status. `written`: a plain
+// run's writers; `segments`: under --control, the writers of every run the session started
+// (written is then the last one's).
 int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summary,
            const std::string& summary_file,
            const std::optional<livedrp::ReplayStatus>& replay = std::nullopt,
            const std::optional<livedrp::RecordStatus>& record = std::nullopt,
-           const livedrp::WriteStatus& written = {}) {
+           livedrp::WriteStatus written = {},
+           const std::optional<std::vector<livedrp::WriteSegment>>& segments = std::nullopt) {
+  if (segments && !segments->empty()) written = segments->back().status;
   const auto& s = summary.stats;
   std::printf("events in: %llu, processed: %llu, dropped: %llu%s, order errors: %llu\n",
               (unsigned long long)s.events_in, (unsigned long long)s.events_processed,
@@ -254,22 +260,29 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
     std::printf("\n");
     for (const auto& file : record->files) std::printf("  %s\n", file.c_str());
   }
-  print_writer("hit files", "hits", written.hits);
-  print_writer("profiles", "profiles", written.profiles);
-  print_writer("average image", "events averaged", written.average);
+  if (segments)
+    for (const livedrp::WriteSegment& segment : *segments) {
+      std::printf("writers of run %lld (segment %d, %llu events processed, %llu hits):\n",
+                  static_cast<long long>(segment.run), segment.segment,
+                  (unsigned long long)segment.events_processed, (unsigned long long)segment.hits);
+      print_writers(segment.status);
+    }
+  else
+    print_writers(written);
   if (!summary_file.empty()) {
     std::ofstream out(summary_file);
     nlohmann::json json = summary_json(config, summary);
-    if (replay) json["replay"] = replay_json(*replay);
+    if (replay) json["replay"] = summary_replay_json(*replay);
     if (record && record->active)
       json["record"] = {{"events", record->events},
                         {"dropped", record->dropped},
                         {"failed", record->failed},
                         {"error", record->error},
                         {"files", record->files}};
-    if (written.hits.active) json["write"]["hits"] = writer_json(written.hits);
-    if (written.profiles.active) json["write"]["profiles"] = writer_json(written.profiles);
-    if (written.average.active) json["write"]["average"] = writer_json(written.average);
+    if (written.hits.active) json["write"]["hits"] = livedrp::writer_json(written.hits);
+    if (written.profiles.active) json["write"]["profiles"] = livedrp::writer_json(written.profiles);
+    if (written.average.active) json["write"]["average"] = livedrp::writer_json(written.average);
+    if (segments) json["write_segments"] = livedrp::write_segments_json(*segments);
     out << json.dump(2) << "\n";
     if (!out) return bad_input("cannot write summary file '" + summary_file + "'");
   }
@@ -278,11 +291,15 @@ int report(const livedrp::EngineConfig& config, const livedrp::RunSummary& summa
     return kExitRunFailed;
   }
   // Every event was processed, but an output asked for is not whole.
-  for (const auto* w : {&written.hits, &written.profiles, &written.average})
-    if (!w->error.empty()) {
-      std::cerr << "livedrp-engine: writing stopped: " << w->error << "\n";
-      return kExitRunFailed;
-    }
+  std::vector<livedrp::WriteStatus> all_written{written};
+  if (segments)
+    for (const livedrp::WriteSegment& segment : *segments) all_written.push_back(segment.status);
+  for (const livedrp::WriteStatus& each : all_written)
+    for (const auto* w : {&each.hits, &each.profiles, &each.average})
+      if (!w->error.empty()) {
+        std::cerr << "livedrp-engine: writing stopped: " << w->error << "\n";
+        return kExitRunFailed;
+      }
   if (record && !record->error.empty()) {
     std::cerr << "livedrp-engine: recording stopped: " << record->error << "\n";
     return kExitRunFailed;
@@ -337,7 +354,8 @@ int run_controlled(const livedrp::EngineConfig& config, const std::string& contr
   server.reset();
   std::cerr << "livedrp-engine: "
             << (interrupted ? "interrupted" : "shut down by a control request") << "\n";
-  return report(controller->config(), controller->summary(), summary_file);
+  return report(controller->config(), controller->summary(), summary_file, std::nullopt,
+                std::nullopt, {}, controller->write_segments());
 }
 
 #ifdef LIVEDRP_HAVE_MPI
