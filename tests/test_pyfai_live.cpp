@@ -9,9 +9,11 @@
 //   numpy.loadtxt, integrates the same image with the same PONI in the unit the file names, and
 //   the radial, intensity and sigma columns agree within 1e-4 relative; the header's geometry is
 //   pyFAI's.
-// - Orientation: pyFAI 0.21.3 has none (PONI 2.1 came with pyFAI 2023.12), so what runs live here
-//   is the default orientation 3; the others are checked against pyFAI's published definitions in
-//   test_poni_pyfai_detectors only.
+// - Orientation: pyFAI 0.21.3 has none (PONI 2.1 came with pyFAI 2023.12). Orientation K re-indexes
+//   the detector's pixels (pyFAI's detectors/orientation.py) and 2theta and q do not see the sign
+//   it gives chi, so a pyFAI that knows K integrates an image as 0.21.3 integrates the image
+//   flipped: livedrp's profiles of orientations 1, 2 and 4 (tilted, full azimuth) are checked
+//   against pyFAI's of the flipped image; test_poni_pyfai_detectors checks chi too.
 // The suite fails, not skips, without python3 or pyFAI: the installer installs both.
 #include <QtTest>
 
@@ -287,6 +289,49 @@ class TestPyfaiLive : public QObject {
     QCOMPARE(j.at("mask").get<std::string>(), std::string("from detector"));
   }
 
+  // Every orientation, tilted: livedrp integrates the image as stored with a PONI of orientation
+  // K; pyFAI (orientation 3) integrates it re-indexed as K re-indexes pixels (live_pyfai.py
+  // flipped). Full azimuth only: chi turns with K, and pyFAI 0.21.3 has no way to say so.
+  void every_orientation_agrees_with_pyfai_on_the_flipped_image_data() {
+    QTest::addColumn<int>("orientation");
+    QTest::addColumn<QString>("profile");
+    for (int orientation : {1, 2, 4})
+      for (const char* profile : {"q", "2th"})
+        QTest::newRow(qPrintable(QString("orientation %1 %2").arg(orientation).arg(profile)))
+            << orientation << QString(profile);
+  }
+  void every_orientation_agrees_with_pyfai_on_the_flipped_image() {
+    QFETCH(int, orientation);
+    QFETCH(QString, profile);
+    const QString dir = case_dir("Pilatus1M");
+    QVERIFY(!dir.isEmpty());
+    if (!QFile::exists(dir + "/orientation1_q.npy")) {
+      const Run r = run_python({script(), "flipped", dir});
+      QVERIFY2(r.ok, qPrintable(r.output));
+    }
+    const std::filesystem::path d = dir.toStdString();
+    const nlohmann::json about = read_json(dir + "/about.json");
+    PoniGeometry generic = read_poni(d / "generic.poni");
+    QCOMPARE(generic.orientation, 3);
+    generic.orientation = orientation;
+    const int rows = (*generic.max_shape)[0], cols = (*generic.max_shape)[1];
+    const std::vector<float> image = float_values(io::read_npy(d / "image.npy"));
+    Integrator oriented(generic, plain_layout(rows, cols),
+                        config_of(about.at("profiles").at(profile.toStdString())));
+    const Profile ours = oriented.integrate(image);
+    const io::Array pyfai = io::read_npy(
+        d / QString("orientation%1_%2.npy").arg(orientation).arg(profile).toStdString());
+    const QString what = QString("orientation %1 %2").arg(orientation).arg(profile);
+    const double worst = worst_against_pyfai(ours, pyfai, what);
+    qInfo("%s: max relative difference from pyFAI %.3g", qPrintable(what), worst);
+    QVERIFY2(worst <= kTolerance, qPrintable(what + QString(": %1").arg(worst)));
+    // Not the same profile as orientation 3's: the flip moved the tilted image's rings.
+    generic.orientation = 3;
+    Integrator native(generic, plain_layout(rows, cols),
+                      config_of(about.at("profiles").at(profile.toStdString())));
+    QVERIFY(!identical(native.integrate(image), ours));
+  }
+
   // Debian 12's pyFAI predates PONI 2.1's orientation: it cannot compute orientations 1, 2 and 4,
   // so the live checks above are of orientation 3 (every PONI before 2.1). Should a later pyFAI
   // know orientations, this says so, for the suite to grow a live check of them.
@@ -300,8 +345,8 @@ class TestPyfaiLive : public QObject {
                version.c_str());
     else
       qInfo(
-          "pyFAI %s has no detector orientation: orientation 3 checked live, 1, 2 and 4 by "
-          "test_poni_pyfai_detectors against pyFAI's published definitions",
+          "pyFAI %s has no detector orientation: orientation 3 checked live, 1, 2 and 4 live "
+          "on the flipped image (every_orientation_agrees_with_pyfai_on_the_flipped_image)",
           version.c_str());
     const PoniGeometry named = read_poni((dir + "/named.poni").toStdString());
     QCOMPARE(named.orientation, 3);

@@ -10,6 +10,13 @@
                         (npt, 7) float64: radial, intensity, sigma, sum signal, sum variance,
                         sum normalisation, count
       DIR/about.json    pyFAI's version, whether its Detector knows an orientation, the profiles
+  live_pyfai.py flipped DIR
+      after `case`: DIR/orientationK_NAME.npy for K in 1, 2, 4 and NAME in q, 2th (full azimuth),
+      pyFAI's integrate1d with DIR/generic.poni (orientation 3) of DIR/image.npy re-indexed as
+      orientation K re-indexes a detector's pixels (pyFAI >= 2023.12, detectors/orientation.py:
+      axis 1, the rows, flips for 1 and 2; axis 2, the columns, for 1 and 4). 2theta and q do not
+      see the sign orientation gives chi, so this is what a pyFAI that knows orientation K
+      computes for the image as stored; pyFAI 0.21.3 cannot read PONI 2.1 itself.
   live_pyfai.py text FILE IMAGE PONI NPT
       reads livedrp's pyFAI text file FILE back (numpy.loadtxt; the unit from its column line,
       the geometry from its header), integrates IMAGE with PONI in that unit with pyFAI and writes
@@ -64,15 +71,34 @@ def case(name, out):
     for key, p in PROFILES.items():
         extra = {"azimuth_range": tuple(p["azimuth_range"])} if "azimuth_range" in p else {}
         res = integrate(ai, image, p["npt"], p["unit"], **extra)
-        table = [res.radial, res.intensity, res.sigma, res.sum_signal, res.sum_variance,
-                 res.sum_normalization, res.count]
-        numpy.save(os.path.join(out, key + ".npy"),
-                   numpy.stack([numpy.asarray(c, dtype=numpy.float64) for c in table], axis=-1))
+        numpy.save(os.path.join(out, key + ".npy"), profile_table(res))
     about = dict(pyfai_version=pyFAI.version, detector=type(named).__name__,
                  shape=list(named.max_shape), gap_pixels=int(mask.sum()),
                  orientation=hasattr(Detector(), "orientation"), profiles=PROFILES)
     with open(os.path.join(out, "about.json"), "w") as f:
         json.dump(about, f)
+
+
+def profile_table(res):
+    table = [res.radial, res.intensity, res.sigma, res.sum_signal, res.sum_variance,
+             res.sum_normalization, res.count]
+    return numpy.stack([numpy.asarray(c, dtype=numpy.float64) for c in table], axis=-1)
+
+
+ORIENTATION_FLIPS = {1: (True, True), 2: (True, False), 4: (False, True)}  # (rows, columns)
+
+
+def flipped(out):
+    ai = pyFAI.load(os.path.join(out, "generic.poni"))
+    image = numpy.load(os.path.join(out, "image.npy"))
+    for orientation, (rows, columns) in ORIENTATION_FLIPS.items():
+        stored = image[::-1, :] if rows else image
+        stored = stored[:, ::-1] if columns else stored
+        for key in ("q", "2th"):
+            p = PROFILES[key]
+            res = integrate(ai, numpy.ascontiguousarray(stored), p["npt"], p["unit"])
+            numpy.save(os.path.join(out, "orientation%d_%s.npy" % (orientation, key)),
+                       profile_table(res))
 
 
 def worst_relative(ours, theirs):
@@ -131,6 +157,8 @@ def text(path, image_path, poni, npt):
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "case":
         case(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 3 and sys.argv[1] == "flipped":
+        flipped(sys.argv[2])
     elif len(sys.argv) == 6 and sys.argv[1] == "text":
         text(*sys.argv[2:])
     else:
