@@ -536,6 +536,12 @@ void MainWindow::connectHost() {
                                widgets::formatRateHz(summary.event_rate_hz),
                                error.isEmpty() ? QString() : tr("; failed: ") + error));
           });
+  // The live writers' files, run by run (a restart with the same paths writes the next segment).
+  connect(host_, &EngineHost::writersReported, this,
+          [this](const WriteSegment& segment, bool ended) {
+            appendLog(RunControlWidget::writersLine(segment, ended));
+            run_control_->showWriters(host_->writeSegments());
+          });
   connect(host_, &EngineHost::applied, this, [this](const QString& json, qint64 run) {
     try {
       base_config_ = EngineConfig::from_json(nlohmann::json::parse(json.toStdString()), "engine");
