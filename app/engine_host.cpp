@@ -30,6 +30,7 @@ QString describe(const std::exception& error) {
 
 EngineHost::EngineHost(QObject* parent) : QObject(parent) {
   widgets::registerProtocolMetaTypes();
+  qRegisterMetaType<livedrp::WriteSegment>();
   worker_ = std::thread([this] { workerLoop(); });
 }
 
@@ -153,7 +154,11 @@ void EngineHost::workerLoop() {
   }
 }
 
-std::unique_ptr<Engine> EngineHost::makeEngine(const EngineConfig& config) {
+std::unique_ptr<Engine> EngineHost::makeEngine(const EngineConfig& requested) {
+  // The write segment as the control socket's controller chooses it: a restart with the same
+  // paths writes the next segment's names.
+  EngineConfig config = requested;
+  segments_.choose(config);
   if (config.publish.empty()) {
     publisher_.reset();
     publisher_requested_.clear();
@@ -164,6 +169,7 @@ std::unique_ptr<Engine> EngineHost::makeEngine(const EngineConfig& config) {
     publisher_requested_ = config.publish;
   }
   auto engine = std::make_unique<Engine>(config, publisher_);
+  segments_.note_created(config);
   if (forward_stats_) {
     const qint64 run = config.run;
     engine->set_progress_callback([this, run](const protocol::StatsPayload& stats) {
@@ -203,6 +209,7 @@ void EngineHost::workerStart(const EngineConfig& config) {
     engine_->start();
     running_ = true;
     announceStarted(config_);
+    reportWriters(*engine_, false);
   } catch (const std::exception& error) {
     engine_.reset();
     running_ = false;
@@ -239,6 +246,7 @@ void EngineHost::workerApply(EngineConfig config) {
   } catch (const std::exception& error) {
     summary.error = error.what();
   }
+  reportWriters(*engine_, true);
   {
     const QString error = QString::fromStdString(summary.error);
     QMetaObject::invokeMethod(
@@ -262,6 +270,7 @@ void EngineHost::workerApply(EngineConfig config) {
   }
   running_ = true;
   announceStarted(config_);
+  reportWriters(*engine_, false);
   const QString json = QString::fromStdString(config_.to_json().dump());
   const qint64 run = config_.run;
   QMetaObject::invokeMethod(
@@ -369,6 +378,7 @@ void EngineHost::workerFinish() {
     return;
   }
   reportReplayStatus();  // the final position, and the recording's files now the run is over
+  reportWriters(*engine_, true);
   const QString error = QString::fromStdString(summary.error);
   QMetaObject::invokeMethod(
       this, [this, stats = summary.stats, error] { emit runFinished(stats, error); },
@@ -380,6 +390,23 @@ void EngineHost::workerFinish() {
   reportStatus(QStringLiteral("finished"), QStringLiteral("%1 events processed, %2 dropped")
                                                .arg(summary.stats.events_processed)
                                                .arg(summary.stats.events_dropped));
+}
+
+void EngineHost::reportWriters(const Engine& engine, bool ended) {
+  if (!engine.config().write.enabled()) return;
+  WriteSegment segment = write_segment_of(engine);
+  QMetaObject::invokeMethod(
+      this,
+      [this, segment, ended] {
+        // A run is listed once: its start's entry is replaced by its end's.
+        if (!write_segments_.empty() && write_segments_.back().run == segment.run &&
+            write_segments_.back().segment == segment.segment)
+          write_segments_.back() = segment;
+        else
+          write_segments_.push_back(segment);
+        emit writersReported(segment, ended);
+      },
+      Qt::QueuedConnection);
 }
 
 void EngineHost::reportStatus(const QString& state, const QString& message) {

@@ -14,6 +14,11 @@
 // engine: the new one is built first (with the old one still running), so a configuration the
 // engine rejects leaves the old run untouched; then the old run is stopped and drained and the new
 // one starts with the next run number.
+//
+// Live writers (config.write) are given segments exactly as `livedrp-engine run --control` gives
+// them (exec/write_segments.hpp; docs/formats.md, "Segments of a controlled run"): a restart with
+// the same write paths (start after stop, apply) writes profiles.seg002.h5 and so on instead of
+// being refused because the previous run of this host wrote the configured names.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -23,11 +28,13 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <QObject>
 #include <QString>
 
 #include "exec/engine.hpp"
+#include "exec/write_segments.hpp"
 #include "widgets/protocol_metatypes.hpp"
 
 namespace livedrp::app {
@@ -79,6 +86,9 @@ class EngineHost : public QObject {
   bool isActive() const { return active_; }
   QString state() const { return state_; }
   QString endpoint() const { return endpoint_; }  // as bound by the current/last engine
+  // The live writers of every run this host started, oldest first (runs without writers are not
+  // listed); the current run's as last reported by writersReported().
+  const std::vector<WriteSegment>& writeSegments() const { return write_segments_; }
 
  signals:
   // Every state change as a status payload (state, message, source, backend, device, config),
@@ -104,6 +114,9 @@ class EngineHost : public QObject {
   // {"frames", "hits", "peaks_per_frame", "sequences", "params_version"}
   void peakRerunDone(const nlohmann::json& result);
   void peakRequestFailed(QString error);
+  // A run with live writers started (`ended` false: its files are created, nothing written yet)
+  // or ended (`ended` true: what its writers wrote, to which files).
+  void writersReported(livedrp::WriteSegment segment, bool ended);
   // A stats interval of the running engine (only with setStatsForwarding(true)).
   void statsReported(livedrp::protocol::StatsPayload stats, qint64 run);
 
@@ -141,6 +154,7 @@ class EngineHost : public QObject {
   void workerReplayControl(const Command& command);
   void workerPeakRequest(const Command& command);
   void reportReplayStatus();
+  void reportWriters(const Engine& engine, bool ended);
   void reportStatus(const QString& state, const QString& message);
   void reportError(const QString& error);
 
@@ -153,6 +167,7 @@ class EngineHost : public QObject {
   std::shared_ptr<Publisher> publisher_;
   std::string publisher_requested_;  // the endpoint publisher_ was bound for (before * is filled)
   std::unique_ptr<Engine> engine_;
+  WriteSegments segments_;  // the write segments of every engine this host built
   bool running_ = false;
   EngineConfig config_;
   QString backend_;
@@ -166,8 +181,11 @@ class EngineHost : public QObject {
   bool active_ = false;
   QString state_ = QStringLiteral("idle");
   QString endpoint_;
+  std::vector<WriteSegment> write_segments_;
 
   std::thread worker_;  // last member: starts after everything above exists
 };
 
 }  // namespace livedrp::app
+
+Q_DECLARE_METATYPE(livedrp::WriteSegment)

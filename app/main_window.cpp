@@ -33,6 +33,7 @@
 #include "app/alarm_panel.hpp"
 #include "app/analysis_defaults.hpp"
 #include "app/analysis_panel.hpp"
+#include "app/average_image_export.hpp"
 #include "app/comparison_panel.hpp"
 #include "app/dock_layouts.hpp"
 #include "app/engine_host.hpp"
@@ -171,6 +172,26 @@ MainWindow::MainWindow(const AppOptions& options, QWidget* parent)
   plot_export_->attachPlots();
   connect(plot_export_, &PlotExportActions::exported, this, &MainWindow::appendLog);
   connect(plot_export_, &PlotExportActions::failed, this, &MainWindow::showFileProblem);
+  // The run's average image (the images received since it started), in the configuration the
+  // window knows for that run: the embedded engine's, else the one the engine's `status` sent.
+  average_export_ =
+      new AverageImageExport(*this, *detector_image_view_, [this](std::int64_t run) -> std::string {
+        if (!attached_ && host_ && host_->currentConfig().run == run)
+          return host_->currentConfig().to_json().dump();
+        if (model_->hasStatus()) {
+          const nlohmann::json& config = model_->latestStatus().config;
+          if (config.is_object() && config.contains("run") && config.at("run").is_number() &&
+              config.at("run").get<std::int64_t>() == run)
+            return config.dump();
+        }
+        return {};
+      });
+  plot_export_->addImageAction(average_export_->action());
+  connect(average_export_, &AverageImageExport::exported, this, [this](const QString& line) {
+    appendLog(line);
+    statusBar()->showMessage(line, kStatusMessageMs);
+  });
+  connect(average_export_, &AverageImageExport::failed, this, &MainWindow::showFileProblem);
   buildMenus();
   // The dashboard is made for a whole screen; saved settings bring the window's own size back.
   if (const QScreen* screen = this->screen()) resize(screen->availableGeometry().size());
@@ -473,6 +494,7 @@ void MainWindow::buildMenus() {
   file->addAction(tr("&Load Layout..."), this, &MainWindow::loadLayoutDialog);
   file->addSeparator();
   file->addMenu(plot_export_->menu());
+  file->addAction(average_export_->action());
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
@@ -535,6 +557,12 @@ void MainWindow::connectHost() {
                                widgets::formatDuration(summary.elapsed_s),
                                widgets::formatRateHz(summary.event_rate_hz),
                                error.isEmpty() ? QString() : tr("; failed: ") + error));
+          });
+  // The live writers' files, run by run (a restart with the same paths writes the next segment).
+  connect(host_, &EngineHost::writersReported, this,
+          [this](const WriteSegment& segment, bool ended) {
+            appendLog(RunControlWidget::writersLine(segment, ended));
+            run_control_->showWriters(host_->writeSegments());
           });
   connect(host_, &EngineHost::applied, this, [this](const QString& json, qint64 run) {
     try {

@@ -47,6 +47,7 @@ namespace livedrp::app {
 
 class AlarmPanel;
 class AnalysisPanel;
+class AverageImageExport;
 class ComparisonPanel;
 class DockLayouts;
 class EngineLiveness;
@@ -143,6 +144,9 @@ class MainWindow : public QMainWindow {
   RecentConfigurations* recentConfigurations() const { return recent_; }
   // File > Export and every plot's right-click menu: pictures (PNG, SVG) and data (CSV, .npy).
   PlotExportActions* plotExport() const { return plot_export_; }
+  // File > Export Average Image (HDF5) and the detector image's right-click entry: the mean of
+  // the images received since the run started, in the engine's average-image layout.
+  AverageImageExport* averageImageExport() const { return average_export_; }
   // Where the named configurations are saved (QSettings "configurations/directory").
   QString configurationsDirectory() const { return configurations_dir_; }
   // The stream-configuration panel's Apply: embedded, to the EngineHost (the running engine
@@ -250,6 +254,7 @@ class MainWindow : public QMainWindow {
   DockLayouts* layouts_ = nullptr;
   RecentConfigurations* recent_ = nullptr;
   PlotExportActions* plot_export_ = nullptr;
+  AverageImageExport* average_export_ = nullptr;
   EngineLiveness* liveness_ = nullptr;
 
   EngineHost* host_ = nullptr;

@@ -139,6 +139,8 @@ QMenu* PlotExportActions::contextMenu(QwtPlot& plot, QWidget* parent) {
     });
   }
   if (auto* image = qobject_cast<widgets::DetectorImagePlot*>(&plot)) {
+    for (const QPointer<QAction>& action : image_actions_)
+      if (action) menu->addAction(action);
     menu->addSeparator();
     menu->addAction(tr("&Whole Image"), image, [image] { image->zoomer()->zoom(0); });
   }

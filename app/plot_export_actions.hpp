@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include <QAction>
 #include <QObject>
 #include <QPointer>
 #include <QString>
@@ -55,6 +56,8 @@ class PlotExportActions : public QObject {
   QMenu* contextMenu(QwtPlot& plot, QWidget* parent);
 
   void setPathChooser(PathChooser chooser) { chooser_ = std::move(chooser); }
+  // Added to the detector image's right-click menu after its exports (Export Average Image).
+  void addImageAction(QAction* action) { image_actions_.emplace_back(action); }
 
   // Asks for a path (offering `format`, or every format the plot has) and exports there.
   void exportWithDialog(QwtPlot& plot, std::optional<widgets::ExportFormat> format);
@@ -78,6 +81,7 @@ class PlotExportActions : public QObject {
   QMenu* menu_;
   QAction* current_action_ = nullptr;
   std::vector<QPointer<QwtPlot>> plots_;
+  std::vector<QPointer<QAction>> image_actions_;
   QPointer<QwtPlot> current_;
   QString last_directory_;
   PathChooser chooser_;

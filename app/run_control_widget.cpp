@@ -6,6 +6,7 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QStringList>
 #include <QStyle>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -26,7 +27,9 @@ RunControlWidget::RunControlWidget(QWidget* parent)
       source_(new QComboBox(this)),
       backend_(new QComboBox(this)),
       rate_(new QDoubleSpinBox(this)),
-      endpoint_(new QLabel(this)) {
+      endpoint_(new QLabel(this)),
+      written_(new QLabel(this)),
+      written_title_(new QLabel(tr("Files"), this)) {
   setObjectName(QStringLiteral("runControl"));
   start_->setObjectName(QStringLiteral("startAction"));
   stop_->setObjectName(QStringLiteral("stopAction"));
@@ -62,6 +65,15 @@ RunControlWidget::RunControlWidget(QWidget* parent)
   endpoint_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   endpoint_->setWordWrap(true);
 
+  written_->setObjectName(QStringLiteral("writtenFilesLabel"));
+  written_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  written_->setWordWrap(true);
+  written_->setToolTip(
+      tr("The live writers' files (write.profiles, write.hits_directory, write.average), run by "
+         "run: a restart with the same paths writes the next segment (profiles.seg002.h5, ...)"));
+  written_->hide();
+  written_title_->hide();
+
   auto* buttons = new QHBoxLayout;
   for (QAction* action : {start_, stop_}) {
     auto* button = new QToolButton(this);
@@ -75,6 +87,7 @@ RunControlWidget::RunControlWidget(QWidget* parent)
   form->addRow(tr("Backend"), backend_);
   form->addRow(tr("Rate"), rate_);
   form->addRow(tr("Endpoint"), endpoint_);
+  form->addRow(written_title_, written_);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(buttons);
   layout->addLayout(form);
@@ -142,6 +155,59 @@ void RunControlWidget::showRemoteRun(const QString& source, const QString& backe
 
 void RunControlWidget::setEndpoint(const QString& endpoint) {
   if (!attached_) endpoint_->setText(endpoint);
+}
+
+namespace {
+
+QString writerPart(const QString& name, const WriterStatus& w, bool ended) {
+  QStringList files;
+  for (const std::string& file : w.files) files << QString::fromStdString(file);
+  QString part = name;
+  if (ended) {
+    part += RunControlWidget::tr(" %1 written").arg(w.written);
+    if (w.dropped > 0) part += RunControlWidget::tr(", %1 dropped").arg(w.dropped);
+    if (w.failed > 0) part += RunControlWidget::tr(", %1 failed").arg(w.failed);
+  }
+  part += QStringLiteral(" -> ") + files.join(QStringLiteral(", "));
+  if (!w.error.empty())
+    part += RunControlWidget::tr(" (stopped: %1)").arg(QString::fromStdString(w.error));
+  return part;
+}
+
+QString writerParts(const WriteStatus& s, bool ended) {
+  QStringList parts;
+  if (s.hits.active) parts << writerPart(RunControlWidget::tr("hits"), s.hits, ended);
+  if (s.profiles.active) parts << writerPart(RunControlWidget::tr("profiles"), s.profiles, ended);
+  if (s.average.active) parts << writerPart(RunControlWidget::tr("average"), s.average, ended);
+  return parts.join(QStringLiteral("; "));
+}
+
+}  // namespace
+
+QString RunControlWidget::writersLine(const WriteSegment& segment, bool ended) {
+  if (!ended)
+    return tr("run %1 writes segment %2: %3")
+        .arg(segment.run)
+        .arg(segment.segment)
+        .arg(writerParts(segment.status, false));
+  return tr("run %1 (segment %2, %3 events processed, %4 hits) wrote %5")
+      .arg(segment.run)
+      .arg(segment.segment)
+      .arg(segment.events_processed)
+      .arg(segment.hits)
+      .arg(writerParts(segment.status, true));
+}
+
+void RunControlWidget::showWriters(const std::vector<WriteSegment>& segments) {
+  QStringList lines;
+  for (const WriteSegment& segment : segments)
+    lines << tr("run %1, segment %2: %3")
+                 .arg(segment.run)
+                 .arg(segment.segment)
+                 .arg(writerParts(segment.status, true));
+  written_->setText(lines.join(QLatin1Char('\n')));
+  written_->setVisible(!lines.isEmpty());
+  written_title_->setVisible(!lines.isEmpty());
 }
 
 }  // namespace livedrp::app

@@ -1,12 +1,15 @@
 #pragma once
 // Run control for the embedded engine: Start/Stop (as actions, shared with the toolbar), source,
 // backend and rate. The fields configure the next start; they are locked while a run is active.
+// Below them, the files the embedded engine's live writers (config.write) wrote, run by run.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <QWidget>
 
 #include "exec/engine.hpp"
+#include "exec/write_segments.hpp"
 
 class QAction;
 class QComboBox;
@@ -40,6 +43,13 @@ class RunControlWidget : public QWidget {
   void setEndpoint(const QString& endpoint);
   // Attached: shows what the remote engine reports it runs (its `status`), not local settings.
   void showRemoteRun(const QString& source, const QString& backend, std::optional<double> rate_hz);
+  // The "Files" row: every run's writers and their files (EngineHost::writeSegments()), newest
+  // last; hidden while there are none.
+  void showWriters(const std::vector<WriteSegment>& segments);
+  QLabel* writtenFilesLabel() const { return written_; }
+  // One line for the Log: a run's writers as they start (`ended` false: the files created) or
+  // as they end (what each wrote, dropped and failed, and its files).
+  static QString writersLine(const WriteSegment& segment, bool ended);
 
  signals:
   void startRequested();
@@ -52,6 +62,8 @@ class RunControlWidget : public QWidget {
   QComboBox* backend_;
   QDoubleSpinBox* rate_;
   QLabel* endpoint_;
+  QLabel* written_;
+  QLabel* written_title_;
   bool attached_ = false;
 };
 

@@ -66,8 +66,9 @@ DetectorImageView::DetectorImageView(PeakFindingModel* model, QWidget* parent)
   show_selector_->setToolTip(
       tr("maximum since reset: each pixel's largest value over the images received since Reset "
          "(a virtual powder pattern); mean since reset: each pixel's mean over them (the "
-         "engine sends image.publish_hz images a second, not every event: run --write-average "
-         "averages every event)"));
+         "engine sends image.publish_hz images a second, not every event; File > Export Average "
+         "Image (HDF5) writes the mean of those received since the run started, and "
+         "livedrp-engine run --write-average the mean of every event)"));
   reset_maximum_ = new QPushButton(tr("Reset"));
   reset_maximum_->setObjectName(QStringLiteral("imageResetMaximum"));
   freeze_ = new QPushButton(tr("Freeze"));
@@ -192,6 +193,8 @@ void DetectorImageView::showImage(ImageFramePtr image, std::int64_t run) {
   latest_ = image;
   maximum_.add(image, run);
   mean_.add(image, run);
+  run_average_.fold(image, run);
+  emit runAverageChanged(run_average_.images(), run_average_.run());
   if (freeze_->isChecked() && !showingPlaceholder()) {
     ++held_back_;
     updateSummary();
@@ -291,6 +294,8 @@ void DetectorImageView::clear() {
   latest_.reset();
   maximum_.reset();
   mean_.reset();
+  run_average_.reset();
+  emit runAverageChanged(0, 0);
   held_back_ = 0;
   plot_->clear();
   summary_->clear();

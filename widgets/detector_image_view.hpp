@@ -7,6 +7,9 @@
 // Until the first image arrives it says why there is nothing to show. The operator can freeze
 // the image (newer ones are counted, not shown), fix the colour range, and show the pixel-wise
 // maximum of the images received since a reset instead of the latest (image_max_projection.hpp).
+// Apart from what is shown, it keeps the mean of every image received since the current run
+// started (runAverage(): a new run, a new image size or clear() starts it again; Reset, Freeze
+// and the show mode do not touch it), which the window exports as the run's average image.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -69,12 +72,17 @@ class DetectorImageView : public QWidget {
   // Why a fixed range the operator typed is not used (empty when it is, or when none is asked).
   QString rangeProblem() const;
   std::uint64_t imagesHeldBack() const { return held_back_; }
+  // The images received since the current run started, folded (ImageMean::computeMean() makes
+  // their mean): a sample of the run's events, image.publish_hz a second, not every event.
+  const ImageMean& runAverage() const { return run_average_; }
 
  signals:
   // A new image (one not drawn before) was drawn; `source_time_ns` is its event's source time
   // stamp (0 when the engine did not send one), `message_time_ns` when the engine made its
   // message (0 unknown), `drawn_ns` when the drawing finished (all Unix ns).
   void imageDrawn(qint64 source_time_ns, qint64 message_time_ns, qint64 drawn_ns);
+  // runAverage() took an image in, or was emptied (images 0).
+  void runAverageChanged(quint64 images, qint64 run);
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -106,6 +114,7 @@ class DetectorImageView : public QWidget {
   QLabel* range_problem_ = nullptr;
   ImageMaxProjection maximum_;
   ImageMean mean_;
+  ImageMean run_average_;                  // since the run started, whatever is shown
   ImageFramePtr shownFor(int mode) const;  // the frame a show mode draws now
   ImageFramePtr latest_;                   // the newest image received, shown or not
   std::uint64_t held_back_ = 0;

@@ -96,7 +96,8 @@ struct WriteConfig {
   int queue_events = 16;               // events waiting for each writer
   // Which start of the run under --control this is (docs/formats.md, "Segments of a controlled
   // run"): 1 writes the names above; 2, 3, ... names derived from them (io/segment_names.hpp).
-  // The EngineController sets it for every engine it builds.
+  // The EngineController and the GUI's engine host set it for every engine they build
+  // (exec/write_segments.hpp).
   int segment = 1;
   static constexpr int kMaxSegment = 999999;
 

@@ -8,54 +8,10 @@
 #include "core/error.hpp"
 #include "exec/config_change.hpp"
 #include "exec/peak_requests.hpp"
-#include "io/segment_names.hpp"
 #include "peaks/peak_params.hpp"
 #include "publish/publisher.hpp"
 
 namespace livedrp {
-namespace {
-
-// A file's name as the controller remembers it: absolute and normal, so that "hits" and "./hits"
-// are one folder.
-std::string file_key(const std::filesystem::path& path) {
-  std::error_code error;
-  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
-  return (error ? path : absolute).lexically_normal().string();
-}
-
-// The first file of each writer of `write` in segment `segment` of run `run`: every segment's
-// writers create theirs when the engine is built (hit files roll over to more later).
-std::vector<std::string> first_files(const WriteConfig& write, std::int64_t run, int segment) {
-  std::vector<std::string> files;
-  if (!write.hits_directory.empty())
-    files.push_back(file_key(std::filesystem::path(write.hits_directory) /
-                             io::cxi_hit_file_name(run, segment, 0)));
-  if (!write.profiles.empty())
-    files.push_back(file_key(io::segment_file_path(write.profiles, segment)));
-  if (!write.average.empty())
-    files.push_back(file_key(io::segment_file_path(write.average, segment)));
-  return files;
-}
-
-WriteSegment segment_of(const Engine& engine, WriteStatus status) {
-  const EngineConfig& c = engine.config();
-  const protocol::StatsPayload stats = engine.summary().stats;
-  return {c.run, c.write.segment, stats.events_processed,
-          stats.peak_finding ? stats.peak_finding->total_hits : 0, std::move(status)};
-}
-
-bool any_writer(const WriteStatus& s) {
-  return s.hits.active || s.profiles.active || s.average.active;
-}
-
-std::string file_list(const WriteStatus& s) {
-  std::string list;
-  for (const WriterStatus* w : {&s.hits, &s.profiles, &s.average})
-    for (const std::string& file : w->files) list += (list.empty() ? "" : ", ") + file;
-  return list;
-}
-
-}  // namespace
 
 EngineController::EngineController(EngineConfig config) : requested_publish_(config.publish) {
   // Bind first: a bad endpoint is reported before the engine's heavy set-up.
@@ -90,39 +46,23 @@ std::shared_ptr<Engine> EngineController::build(const EngineConfig& config) cons
 }
 
 std::shared_ptr<Engine> EngineController::build_segment(EngineConfig& config) {
-  WriteConfig& write = config.write;
-  write.segment = io::kFirstSegment;
-  if (write.enabled()) {
-    // The first segment none of whose files an engine of this controller created: a restart of
-    // the same writers takes the next names; a file that exists for any other reason is still
-    // refused by the writer ("it exists").
-    auto taken = [this, &config](int segment) {
-      for (const std::string& file : first_files(config.write, config.run, segment))
-        if (created_.count(file)) return true;
-      return false;
-    };
-    while (taken(write.segment)) {
-      if (write.segment >= WriteConfig::kMaxSegment)
-        throw InputError("write: every segment up to " + std::to_string(WriteConfig::kMaxSegment) +
-                         " of these files was written by this engine; choose other paths");
-      ++write.segment;
-    }
-  }
+  // The first segment none of whose files an engine of this controller created: a restart of
+  // the same writers takes the next names; a file that exists for any other reason is still
+  // refused by the writer ("it exists").
+  segments_.choose(config);
   auto engine = build(config);
-  if (write.enabled()) {
-    for (const std::string& file : first_files(write, config.run, write.segment))
-      created_.insert(file);
-    spdlog::info("engine controller: run {} writes segment {}: {}", config.run, write.segment,
-                 file_list(engine->write_status()));
-  }
+  segments_.note_created(config);
+  if (config.write.enabled())
+    spdlog::info("engine controller: run {} writes segment {}: {}", config.run,
+                 config.write.segment, write_file_list(engine->write_status()));
   return engine;
 }
 
 std::optional<WriteSegment> EngineController::finished_segment(const Current& old) {
   if (!old.started) return std::nullopt;
-  WriteStatus status = old.engine->write_status();
-  if (!any_writer(status)) return std::nullopt;
-  return segment_of(*old.engine, std::move(status));
+  WriteSegment segment = write_segment_of(*old.engine);
+  if (!any_writer(segment.status)) return std::nullopt;
+  return segment;
 }
 
 void EngineController::discard_unstarted(Current old) {
@@ -148,8 +88,8 @@ std::vector<WriteSegment> EngineController::write_segments() const {
     now = current_;
   }
   if (now.started) {
-    WriteStatus status = now.engine->write_status();
-    if (any_writer(status)) segments.push_back(segment_of(*now.engine, std::move(status)));
+    WriteSegment segment = write_segment_of(*now.engine);
+    if (any_writer(segment.status)) segments.push_back(std::move(segment));
   }
   return segments;
 }

@@ -8,28 +8,17 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "exec/engine.hpp"
+#include "exec/write_segments.hpp"
 
 namespace livedrp {
 
 class Publisher;
-
-// The live writers of one run a controller started: its run number, its segment (which start of
-// the configured writers it was; docs/formats.md, "Segments of a controlled run") and what they
-// wrote, to which files.
-struct WriteSegment {
-  std::int64_t run = 0;
-  int segment = 1;
-  std::uint64_t events_processed = 0;  // by the run (its writers' events)
-  std::uint64_t hits = 0;              // peakfinder8's hits of the run (its hit files' events)
-  WriteStatus status;
-};
 
 class EngineController {
  public:
@@ -131,7 +120,7 @@ class EngineController {
   EngineConfig config_;
   Current current_;
   std::vector<WriteSegment> finished_segments_;  // of the started engines replaced so far
-  std::set<std::string> created_;  // first files of every segment built; operation_mutex_
+  WriteSegments segments_;  // the segments of every engine built; operation_mutex_
   std::function<void(const protocol::StatsPayload&)> progress_;
 };
 

@@ -26,15 +26,19 @@ void u64_field(const H5Where& where, hid_t parent, const char* name, std::uint64
 
 AverageImageWriter::AverageImageWriter(AverageImageOptions options) : options_(std::move(options)) {
   QuietHdf5Errors quiet;
-  const hid_t file = H5Fcreate(options_.path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t file =
+      H5Fcreate(options_.path.c_str(), options_.overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL,
+                H5P_DEFAULT, H5P_DEFAULT);
   if (file < 0) {
     const std::filesystem::path folder = std::filesystem::path(options_.path).parent_path();
-    throw InputError("--write-average: cannot create '" + options_.path + "': " +
-                     (std::filesystem::exists(options_.path)
-                          ? std::string("it exists (not overwritten)")
-                      : folder.empty() || std::filesystem::is_directory(folder)
-                          ? std::string("the folder is not writable")
-                          : "folder '" + folder.string() + "' does not exist"));
+    throw InputError(
+        options_.origin + ": cannot create '" + options_.path + "': " +
+        (!options_.overwrite && std::filesystem::exists(options_.path)
+             ? std::string("it exists (not overwritten)")
+         : folder.empty() || std::filesystem::is_directory(folder)
+             ? std::string(std::filesystem::exists(options_.path) ? "it is not writable"
+                                                                  : "the folder is not writable")
+             : "folder '" + folder.string() + "' does not exist"));
   }
   file_ = file;
 }
@@ -54,7 +58,7 @@ void AverageImageWriter::write(const std::vector<float>& image, std::size_t heig
   const hid_t file = hid_t(file_);
   const H5Where where{options_.path};
   h5_string_attribute(where, file, "pipeline_config", options_.pipeline_config_json);
-  h5_string_attribute(where, file, "creator", "livedrp-engine");
+  h5_string_attribute(where, file, "creator", options_.creator);
   h5_string_attribute(where, file, "default", "entry");
   {
     const H5Handle entry(h5_group(where, file, "entry", "NXentry"), H5Gclose);
@@ -66,6 +70,13 @@ void AverageImageWriter::write(const std::vector<float>& image, std::size_t heig
     }
     const H5Handle data(h5_group(where, entry.get(), "average", "NXdata"), H5Gclose);
     h5_string_attribute(where, data.get(), "signal", "data");
+    h5_string_attribute(where, data.get(), "averaged_over", options_.averaged_over);
+    h5_string_attribute(
+        where, data.get(), "averaged_over_note",
+        options_.averaged_over_note.empty()
+            ? std::string("the mean of every processed event of the run (events), per pixel "
+                          "over its finite calibrated values")
+            : options_.averaged_over_note);
     const hsize_t shape[2] = {height, width};
     const H5Handle space(H5Screate_simple(2, shape, nullptr), H5Sclose);
     const H5Handle dataset(H5Dcreate2(data.get(), "data", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,

@@ -2,7 +2,8 @@
 // The average calibrated image of a live run, assembled, to one NeXus file
 // (`livedrp-engine run --write-average FILE.h5`; docs/formats.md, "Average image"):
 //   /entry (NXentry, default "average")
-//   /entry/average (NXdata, signal "data")
+//   /entry/average (NXdata, signal "data"; attributes averaged_over and averaged_over_note:
+//                   what the mean is taken over, every event or a sample of them)
 //     data          float32 [height, width]: per assembled pixel the mean of the events' finite
 //                   calibrated values, NaN where none (gaps, pixels never finite)
 //     events        uint64: events averaged
@@ -18,10 +19,25 @@
 
 namespace livedrp::io {
 
+// What an average is taken over (/entry/average's attribute averaged_over).
+inline constexpr const char* kAverageOverEvents = "events";  // every processed event of the run
+// A sample of the run's events: the `image` messages a viewer received (image.publish_hz a
+// second), as the GUI's "Export average image" writes it.
+inline constexpr const char* kAverageOverSampledImages = "sampled_images";
+
 struct AverageImageOptions {
   std::string path;
   std::string unit;  // the data's units attribute; empty: none
   std::string pipeline_config_json;
+  std::string creator = "livedrp-engine";  // root attribute creator
+  // Where the request came from, for errors ("--write-average: cannot create ...").
+  std::string origin = "--write-average";
+  // Replace a file at `path` (the GUI, after its save dialog asked); by default an existing file
+  // is refused.
+  bool overwrite = false;
+  std::string averaged_over = kAverageOverEvents;
+  // A sentence saying what the mean is of (attribute averaged_over_note); empty: the engine's.
+  std::string averaged_over_note;
 };
 
 class AverageImageWriter {
