@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Is the device-resident engine bound by its host thread or by the GPU? One device call:
+#   1. one engine (engine_device_x8.json: device-resident, every stage, graph x8), with
+#      nvidia-smi's SM activity sampled every 100 ms beside it;
+#   2. two such engines at once on the same GPU, each with its own consumer thread: if their
+#      rates add up to well over one engine's, one engine was bound by its host thread; if they
+#      share one engine's rate, the GPU is the bound;
+#   3. the host-fed engine, every stage, graph x16, twice (order errors were seen there once).
+# Pack as measure.sh says; run with carry [".gpu/carry.tar.xz"]; logs in $OUT/logs.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+L=$OUT/logs; mkdir -p "$L" /tmp/gpu
+tar xJf .gpu/carry.tar.xz -C /tmp/gpu
+export LD_LIBRARY_PATH=/tmp/gpu/lib
+B=/tmp/gpu/bin
+finish() { tar czf "$OUT/logs.tgz" -C "$OUT" logs; }
+trap finish EXIT
+nvidia-smi > "$L/00_nvidia_smi.txt" 2>&1
+rate() { grep -E "^rate:" "$1" | head -1; }
+
+nvidia-smi dmon -s u -d 1 > "$L/10_dmon_one.txt" 2>&1 &
+D=$!
+"$B/livedrp-engine" run --config "$here/engine_device_x8.json" --summary-json "$L/10_one.json" \
+  > "$L/10_one.log" 2>&1
+kill $D 2>/dev/null
+echo "== one engine: $(rate "$L/10_one.log")"
+cat "$L/10_dmon_one.txt" | head -20
+
+nvidia-smi dmon -s u -d 1 > "$L/11_dmon_two.txt" 2>&1 &
+D=$!
+"$B/livedrp-engine" run --config "$here/engine_device_x8.json" --summary-json "$L/11_a.json" \
+  > "$L/11_a.log" 2>&1 &
+P=$!
+"$B/livedrp-engine" run --config "$here/engine_device_x8.json" --summary-json "$L/11_b.json" \
+  > "$L/11_b.log" 2>&1
+wait $P
+kill $D 2>/dev/null
+echo "== two engines at once: a $(rate "$L/11_a.log") | b $(rate "$L/11_b.log")"
+grep -E "elapsed" "$L/11_a.log" "$L/11_b.log"
+cat "$L/11_dmon_two.txt" | head -20
+finish
+
+for k in 1 2; do
+  timeout 60 "$B/livedrp-engine" run --config "$here/engine_host_x16.json" \
+    --summary-json "$L/12_host_x16_$k.json" > "$L/12_host_x16_$k.log" 2>&1
+  echo "== host-fed x16 run $k rc=$?"; grep -E "^events in|^rate:" "$L/12_host_x16_$k.log"
+done
