@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include "ring/doorbell_ring.hpp"
 
@@ -46,6 +46,38 @@ class TestRing : public QObject {
     ring.rearm(first);
     QCOMPARE(ring.producer_claim(), 0);
     QCOMPARE(ring.occupancy(), std::size_t(2));
+  }
+
+  // A consumer that holds every slot's event (a backend with more launches in flight than the
+  // ring has slots) must not see the oldest one's doorbell, still set, as a new event: taking it
+  // again processed that event twice, and its re-arm then cleared the doorbell of the event the
+  // producer had put in the slot meanwhile, which was lost (seen on the GPU with 16 lanes).
+  void a_slot_taken_and_not_rearmed_is_never_offered_again() {
+    auto ring = make_ring(3, 8);
+    std::vector<int> taken;
+    for (int i = 0; i < 3; ++i) {
+      const int slot = ring.producer_claim();
+      ring.slot_header(slot).sequence = std::uint64_t(i);
+      ring.ring_doorbell(slot);
+      QCOMPARE(ring.consumer_peek(), slot);
+      ring.consumer_advance();
+      taken.push_back(slot);
+    }
+    QCOMPARE(ring.consumer_peek(), -1);  // slot 0 still holds event 0, already taken
+    ring.rearm(taken[0]);
+    QCOMPARE(ring.consumer_peek(), -1);  // re-armed, nothing new in it yet
+    const int slot = ring.producer_claim();
+    QCOMPARE(slot, 0);
+    ring.slot_header(slot).sequence = 3;
+    ring.ring_doorbell(slot);
+    QCOMPARE(ring.consumer_peek(), 0);
+    QCOMPARE(ring.slot_header(0).sequence, std::uint64_t(3));
+    ring.consumer_advance();
+    // The others are re-armed in the order taken; the new event's doorbell stays until its own.
+    ring.rearm(taken[1]);
+    ring.rearm(taken[2]);
+    QCOMPARE(ring.occupancy(), std::size_t(1));
+    QCOMPARE(ring.producer_claim(), 1);
   }
 
   void consumer_sees_events_in_production_order() {

@@ -39,6 +39,7 @@ void DoorbellRing::ring_doorbell(int slot) {
 }
 
 int DoorbellRing::consumer_peek() const {
+  if (read_position_ - rearmed_ >= slots_.size()) return -1;
   const std::size_t index = read_position_ % slots_.size();
   return slots_[index].doorbell.load(std::memory_order_acquire) != 0 ? int(index) : -1;
 }
@@ -67,6 +68,7 @@ void DoorbellRing::consumer_advance() {
 }
 
 void DoorbellRing::rearm(int slot) {
+  ++rearmed_;
   slots_[std::size_t(slot)].doorbell.store(0, std::memory_order_release);
   occupied_.fetch_sub(1, std::memory_order_relaxed);
 }

@@ -60,7 +60,9 @@ class DoorbellRing {
   // Producer: publishes the claimed slot (header and data written) and moves on.
   void ring_doorbell(int slot);
 
-  // Consumer: the next slot in order if its doorbell is set, else -1. Does not re-arm it.
+  // Consumer: the next slot in order if its doorbell is set by an event not yet taken, else -1
+  // (also when every slot is taken and none re-armed yet: the next slot's doorbell is then still
+  // that of the oldest event taken, which must not be taken again). Does not re-arm it.
   int consumer_peek() const;
   // Consumer: waits (spin, then yield, then short sleeps) until the next slot is ready, `timeout`
   // passes, or `keep_waiting` returns false. Returns the slot or -1.
@@ -86,6 +88,7 @@ class DoorbellRing {
   Free free_;
   std::size_t write_position_ = 0;  // producer only
   std::size_t read_position_ = 0;   // consumer only
+  std::size_t rearmed_ = 0;         // consumer only: slots re-armed so far (in the order taken)
   std::atomic<std::size_t> occupied_{0};
 };
 
