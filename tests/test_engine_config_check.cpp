@@ -14,6 +14,7 @@
 #include "exec/engine.hpp"
 #include "integrate/shipped_geometry.hpp"
 #include "io/array_file.hpp"
+#include "sim/simulator.hpp"
 
 using namespace livedrp;
 
@@ -146,6 +147,15 @@ class TestEngineConfigCheck : public QObject {
         defaults_s, all_s);
     // A generous bound for a shared 2-core machine; on a quiet one it takes a fraction of this.
     QVERIFY2(all_s < 10, qPrintable(QString::number(all_s)));
+  }
+
+  // The check makes only the status words of the simulator's constants: the same words.
+  void the_checks_status_words_are_the_simulators() {
+    SimulatorConfig config;
+    config.epix10ka_asic_configs = {calib::kConfigFH, calib::kConfigFM, calib::kConfigAHL};
+    const DetectorDescription detector = find_detector("epix10ka2m");
+    const DetectorSimulator simulator(detector, config);
+    QVERIFY(simulated_pixel_status(detector, config) == simulator.constants().pixel_status);
   }
 
   void it_creates_no_file() {

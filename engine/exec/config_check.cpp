@@ -30,12 +30,24 @@ void check_engine_config(const EngineConfig& c) {
   if (!detector) return;  // a stream that describes its detector when it starts
   check_run_settings(c, *detector, kind, replay_pace);
 
+  // The built-in stages read only the constants' status words (bad pixels, ePix10ka gain
+  // configurations): without a registered stage, which may read any of them, those alone are
+  // made, without the pedestals, gains and powder pattern that take most of the simulator's time.
+  bool registered_stage = false;
+  for (const auto& [name, section] : c.stages)
+    registered_stage = registered_stage || section.value("enabled", false);
   CalibrationConstants constants;
-  if (c.constants_file.empty())
+  if (!c.constants_file.empty()) {
+    constants = load_constants_hdf5(c.constants_file, *detector);
+  } else if (!registered_stage) {
+    constants.modes = detector->modes();
+    constants.pixels = detector->pixels();
+    constants.pixel_status = simulated_pixel_status(
+        *detector, constants_simulator_config(c, constants_seed, constants_gain_configs));
+  } else {
     constants =
         make_constants_simulator(c, *detector, constants_seed, constants_gain_configs)->constants();
-  else
-    constants = load_constants_hdf5(c.constants_file, *detector);
+  }
 
   check_persistent_launch(c);
   // No assembly: it only places found peaks in the image.

@@ -96,13 +96,19 @@ bool check_run_settings(const EngineConfig& c, const DetectorDescription& detect
   return drop_when_full;
 }
 
-std::unique_ptr<DetectorSimulator> make_constants_simulator(
-    const EngineConfig& c, const DetectorDescription& detector, std::uint64_t seed,
-    const std::vector<std::string>& gain_configs) {
+SimulatorConfig constants_simulator_config(const EngineConfig& c, std::uint64_t seed,
+                                           const std::vector<std::string>& gain_configs) {
   SimulatorConfig simulator_config;
   simulator_config.seed = seed;
   simulator_config.hit_fraction = c.hit_fraction;
   simulator_config.epix10ka_asic_configs = epix10ka_configs_from_names(gain_configs);
+  return simulator_config;
+}
+
+std::unique_ptr<DetectorSimulator> make_constants_simulator(
+    const EngineConfig& c, const DetectorDescription& detector, std::uint64_t seed,
+    const std::vector<std::string>& gain_configs) {
+  const SimulatorConfig simulator_config = constants_simulator_config(c, seed, gain_configs);
   ThreadPool pool(c.cpu_threads == 0 ? std::thread::hardware_concurrency() : c.cpu_threads);
   return std::make_unique<DetectorSimulator>(detector, simulator_config, &pool);
 }

@@ -57,6 +57,8 @@ bool check_run_settings(const EngineConfig& config, const DetectorDescription& d
 // The simulator whose constants calibrate the run when no constants file is given (and which
 // makes the simulated events), with `seed` and gain configurations by name (a replay recorded
 // from the simulator gives its recording's).
+SimulatorConfig constants_simulator_config(const EngineConfig& config, std::uint64_t seed,
+                                           const std::vector<std::string>& gain_configs);
 std::unique_ptr<DetectorSimulator> make_constants_simulator(
     const EngineConfig& config, const DetectorDescription& detector, std::uint64_t seed,
     const std::vector<std::string>& gain_configs);
