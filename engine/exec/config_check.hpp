@@ -4,9 +4,10 @@
 // so that a control request ("check") or the GUI's Apply can refuse a mask of another shape, a
 // PONI that cannot place the detector, gain configurations the detector lacks, ... before the
 // configuration goes anywhere. No backend, no device work, no file created, no socket bound or
-// connected; the detector's constants are made or read as the engine makes them. A replay's files
-// are read (its detector is in them); a live stream's detector is taken from stream.detector (a
-// dectris stream without one: only the stream's start message tells, so the stages are checked
+// connected; of the simulator's constants only the status words the built-in stages read are
+// made (a constants file is read, and a registered stage gets the whole constants). A replay's
+// files are read (its detector is in them); a live stream's detector is taken from stream.detector
+// (a dectris stream without one: only the stream's start message tells, so the stages are checked
 // when the run starts). What only a run finds (an output file that exists, a device that runs out
 // of memory) is left to it.
 #include "exec/engine.hpp"
