@@ -6,8 +6,9 @@
 // words it ("integration.poni: PONI file ...: cannot be opened").
 //
 // Only what needs no detector is checked here: whether a mask has the detector's pixel count,
-// or the detector has the gain configurations asked for, is the engine's to say when it builds
-// the run (an embedded run's Apply shows that refusal in the same place).
+// or the detector has the gain configurations asked for, is the engine's check's to say
+// (check_engine_config, which the main window runs on the Apply's configuration; a remote
+// engine's "check" request), shown in the same place.
 #include "exec/engine.hpp"
 
 namespace livedrp::app {

@@ -11,8 +11,10 @@
 // are on this machine, opens the files it names with the engine's own loaders. Whatever they
 // refuse is shown in red beside Apply, naming the field, and nothing is sent. A text field that
 // is not a number goes to the reader as text, so that the reader names it too.
-// Otherwise applyRequested carries the sections, and the main window sends them to the embedded
-// engine or, as an "apply" request, to a remote one (whose refusal comes back to the same line).
+// Otherwise applyRequested carries the sections, and the main window has the whole configuration
+// checked against the detector (check_engine_config embedded, a "check" request remote) and then
+// sends them to the embedded engine or, as an "apply" request, to a remote one; a refusal comes
+// back to the same line.
 #include <map>
 #include <string>
 

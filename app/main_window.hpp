@@ -179,6 +179,8 @@ class MainWindow : public QMainWindow {
   void connectPeakTuning();       // to the host, the remote engine, or disabled
   void connectAnalysis();         // likewise (main_window_analysis.cpp)
   void applyAnalysis(const nlohmann::json& sections);
+  // Attached: the sections a "check" request is judging, sent as "apply" once it passes.
+  void sendAnalysisApply(const nlohmann::json& sections);
   // The radial-profile dock's unit selector drives the engine's integration.unit.
   void connectRadialUnit();
   // Embedded: applies `next` to the running engine, or keeps it for the next start.
@@ -244,6 +246,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* alarms_dock_ = nullptr;
   RemoteControl* remote_ = nullptr;
   bool remote_config_shown_ = false;
+  nlohmann::json analysis_checking_;  // attached: the sections under "check"; null when none
   QString configurations_dir_;
   QPlainTextEdit* log_ = nullptr;
   QToolBar* run_toolbar_ = nullptr;

@@ -1,9 +1,13 @@
 // The main window's Analysis dock (analysis_panel.hpp): where its Apply goes and which
 // configuration it shows. Embedded, a running run restarts with the dock's sections (the next run
 // number) and with no run they become the next start's configuration; attached, they go to the
-// remote engine as an "apply" request, and the dock shows what its get_config answers.
+// remote engine as an "apply" request, and the dock shows what its get_config answers. Either way
+// the whole configuration is first checked against the detector as the engine would build it
+// (check_engine_config here, a "check" request there): a refusal shows in red and nothing
+// changes.
 #include <cstdint>
 #include <exception>
+#include <utility>
 
 #include "app/analysis_panel.hpp"
 #include "app/engine_host.hpp"
@@ -12,6 +16,7 @@
 #include "app/remote_control.hpp"
 #include "app/run_control_widget.hpp"
 #include "app/stream_config_panel.hpp"
+#include "exec/config_check.hpp"
 
 namespace livedrp::app {
 
@@ -53,6 +58,12 @@ void MainWindow::connectAnalysis() {
   }
   connect(remote_, &RemoteControl::requestDone, this,
           [this](const QString& name, const nlohmann::json& result) {
+            if (name == QLatin1String("check")) {
+              // Judged as the engine would build it: now it goes.
+              const nlohmann::json sections = std::exchange(analysis_checking_, nullptr);
+              if (!sections.is_null()) sendAnalysisApply(sections);
+              return;
+            }
             if (name != QLatin1String("get_config") && name != QLatin1String("apply")) return;
             try {
               analysis_->setConfig(
@@ -69,7 +80,18 @@ void MainWindow::connectAnalysis() {
           });
   connect(remote_, &RemoteControl::requestFailed, this,
           [this](const QString& name, const QString& error) {
-            if (name == QLatin1String("apply")) {
+            if (name == QLatin1String("check")) {
+              const nlohmann::json sections = std::exchange(analysis_checking_, nullptr);
+              if (sections.is_null()) return;
+              // An engine from before the request: its apply judges the change itself.
+              if (error.contains(QLatin1String("unknown request 'check'"))) {
+                sendAnalysisApply(sections);
+                return;
+              }
+              if (fidelity_->isApplying()) fidelity_->showRefusal(tr("not applied: %1").arg(error));
+              analysis_->showError(tr("not applied: %1").arg(error));
+              appendLog(tr("the remote engine refused the analysis set-up: %1").arg(error));
+            } else if (name == QLatin1String("apply")) {
               if (fidelity_->isApplying()) fidelity_->showRefusal(tr("not applied: %1").arg(error));
               analysis_->showError(tr("not applied: %1").arg(error));
               appendLog(tr("the remote engine refused the analysis set-up: %1").arg(error));
@@ -96,9 +118,11 @@ void MainWindow::connectAnalysis() {
 
 void MainWindow::applyAnalysis(const nlohmann::json& sections) {
   if (remote_) {
-    analysis_->showApplying(tr("applying on the remote engine at %1 ...").arg(remote_->endpoint()));
-    appendLog(tr("applying the analysis set-up on the remote engine"));
-    remote_->request(QStringLiteral("apply"), {{"config", sections}}, RemoteControl::kApplyTimeout);
+    // Checked first: a refusal of what needs the detector (a mask of another shape) comes back
+    // without the running run being touched; "check" passed, the sections go as "apply".
+    analysis_->showApplying(tr("checking on the remote engine at %1 ...").arg(remote_->endpoint()));
+    analysis_checking_ = sections;
+    remote_->request(QStringLiteral("check"), {{"config", sections}}, RemoteControl::kApplyTimeout);
     return;
   }
   if (!host_) return;
@@ -106,8 +130,15 @@ void MainWindow::applyAnalysis(const nlohmann::json& sections) {
   try {
     // Over the configuration of the other docks as they stand (source, rate, peak parameters).
     next = withAnalysisSections(run_control_->config(base_config_), sections);
+    // What only the engine can judge (the detector's shape and gain configurations, the PONI
+    // placing its layout), judged now, as the engine would build the run: with no run going, the
+    // refusal shows here and not when Start fails; with one going, it is not stopped for it.
+    check_engine_config(next);
   } catch (const std::exception& error) {
-    analysis_->showError(tr("not applied: %1").arg(QString::fromUtf8(error.what())));
+    const QString reason = QString::fromUtf8(error.what());
+    if (fidelity_->isApplying()) fidelity_->showRefusal(tr("not applied: %1").arg(reason));
+    analysis_->showError(tr("not applied: %1").arg(reason));
+    appendLog(tr("the analysis set-up is not applied: %1").arg(reason));
     return;
   }
   if (host_->isActive()) {
@@ -123,6 +154,12 @@ void MainWindow::applyAnalysis(const nlohmann::json& sections) {
   showNextRunPeakParams();
   analysis_->showApplied(tr("no run going: the next start runs with it"));
   if (fidelity_->isApplying()) fidelity_->showApplied();
+}
+
+void MainWindow::sendAnalysisApply(const nlohmann::json& sections) {
+  analysis_->showApplying(tr("applying on the remote engine at %1 ...").arg(remote_->endpoint()));
+  appendLog(tr("applying the analysis set-up on the remote engine"));
+  remote_->request(QStringLiteral("apply"), {{"config", sections}}, RemoteControl::kApplyTimeout);
 }
 
 }  // namespace livedrp::app

@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "exec/engine_controller.hpp"
+#include "io/array_file.hpp"
 #include "protocol/control.hpp"
 #include "protocol/control_client.hpp"
 #include "protocol/subscriber.hpp"
@@ -437,6 +438,57 @@ class TestControl : public QObject {
     QCOMPARE(paths.size(), std::size_t(2));
     QCOMPARE(paths[0].second, std::string("m.h5"));
     QCOMPARE(paths[1].second, std::string("mine.json"));
+  }
+
+  // "check" judges a change as building its engine would, against the detector (a mask of
+  // another shape), and changes nothing: the running run, its number and the configuration in
+  // force stay; a good change is accepted, answered with what an apply would put in force, and
+  // not applied.
+  void check_refuses_what_the_engine_would_and_changes_nothing() {
+    QTemporaryDir dir;
+    const auto mask = [&](const char* name, std::vector<std::uint64_t> shape) {
+      io::Array array;
+      array.type = io::ElementType::UInt8;
+      array.shape = std::move(shape);
+      array.bytes.assign(array.elements(), 0);
+      const std::string path = dir.filePath(name).toStdString();
+      io::write_array({path, ""}, io::ArrayFormat::Npy, array);
+      return path;
+    };
+    const std::string bad = mask("bad.npy", {4, 4});
+    const std::string good = mask("good.npy", {1024, 1024});  // generic_f32's one segment
+    EngineController controller(small_config());
+    ControlServer server(controller, "tcp://127.0.0.1:*");
+    ControlClient client(server.endpoint());
+    client.start();
+    QVERIFY(eventually([&] { return processed(client.status()) > 0; }));
+    const json before = client.get_config();
+
+    const QString error = refusal(client.request(protocol::make_control_request(
+        "check", {{"config", {{"peak_finding", {{"enabled", true}, {"mask", bad}}}}}})));
+    QVERIFY2(error.startsWith("request 'check' refused: peak_finding.mask: ") &&
+                 error.contains("[4, 4]") && error.contains("generic_f32"),
+             qPrintable(error));
+    QCOMPARE(text(client.get_config()), text(before));
+    json status = client.status();
+    QCOMPARE(status.at("run").get<int>(), 1);
+    QCOMPARE(status.at("state").get<std::string>(), std::string("running"));
+
+    const json reply = client.request(protocol::make_control_request(
+        "check", {{"config", {{"peak_finding", {{"enabled", true}, {"mask", good}}}}}}));
+    QVERIFY2(reply.at("ok").get<bool>(), qPrintable(text(reply)));
+    const json& result = reply.at("result");
+    QCOMPARE(result.at("run").get<int>(), 1);
+    QCOMPARE(result.at("checked").at("peak_finding").at("mask").get<std::string>(), good);
+    QCOMPARE(text(client.get_config()), text(before));
+    status = client.status();
+    QCOMPARE(status.at("run").get<int>(), 1);
+    QCOMPARE(status.at("state").get<std::string>(), std::string("running"));
+    QVERIFY(eventually([&] { return processed(client.status()) > processed(status); }));
+    // What the reader refuses is refused as for apply, naming the field.
+    const QString reader = refusal(client.request(
+        protocol::make_control_request("check", {{"config", {{"rate_hz", "fast"}}}})));
+    QVERIFY2(reader.contains("rate_hz") && reader.contains("fast"), qPrintable(reader));
   }
 
   void bad_control_endpoint_is_named() {

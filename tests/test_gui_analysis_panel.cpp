@@ -60,6 +60,16 @@ QString writeEventArray(const QString& path, livedrp::io::ElementType type, bool
   return path;
 }
 
+// A 4 x 4 mask: not the shape of any built-in detector's event.
+QString writeSmallMask(const QString& path) {
+  livedrp::io::Array array;
+  array.type = livedrp::io::ElementType::UInt8;
+  array.shape = {4, 4};
+  array.bytes.assign(array.elements(), 0);
+  livedrp::io::write_array({path.toStdString(), ""}, livedrp::io::ArrayFormat::Npy, array);
+  return path;
+}
+
 // The geometry shipped for the simulated ePix10ka2M, as a PONI file of the experiment's own.
 QString writePoni(const QString& path) {
   for (const auto& geometry : livedrp::integrate::shipped_geometries())
@@ -362,6 +372,72 @@ class AnalysisPanelTest : public QObject {
     QVERIFY(!host->currentConfig().peak_finding.enabled);
     window.stopRun();
     QTRY_VERIFY_WITH_TIMEOUT(!host->isActive(), kEngineTimeoutMs);
+  }
+
+  // What only the engine can judge, because it needs the detector (a peak-finding mask of another
+  // shape than the ePix10ka2M's), is refused at Apply with no run going, in the engine's words
+  // and in red; the next run's configuration is unchanged.
+  void aMaskOfAnotherShapeIsRefusedAtOnceWithNoRunGoing() {
+    MainWindow window(idle_window_options(dir_, "shape.ini"));
+    window.show();
+    AnalysisPanel& dock = *window.analysis();
+    auto* error_label = dock.findChild<QLabel*>(QStringLiteral("analysisErrorLabel"));
+    QVERIFY(error_label);
+    QVERIFY(!window.engineHost()->isActive());
+    const nlohmann::json before = window.engineConfig().to_json();
+    const QString mask = writeSmallMask(path("four_by_four.npy"));
+    dock.peakFindingBox()->setChecked(true);
+    setText(dock.peakMaskEdit(), mask);
+    dock.applyButton()->click();
+    // At once: no run, no start, no waiting.
+    const QString shown = dock.errorText();
+    QVERIFY2(shown.contains(QStringLiteral("peak_finding.mask")) &&
+                 shown.contains(QStringLiteral("[4, 4]")) &&
+                 shown.contains(QStringLiteral("2162688 pixels")),
+             qPrintable(shown));
+    QVERIFY(error_label->isVisible());
+    QVERIFY(error_label->styleSheet().contains(QStringLiteral("#c62828")));  // red
+    QVERIFY(window.engineConfig().to_json() == before);
+    QVERIFY(!window.engineHost()->isActive());
+    QVERIFY(window.logText().contains(QStringLiteral("peak_finding.mask")));
+  }
+
+  // The same against a remote engine: its "check" refuses the mask, nothing is applied, and its
+  // run goes on with its configuration and run number.
+  void aRemoteEnginesCheckRefusesAMaskOfAnotherShape() {
+    EngineConfig config;
+    config.backend = "cpu";
+    config.cpu_threads = 1;
+    config.rate_hz = 5;
+    config.simulator_pool = 1;
+    config.publish = "tcp://127.0.0.1:*";
+    config.integration.npt = 555;  // seen in the dock once its get_config is answered
+    livedrp::EngineController controller(config);
+    livedrp::ControlServer server(controller, "tcp://127.0.0.1:*");
+    QVERIFY(controller.start());
+    AppOptions options;
+    options.connect = controller.publish_endpoint();
+    options.control = server.endpoint();
+    options.settings_file = path("remote_shape.ini");
+    MainWindow window(options);
+    AnalysisPanel& dock = *window.analysis();
+    QTRY_COMPARE_WITH_TIMEOUT(dock.binsSpin()->value(), 555, kEngineTimeoutMs);
+    const nlohmann::json before = controller.config().to_json();
+    const std::int64_t run = controller.run();
+
+    dock.peakFindingBox()->setChecked(true);
+    setText(dock.peakMaskEdit(), writeSmallMask(path("remote_four_by_four.npy")));
+    dock.applyButton()->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!dock.errorText().isEmpty(), kEngineTimeoutMs);
+    const QString shown = dock.errorText();
+    QVERIFY2(shown.contains(QStringLiteral("request 'check' refused")) &&
+                 shown.contains(QStringLiteral("peak_finding.mask")) &&
+                 shown.contains(QStringLiteral("[4, 4]")),
+             qPrintable(shown));
+    QVERIFY(!dock.isApplying());
+    QVERIFY(controller.config().to_json() == before);
+    QCOMPARE(controller.run(), run);
+    QCOMPARE(controller.state(), std::string("running"));
   }
 
   void aRemoteEngineTakesTheSetUpThroughItsControlSocket() {

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "exec/config_change.hpp"
+#include "exec/config_check.hpp"
 #include "exec/peak_requests.hpp"
 #include "peaks/peak_params.hpp"
 #include "publish/publisher.hpp"
@@ -178,6 +179,16 @@ bool EngineController::apply_locked(const EngineConfig& config) {
 bool EngineController::apply_json(const nlohmann::json& partial) {
   const std::lock_guard operation(operation_mutex_);
   return apply_locked(merge_config_change(config(), partial));
+}
+
+EngineConfig EngineController::check_json(const nlohmann::json& partial) const {
+  // No operation lock: nothing changes, so a check need not wait for a run that drains.
+  EngineConfig next = merge_config_change(config(), partial);
+  const std::string bound = publisher_ ? publisher_->endpoint() : std::string();
+  check_publish_unchanged(next.publish, bound, requested_publish_);
+  next.publish = bound;
+  check_engine_config(next);
+  return next;
 }
 
 EngineConfig EngineController::config() const {

@@ -50,6 +50,11 @@ class EngineController {
   // its "params", "image", "write") merge key by key; then reads it with EngineConfig::from_json
   // (strict) and applies it. Throws InputError.
   bool apply_json(const nlohmann::json& partial);
+  // What apply_json(partial) would apply, merged and read as it does and checked against the
+  // detector as building its engine would (check_engine_config), without building one: nothing
+  // changes, no run stops. Returns the configuration an apply would put in force (its run number
+  // as in force). Throws InputError naming the field, in the engine's words.
+  EngineConfig check_json(const nlohmann::json& partial) const;
 
   EngineConfig config() const;  // in force; "publish" is the endpoint as bound
   // The live writers ("write") of every run this controller started, oldest first, the current

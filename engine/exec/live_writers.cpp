@@ -30,7 +30,54 @@ std::string image_unit(const DetectorDescription& detector) {
   return is_integer_image(detector.encoding) ? "counts" : "keV";
 }
 
+// The writers' needs that are checked before any file is created (LiveWriters::check and open).
+void require_hit_stage(bool peak_finding) {
+  if (!peak_finding)
+    throw InputError(
+        "--write-hits (write.hits_directory) needs live peak finding: its hits are "
+        "peakfinder8's; set peak_finding.enabled in the configuration");
+}
+
+void require_profile_stage(bool integration) {
+  if (!integration)
+    throw InputError(
+        "--write-profiles (write.profiles) needs live integration: set integration.enabled "
+        "and integration.poni in the configuration");
+}
+
+// Image pixel (row, column) must be the assembled [row, row + 1) x [column, column + 1), the
+// frame a PONI for livedrp places: an assembly that starts elsewhere is not written yet.
+std::unique_ptr<ImageAssembly> average_assembly(const DetectorDescription& detector) {
+  std::unique_ptr<ImageAssembly> assembly;
+  try {
+    assembly = std::make_unique<ImageAssembly>(detector);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--write-average: detector ") + detector.name +
+                     " cannot be assembled: " + e.what());
+  }
+  const AssembledBounds bounds = assembled_bounds(detector);
+  if (std::floor(bounds.min_x) != 0.0 || std::floor(bounds.min_y) != 0.0)
+    throw InputError("--write-average: detector " + detector.name + "'s placement starts at (" +
+                     std::to_string(bounds.min_x) + ", " + std::to_string(bounds.min_y) +
+                     "), not in pixel (0, 0): its image would not be in a PONI's frame; not "
+                     "written yet");
+  return assembly;
+}
+
 }  // namespace
+
+void LiveWriters::check(const EngineConfig& config, const DetectorDescription& detector,
+                        const stages::StageList& stages) {
+  const WriteConfig& w = config.write;
+  bool peak = false, integrate = false;
+  for (const auto& stage : stages) {
+    peak = peak || std::dynamic_pointer_cast<stages::PeakStage>(stage) != nullptr;
+    integrate = integrate || std::dynamic_pointer_cast<stages::IntegrateStage>(stage) != nullptr;
+  }
+  if (!w.hits_directory.empty()) require_hit_stage(peak);
+  if (!w.profiles.empty()) require_profile_stage(integrate);
+  if (!w.average.empty()) average_assembly(detector);
+}
 
 bool LiveWriters::waits_when_full(const WriteConfig& write, bool streaming, bool replaying,
                                   double rate_hz, const std::string& replay_pace) {
@@ -90,10 +137,7 @@ void LiveWriters::open(const EngineConfig& config, const DetectorDescription& de
   const std::size_t queue = std::size_t(w.queue_events);
   const std::string config_json = config.to_json().dump();
   if (!w.hits_directory.empty()) {
-    if (!peak)
-      throw InputError(
-          "--write-hits (write.hits_directory) needs live peak finding: its hits are "
-          "peakfinder8's; set peak_finding.enabled in the configuration");
+    require_hit_stage(peak != nullptr);
     io::CxiHitOptions options;
     options.directory = w.hits_directory;
     options.run = config.run;
@@ -117,10 +161,7 @@ void LiveWriters::open(const EngineConfig& config, const DetectorDescription& de
         });
   }
   if (!w.profiles.empty()) {
-    if (!integrate)
-      throw InputError(
-          "--write-profiles (write.profiles) needs live integration: set integration.enabled "
-          "and integration.poni in the configuration");
+    require_profile_stage(integrate != nullptr);
     io::ProfileSeriesOptions options;
     options.path = io::segment_file_path(w.profiles, w.segment);
     options.radial = integrate->book_settings().centres;
@@ -137,20 +178,7 @@ void LiveWriters::open(const EngineConfig& config, const DetectorDescription& de
         });
   }
   if (!w.average.empty()) {
-    // Image pixel (row, column) must be the assembled [row, row + 1) x [column, column + 1), the
-    // frame a PONI for livedrp places: an assembly that starts elsewhere is not written yet.
-    try {
-      assembly_ = std::make_unique<ImageAssembly>(detector);
-    } catch (const InputError& e) {
-      throw InputError(std::string("--write-average: detector ") + detector.name +
-                       " cannot be assembled: " + e.what());
-    }
-    const AssembledBounds bounds = assembled_bounds(detector);
-    if (std::floor(bounds.min_x) != 0.0 || std::floor(bounds.min_y) != 0.0)
-      throw InputError("--write-average: detector " + detector.name + "'s placement starts at (" +
-                       std::to_string(bounds.min_x) + ", " + std::to_string(bounds.min_y) +
-                       "), not in pixel (0, 0): its image would not be in a PONI's frame; not "
-                       "written yet");
+    assembly_ = average_assembly(detector);
     io::AverageImageOptions options;
     options.path = io::segment_file_path(w.average, w.segment);
     options.unit = image_unit(detector);

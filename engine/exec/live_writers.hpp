@@ -40,6 +40,10 @@ class LiveWriters {
   // created. config.write.segment names the files (io/segment_names.hpp): 1, the configured names.
   LiveWriters(const EngineConfig& config, const DetectorDescription& detector,
               const stages::StageList& stages, bool wait_when_full);
+  // What the constructor refuses before it creates a file (a writer's stage missing, an average
+  // of a detector that cannot be assembled in a PONI's frame), in its words; creates nothing.
+  static void check(const EngineConfig& config, const DetectorDescription& detector,
+                    const stages::StageList& stages);
   // write.when_full resolved for a source: "auto" waits unless the source is live (a stream, or
   // a simulator or replay paced at a rate), which must not stall for the disk.
   static bool waits_when_full(const WriteConfig& write, bool streaming, bool replaying,

@@ -15,7 +15,11 @@ std::chrono::milliseconds milliseconds_of(double seconds) {
 
 }  // namespace
 
-std::unique_ptr<stream::StreamSource> open_configured_stream(const EngineConfig& config) {
+namespace {
+
+// config.stream as the stream sources take it, after the checks open_configured_stream makes
+// before it opens one.
+stream::StreamOptions configured_stream_options(const EngineConfig& config) {
   if (config.runtime.source == SourcePlacement::Device)
     throw InputError(
         "runtime.source 'device' runs the simulated detector on the GPU; a live stream "
@@ -28,7 +32,17 @@ std::unique_ptr<stream::StreamSource> open_configured_stream(const EngineConfig&
   options.pending_events = std::size_t(c.pending_events);
   options.max_message_bytes = std::size_t(c.max_message_mb * 1024.0 * 1024.0);
   options.wait_for_start = milliseconds_of(c.wait_for_start_s);
-  return stream::open_stream_source(config.source, options);
+  return options;
+}
+
+}  // namespace
+
+std::unique_ptr<stream::StreamSource> open_configured_stream(const EngineConfig& config) {
+  return stream::open_stream_source(config.source, configured_stream_options(config));
+}
+
+std::optional<DetectorDescription> configured_stream_detector(const EngineConfig& config) {
+  return stream::stream_source_detector(config.source, configured_stream_options(config));
 }
 
 std::size_t mask_detector_bad_pixels(const stream::StreamSource& source,

@@ -4,6 +4,7 @@
 // and the source's counts in the `stats` payload. The producer loop stays the engine's.
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "calib/constants.hpp"
 #include "exec/engine.hpp"
@@ -15,6 +16,10 @@ namespace livedrp {
 // Opens config.source with config.stream's settings; throws InputError (a device-resident
 // placement, a malformed source, a detector the stream cannot feed).
 std::unique_ptr<stream::StreamSource> open_configured_stream(const EngineConfig& config);
+
+// The detector open_configured_stream would give, found without connecting (nullopt: only the
+// stream's start message tells); throws InputError as it does for what it checks before that.
+std::optional<DetectorDescription> configured_stream_detector(const EngineConfig& config);
 
 // Marks the pixels the detector itself reports bad (StreamSource::detector_bad_pixels) as masked
 // in `constants`; returns how many. Masks of later acquisitions are not applied to a running

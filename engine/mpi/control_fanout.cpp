@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "exec/config_change.hpp"
+#include "exec/config_check.hpp"
 #include "exec/peak_requests.hpp"
 #include "peaks/peak_params.hpp"
 
@@ -35,26 +36,34 @@ json ControlFanOut::get_config() {
   return {{"config", config_.to_json()}};
 }
 
+EngineConfig ControlFanOut::merged_change(const json& partial) const {
+  const std::lock_guard lock(mutex_);
+  // The whole validation a configuration gets without building an engine, once, here; what
+  // only building one finds (a file missing on a node) the ranks find in the first step.
+  EngineConfig next = merge_config_change(config_, partial);
+  check_publish_unchanged(next.publish, config_.publish, requested_publish_);
+  next.publish = config_.publish;
+  // (Echoed only when not the defaults: compared as written.)
+  if (next.to_json().value("mpi", json()) != config_.to_json().value("mpi", json()))
+    throw InputError(
+        "configuration change: section 'mpi' cannot change during an MPI job (its ranks and "
+        "their roles are fixed when the job starts); start the job again to change it");
+  // Run numbers are never reused, unless the change names one of its own.
+  if (next.run == config_.run) next.run = config_.run + 1;
+  return next;
+}
+
 json ControlFanOut::apply(const json& partial) {
-  EngineConfig next;
-  {
-    const std::lock_guard lock(mutex_);
-    // The whole validation a configuration gets without building an engine, once, here; what
-    // only building one finds (a file missing on a node) the ranks find in the first step.
-    next = merge_config_change(config_, partial);
-    check_publish_unchanged(next.publish, config_.publish, requested_publish_);
-    next.publish = config_.publish;
-    // (Echoed only when not the defaults: compared as written.)
-    if (next.to_json().value("mpi", json()) != config_.to_json().value("mpi", json()))
-      throw InputError(
-          "configuration change: section 'mpi' cannot change during an MPI job (its ranks and "
-          "their roles are fixed when the job starts); start the job again to change it");
-    // Run numbers are never reused, unless the change names one of its own.
-    if (next.run == config_.run) next.run = config_.run + 1;
-  }
-  json result = apply_new_run(next);
+  json result = apply_new_run(merged_change(partial));
   result["restarted"] = true;
   return result;
+}
+
+json ControlFanOut::check(const json& partial) {
+  const EngineConfig next = merged_change(partial);
+  check_engine_config(next);
+  const std::lock_guard lock(mutex_);
+  return {{"state", state_}, {"run", config_.run}, {"checked", next.to_json()}};
 }
 
 json ControlFanOut::apply_new_run(const EngineConfig& next) {

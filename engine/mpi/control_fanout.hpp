@@ -32,6 +32,9 @@ class ControlFanOut : public ControlTarget {
   // A new run on every rank with the change (the collector's merge starts again), validated here
   // first; "mpi" cannot change (the job's ranks and roles are fixed).
   nlohmann::json apply(const nlohmann::json& partial) override;
+  // The same merge and validation as apply, then check_engine_config here on the collector (every
+  // rank has the same detector): no rank is asked, nothing changes.
+  nlohmann::json check(const nlohmann::json& partial) override;
   // A run going: nothing ("started": false). After the run has ended: a new run with the same
   // configuration and the next run number on every rank.
   nlohmann::json start() override;
@@ -65,6 +68,9 @@ class ControlFanOut : public ControlTarget {
   // Queues a job and waits for the MPI thread's answer; throws RuntimeFault with its error.
   nlohmann::json ask(const std::string& name, nlohmann::json fields);
   nlohmann::json run_result() const;  // mutex_ held
+  // `partial` merged into the configuration in force and checked as an apply takes it (no
+  // "mpi" change, publish unchanged), with the next run number.
+  EngineConfig merged_change(const nlohmann::json& partial) const;
   // Fans `next` out as a new run; on success it is the configuration in force.
   nlohmann::json apply_new_run(const EngineConfig& next);
 

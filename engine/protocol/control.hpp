@@ -27,10 +27,10 @@ inline constexpr std::size_t kControlMaxRequestBytes = std::size_t(1) << 20;
 inline constexpr std::string_view kDefaultControlEndpoint = "tcp://127.0.0.1:5556";
 
 // Every request the server knows, in the order docs/protocol.md lists them.
-inline constexpr std::array<std::string_view, 13> kControlRequests = {
-    "status",          "get_config",  "apply",   "set_runtime",       "set_calibration",
-    "start",           "stop",        "replay",  "replay_candidates", "get_peak_params",
-    "set_peak_params", "rerun_peaks", "shutdown"};
+inline constexpr std::array<std::string_view, 14> kControlRequests = {
+    "status",          "get_config",      "apply",       "check",   "set_runtime",
+    "set_calibration", "start",           "stop",        "replay",  "replay_candidates",
+    "get_peak_params", "set_peak_params", "rerun_peaks", "shutdown"};
 
 // A request with the schema fields and the name filled in; `fields` (an object) adds the
 // request's own fields. Throws ProtocolError when `fields` is not an object.

@@ -73,6 +73,7 @@ const std::map<std::string, RequestShape, std::less<>>& request_shapes() {
       {"status", {}},
       {"get_config", {}},
       {"apply", {{"config"}}},
+      {"check", {{"config"}}},
       {"set_runtime", {{"runtime"}}},
       {"set_calibration", {{"calibration"}}},
       {"start", {}},
@@ -250,6 +251,10 @@ struct ControlServer::Impl {
     if (name == "apply") {
       roots.check_configuration(body.at("config"));
       return target.apply(body.at("config"));
+    }
+    if (name == "check") {
+      roots.check_configuration(body.at("config"));
+      return target.check(body.at("config"));
     }
     if (name == "set_runtime") return target.apply({{"runtime", body.at("runtime")}});
     if (name == "set_calibration") return target.apply({{"calibration", body.at("calibration")}});

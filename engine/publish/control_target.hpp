@@ -30,6 +30,9 @@ class ControlTarget {
   // `partial`: a configuration change, merged key by key into the configuration in force
   // ("apply", and "set_runtime" / "set_calibration" as {"runtime": ...} / {"calibration": ...}).
   virtual nlohmann::json apply(const nlohmann::json& partial) = 0;
+  // "check": what apply(partial) would apply, merged and checked as it is, against the detector
+  // too (exec/config_check.hpp), without applying it; nothing changes.
+  virtual nlohmann::json check(const nlohmann::json& partial) = 0;
   virtual nlohmann::json start() = 0;
   virtual nlohmann::json stop() = 0;
   virtual nlohmann::json replay(const ReplayAction& action) = 0;

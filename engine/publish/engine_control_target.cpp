@@ -39,6 +39,12 @@ json EngineControlTarget::apply(const json& partial) {
   return result;
 }
 
+json EngineControlTarget::check(const json& partial) {
+  const EngineConfig checked = controller_.check_json(partial);
+  return {
+      {"state", controller_.state()}, {"run", controller_.run()}, {"checked", checked.to_json()}};
+}
+
 json EngineControlTarget::start() {
   const bool started = controller_.start();
   json result = run_result();

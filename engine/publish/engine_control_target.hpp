@@ -14,6 +14,7 @@ class EngineControlTarget : public ControlTarget {
   nlohmann::json status() override;
   nlohmann::json get_config() override;
   nlohmann::json apply(const nlohmann::json& partial) override;
+  nlohmann::json check(const nlohmann::json& partial) override;
   nlohmann::json start() override;
   nlohmann::json stop() override;
   nlohmann::json replay(const ReplayAction& action) override;

@@ -244,6 +244,55 @@ struct DetectorSimulator::EventPlan {
   std::vector<PixelMean> extra;
 };
 
+namespace {
+
+// Pixel p's defect: a gap of the segment, or drawn dead, hot or healthy from the seed's key.
+PixelDefect pixel_defect(const DetectorDescription& detector, const SimulatorConfig& config,
+                         std::uint64_t defect_key, std::size_t p, int row, int col) {
+  const double defect_draw = sim::unit_double(hash_key(defect_key, p));
+  return detector.in_gap(row, col)                                              ? kGap
+         : defect_draw < config.dead_pixel_fraction                             ? kDead
+         : defect_draw < config.dead_pixel_fraction + config.hot_pixel_fraction ? kHot
+                                                                                : kHealthy;
+}
+
+// Its status word: masked unless healthy, and an ePix10ka pixel's ASIC's gain configuration.
+std::uint8_t pixel_status_of(const DetectorDescription& detector, const SimulatorConfig& config,
+                             PixelDefect defect, int segment, int row, int col,
+                             int asics_per_segment, int asics_per_row) {
+  std::uint8_t status = defect == kHealthy ? 0 : calib::kStatusMasked;
+  if (detector.encoding == RawEncoding::Epix10ka) {
+    const int asic = segment * asics_per_segment + (row / detector.asic_rows) * asics_per_row +
+                     col / detector.asic_cols;
+    status |= config.epix10ka_asic_configs[std::size_t(asic) % config.epix10ka_asic_configs.size()];
+  }
+  return status;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> simulated_pixel_status(const DetectorDescription& detector,
+                                                 const SimulatorConfig& config) {
+  validate(config, detector);
+  const std::size_t cols = std::size_t(detector.cols);
+  const std::size_t segment_rows = std::size_t(detector.segments) * std::size_t(detector.rows);
+  const std::uint64_t defect_key = hash_key(config.seed, kPurposeDefect);
+  const int asics_per_row = detector.cols / detector.asic_cols;
+  const int asics_per_segment = asics_per_row * (detector.rows / detector.asic_rows);
+  std::vector<std::uint8_t> status(detector.pixels());
+  for (std::size_t segment_row = 0; segment_row < segment_rows; ++segment_row) {
+    const int segment = int(segment_row / std::size_t(detector.rows));
+    const int row = int(segment_row % std::size_t(detector.rows));
+    for (std::size_t col = 0; col < cols; ++col) {
+      const std::size_t p = segment_row * cols + col;
+      status[p] = pixel_status_of(detector, config,
+                                  pixel_defect(detector, config, defect_key, p, row, int(col)),
+                                  segment, row, int(col), asics_per_segment, asics_per_row);
+    }
+  }
+  return status;
+}
+
 DetectorSimulator::DetectorSimulator(DetectorDescription detector, SimulatorConfig config,
                                      ThreadPool* pool)
     : detector_(std::move(detector)), config_(std::move(config)) {
@@ -295,23 +344,10 @@ DetectorSimulator::DetectorSimulator(DetectorDescription detector, SimulatorConf
         const std::size_t p = segment_row * cols + col;
 
         // Defects and configuration.
-        const double defect_draw = sim::unit_double(hash_key(defect_key, p));
-        const PixelDefect defect =
-            detector_.in_gap(row, int(col))                                          ? kGap
-            : defect_draw < config_.dead_pixel_fraction                              ? kDead
-            : defect_draw < config_.dead_pixel_fraction + config_.hot_pixel_fraction ? kHot
-                                                                                     : kHealthy;
+        const PixelDefect defect = pixel_defect(detector_, config_, defect_key, p, row, int(col));
         defect_[p] = defect;
-        std::uint8_t status = defect == kHealthy ? 0 : calib::kStatusMasked;
-        if (detector_.encoding == RawEncoding::Epix10ka) {
-          const int asic = segment * asics_per_segment +
-                           (row / detector_.asic_rows) * asics_per_row +
-                           int(col) / detector_.asic_cols;
-          status |=
-              config_
-                  .epix10ka_asic_configs[std::size_t(asic) % config_.epix10ka_asic_configs.size()];
-        }
-        constants_.pixel_status[p] = status;
+        constants_.pixel_status[p] = pixel_status_of(detector_, config_, defect, segment, row,
+                                                     int(col), asics_per_segment, asics_per_row);
 
         // Pedestal and gain per mode.
         for (int mode = 0; mode < modes; ++mode) {

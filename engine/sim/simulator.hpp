@@ -149,6 +149,13 @@ struct PowderGeometry {
   std::vector<double> ring_radii_px;
 };
 
+// The status word of every pixel of the simulator's constants (its defects masked, an ePix10ka
+// pixel's gain configuration), as DetectorSimulator(detector, config).constants().pixel_status,
+// without the pedestals, gains and powder pattern: what checking a configuration needs of them.
+// Throws InputError as the simulator does for an unusable configuration.
+std::vector<std::uint8_t> simulated_pixel_status(const DetectorDescription& detector,
+                                                 const SimulatorConfig& config);
+
 class DetectorSimulator {
  public:
   // Builds the constants and the powder pattern (`pool` only speeds this up). Throws InputError

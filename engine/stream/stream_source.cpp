@@ -43,4 +43,17 @@ std::unique_ptr<StreamSource> open_stream_source(const std::string& source,
   return open_sls_source(parse_sls_endpoint_list(std::string_view(source).substr(4)), options);
 }
 
+std::optional<DetectorDescription> stream_source_detector(const std::string& source,
+                                                          const StreamOptions& options) {
+  if (!is_stream_source(source))
+    throw InputError("'" + source +
+                     "' is not a stream source (expected sls:tcp://HOST:PORT[,...] "
+                     "or dectris:tcp://HOST:PORT)");
+  if (starts_with(source, "dectris:")) {
+    if (options.detector.empty()) return std::nullopt;
+    return find_detector(options.detector);
+  }
+  return sls_source_detector(parse_sls_endpoint_list(std::string_view(source).substr(4)), options);
+}
+
 }  // namespace livedrp::stream

@@ -113,4 +113,11 @@ bool is_stream_source(const std::string& source);
 std::unique_ptr<StreamSource> open_stream_source(const std::string& source,
                                                  const StreamOptions& options);
 
+// The detector open_stream_source would give, without connecting: an sls stream's (options.detector
+// or its default, checked against the endpoints), a dectris stream's when options.detector names
+// one; nullopt when only the stream's start message will tell. Throws InputError as
+// open_stream_source does for what it can check without the stream.
+std::optional<DetectorDescription> stream_source_detector(const std::string& source,
+                                                          const StreamOptions& options);
+
 }  // namespace livedrp::stream

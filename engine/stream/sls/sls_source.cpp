@@ -297,8 +297,11 @@ std::vector<std::string> parse_sls_endpoint_list(std::string_view list) {
   return endpoints;
 }
 
-std::unique_ptr<StreamSource> open_sls_source(const std::vector<std::string>& endpoints,
-                                              const StreamOptions& options) {
+namespace {
+
+// The layout open_sls_source connects with, checked as it checks it.
+sls::SlsLayout checked_sls_layout(const std::vector<std::string>& endpoints,
+                                  const StreamOptions& options) {
   if (options.module_timeout <= std::chrono::milliseconds::zero())
     throw InputError("sls source: module timeout " +
                      std::to_string(options.module_timeout.count()) + " ms; it must be positive");
@@ -307,8 +310,19 @@ std::unique_ptr<StreamSource> open_sls_source(const std::vector<std::string>& en
       throw InputError("sls source: endpoint '" + endpoint + "' " + problem);
   const DetectorDescription detector =
       find_detector(options.detector.empty() ? kDefaultDetector : options.detector);
-  sls::SlsLayout layout(detector, sls::SlsLayout::ports_per_module_for(detector, endpoints.size()));
-  return std::make_unique<SlsSource>(endpoints, std::move(layout), options);
+  return sls::SlsLayout(detector, sls::SlsLayout::ports_per_module_for(detector, endpoints.size()));
+}
+
+}  // namespace
+
+std::unique_ptr<StreamSource> open_sls_source(const std::vector<std::string>& endpoints,
+                                              const StreamOptions& options) {
+  return std::make_unique<SlsSource>(endpoints, checked_sls_layout(endpoints, options), options);
+}
+
+DetectorDescription sls_source_detector(const std::vector<std::string>& endpoints,
+                                        const StreamOptions& options) {
+  return checked_sls_layout(endpoints, options).detector();
 }
 
 }  // namespace livedrp::stream

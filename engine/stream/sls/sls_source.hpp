@@ -20,6 +20,10 @@ namespace livedrp::stream {
 std::unique_ptr<StreamSource> open_sls_source(const std::vector<std::string>& endpoints,
                                               const StreamOptions& options);
 
+// The detector open_sls_source would feed, checked as it checks it, without connecting.
+DetectorDescription sls_source_detector(const std::vector<std::string>& endpoints,
+                                        const StreamOptions& options);
+
 // The endpoints of "tcp://HOST:PORT[,tcp://HOST:PORT...]" (ipc://PATH and inproc://NAME too).
 // Throws InputError naming the list and the endpoint that is empty, malformed or repeated.
 std::vector<std::string> parse_sls_endpoint_list(std::string_view list);
