@@ -95,6 +95,11 @@ class ControlledJob {
     r.err = QString::fromUtf8(process_.readAllStandardError());
     return r;
   }
+  // Asks the job to shut down; true when it ended within `guard_ms` (its output is then read).
+  bool shut_down_within(int guard_ms) {
+    request("shutdown");
+    return process_.waitForFinished(guard_ms);
+  }
   QString output() {
     return QString::fromUtf8(process_.readAllStandardOutput() + process_.readAllStandardError());
   }
@@ -442,7 +447,12 @@ class TestMpiControl : public QObject {
     QVERIFY(stats.at("events_processed").get<std::uint64_t>() >= 2);
     QCOMPARE(stopped.at("state").get<std::string>(), std::string("finished"));
     QCOMPARE(stopped.at("run").get<std::int64_t>(), run + 1);
-    job.shut_down();
+    // Everything this case checks is checked. mpirun's own teardown after a rank it lost may not
+    // end (Open MPI prints "PMIX ERROR: BAD-PARAM" and waits; seen once in a full ctest -j2 run,
+    // where Qt Test then aborted the suite at 300 s): a hang guard, not a speed limit, so the job
+    // is left to the destructor (SIGTERM, then SIGKILL) when it has not ended after 120 s.
+    if (!job.shut_down_within(120'000))
+      qWarning("mpirun did not end within 120 s of shutdown after a lost rank; stopping it");
   }
 #endif
 
