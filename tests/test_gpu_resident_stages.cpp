@@ -77,6 +77,26 @@ class TestGpuResidentStages : public QObject {
   EngineConfig engine_config_;  // the integration settings the integrator above was built from
   calib::CalibrationParams params_;
 
+  // The engine on the device-resident source with every stage, the simulator of the pool above
+  // (graph x4, lossy at 0.5 photon, peak finding on the defaults), publishing nothing.
+  EngineConfig device_engine_config() const {
+    EngineConfig c = engine_config_;
+    c.backend = "cuda";
+    c.publish = "";
+    c.seed = 777;
+    c.hit_fraction = 0.5;
+    c.simulator_pool = kPoolEvents;
+    c.ring_slots = 16;
+    c.cpu_threads = 0;
+    c.runtime.source = SourcePlacement::Device;
+    c.runtime.launch = LaunchMode::Graph;
+    c.runtime.streams = 4;
+    c.compression.codec = "lossy";
+    c.compression.error_bound = 0.5;
+    c.peak_finding.enabled = true;
+    return c;
+  }
+
  private slots:
   void initTestCase() {
     LIVEDRP_SKIP_WITHOUT_GPU();
@@ -215,21 +235,8 @@ class TestGpuResidentStages : public QObject {
   // The engine, device-resident source, every stage on: every event accounted, and the run's
   // compressed bytes, peaks and hits are exactly the sums of the CPU's per pool event.
   void engine_runs_every_stage_on_the_device_resident_source() {
-    EngineConfig c = engine_config_;
-    c.backend = "cuda";
-    c.publish = "";
+    EngineConfig c = device_engine_config();
     c.events = 5003;
-    c.seed = 777;
-    c.hit_fraction = 0.5;
-    c.simulator_pool = kPoolEvents;
-    c.ring_slots = 16;
-    c.cpu_threads = 0;
-    c.runtime.source = SourcePlacement::Device;
-    c.runtime.launch = LaunchMode::Graph;
-    c.runtime.streams = 4;
-    c.compression.codec = "lossy";
-    c.compression.error_bound = 0.5;
-    c.peak_finding.enabled = true;
     Engine engine(c);
     engine.start();
     engine.wait();
@@ -317,22 +324,10 @@ class TestGpuResidentStages : public QObject {
   // The engine on the device-resident source publishes `image`: each one the assembled CPU
   // calibration of its event, with the event's peaks and the gain occupancy of its raw words.
   void engine_publishes_images_from_the_device_resident_source() {
-    EngineConfig c = engine_config_;
-    c.backend = "cuda";
+    EngineConfig c = device_engine_config();
     c.publish = "tcp://127.0.0.1:*";
     c.events = 3001;
     c.rate_hz = 1500;  // two seconds: the image topic's 30 Hz gives dozens
-    c.seed = 777;
-    c.hit_fraction = 0.5;
-    c.simulator_pool = kPoolEvents;
-    c.ring_slots = 16;
-    c.cpu_threads = 0;
-    c.runtime.source = SourcePlacement::Device;
-    c.runtime.launch = LaunchMode::Graph;
-    c.runtime.streams = 4;
-    c.compression.codec = "lossy";
-    c.compression.error_bound = 0.5;
-    c.peak_finding.enabled = true;
     c.image.publish_hz = 30;
     Engine engine(c);
     live_peaks_test::PeakMessages seen;

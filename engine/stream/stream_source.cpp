@@ -32,12 +32,20 @@ bool is_stream_source(const std::string& source) {
   return starts_with(source, "sls:") || starts_with(source, "dectris:");
 }
 
-std::unique_ptr<StreamSource> open_stream_source(const std::string& source,
-                                                 const StreamOptions& options) {
+namespace {
+
+void require_stream_source(const std::string& source) {
   if (!is_stream_source(source))
     throw InputError("'" + source +
                      "' is not a stream source (expected sls:tcp://HOST:PORT[,...] "
                      "or dectris:tcp://HOST:PORT)");
+}
+
+}  // namespace
+
+std::unique_ptr<StreamSource> open_stream_source(const std::string& source,
+                                                 const StreamOptions& options) {
+  require_stream_source(source);
   if (starts_with(source, "dectris:"))
     return open_dectris_source(source.substr(std::string("dectris:").size()), options);
   return open_sls_source(parse_sls_endpoint_list(std::string_view(source).substr(4)), options);
@@ -45,10 +53,7 @@ std::unique_ptr<StreamSource> open_stream_source(const std::string& source,
 
 std::optional<DetectorDescription> stream_source_detector(const std::string& source,
                                                           const StreamOptions& options) {
-  if (!is_stream_source(source))
-    throw InputError("'" + source +
-                     "' is not a stream source (expected sls:tcp://HOST:PORT[,...] "
-                     "or dectris:tcp://HOST:PORT)");
+  require_stream_source(source);
   if (starts_with(source, "dectris:")) {
     if (options.detector.empty()) return std::nullopt;
     return find_detector(options.detector);

@@ -8,14 +8,7 @@
 #   3. the host-fed engine, every stage, graph x16, twice (order errors were seen there once).
 # Pack as measure.sh says; run with carry [".gpu/carry.tar.xz"]; logs in $OUT/logs.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-L=$OUT/logs; mkdir -p "$L" /tmp/gpu
-tar xJf .gpu/carry.tar.xz -C /tmp/gpu
-export LD_LIBRARY_PATH=/tmp/gpu/lib
-B=/tmp/gpu/bin
-finish() { tar czf "$OUT/logs.tgz" -C "$OUT" logs; }
-trap finish EXIT
-nvidia-smi > "$L/00_nvidia_smi.txt" 2>&1
+source "$(dirname "$0")/unpack.sh"
 rate() { grep -E "^rate:" "$1" | head -1; }
 
 nvidia-smi dmon -s u -d 1 > "$L/10_dmon_one.txt" 2>&1 &

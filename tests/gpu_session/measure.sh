@@ -18,14 +18,8 @@
 #             each of SANITIZE_ENGINE_TOOLS (memcheck racecheck synccheck initcheck)
 set -u
 PARTS=${PARTS:-"suite pipeline streams engine threads"}
-here=$(cd "$(dirname "$0")" && pwd)
-L=$OUT/logs; mkdir -p "$L" /tmp/gpu
-tar xJf .gpu/carry.tar.xz -C /tmp/gpu
-export LD_LIBRARY_PATH=/tmp/gpu/lib
-B=/tmp/gpu/bin
-finish() { tar czf "$OUT/logs.tgz" -C "$OUT" logs; }
-trap finish EXIT
-nvidia-smi > "$L/00_nvidia_smi.txt" 2>&1; nproc >> "$L/00_nvidia_smi.txt"
+source "$(dirname "$0")/unpack.sh"
+nproc >> "$L/00_nvidia_smi.txt"
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 
 if has suite; then

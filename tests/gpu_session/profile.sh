@@ -10,16 +10,10 @@
 # peaks; detail on request: Nsight Compute's full set on DETAIL_KERNELS); PF8_BANDS and
 # PF8_BAND_VALUES compare peakfinder8's statistics band settings (below).
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-L=$OUT/logs; mkdir -p "$L" /tmp/gpu
-tar xJf .gpu/carry.tar.xz -C /tmp/gpu
-export LD_LIBRARY_PATH=/tmp/gpu/lib LIVEDRP_REQUIRE_GPU=1
-B=/tmp/gpu/bin
+source "$(dirname "$0")/unpack.sh"
+export LIVEDRP_REQUIRE_GPU=1
 PARTS=${PARTS:-"pipeline engine ncu peaks"}  # also: detail
 has() { [[ " $PARTS " == *" $1 "* ]]; }
-finish() { tar czf "$OUT/logs.tgz" -C "$OUT" logs; }
-trap finish EXIT
-nvidia-smi > "$L/00_nvidia_smi.txt" 2>&1
 builds="new"
 for f in .gpu_base/livedrp-bench.*.xz; do
   [ -e "$f" ] || continue
