@@ -8,9 +8,11 @@
 # Parts (PARTS, default all but the sanitizer parts): suite pipeline streams engine threads
 # sanitize sanitize_engine.
 #   suite     the packed GPU suites (label gpu), LIVEDRP_REQUIRE_GPU=1
-#   pipeline  livedrp-bench pipeline, every stage, host-fed and device-resident, 8 and 32 lanes
+#   pipeline  livedrp-bench pipeline, every stage, host-fed and device-resident, 8 and 16 lanes
 #   streams   sls Jungfrau 4M over 16 ports at 1 kHz; Dectris 2068x2162 uint32 bslz4 flat out
 #   engine    livedrp-engine run --config, device-resident, every stage: flat out and paced at 30 kHz
+#   lanes     livedrp-bench pipeline, device-resident, every stage, 1, 2, 4 and 8 lanes, graph and
+#             device_graph launches (does the rate grow with lanes: the GPU's share or a lane's latency?)
 #   threads   the same run flat out, each engine thread's CPU use over 2 s of it (is the host the bound?)
 #   sanitize  compute-sanitizer memcheck (and racecheck, synccheck on the peak finder) over the
 #             suites of SANITIZE_TESTS, each bounded by SANITIZE_S seconds
@@ -55,6 +57,12 @@ if has engine; then
       --summary-json "$L/04_$cfg.json" > "$L/04_$cfg.log" 2>&1
     echo "== $cfg rc=$?"; grep -E "^events in|^rate:|^latency|^stage|^peak" "$L/04_$cfg.log"; finish
   done
+fi
+if has lanes; then
+  timeout "${LANES_S:-150}" "$B/livedrp-bench" pipeline --backends cuda --sources device \
+    --stages all --streams 1,2,4,8 --launch graph,device_graph --events 10000 \
+    --markdown "$L/13_lanes.md" --json "$L/13_lanes.json" > "$L/13_lanes.log" 2>&1
+  echo "== lanes rc=$?"; cat "$L/13_lanes.md"; finish
 fi
 if has threads; then
   # Each engine thread's CPU use over 2 s in the middle of a device-resident run with every stage
