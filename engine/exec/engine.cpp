@@ -101,29 +101,32 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
     }
   }
   RunStages stages = build_run_stages(c, d.detector, d.constants, d.assembly);
+  // The `image` topic's stage, last in the list, when there is a publisher. The device-resident
+  // source's host asks for a sampled event's image when it enqueues the event's kernels, which it
+  // does per event only with launch 'graph' and 'plain'.
+  const bool device_source = c.runtime.source == SourcePlacement::Device;
+  if (d.publisher) {
+    if (!device_source || c.runtime.launch == LaunchMode::Graph ||
+        c.runtime.launch == LaunchMode::Plain)
+      add_image_stage(stages, c, d.detector, d.constants, d.assembly);
+    else if (c.image.publish_hz > 0 && d.assembly)
+      spdlog::warn(
+          "engine: runtime.source 'device' with launch '{}' publishes no `image` topic: the "
+          "host never enqueues an event's kernels, so nothing copies a sampled image back "
+          "(launch 'graph' or 'plain' publishes it)",
+          to_string(c.runtime.launch));
+  }
   d.compress_stage = stages.compress;
   d.integrate_stage = stages.integrate;
   d.peak_stage = stages.peaks;
+  d.image_stage = stages.image;
   d.stages = stages.list;
   if (!d.stages.empty()) d.stage_books = std::make_unique<StageBooks>(d.stages);
 
-  if (c.runtime.source == SourcePlacement::Device) {
+  if (device_source) {
     // The device-resident source: no host ring and no Backend; run_device_source does it all.
     check_device_source(c, stages);
 #ifdef LIVEDRP_HAVE_CUDA
-    // The `image` topic: the host asks for a sampled event's image when its kernels are
-    // enqueued, which it does per event only with launch 'graph' and 'plain'.
-    if (c.image.publish_hz > 0 && d.publisher && d.assembly) {
-      if (c.runtime.launch == LaunchMode::Graph || c.runtime.launch == LaunchMode::Plain)
-        d.live_image =
-            std::make_unique<LiveImage>(d.detector, d.constants, *d.assembly, c.image.publish_hz);
-      else
-        spdlog::warn(
-            "engine: runtime.source 'device' with launch '{}' publishes no `image` topic: the "
-            "host never enqueues an event's kernels, so nothing copies a sampled image back "
-            "(launch 'graph' or 'plain' publishes it)",
-            to_string(c.runtime.launch));
-    }
     d.device_source = true;
     d.backend_label = "cuda";
     d.device_label = gpu::device_properties().name;
@@ -137,9 +140,6 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
   d.backend = std::move(choice.backend);
   d.active_backend = d.backend.get();
   d.backend->set_stages(d.stages);
-  if (c.image.publish_hz > 0 && d.publisher && d.assembly)
-    d.live_image =
-        std::make_unique<LiveImage>(d.detector, d.constants, *d.assembly, c.image.publish_hz);
   d.backend_note = choice.note;
   d.backend_label = d.backend->name();
   d.device_label = d.backend->device_name();
@@ -288,9 +288,18 @@ void Engine::set_event_observer(EventObserver observer) {
 void Engine::keep_images() {
   Impl& d = *impl_;
   if (d.started) throw InputError("images are kept from before the run starts");
-  if (d.live_image || d.device_source || !(d.config.image.publish_hz > 0) || !d.assembly) return;
-  d.live_image =
-      std::make_unique<LiveImage>(d.detector, d.constants, *d.assembly, d.config.image.publish_hz);
+  if (!d.image_stage && !d.device_source) {
+    RunStages stages;
+    stages.peaks = d.peak_stage;
+    stages.list = d.stages;
+    if (!add_image_stage(stages, d.config, d.detector, d.constants, d.assembly)) return;
+    // Before the run: the books and the backend's lanes are made again with the longer list.
+    d.image_stage = stages.image;
+    d.stages = stages.list;
+    d.stage_books = std::make_unique<StageBooks>(d.stages);
+    d.backend->set_stages(d.stages);
+  }
+  if (d.image_stage) d.image_stage->keep_for_taking();
 }
 
 void Engine::forward_stage_messages(std::function<void(const protocol::Message&)> sink) {
@@ -300,7 +309,7 @@ void Engine::forward_stage_messages(std::function<void(const protocol::Message&)
 }
 
 std::optional<protocol::ImageFrame> Engine::take_image() {
-  return impl_->live_image ? impl_->live_image->take() : std::nullopt;
+  return impl_->image_stage ? impl_->image_stage->take() : std::nullopt;
 }
 
 LatencyHistogram Engine::latency_histogram() const {

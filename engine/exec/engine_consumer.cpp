@@ -36,7 +36,6 @@ void Engine::Impl::account_completed(CompletedEvent& done) {
     if (recent_events.size() == kRecentEventsSent) recent_events.pop_front();
     recent_events.push_back(std::move(recent));
   }
-  account_image(done);
   if (stage_books) stage_books->add(done);
   // A hit-only recording: the raw words while the ring slot is still the event's.
   if (recorder && config.record.hits_only && ring && peak_stage && !done.stage_outputs.empty() &&

@@ -10,31 +10,6 @@
 namespace livedrp {
 using namespace engine_detail;
 
-#ifdef LIVEDRP_HAVE_CUDA
-namespace {
-
-// The `image` topic's sample from the device-resident source: the snapshot the pipeline copied
-// back for this event, with the event's peaks (the peak stage's result, first in the list).
-void capture_device_image(LiveImage& live_image, const stages::PeakStage* peak_stage,
-                          const DetectorDescription& detector, const gpu::ResidentResult& result,
-                          const CompletedEvent& done) {
-  std::optional<protocol::EventPeaks> message;
-  if (peak_stage && !done.stage_outputs.empty()) {
-    const auto& peaks = std::any_cast<const stages::PeakResult&>(done.stage_outputs[0].result);
-    message = peak_stage->message(done.header, peaks.peaks, peaks.params_version, false);
-  }
-  live_image.capture(
-      done.header,
-      [&](std::byte* raw, float* calibrated) {
-        std::memcpy(raw, result.snapshot_raw, detector.raw_event_bytes());
-        std::memcpy(calibrated, result.snapshot_image, detector.pixels() * sizeof(float));
-      },
-      message);
-}
-
-}  // namespace
-#endif
-
 void Engine::Impl::run_device_source() {
 #ifdef LIVEDRP_HAVE_CUDA
   try {
@@ -107,13 +82,21 @@ void Engine::Impl::run_device_source() {
           fill_stage_results(pipeline, *result, done);
         else
           done.calibrate_us = double(result->done_ns - result->doorbell_ns) * 1e-3;
-        if (result->snapshot_image)
-          capture_device_image(*live_image, peak_stage.get(), detector, *result, done);
+        if (image_stage) {
+          // The image stage's result: the snapshot the pipeline copied back for this event, the
+          // one a request_snapshot was granted to; none for the others.
+          stages::ImageResult sample;
+          if (result->snapshot_image) {
+            sample = image_stage->sample(done.header, result->snapshot_raw, result->snapshot_image);
+            image_stage->sampler().taken(Clock::now());
+          }
+          done.stage_outputs.push_back({std::move(sample), 0.0});
+        }
         events_in.store(std::max(events_in.load(), result->sequence + 1));
         account_completed(done);
         ++per_lane[std::size_t(result->lane % lane_count)].completed;
       }
-      if (live_image && live_image->due(Clock::now())) pipeline.request_snapshot();
+      if (image_stage && image_stage->sampler().due(Clock::now())) pipeline.request_snapshot();
       if (const auto now = Clock::now(); now - last_snapshot >= std::chrono::milliseconds(20)) {
         last_snapshot = now;
         const std::uint64_t announced = pipeline.announced();
@@ -152,8 +135,9 @@ void Engine::Impl::fill_stage_results(const gpu::ResidentPipeline& pipeline,
                                       const gpu::ResidentResult& result,
                                       CompletedEvent& done) const {
   done.calibrate_us = result.stage_us(gpu::kStampCalibrated);
-  // The stage list is peak finding, compression and integration here, in that order (the
-  // engine refuses other stages with this source).
+  // The stage list is peak finding, compression and integration here, in that order, and the
+  // image stage last (its result is added by the caller; the engine refuses other stages with
+  // this source).
   if (peak_stage)
     done.stage_outputs.push_back(
         {stages::PeakResult{pipeline.peaks(result), 1, result.stage_us(gpu::kStampSearched)},

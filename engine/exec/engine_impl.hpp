@@ -6,7 +6,7 @@
 //   engine_consumer.cpp        the engine thread: ring -> backend -> reorder -> books; fallback
 //   engine_device_source.cpp   runtime.source "device": the device-resident pipeline's results
 //   engine_reporter.cpp        stats, status and the books' topics; the run summary
-//   engine_peaks.cpp           the image topic, peak-finder parameter changes and re-runs
+//   engine_peaks.cpp           peak-finder parameter changes and re-runs
 //   engine_replay_control.cpp  pause, step, seek; replay and record status
 // What the stages keep per event lives in their books (exec/stage_books.hpp, stages/*/).
 #include <atomic>
@@ -30,7 +30,6 @@
 #include "exec/engine.hpp"
 #include "exec/host_event_buffer.hpp"
 #include "exec/latency_histogram.hpp"
-#include "exec/live_image.hpp"
 #include "exec/live_writers.hpp"
 #include "exec/stage_books.hpp"
 #include "exec/stage_timer.hpp"
@@ -42,6 +41,7 @@
 #include "ring/doorbell_ring.hpp"
 #include "sim/simulator.hpp"
 #include "stages/compress/compress_stage.hpp"
+#include "stages/image/image_stage.hpp"
 #include "stages/integrate/integrate_stage.hpp"
 #include "stages/peaks/peak_stage.hpp"
 #include "stages/stage.hpp"
@@ -131,7 +131,7 @@ struct Engine::Impl {
   // kRecentEventsSent, oldest dropped first).
   std::deque<protocol::RecentEvent> recent_events;
   static constexpr std::size_t kRecentEventsSent = 16;
-  LatencyHistogram run_latencies;             // the same, over the whole run (the summary's)
+  LatencyHistogram run_latencies;  // the same, over the whole run (the summary's)
   // The last interval's rate_bound that saw events processed (not "idle"): what bounded the rate
   // while the run ran, for the summary (the last interval of a finished run is its drain).
   std::optional<protocol::RateBound> running_rate_bound;
@@ -156,11 +156,12 @@ struct Engine::Impl {
 
   // Live peak finding (config.peak_finding, a stage of `stages`; null when off), the assembly
   // that places its peaks and the image (null when the detector has no placement) and the
-  // `image` topic (config.image; live_image.hpp). peak_change_mutex is held while engine-thread
-  // work runs (see run_on_engine_thread); peak_set_mutex serialises parameter changes.
+  // `image` topic (config.image, a stage of `stages`, the last; null when off or nothing
+  // publishes it). peak_change_mutex is held while engine-thread work runs (see
+  // run_on_engine_thread); peak_set_mutex serialises parameter changes.
   std::shared_ptr<stages::PeakStage> peak_stage;
   std::shared_ptr<ImageAssembly> assembly;
-  std::unique_ptr<LiveImage> live_image;
+  std::shared_ptr<stages::ImageStage> image_stage;
   std::mutex peak_change_mutex;
   std::mutex peak_set_mutex;
   // The backend running now (replaced by a fallback; the failed one stays alive in
@@ -175,10 +176,8 @@ struct Engine::Impl {
   bool consumer_active = false;  // guarded by task_mutex
   bool output_readable = false;  // consumer thread: the backend's output of the event accounted
   void run_on_engine_thread(std::function<void()> work);
-  void run_engine_tasks();                         // consumer thread
-  void account_image(const CompletedEvent& done);  // the `image` topic, with its peaks
+  void run_engine_tasks();  // consumer thread
   void publish_peaks(const protocol::EventPeaks& peaks);
-  void publish_image();  // when an event was handed over since the last image
 
   void set_state(const std::string& new_state, const std::string& message = {});
   void publish_status();

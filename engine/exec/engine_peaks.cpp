@@ -11,27 +11,6 @@
 namespace livedrp {
 using namespace engine_detail;
 
-void Engine::Impl::account_image(const CompletedEvent& done) {
-  if (!live_image || !live_image->due(Clock::now())) return;
-  // The image carries its event's peaks: the peak stage's result, first in the list.
-  std::optional<protocol::EventPeaks> message;
-  if (peak_stage && !done.stage_outputs.empty()) {
-    const auto& result = std::any_cast<const stages::PeakResult&>(done.stage_outputs[0].result);
-    message = peak_stage->message(done.header, result.peaks, result.params_version, false);
-  }
-  if (ring && output_readable) {
-    // The raw words now, while the ring slot is still this event's; the calibrated pixels while
-    // the backend's output is (until the next submit).
-    live_image->capture(
-        done.header,
-        [&](std::byte* raw, float* calibrated) {
-          std::memcpy(raw, ring->slot_data(done.ring_slot), detector.raw_event_bytes());
-          backend->read_output(done, calibrated);
-        },
-        message);
-  }
-}
-
 void Engine::Impl::publish_peaks(const protocol::EventPeaks& peaks) {
   if (!publisher) return;
   try {
@@ -41,22 +20,6 @@ void Engine::Impl::publish_peaks(const protocol::EventPeaks& peaks) {
   } catch (const protocol::ProtocolError& e) {
     // A list the protocol refuses (a non-finite value from corrupt pixels) is not sent.
     spdlog::warn("engine: peaks of event {} not published: {}", peaks.sequence, e.what());
-  }
-}
-
-void Engine::Impl::publish_image() {
-  if (!publisher || !live_image) return;
-  std::optional<protocol::ImageFrame> image;
-  try {
-    image = live_image->take();
-    if (!image) return;
-    protocol::Message message = protocol::make_image_message(*image);
-    message.run = config.run;
-    publisher->publish(message);
-  } catch (const std::exception& e) {
-    // An infinite pixel from corrupt data, say: that image is skipped, the run goes on.
-    spdlog::warn("engine: image of event {} not published: {}", image ? image->sequence : 0,
-                 e.what());
   }
 }
 

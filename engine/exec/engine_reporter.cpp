@@ -132,14 +132,12 @@ void Engine::Impl::report() {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
         if (stage_books && stage_sink)
           stage_books->publish_due(stage_sink, config.run, Clock::now());
-        if (live_image) publish_image();
       }
       last_round = consumer_done.load();
     }
-    // The last image handed over goes out before the final stats, so a run always ends with it;
-    // so do the last profile and the last hit waiting for its turn (the stages' books, at every
-    // report tick and once more at the end).
-    if (last_round && live_image) publish_image();
+    // The last image handed over, the last profile and the last hit waiting for its turn go out
+    // before the final stats, so a run always ends with them (the stages' books, at every report
+    // tick and once more at the end).
     if (stage_books && stage_sink) stage_books->publish(stage_sink, config.run, last_round);
     const auto now = Clock::now();
     protocol::StatsPayload stats = cumulative_stats();

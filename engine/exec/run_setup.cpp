@@ -148,6 +148,16 @@ RunStages build_run_stages(const EngineConfig& c, const DetectorDescription& det
   return s;
 }
 
+bool add_image_stage(RunStages& s, const EngineConfig& c, const DetectorDescription& detector,
+                     const CalibrationConstants& constants,
+                     std::shared_ptr<const ImageAssembly> assembly) {
+  if (s.image || !(c.image.publish_hz > 0) || !assembly) return false;
+  s.image = std::make_shared<stages::ImageStage>(detector, constants, std::move(assembly), s.peaks,
+                                                 c.image.publish_hz);
+  s.list.push_back(s.image);
+  return true;
+}
+
 void check_device_source(const EngineConfig& c, const RunStages& s) {
   // The device-resident lanes run peak finding, compression and integration themselves
   // (cuda/resident); other stages of the contract not yet.
@@ -158,7 +168,7 @@ void check_device_source(const EngineConfig& c, const RunStages& s) {
         "sample (the host-fed CUDA backend does); use runtime.source 'host' or set "
         "fidelity.enabled false");
   for (const auto& stage : s.list)
-    if (stage != s.integrate && stage != s.compress && stage != s.peaks)
+    if (stage != s.integrate && stage != s.compress && stage != s.peaks && stage != s.image)
       throw InputError("stage '" + stage->name() +
                        "' runs on the host-fed backends only, not yet with runtime.source "
                        "'device'; use runtime.source 'host'");

@@ -17,6 +17,7 @@
 #include "sim/simulator.hpp"
 #include "stages/compress/compress_stage.hpp"
 #include "stages/fidelity/fidelity_stage.hpp"
+#include "stages/image/image_stage.hpp"
 #include "stages/integrate/integrate_stage.hpp"
 #include "stages/peaks/peak_stage.hpp"
 #include "stages/stage.hpp"
@@ -75,11 +76,18 @@ struct RunStages {
   std::shared_ptr<stages::IntegrateStage> integrate;
   std::shared_ptr<stages::PeakStage> peaks;
   std::shared_ptr<stages::FidelityStage> fidelity;
+  std::shared_ptr<stages::ImageStage> image;  // add_image_stage; last in the list
   stages::StageList list;
 };
 RunStages build_run_stages(const EngineConfig& config, const DetectorDescription& detector,
                            const CalibrationConstants& constants,
                            std::shared_ptr<const ImageAssembly> assembly);
+
+// The `image` topic's stage (stages/image) appended to the run's list: when image.publish_hz is
+// above 0 and `assembly` places the image. False (nothing added) otherwise.
+bool add_image_stage(RunStages& stages, const EngineConfig& config,
+                     const DetectorDescription& detector, const CalibrationConstants& constants,
+                     std::shared_ptr<const ImageAssembly> assembly);
 
 // runtime.source 'device': what its lanes cannot run, and the settings it needs (a CUDA backend
 // and a usable device among them).

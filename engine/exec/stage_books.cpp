@@ -13,6 +13,7 @@ StageBooks::StageBooks(const stages::StageList& stages) {
     auto entry = std::make_unique<Entry>(stage->name(), double(stage->input_bytes()));
     entry->book = stage->make_book();
     if (!entry->book) throw RuntimeFault("stage '" + entry->name + "' made no book");
+    names_.push_back(entry->name);
     entries_.push_back(std::move(entry));
   }
 }
@@ -22,11 +23,12 @@ void StageBooks::add(const CompletedEvent& done) {
     throw RuntimeFault("event " + std::to_string(done.header.sequence) + " came back with " +
                        std::to_string(done.stage_outputs.size()) + " stage results for " +
                        std::to_string(entries_.size()) + " stages");
+  const stages::EventResults event(names_, done.stage_outputs);
   for (std::size_t k = 0; k < entries_.size(); ++k) {
     Entry& entry = *entries_[k];
     const stages::StageOutput& output = done.stage_outputs[k];
     std::lock_guard lock(entry.mutex);
-    entry.book->add_timed(done.header, output.result, output.us);
+    entry.book->add_event(done.header, output.result, output.us, event);
     entry.timer.add(output.us);
   }
 }

@@ -61,6 +61,7 @@ class StageBooks {
   };
   void publish_entry(Entry& entry, const StageMessageSink& sink, std::int64_t run, bool last);
   std::vector<std::unique_ptr<Entry>> entries_;
+  std::vector<std::string> names_;  // the entries' stage names, in the list's order
 };
 
 }  // namespace livedrp

@@ -29,8 +29,12 @@
 //   compress   on the contract: stages/compress/compress_stage (CPU part CpuCompressor, CUDA part
 //              a DeviceCodec per lane, result CompressedSize, book CompressionBook filling
 //              stats.compression), built by the engine from "compression".
-//   image      no per-event work on either backend: its book takes the released event's image
-//              (today through Backend::read_output), which needs a hook of its own.
+//   image      on the contract: stages/image/image_stage (CPU part a copy of a sampled event's
+//              raw words and calibrated image, CUDA part their copy into pinned memory on the
+//              lane's stream, both only for the event due at image.publish_hz; result
+//              ImageResult; book ImageBook, `image` with the event's peaks, read from the peak
+//              stage's result of the same event), built by the engine from "image", last in
+//              the list.
 #include <any>
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +42,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -124,6 +129,32 @@ class CudaStageLane {
   }
 };
 
+// A stage's result and the time its part took for that event (the CUDA part: its launch's time
+// shared evenly among the launch's events).
+struct StageOutput {
+  std::any result;
+  double us = 0;
+};
+
+// One event's results of every stage of the run, by stage name, for a book that reads another
+// stage's result of the same event (the image topic carries its event's peaks). Valid during the
+// call it is given to only.
+class EventResults {
+ public:
+  EventResults(const std::vector<std::string>& names, const std::vector<StageOutput>& outputs)
+      : names_(names), outputs_(outputs) {}
+  // The result of the stage named `stage`, or null when the run has no such stage.
+  const std::any* find(std::string_view stage) const {
+    for (std::size_t k = 0; k < names_.size() && k < outputs_.size(); ++k)
+      if (names_[k] == stage) return &outputs_[k].result;
+    return nullptr;
+  }
+
+ private:
+  const std::vector<std::string>& names_;
+  const std::vector<StageOutput>& outputs_;
+};
+
 // The engine-side part of a stage. The engine serialises every call on one book (the consumer
 // thread adds, the reporter thread publishes and reports), so a book needs no lock of its own.
 class StageBook {
@@ -138,6 +169,13 @@ class StageBook {
   virtual void add_timed(const EventHeader& header, const std::any& result, double us) {
     (void)us;
     add(header, result);
+  }
+  // The same with every stage's result of the event (`event`), for a book that reads another
+  // stage's; the engine calls this one, which by default reads the book's own result only.
+  virtual void add_event(const EventHeader& header, const std::any& result, double us,
+                         const EventResults& event) {
+    (void)event;
+    add_timed(header, result, us);
   }
   // At each report tick (stats_interval_s) and once more at the end of the run (`last`): the
   // messages to publish now, topic and payload set; the engine sets the run number. May be none.
@@ -171,13 +209,6 @@ class Stage {
     return nullptr;
   }
   virtual std::unique_ptr<StageBook> make_book() const = 0;
-};
-
-// A stage's result and the time its part took for that event (the CUDA part: its launch's time
-// shared evenly among the launch's events).
-struct StageOutput {
-  std::any result;
-  double us = 0;
 };
 
 // What registers a stage: its name and how its configuration section is read and built.
