@@ -505,8 +505,8 @@ class TestReplayDetectorFiles : public QObject {
 
   // The offline commands take the same detector files without a dataset named: an Eiger-like
   // master file whose two data files hold bitshuffle-LZ4 uint32 frames reads back as the frames
-  // written, in order, and `livedrp-engine integrate` and `peaks` give from it what they give from
-  // the same frames in a .npy file.
+  // written, in order (and replays so), and `livedrp-engine integrate` and `peaks` give from it
+  // what they give from the same frames in a .npy file.
   void offline_commands_read_a_master_file_of_bitshuffle_data_files() {
     constexpr hsize_t kRows = 48, kCols = 64;
     std::vector<std::vector<std::byte>> frames;
@@ -540,6 +540,14 @@ class TestReplayDetectorFiles : public QObject {
     QCOMPARE(read.type, io::ElementType::UInt32);
     QCOMPARE(read.shape, stack.shape);
     QVERIFY(read.bytes == stack.bytes);
+    // Replay takes the same file as one run, the parts' chunks decoded by its reader threads.
+    const fs::path counting = file("offline_counting.json");
+    std::ofstream(counting) << R"({
+      "schema_version": 1, "name": "offline_counting", "raw_encoding": "uint32",
+      "segments": 1, "segment_shape": [48, 64], "pixel_size_um": 75.0, "asic_shape": [48, 64],
+      "bank_columns": 0, "gain_modes": [{"name": "counts", "nominal_adu_per_kev": 1.0}],
+      "placement": [{"x_px": 0, "y_px": 0, "rotation_deg": 0}]})";
+    QCOMPARE(replay_frames(master, counting.string(), frames), std::string("offline_counting"));
     const fs::path npy = file("offline_stack.npy");
     io::write_npy(npy, stack);
 
