@@ -209,10 +209,9 @@ void SimplonReceiver::handle_start(StartMessage&& message) {
   next.summary.series_unique_id = start.series_unique_id;
   next.summary.images_announced = start.number_of_images;
 
-  if (acquisition_ && !acquisition_->summary.ended) {
+  if (acquisition_ && !acquisition_->summary.ended)
     note("series " + std::to_string(start.series_id) + " started before series " +
          std::to_string(acquisition_->summary.series_id) + " ended (its end message is missing)");
-  }
   // Replaces the current acquisition (mutex_ held); one that never ended has its unreceived
   // images counted first.
   const auto replace_acquisition = [&](Acquisition&& replacement) {
@@ -381,7 +380,7 @@ void SimplonReceiver::handle_end(const EndMessage& end) {
     return;
   }
   // An end before all announced images is a normal stop for Dectris (disarm, abort): the
-  // acquisition ends with the images that came (see acquisition()).
+  // acquisition ends with the images that came, and those that did not are counted and named.
   const std::lock_guard lock(mutex_);
   acquisition_->summary.ended = true;
   if (acquisition_->summary.refused) return;
