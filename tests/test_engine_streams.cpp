@@ -1,7 +1,8 @@
 // The engine fed by live detector streams (sources "dectris:" and "sls:"): the repository's
 // publishers stand in for the detectors; the events the engine records are the events sent, bit
 // for bit, every one is processed, and the bad messages among them are counted by reason in the
-// run's stats while the run goes on.
+// run's stats while the run goes on; a Jungfrau's gain bits that came over the sls stream are
+// decoded by the calibration.
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -11,11 +12,15 @@
 #include <span>
 #include <thread>
 
+#include "calib/constants.hpp"
 #include "codec/codec.hpp"
 #include "core/error.hpp"
+#include "core/image_assembly.hpp"
 #include "core/thread_pool.hpp"
 #include "dectris_publisher.hpp"
 #include "exec/engine.hpp"
+#include "protocol/peaks_topic.hpp"
+#include "protocol/subscriber.hpp"
 #include "replay/replay_source.hpp"
 #include "sim/simulator.hpp"
 #include "simulated_events.hpp"
@@ -315,6 +320,106 @@ class TestEngineStreams : public QObject {
     QCOMPARE(recorded.size(), raw.size());
     for (std::size_t i = 0; i < recorded.size(); ++i)
       QVERIFY2(recorded[i] == raw[i], qPrintable(QString("event %1 differs").arg(i)));
+  }
+
+  // A Jungfrau's gain stage travels in bits 15:14 of its raw words (00 G0, 01 G1, 11 G2, 10 no
+  // stage); the sls stream hands the words on untouched and the engine's calibration decodes
+  // them. Every pixel of an event that came over the stream is (adc - pedestal) x gain of its
+  // stage in the constants file given, computed here from that rule, 0 where the bits say no
+  // stage or the constants mask the pixel; the image's gain-mode occupancy counts each module's
+  // pixels per stage.
+  void sls_jungfrau_gain_bits_are_decoded_by_the_calibration() {
+    const DetectorDescription detector = find_detector("jungfrau4m");
+    const std::size_t pixels = detector.pixels();
+    const std::size_t per_module = detector.pixels_per_segment();
+    // Constants of their own in every stage and pixel; every 101st pixel masked.
+    CalibrationConstants constants;
+    constants.modes = 3;
+    constants.pixels = pixels;
+    constants.pedestal_gain.resize(3 * pixels);
+    constants.pixel_status.assign(pixels, 0);
+    for (std::size_t m = 0; m < 3; ++m)
+      for (std::size_t p = 0; p < pixels; ++p)
+        constants.pedestal_gain[m * pixels + p] = {float(1000 * (m + 1) + p % 97),
+                                                   0.01f * float(m + 1) + 0.001f * float(p % 5)};
+    for (std::size_t p = 0; p < pixels; p += 101) constants.pixel_status[p] = calib::kStatusMasked;
+    QTemporaryDir directory;
+    const std::string constants_file = directory.filePath("constants.h5").toStdString();
+    save_constants_hdf5(constants_file, detector, constants);
+
+    // Two events whose pixels cycle through the four stage codes, in a pattern that differs from
+    // row to row and event to event, with ADC values over the whole 14 bits.
+    constexpr std::uint16_t kStageBits[4] = {0x0000, 0x4000, 0xC000, 0x8000};
+    constexpr int kStageMode[4] = {0, 1, 2, -1};  // -1: no stage (bad)
+    std::vector<std::vector<std::byte>> raw(2, std::vector<std::byte>(detector.raw_event_bytes()));
+    std::vector<std::vector<float>> calibrated(2, std::vector<float>(pixels));
+    std::vector<std::vector<float>> occupancy(2, std::vector<float>(detector.segments * 4));
+    for (std::size_t e = 0; e < 2; ++e) {
+      auto* words = reinterpret_cast<std::uint16_t*>(raw[e].data());
+      std::vector<std::size_t> counts(detector.segments * 4, 0);
+      for (std::size_t p = 0; p < pixels; ++p) {
+        const std::size_t code = (p + p / std::size_t(detector.cols) + 3 * e) % 4;
+        const std::uint16_t adc = std::uint16_t((p * 37 + e * 101) % 16384);
+        words[p] = std::uint16_t(kStageBits[code] | adc);
+        const int mode = kStageMode[code];
+        const bool bad = mode < 0 || constants.masked(p);
+        const calib::PedestalGain c = bad ? calib::PedestalGain{} : constants.at(mode, p);
+        calibrated[e][p] = bad ? 0.0f : (float(adc) - c.pedestal) * c.gain;
+        ++counts[(p / per_module) * 4 + (bad ? 3 : std::size_t(mode))];
+      }
+      for (std::size_t i = 0; i < counts.size(); ++i)
+        occupancy[e][i] = float(double(counts[i]) / double(per_module));
+    }
+
+    tools::SlsPublisher publisher(detector);
+    EngineConfig c = stream_config(publisher.source_string(), "", 2);
+    c.stream.detector = "jungfrau4m";
+    c.constants_file = constants_file;
+    c.calibration.common_mode = false;  // the rule above, without the per-event baseline
+    c.compression.codec = "off";
+    c.image.publish_hz = 30;
+    c.publish = "tcp://127.0.0.1:*";
+    Engine engine(c);
+    engine.start();
+    QVERIFY(publisher.wait_for_subscribers(std::chrono::seconds(60)));
+    for (std::uint64_t i = 0; i < raw.size(); ++i) publisher.send_event(1 + i, raw[i].data(), 0);
+    publisher.send_end_of_acquisition();
+    engine.wait();
+    const RunSummary summary = engine.summary();
+    QVERIFY2(summary.error.empty(), summary.error.c_str());
+    QCOMPARE(summary.stats.events_processed, std::uint64_t(2));
+    QCOMPARE(summary.stats.events_dropped, std::uint64_t(0));
+
+    // The run's last image (a subscriber that joins late is sent the last message of each
+    // topic): one of the two events, named by its frame number.
+    protocol::Subscriber subscriber(engine.publish_endpoint(),
+                                    {std::string(protocol::kTopicImage)});
+    const std::optional<protocol::Message> message = subscriber.receive(std::chrono::seconds(60));
+    QVERIFY(message.has_value());
+    const std::optional<protocol::ImageFrame> image = protocol::image_from_message(*message);
+    QVERIFY(image.has_value());
+    QVERIFY2(image->pulse_id == 1 || image->pulse_id == 2,
+             qPrintable(QString::number(image->pulse_id)));
+    const std::size_t e = std::size_t(image->pulse_id - 1);
+    const ImageAssembly assembly(detector);
+    std::vector<float> expected(assembly.height() * assembly.width());
+    assembly.assemble(calibrated[e].data(), expected.data());
+    QCOMPARE(image->height, std::uint64_t(assembly.height()));
+    QCOMPARE(image->width, std::uint64_t(assembly.width()));
+    QCOMPARE(image->pixels.size(), expected.size());
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      const bool same =
+          std::isnan(expected[k]) ? std::isnan(image->pixels[k]) : image->pixels[k] == expected[k];
+      if (!same)
+        QFAIL(qPrintable(QString("event %1, image pixel %2: %3, expected %4")
+                             .arg(e)
+                             .arg(k)
+                             .arg(image->pixels[k])
+                             .arg(expected[k])));
+    }
+    QCOMPARE(image->gain_modes, (std::vector<std::string>{"G0", "G1", "G2", "bad"}));
+    QCOMPARE(image->segments, std::uint64_t(detector.segments));
+    QCOMPARE(image->gain_occupancy, occupancy[e]);
   }
 
   void stream_sources_refuse_what_they_cannot_feed() {

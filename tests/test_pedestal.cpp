@@ -20,6 +20,7 @@
 #include <atomic>
 #include <thread>
 
+#include "dectris_publisher.hpp"
 #include "replay/replay_source.hpp"
 #include "tools/sls_publisher.hpp"
 
@@ -824,6 +825,84 @@ class TestPedestal : public QObject {
     EXPECT_BAD_INPUT(quiet, "no frame for");
   }
 
+  // Jungfraujoch sends a Jungfrau's raw frames as a Dectris SIMPLON stream (uint16 images of the
+  // modules stacked): a dark run taken from it gives the constants of the same frames in a file.
+  void a_dectris_stream_is_a_dark_run() {
+    const DetectorDescription d = test_detector("jungfrau");
+    const std::string description = path("jfjoch.json");
+    std::ofstream(description) << to_json(d).dump();
+    QStringList files;
+    for (int stage : {0, 1, 2}) {
+      const std::string file = path(("jfjoch_g" + std::to_string(stage) + ".h5").c_str());
+      const CliResult r =
+          run_cli("LIVEDRP_ENGINE_EXE",
+                  {"simulate-dark", "--detector", QString::fromStdString(description), "--frames",
+                   "6", "--first-event", QString::number(stage * 1000), "--gain-stage",
+                   QString("G%1").arg(stage), "--output", QString::fromStdString(file)});
+      QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+      files << QString::fromStdString(file);
+    }
+    const QStringList common = {"pedestal", "--detector", QString::fromStdString(description)};
+    const std::string from_files = path("jfjoch_files.h5");
+    const CliResult reference = run_cli(
+        "LIVEDRP_ENGINE_EXE", QStringList(common)
+                                  << "--input" << files[0] << "--input" << files[1] << "--input"
+                                  << files[2] << "--output" << QString::fromStdString(from_files));
+    QVERIFY2(reference.exit_code == 0, qPrintable(reference.err));
+
+    // The G1 frames of the file, sent as one series while the command takes its live run.
+    std::vector<std::vector<std::byte>> frames;
+    {
+      replay::ReplayOptions options;
+      options.files = {files[1].toStdString()};
+      options.detector = description;
+      replay::ReplaySource source(options);
+      replay::ReplayEvent event;
+      while (source.acquire(event)) {
+        frames.emplace_back(event.data, event.data + d.raw_event_bytes());
+        source.release();
+      }
+    }
+    QCOMPARE(frames.size(), std::size_t(6));
+    // Sends wait for the command's PULL socket (up to two minutes on a loaded machine).
+    testing::DectrisPublisher publisher("tcp://127.0.0.1:*", 120000);
+    const testing::SeriesSettings series{.width = std::uint32_t(d.cols),
+                                         .height = std::uint32_t(d.segments * d.rows),
+                                         .type = testing::PixelType::Uint16,
+                                         .compression = testing::Compression::Bslz4,
+                                         .number_of_images = frames.size(),
+                                         .channel = "default",
+                                         .announce_dtype = true};
+    std::string sent_error;
+    std::thread detector([&] {
+      try {
+        publisher.send_start(series);
+        // No end message: the command stops after its frames and may be gone by then.
+        for (std::size_t i = 0; i < frames.size(); ++i) publisher.send_image(series, i, frames[i]);
+      } catch (const std::exception& e) {
+        sent_error = e.what();
+      }
+    });
+    const std::string from_live = path("jfjoch_stream.h5");
+    const CliResult live =
+        run_cli("LIVEDRP_ENGINE_EXE",
+                QStringList(common)
+                    << "--input" << files[0] << "--input"
+                    << QString::fromStdString("dectris:" + publisher.endpoint()) << "--live-frames"
+                    << "6"
+                    << "--live-timeout"
+                    << "120"
+                    << "--input" << files[2] << "--output" << QString::fromStdString(from_live));
+    detector.join();
+    QVERIFY2(sent_error.empty(), sent_error.c_str());
+    QVERIFY2(live.exit_code == 0, qPrintable(live.err));
+    QVERIFY2(live.out.contains("6 frames, stage G1"), qPrintable(live.out));
+    QVERIFY(planes_of(from_live, "pedestal", 3 * d.pixels()) ==
+            planes_of(from_files, "pedestal", 3 * d.pixels()));
+    QVERIFY(planes_of(from_live, "noise", 3 * d.pixels()) ==
+            planes_of(from_files, "noise", 3 * d.pixels()));
+  }
+
   // ePix10ka from the command line: the configuration from --gains (/config), the dark run and
   // the run with the auto pixels forced to low gain give all seven modes.
   void epix10ka_command_takes_the_configuration_from_the_gain_file() {
@@ -833,12 +912,12 @@ class TestPedestal : public QObject {
     QStringList inputs;
     for (const char* stage : {"high", "low"}) {
       const std::string dark = path((std::string("epix_") + stage + ".h5").c_str());
-      const CliResult r = run_cli(
-          "LIVEDRP_ENGINE_EXE",
-          {"simulate-dark", "--detector", QString::fromStdString(description), "--frames", "10",
-           "--first-event", stage[0] == 'l' ? "1000" : "0", "--gain-stage", stage,
-           "--gain-configs", "FH,FM,FL,AHL,AML", "--output", QString::fromStdString(dark),
-           "--truth", QString::fromStdString(path("epix_truth.h5"))});
+      const CliResult r =
+          run_cli("LIVEDRP_ENGINE_EXE",
+                  {"simulate-dark", "--detector", QString::fromStdString(description), "--frames",
+                   "10", "--first-event", stage[0] == 'l' ? "1000" : "0", "--gain-stage", stage,
+                   "--gain-configs", "FH,FM,FL,AHL,AML", "--output", QString::fromStdString(dark),
+                   "--truth", QString::fromStdString(path("epix_truth.h5"))});
       QVERIFY2(r.exit_code == 0, qPrintable(r.err));
       inputs << "--input" << QString::fromStdString(dark);
     }

@@ -22,8 +22,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_process.hpp"
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "integrate_csv_support.hpp"
+#include "io/npy.hpp"
 #include "replay/chunk_decoder.hpp"
 #include "replay/dataset_discovery.hpp"
 #include "replay/hdf5_event_file.hpp"
@@ -498,6 +501,101 @@ class TestReplayDetectorFiles : public QObject {
       QCOMPARE(reader.read_path(), replay::EventReadPath::Chunks);
     }
     verify_replay(master);
+  }
+
+  // The offline commands take the same detector files without a dataset named: an Eiger-like
+  // master file whose two data files hold bitshuffle-LZ4 uint32 frames reads back as the frames
+  // written, in order (and replays so), and `livedrp-engine integrate` and `peaks` give from it
+  // what they give from the same frames in a .npy file.
+  void offline_commands_read_a_master_file_of_bitshuffle_data_files() {
+    constexpr hsize_t kRows = 48, kCols = 64;
+    std::vector<std::vector<std::byte>> frames;
+    io::Array stack;
+    stack.type = io::ElementType::UInt32;
+    stack.shape = {4, kRows, kCols};
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      std::vector<std::uint32_t> counts(kRows * kCols);
+      for (std::size_t p = 0; p < counts.size(); ++p)
+        counts[p] = std::uint32_t((p * 13 + i * 7) % 50 + (p % 97 == 0 ? 70000 : 0));
+      frames.emplace_back(counts.size() * 4);
+      std::memcpy(frames.back().data(), counts.data(), frames.back().size());
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(counts.data());
+      stack.bytes.insert(stack.bytes.end(), bytes, bytes + counts.size() * 4);
+    }
+    const auto part = [&](std::size_t first, std::size_t last) {
+      return std::vector<std::vector<std::byte>>(frames.begin() + long(first),
+                                                 frames.begin() + long(last));
+    };
+    QVERIFY2(write_frames(file("offline_data_000001.h5"), {kRows, kCols}, H5T_STD_U32LE,
+                          H5T_NATIVE_UINT32, part(0, 3), kBitshuffle, {0, 2}),
+             "bitshuffle filter plugin (Debian package bitshuffle) not found by HDF5");
+    QVERIFY(write_frames(file("offline_data_000002.h5"), {kRows, kCols}, H5T_STD_U32LE,
+                         H5T_NATIVE_UINT32, part(3, 4), kBitshuffle, {0, 2}));
+    const fs::path master = file("offline_master.h5");
+    write_master_file(master, {"offline_data_000001.h5", "offline_data_000002.h5"});
+    QCOMPARE(stored_filters(file("offline_data_000001.h5"), "/entry/data/data"),
+             std::vector<H5Z_filter_t>{kBitshuffle});
+
+    const io::Array read = replay::read_event_frames(master);
+    QCOMPARE(read.type, io::ElementType::UInt32);
+    QCOMPARE(read.shape, stack.shape);
+    QVERIFY(read.bytes == stack.bytes);
+    // Replay takes the same file as one run, the parts' chunks decoded by its reader threads.
+    const fs::path counting = file("offline_counting.json");
+    std::ofstream(counting) << R"({
+      "schema_version": 1, "name": "offline_counting", "raw_encoding": "uint32",
+      "segments": 1, "segment_shape": [48, 64], "pixel_size_um": 75.0, "asic_shape": [48, 64],
+      "bank_columns": 0, "gain_modes": [{"name": "counts", "nominal_adu_per_kev": 1.0}],
+      "placement": [{"x_px": 0, "y_px": 0, "rotation_deg": 0}]})";
+    QCOMPARE(replay_frames(master, counting.string(), frames), std::string("offline_counting"));
+    const fs::path npy = file("offline_stack.npy");
+    io::write_npy(npy, stack);
+
+    const QString poni =
+        QString::fromStdString((integrate_cli_testing::reference_dir() / "untilted.poni").string());
+    const auto integrated = [&](const fs::path& input, const char* output) {
+      const QString out = QString::fromStdString(file(output).string());
+      const CliResult r = run_cli("LIVEDRP_ENGINE_EXE", {"integrate", "--poni", poni, "--input",
+                                                         QString::fromStdString(input.string()),
+                                                         "--npt", "20", "--output", out});
+      if (r.exit_code != 0) qWarning("%s", qPrintable(r.err));
+      QFile text(out);
+      return text.open(QIODevice::ReadOnly) ? text.readAll() : QByteArray();
+    };
+    const QByteArray from_npy = integrated(npy, "offline_npy.csv");
+    QVERIFY(from_npy.count('\n') == 1 + 4 * 20);  // a header, 20 bins of each of 4 frames
+    QCOMPARE(integrated(master, "offline_master.csv"), from_npy);
+
+    // peaks: one 48 x 64 panel, every pixel at radius 10; the bright pixels are the peaks.
+    const fs::path detector = file("offline_panel.json"), params = file("offline_params.json");
+    std::ofstream(detector) << R"({
+      "schema_version": 1, "name": "offline_panel", "raw_encoding": "float32",
+      "segments": 1, "segment_shape": [48, 64], "pixel_size_um": 75.0, "asic_shape": [48, 64],
+      "bank_columns": 0, "gain_modes": [{"name": "calibrated", "nominal_adu_per_kev": 1.0}],
+      "placement": [{"x_px": 0, "y_px": 0, "rotation_deg": 0}]})";
+    std::ofstream(params) << R"({"minimum_snr": 5, "min_pixel_count": 1, "max_pixel_count": 20,
+      "local_bg_radius": 3, "adc_threshold": 0, "min_peaks_for_hit": 1})";
+    io::Array radius;
+    radius.type = io::ElementType::Float32;
+    radius.shape = {1, kRows, kCols};
+    radius.bytes.resize(kRows * kCols * sizeof(float));
+    for (std::size_t i = 0; i < radius.elements(); ++i) radius.as<float>()[i] = 10.0f;
+    const fs::path radius_map = file("offline_radius.npy");
+    io::write_npy(radius_map, radius);
+    const auto found = [&](const fs::path& input, const char* output) {
+      const QString out = QString::fromStdString(file(output).string());
+      const CliResult r = run_cli(
+          "LIVEDRP_ENGINE_EXE", {"peaks", "--detector", QString::fromStdString(detector.string()),
+                                 "--input", QString::fromStdString(input.string()), "--radius-map",
+                                 QString::fromStdString(radius_map.string()), "--params",
+                                 QString::fromStdString(params.string()), "--output", out});
+      if (r.exit_code != 0) qWarning("%s", qPrintable(r.err));
+      QFile text(out);
+      return text.open(QIODevice::ReadOnly) ? text.readAll() : QByteArray();
+    };
+    const QByteArray peaks_from_npy = found(npy, "offline_npy_peaks.csv");
+    QVERIFY2(peaks_from_npy.count('\n') > 1 + 4, peaks_from_npy.constData());  // the bright pixels
+    QCOMPARE(found(master, "offline_master_peaks.csv"), peaks_from_npy);
   }
 
   void a_master_file_without_its_data_file_is_refused_by_name() {

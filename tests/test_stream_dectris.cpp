@@ -3,7 +3,9 @@
 // tcp://127.0.0.1 by the test publisher (tests/tools/dectris_publisher): the detector described
 // from the start message, images bit-identical to the frames sent (raw, bslz4, lz4; uint16,
 // uint32, int32), every bad message counted under its reason and named in last_problem while
-// the good images around it still come, and a full queue dropping images as engine_busy.
+// the good images around it still come, images that never came (missing ones, and those an end
+// in the middle of a series cut off) counted and named when the series ends, and a full queue
+// dropping images as engine_busy.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -433,6 +435,95 @@ class TestStreamDectris : public QObject {
     QVERIFY(counts.rejected_total() > kDamaged / 2);  // cut messages are all refused
   }
 
+  // Images that never came and an end in the middle of a series (the stream's counterparts of a
+  // missing module and of an end of acquisition cutting an event): counted when the series ends,
+  // from the image ids that came, whatever their order; an image that came and was refused is not
+  // missing; each named in last_problem.
+  void missing_images_and_an_end_in_the_middle_are_counted_and_named() {
+    QTemporaryDir dir;
+    stream::dectris::EventQueue queue(16);
+    stream::dectris::SimplonReceiver receiver(
+        "test", find_detector(write_detector(dir, "uint16", 48, 64)), 1 << 20, queue);
+    const auto frame = [](std::uint32_t i) { return make_frame(PixelType::Uint16, 64, 48, i); };
+    std::vector<std::uint64_t> handed_on;
+    const auto drain = [&] {
+      while (const auto event = queue.next(std::chrono::milliseconds(0)))
+        handed_on.push_back(event->frame_number);
+    };
+    const auto count_of = [&](const std::map<std::string, std::uint64_t>& counts,
+                              const char* reason) {
+      const auto it = counts.find(reason);
+      return it == counts.end() ? std::uint64_t(0) : it->second;
+    };
+
+    // Series 1 announces 10 images; 0, 1, 4, 3 (out of order) and 6 come, 2 comes refused (its
+    // shape is wrong), 5 never comes, and the end comes after image 6: 7 to 9 are not sent.
+    SeriesSettings series{.series_id = 1, .width = 64, .height = 48, .number_of_images = 10};
+    receiver.handle(testing::start_message(series));
+    for (const std::uint64_t id : {0, 1, 4, 3, 6})
+      receiver.handle(testing::image_message(series, id, frame(std::uint32_t(id))));
+    const auto half = frame(2);
+    receiver.handle(
+        testing::image_message(series, 2, std::span(half).first(half.size() / 2), {.height = 24}));
+    drain();
+    QCOMPARE(handed_on, (std::vector<std::uint64_t>{0, 1, 4, 3, 6}));
+    // Until the end, an image that has not come may still come (out of order): nothing counted.
+    QCOMPARE(receiver.counts().dropped_total(), std::uint64_t(0));
+    receiver.handle(testing::end_message(series));
+    StreamCounts counts = receiver.counts();
+    QCOMPARE(count_of(counts.dropped, "missing_image"), std::uint64_t(1));
+    QCOMPARE(counts.dropped_total(), std::uint64_t(1));
+    QCOMPARE(count_of(counts.rejected, "wrong_detector"), std::uint64_t(1));
+    QCOMPARE(counts.events, std::uint64_t(5));
+    QCOMPARE(counts.acquisitions_ended, std::uint64_t(1));
+    auto summary = receiver.acquisition();
+    QVERIFY(summary && summary->ended);
+    QCOMPARE(summary->images_announced, std::uint64_t(10));
+    QCOMPARE(summary->images_received, std::uint64_t(5));
+    QCOMPARE(summary->images_rejected, std::uint64_t(1));
+    QCOMPARE(summary->images_missing, std::uint64_t(1));
+    QCOMPARE(summary->images_cut_by_end, std::uint64_t(3));
+    for (const char* named :
+         {"series 1 ended (its end message came) with 6 of its 10 announced",
+          "1 before the last that came never came (image 5)", "missing_image",
+          "the end came in the middle of the series", "images 7 to 9 were not sent"})
+      QVERIFY2(counts.last_problem.find(named) != std::string::npos, counts.last_problem.c_str());
+
+    // Series 2: images 0 and 3 of 4, and no end message: the next start ends it, and its images
+    // 1 and 2 are counted then. Series 3 comes whole: nothing more is counted.
+    series.series_id = 2;
+    series.number_of_images = 4;
+    receiver.handle(testing::start_message(series));
+    for (const std::uint64_t id : {0, 3})
+      receiver.handle(testing::image_message(series, id, frame(std::uint32_t(id))));
+    QCOMPARE(count_of(receiver.counts().dropped, "missing_image"), std::uint64_t(1));
+    SeriesSettings whole{.series_id = 3, .width = 64, .height = 48, .number_of_images = 2};
+    receiver.handle(testing::start_message(whole));
+    counts = receiver.counts();
+    QCOMPARE(count_of(counts.dropped, "missing_image"), std::uint64_t(3));
+    for (const char* named : {"series 2 ended (series 3 started before its end message came)",
+                              "with 2 of its 4 announced", "(image 1 the first)"})
+      QVERIFY2(counts.last_problem.find(named) != std::string::npos, counts.last_problem.c_str());
+    QVERIFY2(counts.last_problem.find("not sent") == std::string::npos,
+             counts.last_problem.c_str());
+    for (const std::uint64_t id : {1, 0})
+      receiver.handle(testing::image_message(whole, id, frame(std::uint32_t(id))));
+    receiver.handle(testing::end_message(whole));
+    drain();
+    counts = receiver.counts();
+    QCOMPARE(count_of(counts.dropped, "missing_image"), std::uint64_t(3));
+    QCOMPARE(counts.dropped_total(), std::uint64_t(3));
+    summary = receiver.acquisition();
+    QVERIFY(summary && summary->ended);
+    QCOMPARE(summary->images_missing, std::uint64_t(0));
+    QCOMPARE(summary->images_cut_by_end, std::uint64_t(0));
+    QCOMPARE(counts.events, std::uint64_t(5 + 2 + 2));
+    // An image of an ended series is refused, not counted as having come late.
+    receiver.handle(testing::image_message(series, 1, frame(1)));
+    QCOMPARE(count_of(receiver.counts().rejected, "out_of_acquisition"), std::uint64_t(1));
+    QCOMPARE(receiver.counts().dropped_total(), std::uint64_t(3));
+  }
+
   // --- The source, fed over tcp://127.0.0.1 ----------------------------------------------------
 
   void the_queue_hands_an_image_buffer_over_instead_of_a_copy() {
@@ -698,6 +789,12 @@ class TestStreamDectris : public QObject {
     QCOMPARE(summary->images_announced, std::uint64_t(10));
     QCOMPARE(summary->images_received, std::uint64_t(3));
     QCOMPARE(summary->images_rejected, std::uint64_t(3));  // truncated, shape, compression
+    // Images 5 (oversized) and 6 (cut) never came as images: missing; 8 and 9 were not sent.
+    QCOMPARE(summary->images_missing, std::uint64_t(2));
+    QCOMPARE(summary->images_cut_by_end, std::uint64_t(2));
+    QCOMPARE(source->counts().dropped.at("missing_image"), std::uint64_t(2));
+    QVERIFY(problem_names({endpoint, "series 1 ended", "6 of its 10 announced",
+                           "(image 5 the first)", "images 8 to 9 were not sent"}));
 
     publisher.send_image(series, 8, frame(19));
     QTRY_COMPARE_WITH_TIMEOUT(rejected("out_of_acquisition"), std::uint64_t(3), 20000);
@@ -744,6 +841,7 @@ class TestStreamDectris : public QObject {
         {"truncated", 2}, {"unsupported", 2}, {"wrong_detector", 4}};
     for (const auto& [reason, count] : expected) QCOMPARE(rejected(reason.c_str()), count);
     QCOMPARE(counts.rejected_total(), std::uint64_t(13));
+    QCOMPARE(counts.dropped_total(), std::uint64_t(2));  // series 1's missing images
   }
 
   void a_full_queue_drops_images_as_engine_busy() {

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "core/error.hpp"
+#include "io/hdf5_array.hpp"
 #include "io/hdf5_handle.hpp"
 #include "replay/hdf5_lock.hpp"
 
@@ -281,6 +282,32 @@ std::string find_event_dataset(const std::filesystem::path& path) {
   const std::vector<std::string> found = event_dataset_candidates(path);
   if (found.empty()) throw InputError(no_events_found(path, false));
   return found.front();
+}
+
+io::Array read_event_frames(const std::filesystem::path& path) {
+  const std::vector<std::string> parts = event_dataset_parts(path);
+  io::Array events;
+  const auto described = [](const std::string& part, const io::Array& array) {
+    return part + " (" + std::string(io::to_string(array.type)) + " " +
+           io::shape_text(array.shape) + ")";
+  };
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    io::Array part = io::read_hdf5_dataset(path, parts[k]);
+    if (part.shape.size() < 3)
+      throw InputError(path.string() + ": " + described(parts[k], part) +
+                       " is not a stack of frames (events first)");
+    if (k == 0) {
+      events = std::move(part);
+      continue;
+    }
+    if (part.type != events.type || part.shape.size() != events.shape.size() ||
+        !std::equal(part.shape.begin() + 1, part.shape.end(), events.shape.begin() + 1))
+      throw InputError(path.string() + ": the events' datasets differ: " +
+                       described(parts[k], part) + " after " + described(parts[0], events));
+    events.shape[0] += part.shape[0];
+    events.bytes.insert(events.bytes.end(), part.bytes.begin(), part.bytes.end());
+  }
+  return events;
 }
 
 }  // namespace livedrp::replay

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "io/array.hpp"
+
 namespace livedrp::replay {
 
 // The datasets of `path` that may hold events (3 or more dimensions: events first), in the order
@@ -28,6 +30,14 @@ std::string find_event_dataset(const std::filesystem::path& path);
 // find_event_dataset() picks. Throws InputError naming the master file, the link and the data
 // file when a linked data file is missing or holds no dataset there.
 std::vector<std::string> event_dataset_parts(const std::filesystem::path& path);
+
+// The events of `path` as one array, events first, for the offline commands given a detector file
+// without a dataset: the datasets event_dataset_parts() names (a master file's data files in
+// order, else the one dataset found), each read whole through the HDF5 library (its filter
+// plugins decode bitshuffle-LZ4 and LZ4), joined along the events. Throws InputError as
+// event_dataset_parts() does, and naming the parts when they differ in element type or frame
+// shape.
+io::Array read_event_frames(const std::filesystem::path& path);
 
 // One choice of events in a file, as a user picking what to replay needs to see it.
 struct EventDatasetCandidate {

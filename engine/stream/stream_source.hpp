@@ -44,7 +44,9 @@ struct StreamCounts {
   // Events that were begun but not handed on, by reason: "incomplete" (the detector marked the
   // frame incomplete), "missing_module" (a module's part did not come within the timeout),
   // "cut_by_end" (an end of acquisition came before all parts), "engine_busy" (the queue to the
-  // engine was full).
+  // engine was full); and events the stream shows were sent but never came: "missing_frame" (sls:
+  // a frame no port sent while every port sent later ones), "missing_image" (dectris: an image id
+  // below the highest one of its series that came, counted when the series ends).
   std::map<std::string, std::uint64_t> dropped;
   std::string last_problem;  // names the endpoint, the message and what was wrong; empty if none
 

@@ -24,6 +24,7 @@
 #include "integrate/shipped_geometry.hpp"
 #include "io/array_file.hpp"
 #include "io/profile_output.hpp"
+#include "replay/dataset_discovery.hpp"
 #include "tools/command_status.hpp"
 #ifdef LIVEDRP_HAVE_CUDA
 #include "cuda/device.hpp"
@@ -50,13 +51,19 @@ using integrate::IntegrationConfig;
 using integrate::Integrator;
 using integrate::PixelLayout;
 
-io::Array read_input(const std::string& what, const std::string& location_text) {
+// `events`: an HDF5 file named without a dataset is a detector file whose events are found as
+// replay finds them (NeXus, CXI, a master file's data files in order).
+io::Array read_input(const std::string& what, const std::string& location_text,
+                     bool events = false) {
   const io::ArrayLocation location = io::parse_array_location(location_text);
   if (!std::filesystem::exists(location.file))
     throw InputError(what + " file '" + location.file.string() + "' does not exist");
   if (io::detect_format(location.file) == io::ArrayFormat::Raw)
     throw InputError(what + " '" + location_text +
                      "' is neither a NumPy .npy file nor HDF5 (FILE.h5:/dataset)");
+  if (events && location.dataset.empty() &&
+      io::detect_format(location.file) == io::ArrayFormat::Hdf5)
+    return replay::read_event_frames(location.file);
   return io::read_array(location);
 }
 
@@ -261,7 +268,7 @@ int integrate_all(const IntegrateOptions& o) {
                      std::to_string(o.clip_iterations));
 
   const integrate::PoniGeometry poni = integrate::load_poni(o.poni);
-  const io::Array input = read_input("input", o.input);
+  const io::Array input = read_input("input", o.input, true);
   const FrameShape frame = frame_shape(o, input);
   if (o.detector.empty() && poni.max_shape &&
       ((*poni.max_shape)[0] != frame.layout.rows || (*poni.max_shape)[1] != frame.layout.cols))
@@ -360,7 +367,8 @@ IntegrateCommand::IntegrateCommand(CLI::App& app) : options_(std::make_unique<In
   command_
       ->add_option("--input", o.input,
                    "Image (rows x columns) or stack (frames x rows x columns): FILE.npy or "
-                   "FILE.h5:/dataset")
+                   "FILE.h5[:/dataset] (no dataset: a detector file's events, found as replay "
+                   "finds them: /entry/data/data, NeXus, CXI, a master file's data files)")
       ->required();
   command_
       ->add_option("--output", o.output,

@@ -17,6 +17,7 @@
 #include "io/array_file.hpp"
 #include "io/hdf5_array.hpp"
 #include "peaks/peakfinder8.hpp"
+#include "replay/dataset_discovery.hpp"
 #include "tools/command_status.hpp"
 #include "tools/peaks_stream.hpp"
 #ifdef LIVEDRP_HAVE_CUDA
@@ -34,13 +35,18 @@ struct PeaksOptions {
 
 namespace {
 
-io::Array read_input(const std::string& what, const std::string& text) {
+// `events`: an HDF5 file named without a dataset is a detector file whose events are found as
+// replay finds them (NeXus, CXI, a master file's data files in order).
+io::Array read_input(const std::string& what, const std::string& text, bool events = false) {
   const io::ArrayLocation location = io::parse_array_location(text);
   if (!std::filesystem::exists(location.file))
     throw InputError(what + " file '" + location.file.string() + "' does not exist");
   if (io::detect_format(location.file) == io::ArrayFormat::Raw)
     throw InputError(what + " '" + text +
                      "' is neither a NumPy .npy file nor HDF5 (FILE.h5:/dataset)");
+  if (events && location.dataset.empty() &&
+      io::detect_format(location.file) == io::ArrayFormat::Hdf5)
+    return replay::read_event_frames(location.file);
   return io::read_array(location);
 }
 
@@ -227,7 +233,7 @@ int find_all(const PeaksOptions& o) {
     throw InputError("--geometry file '" + o.geometry + "' does not exist");
 
   const peaks::PeakFinderParams params = peaks::load_peak_params(o.params);
-  const io::Array input = read_input("input", o.input);
+  const io::Array input = read_input("input", o.input, true);
   Layout layout = o.geometry.empty() ? detector_layout(o, input) : geometry_layout(o, input);
   const InputFrames& frames = layout.frames;
   const std::uint64_t pixels = layout.slab.pixels();
@@ -330,7 +336,11 @@ PeaksCommand::PeaksCommand(CLI::App& app) : options_(std::make_unique<PeaksOptio
                    "Beam position X Y in assembled pixels (default: the middle of the "
                    "assembled image; with --geometry: lab pixels, default 0 0)")
       ->expected(2);
-  command_->add_option("--input", o.input, "Slab or stack of slabs (FILE.npy or FILE.h5:/dataset)")
+  command_
+      ->add_option("--input", o.input,
+                   "Slab or stack of slabs: FILE.npy or FILE.h5[:/dataset] (no dataset: a "
+                   "detector file's events, found as replay finds them: /entry/data/data, NeXus, "
+                   "CXI, a master file's data files)")
       ->required();
   command_->add_option("--mask", o.mask, "Mask, non-zero = bad (FILE.npy or FILE.h5:/dataset)");
   command_->add_option("--params", o.params, "Peak-finder parameters (JSON)")->required();

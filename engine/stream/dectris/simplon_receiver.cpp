@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -211,6 +212,14 @@ void SimplonReceiver::handle_start(StartMessage&& message) {
   if (acquisition_ && !acquisition_->summary.ended)
     note("series " + std::to_string(start.series_id) + " started before series " +
          std::to_string(acquisition_->summary.series_id) + " ended (its end message is missing)");
+  // Replaces the current acquisition (mutex_ held); one that never ended has its unreceived
+  // images counted first.
+  const auto replace_acquisition = [&](Acquisition&& replacement) {
+    if (acquisition_ && !acquisition_->summary.ended)
+      count_unreceived_images("series " + std::to_string(start.series_id) +
+                              " started before its end message came");
+    acquisition_ = std::move(replacement);
+  };
 
   const std::string series = "start message of series " + std::to_string(start.series_id);
   const std::string shape = shape_text(start.image_size_y, start.image_size_x);
@@ -256,7 +265,7 @@ void SimplonReceiver::handle_start(StartMessage&& message) {
     next.summary.refused = true;
     {
       const std::lock_guard lock(mutex_);
-      acquisition_ = std::move(next);
+      replace_acquisition(std::move(next));
     }
     reject("wrong_detector", acquisition_->refusal);
     return;
@@ -266,7 +275,7 @@ void SimplonReceiver::handle_start(StartMessage&& message) {
   ++counts_.acquisitions;
   last_start_ = next.start;
   pixel_mask_ = std::move(mask);
-  acquisition_ = std::move(next);
+  replace_acquisition(std::move(next));
 }
 
 void SimplonReceiver::handle_image(const ImageMessage& image) {
@@ -288,6 +297,10 @@ void SimplonReceiver::handle_image(const ImageMessage& image) {
   if (acquisition_->summary.refused) {
     reject_image("wrong_detector", name + " of a refused acquisition: " + acquisition_->refusal);
     return;
+  }
+  {
+    const std::lock_guard lock(mutex_);
+    note_image_id(image.image_id);
   }
 
   // The channel: the first one the start message announced, else the first one sent.
@@ -367,10 +380,86 @@ void SimplonReceiver::handle_end(const EndMessage& end) {
     return;
   }
   // An end before all announced images is a normal stop for Dectris (disarm, abort): the
-  // acquisition ends with the images that came (see acquisition()).
+  // acquisition ends with the images that came, and those that did not are counted and named.
   const std::lock_guard lock(mutex_);
   acquisition_->summary.ended = true;
-  if (!acquisition_->summary.refused) ++counts_.acquisitions_ended;
+  if (acquisition_->summary.refused) return;
+  ++counts_.acquisitions_ended;
+  count_unreceived_images("its end message came");
+}
+
+void SimplonReceiver::note_image_id(std::uint64_t image_id) {
+  Acquisition& acquisition = *acquisition_;
+  // Ids of images never announced (none announced, or beyond the series) are not tracked: no
+  // gap before them can be told, and a damaged id must not make up billions of missing images.
+  if (image_id >= acquisition.summary.images_announced) return;
+  auto& runs = acquisition.ids_came;
+  auto next = runs.upper_bound(image_id);  // the first run that begins after the id
+  if (next != runs.begin()) {
+    const auto previous = std::prev(next);
+    if (image_id < previous->second) return;  // this id came before
+    if (image_id == previous->second) {
+      previous->second = image_id + 1;
+      if (next != runs.end() && next->first == previous->second) {
+        previous->second = next->second;
+        runs.erase(next);
+      }
+      return;
+    }
+  }
+  if (next != runs.end() && next->first == image_id + 1) {
+    const std::uint64_t end = next->second;
+    runs.erase(next);
+    runs.emplace(image_id, end);
+    return;
+  }
+  runs.emplace(image_id, image_id + 1);
+  if (runs.size() > kMaxIdRuns) {
+    // Too many gaps wait for late images: the oldest one is taken as lost now.
+    const auto first = runs.begin();
+    const auto second = std::next(first);
+    const std::uint64_t lost = second->first - first->second;
+    first->second = second->second;
+    runs.erase(second);
+    counts_.dropped["missing_image"] += lost;
+    acquisition.summary.images_missing += lost;
+  }
+}
+
+void SimplonReceiver::count_unreceived_images(const std::string& how) {
+  Acquisition& acquisition = *acquisition_;
+  AcquisitionSummary& summary = acquisition.summary;
+  if (summary.refused) return;
+  const auto& runs = acquisition.ids_came;
+  // One past the highest announced id that came, and how many ids below it came.
+  const std::uint64_t through = runs.empty() ? 0 : runs.rbegin()->second;
+  std::uint64_t covered = 0;
+  for (const auto& [first, end] : runs) covered += end - first;
+  const std::uint64_t missing = through - covered;
+  // Runs merged over a gap already counted (note_image_id) cover ids that never came.
+  const std::uint64_t came = covered - summary.images_missing;
+  std::uint64_t first_missing = 0;
+  if (!runs.empty() && runs.begin()->first == 0) first_missing = runs.begin()->second;
+  if (missing > 0) {
+    counts_.dropped["missing_image"] += missing;
+    summary.images_missing += missing;
+  }
+  summary.images_cut_by_end = summary.images_announced - through;
+  if (summary.images_missing == 0 && summary.images_cut_by_end == 0) return;
+
+  std::string text = "dectris " + endpoint_ + ": series " + std::to_string(summary.series_id) +
+                     " ended (" + how + ") with " + std::to_string(came) + " of its " +
+                     std::to_string(summary.images_announced) + " announced images";
+  if (summary.images_missing > 0) {
+    text += "; " + std::to_string(summary.images_missing) + " before the last that came never came";
+    if (missing > 0)
+      text += " (image " + std::to_string(first_missing) + (missing > 1 ? " the first)" : ")");
+    text += ", dropped as missing_image";
+  }
+  if (summary.images_cut_by_end > 0)
+    text += "; the end came in the middle of the series: images " + std::to_string(through) +
+            " to " + std::to_string(summary.images_announced - 1) + " were not sent";
+  counts_.last_problem = std::move(text);
 }
 
 std::int64_t SimplonReceiver::timestamp_ns(const ImageMessage& image) const {

@@ -10,6 +10,7 @@
 // another shape or element type are refused as wrong_detector, their images too.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -31,6 +32,14 @@ struct AcquisitionSummary {
   std::uint64_t images_announced = 0;  // number_of_images (0: not said)
   std::uint64_t images_received = 0;   // handed to the queue or dropped as engine_busy
   std::uint64_t images_rejected = 0;
+  // Counted when the acquisition ends (its end message, or the next start message when its end
+  // never came), from the image ids below images_announced that came (as events, refused or
+  // dropped): images_missing, the ids below the highest one that came which never came (lost on
+  // the way: dropped as "missing_image"; images may come out of order, so only the end tells);
+  // images_cut_by_end, the announced ids above the highest one that came (the end came in the
+  // middle of the series: a detector stopped early, or the series' last images were lost).
+  std::uint64_t images_missing = 0;
+  std::uint64_t images_cut_by_end = 0;
   bool refused = false;  // the whole acquisition (wrong_detector)
   bool ended = false;    // its end message came
 };
@@ -64,12 +73,21 @@ class SimplonReceiver {
     AcquisitionSummary summary;
     std::shared_ptr<const StartMessage> start;
     std::string refusal;  // why the acquisition is refused (wrong_detector)
+    // The image ids below images_announced that came, as runs [first, end) merged as they come
+    // (an ordered series is one run). Past kMaxIdRuns runs the oldest gap is counted missing.
+    std::map<std::uint64_t, std::uint64_t> ids_came;
   };
+  static constexpr std::size_t kMaxIdRuns = 4096;
 
   void handle_decoded(Message& message);
   void handle_start(StartMessage&& start);
   void handle_image(const ImageMessage& image);
   void handle_end(const EndMessage& end);
+  // Notes that an image id of the current acquisition came (mutex_ held).
+  void note_image_id(std::uint64_t image_id);
+  // Counts the current acquisition's missing and cut-off images as it ends; `how` says how it
+  // ended, for last_problem (mutex_ held).
+  void count_unreceived_images(const std::string& how);
   // Counts a refused message under `reason` and keeps `what` (prefixed with the endpoint).
   void reject(const std::string& reason, const std::string& what);
   // The same for an image of the current acquisition, counted in its summary too.
