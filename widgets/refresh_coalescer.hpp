@@ -6,8 +6,8 @@
 //
 // The timer waits only as long as the interval requires: a view that has not refreshed for a
 // whole interval refreshes on the next turn of the event loop (the requests of this turn ride
-// along), and otherwise an interval after its last refresh. Arming a full interval at every first
-// request (as this class first did) held each image of a 5 Hz run back by 33 ms, a third of the
+// along), and otherwise an interval after its last refresh. So data that arrives now and then
+// (an image of a 5 Hz run) is drawn at once rather than an interval late, a third of the
 // event-to-screen bound (docs/benchmarks.md, GUI, Session 37).
 #include <cstdint>
 
