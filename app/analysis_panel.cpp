@@ -137,7 +137,7 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
 
   connect(apply_, &QPushButton::clicked, this, &AnalysisPanel::apply);
   connect(revert_, &QPushButton::clicked, this, [this] {
-    setConfig(shown_);
+    showFields(shown_);
     status_->setText(tr("showing the configuration in force"));
   });
   setApplyAvailable(true);
@@ -282,6 +282,17 @@ QCheckBox* AnalysisPanel::gainConfigCheck(const std::string& name) const {
 }
 
 void AnalysisPanel::setConfig(const EngineConfig& config) {
+  if (applying_ && sectionsJson() != fields_at_apply_) {
+    // Edited while an Apply was checked or applied: the fields keep the edits (not sent, and
+    // said so when the answer comes); the configuration in force is the next Apply's base.
+    shown_ = config;
+    emit configShown(config);
+    return;
+  }
+  showFields(config);
+}
+
+void AnalysisPanel::showFields(const EngineConfig& config) {
   shown_ = config;
   const CompressionConfig& compression = config.compression;
   compression_->setChecked(compression.enabled());
@@ -343,6 +354,8 @@ EngineConfig AnalysisPanel::config() const {
 }
 
 bool AnalysisPanel::apply() {
+  // One Apply at a time: the next is built over the answer to this one.
+  if (applying_) return false;
   const nlohmann::json sections = sectionsJson();
   try {
     config();
@@ -367,6 +380,7 @@ void AnalysisPanel::setApplyAvailable(bool available, const QString& why) {
 }
 
 void AnalysisPanel::showApplying(const QString& text) {
+  if (!applying_) fields_at_apply_ = sectionsJson();
   applying_ = true;
   apply_->setEnabled(false);
   error_->hide();
@@ -374,10 +388,12 @@ void AnalysisPanel::showApplying(const QString& text) {
 }
 
 void AnalysisPanel::showApplied(const QString& text) {
+  const bool edited = applying_ && sectionsJson() != fields_at_apply_;
   applying_ = false;
   apply_->setEnabled(apply_available_);
   error_->hide();
-  status_->setText(text);
+  status_->setText(edited ? tr("%1; the fields hold edits made since, not applied").arg(text)
+                          : text);
 }
 
 void AnalysisPanel::showError(const QString& text) {

@@ -46,7 +46,9 @@ class AnalysisPanel : public QWidget {
   explicit AnalysisPanel(QWidget* parent = nullptr);
 
   // Shows `config`, the configuration in force (or the next run's); edits not applied are
-  // replaced. Keys the dock does not edit are kept and validated with the dock's.
+  // replaced, except those made while an Apply is answered (the fields then differ from what
+  // they were at showApplying): those stay, and showApplied says they are not applied. Keys the
+  // dock does not edit are kept and validated with the dock's.
   void setConfig(const EngineConfig& config);
   // The dock's three sections as its fields give them, not validated: what Apply sends.
   nlohmann::json sectionsJson() const;
@@ -61,14 +63,17 @@ class AnalysisPanel : public QWidget {
   bool checksFiles() const { return checks_files_; }
 
   // Validates; a refusal goes in red beside Apply (and the log) and nothing is emitted; else
-  // emits applyRequested. Returns whether it did.
+  // emits applyRequested. Returns whether it did; false, doing nothing, while an Apply is
+  // answered (isApplying).
   bool apply();
   // Apply: enabled, or disabled with `why` as its tooltip (attached without a control socket).
   void setApplyAvailable(bool available, const QString& why = QString());
   void showApplying(const QString& text);
   void showApplied(const QString& text);
   void showError(const QString& text);
-  // Between showApplying and the answer (showApplied or showError).
+  // Between showApplying and the answer (showApplied or showError): the whole configuration's
+  // check against the detector (on a worker thread, or the remote engine's) and then its
+  // application. Apply is disabled meanwhile.
   bool isApplying() const { return applying_; }
   QString statusText() const;
   QString errorText() const;  // the red line; empty when nothing is refused
@@ -107,10 +112,12 @@ class AnalysisPanel : public QWidget {
   QWidget* buildCompression();
   QWidget* buildIntegration();
   QWidget* buildPeakFinding();
+  void showFields(const EngineConfig& config);  // setConfig without keeping edits (Revert)
   // A path field with a "..." button that picks a file (filter: `filter`).
   QWidget* fileRow(QLineEdit* edit, const QString& caption, const QString& filter);
 
-  EngineConfig shown_;  // the configuration last shown (setConfig)
+  EngineConfig shown_;              // the configuration last shown (setConfig)
+  nlohmann::json fields_at_apply_;  // sectionsJson() when the Apply answered now began
   bool checks_files_ = false;
   bool applying_ = false;
   bool apply_available_ = true;

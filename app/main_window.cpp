@@ -36,6 +36,7 @@
 #include "app/average_image_export.hpp"
 #include "app/comparison_panel.hpp"
 #include "app/dock_layouts.hpp"
+#include "app/engine_config_check.hpp"
 #include "app/engine_host.hpp"
 #include "app/engine_liveness.hpp"
 #include "app/fidelity_panel.hpp"
@@ -1039,6 +1040,12 @@ void MainWindow::updateTitle() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  // A set-up still being checked is not applied to a closing window (its thread finishes the
+  // check on its own; the application's end waits for it).
+  if (config_check_->isRunning()) {
+    config_check_->cancel();
+    refuseAnalysis(tr("the window closed while the set-up was checked"));
+  }
   writeSettings(*settings_);
   settings_->sync();
   if (host_ && host_->isActive()) host_->stop();  // the host drains and joins when destroyed

@@ -50,6 +50,7 @@ class AnalysisPanel;
 class AverageImageExport;
 class ComparisonPanel;
 class DockLayouts;
+class EngineConfigCheck;
 class EngineLiveness;
 class EngineHost;
 class FidelityPanel;
@@ -154,6 +155,8 @@ class MainWindow : public QMainWindow {
   // attached, to the remote engine's control socket. Never blocks.
   void applyStreamConfig(const EngineConfig& config);
   EngineHost* engineHost() const { return host_; }  // null when attached
+  // Embedded: runs the Analysis dock's check_engine_config off the GUI thread.
+  EngineConfigCheck* configCheck() const { return config_check_; }
   SubscriberThread* subscriber() const;  // the current one; null before the first subscription
   EngineLiveness* liveness() const { return liveness_; }
   QString logText() const;
@@ -179,6 +182,9 @@ class MainWindow : public QMainWindow {
   void connectPeakTuning();       // to the host, the remote engine, or disabled
   void connectAnalysis();         // likewise (main_window_analysis.cpp)
   void applyAnalysis(const nlohmann::json& sections);
+  // Embedded: `next` passed check_engine_config; applied if the base it was built on still holds.
+  void applyCheckedAnalysis(const EngineConfig& next);
+  void refuseAnalysis(const QString& reason);  // in red in the docks that asked, and the log
   // Attached: the sections a "check" request is judging, sent as "apply" once it passes.
   void sendAnalysisApply(const nlohmann::json& sections);
   // The radial-profile dock's unit selector drives the engine's integration.unit.
@@ -247,6 +253,8 @@ class MainWindow : public QMainWindow {
   RemoteControl* remote_ = nullptr;
   bool remote_config_shown_ = false;
   nlohmann::json analysis_checking_;  // attached: the sections under "check"; null when none
+  EngineConfigCheck* config_check_ = nullptr;
+  nlohmann::json analysis_check_base_;  // embedded: the base of the configuration under check
   QString configurations_dir_;
   QPlainTextEdit* log_ = nullptr;
   QToolBar* run_toolbar_ = nullptr;

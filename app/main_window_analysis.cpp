@@ -3,24 +3,25 @@
 // number) and with no run they become the next start's configuration; attached, they go to the
 // remote engine as an "apply" request, and the dock shows what its get_config answers. Either way
 // the whole configuration is first checked against the detector as the engine would build it
-// (check_engine_config here, a "check" request there): a refusal shows in red and nothing
-// changes.
+// (check_engine_config on a worker thread here, engine_config_check.hpp; a "check" request
+// there): a refusal shows in red and nothing changes.
 #include <cstdint>
 #include <exception>
 #include <utility>
 
 #include "app/analysis_panel.hpp"
+#include "app/engine_config_check.hpp"
 #include "app/engine_host.hpp"
 #include "app/fidelity_panel.hpp"
 #include "app/main_window.hpp"
 #include "app/remote_control.hpp"
 #include "app/run_control_widget.hpp"
 #include "app/stream_config_panel.hpp"
-#include "exec/config_check.hpp"
 
 namespace livedrp::app {
 
 void MainWindow::connectAnalysis() {
+  config_check_ = new EngineConfigCheck(this);
   connect(analysis_, &AnalysisPanel::logMessage, this, &MainWindow::appendLog);
   connect(analysis_, &AnalysisPanel::applyRequested, this, &MainWindow::applyAnalysis);
   // The fidelity dock's sampling and bound go the same way as the Analysis dock's sections.
@@ -32,6 +33,8 @@ void MainWindow::connectAnalysis() {
   connect(analysis_, &AnalysisPanel::configShown, fidelity_, &FidelityPanel::setConfig);
   if (host_) {
     analysis_->setChecksFiles(true);  // the embedded engine reads this machine's files
+    connect(config_check_, &EngineConfigCheck::passed, this, &MainWindow::applyCheckedAnalysis);
+    connect(config_check_, &EngineConfigCheck::refused, this, &MainWindow::refuseAnalysis);
     // After the window's own handler (connectHost): base_config_ is the new run's.
     connect(host_, &EngineHost::applied, this, [this](const QString&, qint64 run) {
       analysis_->setConfig(base_config_);
@@ -117,6 +120,16 @@ void MainWindow::connectAnalysis() {
 }
 
 void MainWindow::applyAnalysis(const nlohmann::json& sections) {
+  // One set-up checked at a time (the Analysis dock's Apply is disabled meanwhile; the fidelity
+  // dock's is not): a second would be judged over a base the first is about to change.
+  if (config_check_->isRunning() || !analysis_checking_.is_null()) {
+    if (fidelity_->isApplying())
+      fidelity_->showRefusal(
+          tr("not applied: the Analysis dock's set-up is being checked; "
+             "apply again when it is answered"));
+    appendLog(tr("a set-up arrived while another was being checked: not applied"));
+    return;
+  }
   if (remote_) {
     // Checked first: a refusal of what needs the detector (a mask of another shape) comes back
     // without the running run being touched; "check" passed, the sections go as "apply".
@@ -126,19 +139,33 @@ void MainWindow::applyAnalysis(const nlohmann::json& sections) {
     return;
   }
   if (!host_) return;
+  // Over the configuration of the other docks as they stand (source, rate, peak parameters).
+  const EngineConfig base = run_control_->config(base_config_);
   EngineConfig next;
   try {
-    // Over the configuration of the other docks as they stand (source, rate, peak parameters).
-    next = withAnalysisSections(run_control_->config(base_config_), sections);
-    // What only the engine can judge (the detector's shape and gain configurations, the PONI
-    // placing its layout), judged now, as the engine would build the run: with no run going, the
-    // refusal shows here and not when Start fails; with one going, it is not stopped for it.
-    check_engine_config(next);
+    next = withAnalysisSections(base, sections);
   } catch (const std::exception& error) {
-    const QString reason = QString::fromUtf8(error.what());
-    if (fidelity_->isApplying()) fidelity_->showRefusal(tr("not applied: %1").arg(reason));
-    analysis_->showError(tr("not applied: %1").arg(reason));
-    appendLog(tr("the analysis set-up is not applied: %1").arg(reason));
+    refuseAnalysis(QString::fromUtf8(error.what()));
+    return;
+  }
+  // What only the engine can judge (the detector's shape and gain configurations, the PONI
+  // placing its layout), judged as the engine would build the run: with no run going, the
+  // refusal shows here and not when Start fails; with one going, it is not stopped for it. On a
+  // worker thread (engine_config_check.hpp): with every stage on it takes about a second here.
+  analysis_check_base_ = base.to_json();
+  analysis_->showApplying(
+      tr("checking the set-up against %1 ...").arg(QString::fromStdString(next.source)));
+  config_check_->start(next);
+}
+
+void MainWindow::applyCheckedAnalysis(const EngineConfig& next) {
+  // The configuration checked is the one that goes, never the dock's fields as they are now;
+  // and only over the base it was built on: another dock's change, or a configuration opened,
+  // while it was checked would otherwise be undone by it.
+  if (run_control_->config(base_config_).to_json() != analysis_check_base_) {
+    refuseAnalysis(
+        tr("the configuration changed while the set-up was checked (another dock, "
+           "a file opened); Apply again"));
     return;
   }
   if (host_->isActive()) {
@@ -154,6 +181,12 @@ void MainWindow::applyAnalysis(const nlohmann::json& sections) {
   showNextRunPeakParams();
   analysis_->showApplied(tr("no run going: the next start runs with it"));
   if (fidelity_->isApplying()) fidelity_->showApplied();
+}
+
+void MainWindow::refuseAnalysis(const QString& reason) {
+  if (fidelity_->isApplying()) fidelity_->showRefusal(tr("not applied: %1").arg(reason));
+  analysis_->showError(tr("not applied: %1").arg(reason));
+  appendLog(tr("the analysis set-up is not applied: %1").arg(reason));
 }
 
 void MainWindow::sendAnalysisApply(const nlohmann::json& sections) {

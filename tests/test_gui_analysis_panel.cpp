@@ -278,6 +278,7 @@ class AnalysisPanelTest : public QObject {
     dock.integrationBox()->setChecked(false);
     setText(dock.poniEdit(), path("kept_for_later.poni"));
     dock.applyButton()->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!dock.isApplying(), kEngineTimeoutMs);  // checked off the GUI thread
     QVERIFY2(dock.errorText().isEmpty(), qPrintable(dock.errorText()));
     QVERIFY(!window.engineConfig().integration.enabled);
     QCOMPARE(window.engineConfig().integration.poni, path("kept_for_later.poni").toStdString());
@@ -293,6 +294,8 @@ class AnalysisPanelTest : public QObject {
     dock.applyButton()->click();
     QVERIFY2(dock.errorText().isEmpty(), qPrintable(dock.errorText()));
     QCOMPARE(sent.count(), 1);
+    QTRY_VERIFY_WITH_TIMEOUT(!dock.isApplying(), kEngineTimeoutMs);  // checked off the GUI thread
+    QVERIFY2(dock.errorText().isEmpty(), qPrintable(dock.errorText()));
     values.verifyIn(window.engineConfig());
     QVERIFY(dock.statusText().contains(QStringLiteral("next start")));
     // Only the dock's fields changed: the peak finder's parameters are the tuning dock's.
@@ -375,8 +378,9 @@ class AnalysisPanelTest : public QObject {
   }
 
   // What only the engine can judge, because it needs the detector (a peak-finding mask of another
-  // shape than the ePix10ka2M's), is refused at Apply with no run going, in the engine's words
-  // and in red; the next run's configuration is unchanged.
+  // shape than the ePix10ka2M's), is refused at Apply with no run going (once the check off the
+  // GUI thread answers), in the engine's words and in red; the next run's configuration is
+  // unchanged.
   void aMaskOfAnotherShapeIsRefusedAtOnceWithNoRunGoing() {
     MainWindow window(idle_window_options(dir_, "shape.ini"));
     window.show();
@@ -389,7 +393,8 @@ class AnalysisPanelTest : public QObject {
     dock.peakFindingBox()->setChecked(true);
     setText(dock.peakMaskEdit(), mask);
     dock.applyButton()->click();
-    // At once: no run, no start, no waiting.
+    // No run, no start: the check's answer.
+    QTRY_VERIFY_WITH_TIMEOUT(!dock.errorText().isEmpty(), kEngineTimeoutMs);
     const QString shown = dock.errorText();
     QVERIFY2(shown.contains(QStringLiteral("peak_finding.mask")) &&
                  shown.contains(QStringLiteral("[4, 4]")) &&

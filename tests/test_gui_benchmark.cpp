@@ -1,7 +1,8 @@
 // `livedrp --benchmark-gui`: the nearest-rank percentile on known values, the image's source time
 // stamp through the `image` topic, and the benchmark on a shown image view: the clock starts at
 // the first image drawn, each later image's event-to-screen time is measured from its stamp, the
-// window's repaints are counted and the report says so.
+// window's repaints are counted and the report says so; an image counts as drawn once the
+// canvas has painted it, not when its replot is asked for.
 #include <QtTest>
 
 #include <QDateTime>
@@ -10,7 +11,9 @@
 
 #include "app/gui_benchmark.hpp"
 #include "protocol/peaks_topic.hpp"
+#include "widgets/detector_image_plot.hpp"
 #include "widgets/detector_image_view.hpp"
+#include "widgets/refresh_coalescer.hpp"
 
 using namespace livedrp;
 using namespace livedrp::app;
@@ -33,6 +36,19 @@ std::shared_ptr<protocol::ImageFrame> frameAt(std::uint64_t sequence, std::int64
 qint64 nowNs() {
   return QDateTime::currentMSecsSinceEpoch() * 1'000'000;
 }
+
+// Counts the paints a widget begins.
+class PaintCounter : public QObject {
+ public:
+  explicit PaintCounter(QWidget* widget) : QObject(widget) { widget->installEventFilter(this); }
+  int paints = 0;
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    if (event->type() == QEvent::Paint) ++paints;
+    return QObject::eventFilter(watched, event);
+  }
+};
 
 }  // namespace
 
@@ -107,6 +123,34 @@ class TestGuiBenchmark : public QObject {
              qPrintable(text));
     QVERIFY2(text.contains(QStringLiteral("window repaints: %1").arg(report.repaints)),
              qPrintable(text));
+  }
+
+  // The end point of event-to-screen is the canvas's paint of the image: imageDrawn comes after a
+  // paint of the canvas that began after the image was shown (a replot only asks for one).
+  void anImageCountsAsDrawnOnceTheCanvasHasPaintedIt() {
+    QWidget window;
+    auto* view = new widgets::DetectorImageView(nullptr);
+    auto* layout = new QVBoxLayout(&window);
+    layout->addWidget(view);
+    window.resize(800, 600);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    auto* canvas_paints = new PaintCounter(view->plot()->canvas());
+    int paints_when_drawn = -1;
+    connect(view, &widgets::DetectorImageView::imageDrawn, this,
+            [&] { paints_when_drawn = canvas_paints->paints; });
+    view->showImage(frameAt(1, nowNs()));
+    QTRY_VERIFY(paints_when_drawn >= 0);
+    QTRY_VERIFY(!view->coalescer()->pending());
+
+    const int paints_before = canvas_paints->paints;
+    paints_when_drawn = -1;
+    view->showImage(frameAt(2, nowNs()));
+    QTRY_VERIFY(paints_when_drawn >= 0);
+    QVERIFY2(paints_when_drawn > paints_before,
+             qPrintable(QStringLiteral("%1 paints before, %2 when drawn")
+                            .arg(paints_before)
+                            .arg(paints_when_drawn)));
   }
 };
 

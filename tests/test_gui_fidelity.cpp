@@ -267,6 +267,9 @@ class TestGuiFidelity : public QObject {
     panel->samplesHzField()->setText(QStringLiteral("4"));
     panel->boundField()->setText(QStringLiteral("0.3"));
     QVERIFY(panel->apply());
+    // Checked against the detector off the GUI thread first (app/engine_config_check.hpp).
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->isApplying(), 120'000);
+    QVERIFY2(panel->errorText().isEmpty(), qPrintable(panel->errorText()));
     QCOMPARE(window.engineConfig().fidelity.enabled, true);
     QCOMPARE(window.engineConfig().fidelity.samples_hz, 4.0);
     QCOMPARE(window.engineConfig().compression.error_bound, 0.3);

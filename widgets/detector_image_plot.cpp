@@ -1,5 +1,6 @@
 #include "widgets/detector_image_plot.hpp"
 
+#include <functional>
 #include <utility>
 
 #include <QFontMetrics>
@@ -15,10 +16,30 @@
 #include "widgets/peak_overlay.hpp"
 
 namespace livedrp::widgets {
+namespace {
+
+// Qwt's canvas, saying when a paint has ended (canvasPainted).
+class PaintReportingCanvas : public QwtPlotCanvas {
+ public:
+  PaintReportingCanvas(QwtPlot* plot, std::function<void()> painted)
+      : QwtPlotCanvas(plot), painted_(std::move(painted)) {}
+
+ protected:
+  void paintEvent(QPaintEvent* event) override {
+    QwtPlotCanvas::paintEvent(event);
+    painted_();
+  }
+
+ private:
+  std::function<void()> painted_;
+};
+
+}  // namespace
 
 DetectorImagePlot::DetectorImagePlot(QWidget* parent) : QwtPlot(parent) {
   setObjectName(QStringLiteral("detectorImagePlot"));
   setAutoReplot(false);
+  setCanvas(new PaintReportingCanvas(this, [this] { emit canvasPainted(); }));
   // Gaps (NaN) are transparent: this is the colour they show, unlike any palette's.
   setCanvasBackground(QColor(0xd8, 0xd8, 0xd8));
   if (auto* canvas = qobject_cast<QwtPlotCanvas*>(this->canvas())) {

@@ -59,6 +59,9 @@ class DetectorImagePlot : public QwtPlot {
 
  signals:
   void readoutChanged(QString text);
+  // The canvas finished painting: what it draws is in the window's backing store, which the same
+  // update flushes to the screen (a replot only asks for that paint).
+  void canvasPainted();
 
  protected:
   void updateLayout() override;

@@ -10,6 +10,8 @@
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
+#include <utility>
+
 #include "widgets/colour_scale.hpp"
 #include "widgets/detector_image_plot.hpp"
 #include "widgets/detector_pixel_text.hpp"
@@ -158,13 +160,16 @@ DetectorImageView::DetectorImageView(PeakFindingModel* model, QWidget* parent)
       return;
     }
     held_back_ = 0;
+    foldPending();
     display(shownFor(show_selector_->currentIndex()));
   });
   connect(show_selector_, &QComboBox::currentIndexChanged, this, [this](int mode) {
+    foldPending();
     if (!latest_ || freeze_->isChecked()) return;
     display(shownFor(mode));
   });
   connect(reset_maximum_, &QPushButton::clicked, this, [this] {
+    foldPending();
     maximum_.reset();
     mean_.reset();
     if (latest_) {  // the maximum and the mean start again from the newest
@@ -178,6 +183,7 @@ DetectorImageView::DetectorImageView(PeakFindingModel* model, QWidget* parent)
     if (!text.isEmpty()) readout_->setText(text);
   });
   connect(coalescer_, &RefreshCoalescer::refresh, this, &DetectorImageView::replotIfVisible);
+  connect(plot_, &DetectorImagePlot::canvasPainted, this, &DetectorImageView::afterPaint);
   if (model) {
     connect(model, &PeakFindingModel::imageReceived, this,
             [this](const ImageFramePtr& image) { showImage(image, model_ ? model_->run() : 0); });
@@ -189,18 +195,47 @@ DetectorImageView::DetectorImageView(PeakFindingModel* model, QWidget* parent)
 
 void DetectorImageView::showImage(ImageFramePtr image, std::int64_t run) {
   if (!image) return;
+  foldPending();  // the image before, if its paint never came (a minimised window)
   run_ = run;
   latest_ = image;
-  maximum_.add(image, run);
-  mean_.add(image, run);
-  run_average_.fold(image, run);
-  emit runAverageChanged(run_average_.images(), run_average_.run());
-  if (freeze_->isChecked() && !showingPlaceholder()) {
+  unfolded_ = image;
+  const bool frozen = freeze_->isChecked() && !showingPlaceholder();
+  // The maximum, the mean and the run's average take the image in after it is painted
+  // (afterPaint): 2-3 passes over its pixels, a third of the window's share of the
+  // event-to-screen time on the 2-core machine (docs/benchmarks.md, GUI, Session 37). Unless
+  // they are what is drawn, or nothing of it is drawn now.
+  if (frozen || show_selector_->currentIndex() != int(ShowMode::Latest) || !isVisible())
+    foldPending();
+  if (frozen) {
     ++held_back_;
     updateSummary();
     return;
   }
   display(shownFor(show_selector_->currentIndex()));
+}
+
+void DetectorImageView::foldPending() {
+  if (!unfolded_) return;
+  const ImageFramePtr image = std::exchange(unfolded_, nullptr);
+  maximum_.add(image, run_);
+  mean_.add(image, run_);
+  run_average_.fold(image, run_);
+  emit runAverageChanged(run_average_.images(), run_average_.run());
+}
+
+void DetectorImageView::afterPaint() {
+  if (drawn_pending_ && last_drawn_) {
+    drawn_pending_ = false;
+    const ImageFramePtr& frame = last_drawn_;
+    emit imageDrawn(frame->source_time_ns, frame->message_time_ns,
+                    QDateTime::currentMSecsSinceEpoch() * 1'000'000);
+  }
+  foldPending();
+}
+
+const ImageMean& DetectorImageView::runAverage() {
+  foldPending();
+  return run_average_;
 }
 
 ImageFramePtr DetectorImageView::shownFor(int mode) const {
@@ -292,6 +327,7 @@ void DetectorImageView::selectPeak(const protocol::EventPeaks& peaks,
 
 void DetectorImageView::clear() {
   latest_.reset();
+  unfolded_.reset();
   maximum_.reset();
   mean_.reset();
   run_average_.reset();
@@ -383,9 +419,9 @@ void DetectorImageView::replotIfVisible() {
   ++replots_;
   const ImageFramePtr& frame = plot_->rasterData()->frame();
   if (frame && frame != last_drawn_ && frame == latest_) {
+    // imageDrawn once the canvas has painted it (afterPaint): the replot only asks for that.
     last_drawn_ = frame;
-    emit imageDrawn(frame->source_time_ns, frame->message_time_ns,
-                    QDateTime::currentMSecsSinceEpoch() * 1'000'000);
+    drawn_pending_ = true;
   }
 }
 

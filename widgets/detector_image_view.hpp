@@ -73,13 +73,14 @@ class DetectorImageView : public QWidget {
   QString rangeProblem() const;
   std::uint64_t imagesHeldBack() const { return held_back_; }
   // The images received since the current run started, folded (ImageMean::computeMean() makes
-  // their mean): a sample of the run's events, image.publish_hz a second, not every event.
-  const ImageMean& runAverage() const { return run_average_; }
+  // their mean): a sample of the run's events, image.publish_hz a second, not every event. The
+  // newest image, if not yet folded in (it is, after its paint), is folded in first.
+  const ImageMean& runAverage();
 
  signals:
   // A new image (one not drawn before) was drawn; `source_time_ns` is its event's source time
   // stamp (0 when the engine did not send one), `message_time_ns` when the engine made its
-  // message (0 unknown), `drawn_ns` when the drawing finished (all Unix ns).
+  // message (0 unknown), `drawn_ns` when the canvas finished painting it (all Unix ns).
   void imageDrawn(qint64 source_time_ns, qint64 message_time_ns, qint64 drawn_ns);
   // runAverage() took an image in, or was emptied (images 0).
   void runAverageChanged(quint64 images, qint64 run);
@@ -93,6 +94,9 @@ class DetectorImageView : public QWidget {
   void replotIfVisible();
   void applyFixedRange();
   void display(const ImageFramePtr& image);  // the frame to draw now, as the mode says
+  // The maximum, the mean and the run's average take in the newest image if they have not yet.
+  void foldPending();
+  void afterPaint();  // the canvas painted: imageDrawn for a new image, then foldPending
 
   QPointer<PeakFindingModel> model_;
   RefreshCoalescer* coalescer_ = nullptr;
@@ -117,6 +121,8 @@ class DetectorImageView : public QWidget {
   ImageMean run_average_;                  // since the run started, whatever is shown
   ImageFramePtr shownFor(int mode) const;  // the frame a show mode draws now
   ImageFramePtr latest_;                   // the newest image received, shown or not
+  ImageFramePtr unfolded_;      // latest_ while not yet in maximum_, mean_ and run_average_
+  bool drawn_pending_ = false;  // last_drawn_ is replotted; imageDrawn waits for its paint
   std::uint64_t held_back_ = 0;
   ImageFramePtr
       last_drawn_;  // the frame of the last imageDrawn            // images received while frozen

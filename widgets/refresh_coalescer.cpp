@@ -1,12 +1,15 @@
 #include "widgets/refresh_coalescer.hpp"
 
+#include <algorithm>
+
 namespace livedrp::widgets {
 
-RefreshCoalescer::RefreshCoalescer(QObject* parent, int interval_ms) : QObject(parent) {
+RefreshCoalescer::RefreshCoalescer(QObject* parent, int interval_ms)
+    : QObject(parent), interval_ms_(interval_ms) {
   timer_.setSingleShot(true);
-  timer_.setInterval(interval_ms);
   timer_.setTimerType(Qt::PreciseTimer);
   connect(&timer_, &QTimer::timeout, this, [this] {
+    last_refresh_.start();
     ++refreshes_;
     emit refresh();
   });
@@ -14,7 +17,9 @@ RefreshCoalescer::RefreshCoalescer(QObject* parent, int interval_ms) : QObject(p
 
 void RefreshCoalescer::request() {
   ++requests_;
-  if (!timer_.isActive()) timer_.start();
+  if (timer_.isActive()) return;
+  const qint64 since = last_refresh_.isValid() ? last_refresh_.elapsed() : interval_ms_;
+  timer_.start(int(std::max<qint64>(0, interval_ms_ - since)));
 }
 
 }  // namespace livedrp::widgets
