@@ -21,6 +21,10 @@ std::string defaultControlEndpoint(const std::string& connect);
 // Sources the run-control combo offers; any other `sim:DETECTOR` may be typed in.
 inline constexpr const char* kSimulatorSources[] = {"sim:epix10ka2m", "sim:jungfrau4m",
                                                     "sim:eiger2x4m"};
+// Live detector streams the combo offers as examples: the endpoints the repository's stand-in
+// publishers bind in their documentation (docs/formats.md); a real receiver's address is typed in.
+inline constexpr const char* kStreamSourceExamples[] = {"sls:tcp://127.0.0.1:30001",
+                                                        "dectris:tcp://127.0.0.1:31001"};
 inline constexpr const char* kBackends[] = {"auto", "cpu", "cuda"};
 
 struct AppOptions {

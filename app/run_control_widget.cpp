@@ -13,11 +13,17 @@
 
 #include "app/analysis_defaults.hpp"
 #include "app/app_options.hpp"
+#include "core/builtin_detectors.hpp"
 
 namespace livedrp::app {
 namespace {
 // The simulator's highest useful setting is far below this; it only guards against typos.
 constexpr double kMaxRateHz = 1e6;
+
+bool isStreamSource(const QString& source) {
+  const QString text = source.trimmed();
+  return text.startsWith(QStringLiteral("sls:")) || text.startsWith(QStringLiteral("dectris:"));
+}
 }  // namespace
 
 RunControlWidget::RunControlWidget(QWidget* parent)
@@ -26,6 +32,7 @@ RunControlWidget::RunControlWidget(QWidget* parent)
       stop_(new QAction(style()->standardIcon(QStyle::SP_MediaStop), tr("S&top"), this)),
       source_(new QComboBox(this)),
       backend_(new QComboBox(this)),
+      stream_detector_(new QComboBox(this)),
       rate_(new QDoubleSpinBox(this)),
       endpoint_(new QLabel(this)),
       written_(new QLabel(this)),
@@ -43,11 +50,23 @@ RunControlWidget::RunControlWidget(QWidget* parent)
   source_->setObjectName(QStringLiteral("sourceCombo"));
   source_->setEditable(true);  // any source the engine takes may be typed in
   for (const char* source : kSimulatorSources) source_->addItem(QString::fromLatin1(source));
+  for (const char* source : kStreamSourceExamples) source_->addItem(QString::fromLatin1(source));
   source_->setToolTip(
       tr("Event source: sim:DETECTOR runs the detector simulator; replay:FILE.h5 replays a file; "
          "sls:tcp://HOST:PORT[,tcp://HOST:PORT...] receives slsDetector receivers' streams "
          "(Jungfrau); dectris:tcp://HOST:PORT receives a Dectris SIMPLON stream (Eiger2, "
          "Pilatus4, Jungfraujoch)"));
+
+  stream_detector_->setObjectName(QStringLiteral("streamDetectorCombo"));
+  stream_detector_->setEditable(true);   // a description file's path may be typed in
+  stream_detector_->addItem(QString());  // the source's own
+  for (const BuiltinDetector& detector : builtin_detector_sources())
+    stream_detector_->addItem(QString::fromUtf8(detector.name.data(), int(detector.name.size())));
+  stream_detector_->setToolTip(
+      tr("The detector a live stream delivers (stream.detector): a built-in name or a "
+         "description file (.json). Empty: an sls stream's default (jungfrau4m, checked against "
+         "its endpoints), a Dectris stream's start message"));
+  connect(source_, &QComboBox::currentTextChanged, this, [this] { followStreamSource(); });
 
   backend_->setObjectName(QStringLiteral("backendCombo"));
   for (const char* backend : kBackends) backend_->addItem(QString::fromLatin1(backend));
@@ -84,6 +103,7 @@ RunControlWidget::RunControlWidget(QWidget* parent)
   }
   auto* form = new QFormLayout;
   form->addRow(tr("Source"), source_);
+  form->addRow(tr("Stream detector"), stream_detector_);
   form->addRow(tr("Backend"), backend_);
   form->addRow(tr("Rate"), rate_);
   form->addRow(tr("Endpoint"), endpoint_);
@@ -101,6 +121,8 @@ void RunControlWidget::setConfig(const EngineConfig& config) {
   const int backend = backend_->findText(QString::fromStdString(config.backend));
   backend_->setCurrentIndex(backend >= 0 ? backend : 0);
   rate_->setValue(config.rate_hz);
+  stream_detector_->setCurrentText(QString::fromStdString(config.stream.detector));
+  followStreamSource();
 }
 
 EngineConfig RunControlWidget::config(const EngineConfig& base) const {
@@ -108,17 +130,25 @@ EngineConfig RunControlWidget::config(const EngineConfig& base) const {
   config.source = source_->currentText().trimmed().toStdString();
   config.backend = backend_->currentText().toStdString();
   config.rate_hz = rate_->value();
+  if (isStreamSource(source_->currentText()))
+    config.stream.detector = stream_detector_->currentText().trimmed().toStdString();
   followSource(config);  // the shipped geometry follows a change of simulated detector
   return config;
 }
 
 void RunControlWidget::setRunActive(bool active) {
   if (attached_) return;
+  active_ = active;
   start_->setEnabled(!active);
   stop_->setEnabled(active);
   source_->setEnabled(!active);
   backend_->setEnabled(!active);
   rate_->setEnabled(!active);
+  followStreamSource();
+}
+
+void RunControlWidget::followStreamSource() {
+  stream_detector_->setEnabled(!attached_ && !active_ && isStreamSource(source_->currentText()));
 }
 
 void RunControlWidget::setAttached(const QString& endpoint) {
@@ -128,7 +158,7 @@ void RunControlWidget::setAttached(const QString& endpoint) {
     action->setToolTip(tr("The remote engine at %1 is controlled where it runs").arg(endpoint));
   }
   for (QWidget* field : {static_cast<QWidget*>(source_), static_cast<QWidget*>(backend_),
-                         static_cast<QWidget*>(rate_)}) {
+                         static_cast<QWidget*>(rate_), static_cast<QWidget*>(stream_detector_)}) {
     field->setEnabled(false);
   }
   endpoint_->setText(tr("%1 (remote engine)").arg(endpoint));

@@ -28,9 +28,13 @@ class RunControlWidget : public QWidget {
   QAction* stopAction() const { return stop_; }
   QComboBox* sourceCombo() const { return source_; }
   QComboBox* backendCombo() const { return backend_; }
+  // The engine's detector for a live stream (stream.detector): a built-in name or a description
+  // file; empty: the source's own (an sls stream's default, a Dectris start message's). Enabled
+  // only while the source is a stream.
+  QComboBox* streamDetectorCombo() const { return stream_detector_; }
   QDoubleSpinBox* rateSpin() const { return rate_; }
 
-  // Shows `config`'s source, backend and rate in the fields.
+  // Shows `config`'s source, backend, rate and stream detector in the fields.
   void setConfig(const EngineConfig& config);
   // `base` with the fields' source, backend and rate, its shipped geometry following the source
   // (analysis_defaults.hpp).
@@ -60,11 +64,14 @@ class RunControlWidget : public QWidget {
   QAction* stop_;
   QComboBox* source_;
   QComboBox* backend_;
+  QComboBox* stream_detector_;
   QDoubleSpinBox* rate_;
   QLabel* endpoint_;
   QLabel* written_;
   QLabel* written_title_;
   bool attached_ = false;
+  bool active_ = false;
+  void followStreamSource();  // the stream detector field is enabled for stream sources only
 };
 
 }  // namespace livedrp::app

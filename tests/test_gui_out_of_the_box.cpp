@@ -169,6 +169,33 @@ class OutOfTheBoxTest : public QObject {
     QCOMPARE(window.engineConfig().integration.poni, std::string("builtin:epix10ka2m"));
   }
 
+  void aLiveStreamIsOfferedWithItsDetector() {
+    MainWindow window(freshOptions(dir_, QStringLiteral("stream.ini")));
+    RunControlWidget* control = window.runControl();
+    QComboBox* source = control->sourceCombo();
+    QComboBox* detector = control->streamDetectorCombo();
+    // Both stream kinds are offered, at the stand-in publishers' documented endpoints.
+    for (const char* offered : {"sls:tcp://127.0.0.1:30001", "dectris:tcp://127.0.0.1:31001"})
+      QVERIFY2(source->findText(QString::fromLatin1(offered)) >= 0, offered);
+    // The stream detector field is for streams only; it offers every built-in detector.
+    QVERIFY(!detector->isEnabled());
+    QVERIFY(detector->findText(QStringLiteral("jungfrau4m")) >= 0);
+    QVERIFY(detector->findText(QStringLiteral("eiger2x4m")) >= 0);
+    source->setCurrentText(QStringLiteral("sls:tcp://10.0.0.5:30001,tcp://10.0.0.5:30002"));
+    QVERIFY(detector->isEnabled());
+    detector->setCurrentText(QStringLiteral("jungfrau4m"));
+    EngineConfig config = window.engineConfig();
+    QCOMPARE(config.source, std::string("sls:tcp://10.0.0.5:30001,tcp://10.0.0.5:30002"));
+    QCOMPARE(config.stream.detector, std::string("jungfrau4m"));
+    // Empty: the source's own detector (a Dectris start message's).
+    source->setCurrentText(QStringLiteral("dectris:tcp://127.0.0.1:31001"));
+    detector->setCurrentText(QString());
+    QCOMPARE(window.engineConfig().stream.detector, std::string());
+    // A simulated source leaves the field disabled and the configuration's stream section alone.
+    source->setCurrentText(QStringLiteral("sim:epix10ka2m"));
+    QVERIFY(!detector->isEnabled());
+  }
+
   void aPoniTheUserGaveIsKept() {
     // A saved configuration naming its own PONI file keeps it whatever the source.
     const QString ini = dir_.filePath(QStringLiteral("own.ini"));
