@@ -171,7 +171,7 @@ class OutOfTheBoxTest : public QObject {
 
   void aLiveStreamIsOfferedWithItsDetector() {
     MainWindow window(freshOptions(dir_, QStringLiteral("stream.ini")));
-    RunControlWidget* control = window.runControl();
+    auto* control = window.runControl();
     QComboBox* source = control->sourceCombo();
     QComboBox* detector = control->streamDetectorCombo();
     // Both stream kinds are offered, at the stand-in publishers' documented endpoints.
