@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "exec/engine.hpp"
+#include "exec/produced_share.hpp"
 #include "io/segment_names.hpp"
 
 using namespace livedrp;
@@ -138,6 +139,9 @@ class TestEventShare : public QObject {
              std::size_t(0));
     QCOMPARE(processed_headers(small_run(4), {1, 3, EventShare::By::PulseId}).size(),
              std::size_t(4));
+    // A run without end: the share that can never take an event ends at once, empty.
+    QCOMPARE(processed_headers(small_run(0), {2, 3, EventShare::By::PulseId}).size(),
+             std::size_t(0));
   }
 
   void a_live_stream_is_shared_only_as_an_own_input() {
@@ -158,6 +162,44 @@ class TestEventShare : public QObject {
       }
     }
     engine.set_event_share({1, 2, EventShare::By::OwnInput});  // its own endpoint: taken
+  }
+
+  // The device-resident source's producer makes its share itself (exec/produced_share.hpp):
+  // for every share of a simulated run, its j-th event is the run's event that the host
+  // source's share hands on j-th, with that event's sequence, pulse id and pool data.
+  void a_producer_makes_exactly_the_events_its_share_takes() {
+    const std::uint64_t first = 1'000'000, step = 3, events = 23;
+    const std::size_t pool = 4;
+    for (const auto by :
+         {EventShare::By::EventIndex, EventShare::By::PulseId, EventShare::By::OwnInput})
+      for (std::uint64_t count = 1; count <= 6; ++count)
+        for (std::uint64_t index = 0; index < count; ++index) {
+          const EventShare share{index, count, by};
+          const ProducedShare p = produced_share(share, events, 60.0, first, step, pool);
+          std::vector<std::uint64_t> want;  // run indices the host source's share hands on
+          for (std::uint64_t i = 0; i < events; ++i)
+            if (share.takes(i, first + step * i)) want.push_back(i);
+          const QByteArray row =
+              QString("by %1, share %2 of %3").arg(int(by)).arg(index).arg(count).toUtf8();
+          QVERIFY2(p.none == want.empty(), row.constData());
+          if (want.empty()) continue;
+          QVERIFY2(p.events == want.size(), row.constData());
+          for (std::uint64_t j = 0; j < want.size(); ++j) {
+            const std::uint64_t i = want[j];
+            QVERIFY2(p.sequence(j) == share.sequence(i, j), row.constData());
+            QVERIFY2(p.first_pulse_id + p.pulses_per_event * j == first + step * i,
+                     row.constData());
+            QVERIFY2(p.pool_order[j % pool] == i % pool, row.constData());
+          }
+          // The share's events come at its part of the source's rate.
+          QCOMPARE(p.rate_hz, 60.0 / double(p.stride));
+        }
+    // A run without end: the share's events without end too.
+    const ProducedShare endless =
+        produced_share({1, 2, EventShare::By::EventIndex}, 0, 0, first, step, pool);
+    QVERIFY(!endless.none);
+    QCOMPARE(endless.events, std::uint64_t(0));
+    QCOMPARE(endless.first_pulse_id, first + step);
   }
 
   void mpi_inputs_and_share_by_are_read_and_echoed() {

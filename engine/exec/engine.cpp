@@ -272,11 +272,7 @@ void Engine::set_event_share(EventShare share) {
   if (share.count == 0 || share.index >= share.count)
     throw InputError("event share " + std::to_string(share.index) + " of " +
                      std::to_string(share.count) + " is not one (index must be below count)");
-  if (share.count > 1 && d.device_source)
-    throw InputError("source '" + d.config.source +
-                     "' with runtime.source device cannot run as one of several engines yet: its "
-                     "producer makes every event of the run on the device (docs/mpi.md); run "
-                     "the ranks with runtime.source host");
+  // The device-resident source makes only its share (exec/produced_share.hpp).
   if (share.splits_a_common_source() && d.stream_source)
     throw InputError("source '" + d.config.source + "' cannot be shared among engines by " +
                      (share.by == EventShare::By::PulseId ? "pulse id" : "event index") +

@@ -364,9 +364,10 @@ class Engine {
   PeakRerun rerun_peaks(std::optional<std::uint64_t> frames);
   // Called from the engine thread at each stats interval (for CLI progress).
   void set_progress_callback(std::function<void(const protocol::StatsPayload&)> callback);
-  // Before start() (exec/event_share.hpp). Throws InputError for a part of a common source that
-  // cannot be split (a live stream: each event reaches one reader only), for any share of the
-  // device-resident source, or for a share that is not one (index >= count, count 0).
+  // Before start() (exec/event_share.hpp; the device-resident source makes only the share:
+  // exec/produced_share.hpp). Throws InputError for a part of a common source that cannot be
+  // split (a live stream: each event reaches one reader only) or for a share that is not one
+  // (index >= count, count 0).
   void set_event_share(EventShare share);
   // Before start(). The observer runs on the engine thread for every event, so it must be quick:
   // the pipeline waits for it (engine/mpi keeps its sums with it).

@@ -46,6 +46,10 @@ void Engine::Impl::produce() {
          (config.events == 0 || i < config.events) && !stop_requested; ++i) {
       EventHeader header = simulator->header_for(i);
       if (!share.takes(i, header.pulse_id)) {
+        // The simulator's pulse ids step evenly, so which events a share takes repeats every
+        // share.count events: none in the first count, none ever (a share by pulse id whose
+        // residue the pulse ids never reach), and a run without end would spin here.
+        if (local == 0 && i + 1 >= share.count) break;
         next_time += period;
         continue;
       }
