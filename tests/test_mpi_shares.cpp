@@ -20,6 +20,9 @@
 #include "live_peaks_support.hpp"
 #include "mpi_run_process.hpp"
 #include "mpi_run_support.hpp"
+#include "peaks/peak_params.hpp"
+#include "protocol/control.hpp"
+#include "protocol/control_client.hpp"
 #include "replay/hdf5_event_file.hpp"
 
 using namespace livedrp;
@@ -142,6 +145,21 @@ long hit_rows(const QString& path) {
       read_dataset<std::int32_t>(file, "/entry_1/result_1/nPeaks", H5T_NATIVE_INT32);
   H5Fclose(file);
   return n_peaks.ok ? long(n_peaks.values.size()) : -1;
+}
+
+// The reply to control request `name` from a job's collector; sent again until its socket is
+// bound and answers, or the job has ended.
+nlohmann::json control_request(protocol::ControlClient& client, const QProcess& job,
+                               const std::string& name,
+                               const nlohmann::json& fields = nlohmann::json::object()) {
+  for (;;) {
+    try {
+      return client.request(protocol::make_control_request(name, fields));
+    } catch (const protocol::ProtocolError& e) {
+      if (job.state() == QProcess::NotRunning)
+        return {{"ok", false}, {"error", std::string("job ended: ") + e.what()}};
+    }
+  }
 }
 
 // livedrp-dectris-publisher (a stand-in detector) started with `arguments`, bound on a free
@@ -351,6 +369,72 @@ class TestMpiShares : public QObject {
       const replay::EventFileInfo info =
           replay::Hdf5EventReader::inspect(recorded.toStdString(), replay::kDefaultDataset);
       QCOMPARE(info.events, std::uint64_t(share.size()));
+    }
+  }
+
+  // A new run started by an apply (--control on the collector) writes the next segment of each
+  // rank's names (profiles.rank001.seg002.h5), with its share's events again, instead of being
+  // refused for the names the first run wrote.
+  void an_applied_run_writes_the_next_segment_of_each_ranks_files() {
+    const Reference& ref = *ref_;
+    const std::vector<std::size_t> indices{2, 0, 1};
+    const std::vector<std::uint64_t> pulses{70, 71, 72};
+    const QString file = dir_.filePath("segments.h5");
+    write_events(file.toStdString(), ref, indices, pulses);
+    QDir(dir_.path()).mkdir("segments");
+    const QString out = dir_.filePath("segments");
+    EngineConfig c = ref.replay;
+    c.source = "replay:" + file.toStdString();
+    c.write.profiles = (out + "/profiles.h5").toStdString();
+    const QString config = dir_.filePath("segments.json");
+    write_json(config, c.to_json());
+    const std::string control = free_endpoint();
+    const QString mpirun = QStringLiteral(LIVEDRP_TEST_MPIEXEC);
+    QProcess job;
+    job.setProcessEnvironment(mpirun_environment());
+    job.start(mpirun, mpirun_arguments(mpirun, false)
+                          << cli_executable("LIVEDRP_ENGINE_EXE") << "run"
+                          << "--config" << config << "--control"
+                          << QString::fromStdString(control));
+    protocol::ControlClient client(control);
+    const auto finished_run = [&](std::int64_t run) {
+      while (job.state() != QProcess::NotRunning) {
+        const nlohmann::json reply = control_request(client, job, "status");
+        if (reply.value("ok", false) && reply.at("result").at("run") == run &&
+            reply.at("result").at("state") == "finished")
+          return true;
+      }
+      return false;
+    };
+    QVERIFY2(finished_run(1), qPrintable(QString::fromUtf8(job.readAllStandardError())));
+    const nlohmann::json applied = control_request(client, job, "apply",
+                                                   {{ "config",
+                                                      {
+                                                        { "peak_finding",
+                                                          { {
+                                                            "params",
+                                                            peaks::to_json(c.peak_finding.params)
+                                                          } } }
+                                                      } }});
+    QVERIFY2(applied.value("ok", false), applied.dump().c_str());
+    QCOMPARE(applied.at("result").at("run").get<std::int64_t>(), std::int64_t(2));
+    QVERIFY(finished_run(2));
+    control_request(client, job, "shutdown");
+    QVERIFY(job.waitForFinished(120'000));
+    QVERIFY2(job.exitCode() == 0, qPrintable(QString::fromUtf8(job.readAllStandardError())));
+
+    QVERIFY(!QFile::exists(out + "/profiles.h5"));
+    for (int rank = 1; rank <= 2; ++rank) {
+      const QString tag = QString("rank%1").arg(rank, 3, 10, QChar('0'));
+      std::vector<std::uint64_t> sequences;
+      for (std::uint64_t s = std::uint64_t(rank - 1); s < indices.size(); s += 2)
+        sequences.push_back(s);
+      for (const QString& name :
+           {out + "/profiles." + tag + ".h5", out + "/profiles." + tag + ".seg002.h5"}) {
+        const ProfileFile profiles = read_profile_file(name);
+        QVERIFY2(profiles.ok, qPrintable(name));
+        QCOMPARE(profiles.sequences, sequences);
+      }
     }
   }
 
