@@ -170,6 +170,7 @@ Engine::Engine(EngineConfig config, std::shared_ptr<Publisher> publisher)
       options.layout.codec = codec;
     }
     options.run = c.run;
+    options.rank = c.mpi.rank;
     options.queue_events = std::size_t(c.record.queue_events);
     // "auto": a live source must not stall for the disk; a replay can wait (files are not live).
     const bool wait = c.record.when_full == "wait" || (c.record.when_full == "auto" && replaying);
@@ -271,11 +272,13 @@ void Engine::set_event_share(EventShare share) {
   if (share.count == 0 || share.index >= share.count)
     throw InputError("event share " + std::to_string(share.index) + " of " +
                      std::to_string(share.count) + " is not one (index must be below count)");
-  if (share.count > 1 && (d.stream_source || d.device_source))
-    throw InputError("source '" + d.config.source + "'" +
-                     (d.device_source ? " with runtime.source device" : "") +
-                     " cannot be shared among engines by event index (only the simulator on the "
-                     "host and a replay can)");
+  // The device-resident source makes only its share (exec/produced_share.hpp).
+  if (share.splits_a_common_source() && d.stream_source)
+    throw InputError("source '" + d.config.source + "' cannot be shared among engines by " +
+                     (share.by == EventShare::By::PulseId ? "pulse id" : "event index") +
+                     " (a live stream hands each event to one reader only; only the simulator "
+                     "on the host and a replay can be shared); give each processing rank its own "
+                     "stream endpoint with mpi.inputs");
   d.share = share;
 }
 

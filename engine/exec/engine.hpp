@@ -12,6 +12,7 @@
 
 #include "calib/calibration_math.hpp"
 #include "core/event.hpp"
+#include "exec/event_share.hpp"
 #include "exec/latency_histogram.hpp"
 #include "exec/stream_config.hpp"
 #include "peaks/peak_params.hpp"
@@ -171,6 +172,19 @@ struct MpiRunConfig {
   // only its own (CUDA_VISIBLE_DEVICES, set before the engine touches CUDA). Empty: every rank
   // sees the devices its process was started with.
   std::vector<int> devices;
+  // How the processing ranks share a common source (the simulator on the host, a replay of one
+  // file set; exec/event_share.hpp): "event_index", event i goes to the share i modulo the
+  // processing ranks; "pulse_id", the event with pulse id p to the share p modulo them.
+  std::string share_by = "event_index";
+  // Each processing rank its own input instead (one file set, or one detector stream endpoint,
+  // per rank): one source as `source` takes it, for each processing rank in rank order; every
+  // rank takes all of its own input's events (`events` then counts each rank's). Empty: the
+  // ranks share `source`. Its length is checked against the processing ranks at start-up.
+  std::vector<std::string> inputs;
+  // Set by the MPI run on each processing rank's engine, never read from JSON: the rank's
+  // number in the MPI world, which names its output files (write.*, record: io/segment_names.hpp)
+  // so that no two ranks write the same file. -1: not a rank of an MPI run (the configured names).
+  int rank = -1;
 };
 
 // The pipeline configuration: the same JSON drives the CLI, the GUI and the benchmarks, and is
@@ -288,15 +302,6 @@ struct RecordStatus {
   std::vector<std::string> files;
 };
 
-// One rank's share of a common source when many engines run one run (engine/mpi): the source
-// hands on only the events whose index over the whole run is `index` modulo `count` (their
-// sequence is that index, so every event keeps one identity over the ranks); config.events still
-// counts the whole run's events. {0, 1}: every event.
-struct EventShare {
-  std::uint64_t index = 0;
-  std::uint64_t count = 1;
-};
-
 // Every processed event as the engine thread accounts it, in admission order, after the stages'
 // books took it: its header, the run's stages and each stage's result for it (same order).
 using EventObserver = std::function<void(const EventHeader& header,
@@ -359,9 +364,10 @@ class Engine {
   PeakRerun rerun_peaks(std::optional<std::uint64_t> frames);
   // Called from the engine thread at each stats interval (for CLI progress).
   void set_progress_callback(std::function<void(const protocol::StatsPayload&)> callback);
-  // Before start(). Throws InputError for a share of a source that cannot be shared by event
-  // index (a live stream, the device-resident source) or a share that is not one (index >=
-  // count, count 0).
+  // Before start() (exec/event_share.hpp; the device-resident source makes only the share:
+  // exec/produced_share.hpp). Throws InputError for a part of a common source that cannot be
+  // split (a live stream: each event reaches one reader only) or for a share that is not one
+  // (index >= count, count 0).
   void set_event_share(EventShare share);
   // Before start(). The observer runs on the engine thread for every event, so it must be quick:
   // the pipeline waits for it (engine/mpi keeps its sums with it).

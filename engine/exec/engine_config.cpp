@@ -117,6 +117,16 @@ std::vector<std::string> read_simulator_gain_configs(const FieldReader& reader, 
   return names;
 }
 
+// What `source` and each of mpi.inputs may be (their files and endpoints are checked when the
+// engine opens them).
+bool is_source_name(const std::string& source) {
+  return (source.rfind("sim:", 0) == 0 && source.size() > 4) ||
+         (source.rfind("replay:", 0) == 0 && source.size() > 7) || stream::is_stream_source(source);
+}
+const std::string kSourceForms =
+    "must be sim:DETECTOR (e.g. sim:epix10ka2m), replay:FILE.h5[:/dataset], "
+    "sls:tcp://HOST:PORT[,...] or dectris:tcp://HOST:PORT, got ";
+
 // The most frames a re-run may keep: 256 ePix10ka2M frames are 2.2 GB of device memory.
 constexpr int kMaxRecentFrames = 256;
 
@@ -131,13 +141,7 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
     root.fail("schema_version", "is " + std::to_string(version) + "; this livedrp reads version " +
                                     std::to_string(kConfigSchemaVersion));
   root.read("source", c.source);
-  if (!(c.source.rfind("sim:", 0) == 0 && c.source.size() > 4) &&
-      !(c.source.rfind("replay:", 0) == 0 && c.source.size() > 7) &&
-      !stream::is_stream_source(c.source))
-    root.fail("source",
-              "must be sim:DETECTOR (e.g. sim:epix10ka2m), replay:FILE.h5[:/dataset], "
-              "sls:tcp://HOST:PORT[,...] or dectris:tcp://HOST:PORT, got " +
-                  json_excerpt(json(c.source)));
+  if (!is_source_name(c.source)) root.fail("source", kSourceForms + json_excerpt(json(c.source)));
   root.read_integer("events", c.events, 0, (1LL << 62));
   root.read_number("rate_hz", c.rate_hz, 0.0, 1e7);
   root.read_choice("full_ring", c.full_ring, {"auto", "drop", "wait"});
@@ -318,6 +322,27 @@ EngineConfig EngineConfig::from_json(const json& object, const std::string& orig
                                        json_excerpt(*devices));
       c.mpi.devices = devices->get<std::vector<int>>();
     }
+    reader.read_choice("share_by", c.mpi.share_by, {"event_index", "pulse_id"});
+    if (const json* inputs = reader.find("inputs")) {
+      if (!inputs->is_array() || inputs->empty())
+        reader.fail("mpi.inputs",
+                    "must be a list of sources, one for each processing rank in rank order, "
+                    "got " +
+                        json_excerpt(*inputs));
+      for (std::size_t k = 0; k < inputs->size(); ++k) {
+        const json& input = (*inputs)[k];
+        const std::string field = "mpi.inputs[" + std::to_string(k) + "]";
+        if (!input.is_string() || !is_source_name(input.get<std::string>()))
+          reader.fail(field, kSourceForms + json_excerpt(input));
+        c.mpi.inputs.push_back(input.get<std::string>());
+      }
+      // Each rank takes all of its own input: there is nothing to share by.
+      if (c.mpi.share_by != MpiRunConfig{}.share_by)
+        reader.fail("mpi.share_by",
+                    "is \"" + c.mpi.share_by +
+                        "\", but with mpi.inputs every processing rank takes all of its own "
+                        "input; share_by applies to a common source (leave it out)");
+    }
     reader.reject_unknown_keys();
   }
   // Sections of registered stages (stages/registry.hpp), each read by its stage.
@@ -396,10 +421,14 @@ json EngineConfig::to_json() const {
               {"image", {{"publish_hz", image.publish_hz}}}};
   // Echoed only when set: configurations of single engines read as they always did.
   if (mpi.collector != MpiRunConfig{}.collector ||
-      mpi.silent_after_s != MpiRunConfig{}.silent_after_s || !mpi.devices.empty())
+      mpi.silent_after_s != MpiRunConfig{}.silent_after_s || !mpi.devices.empty() ||
+      mpi.share_by != MpiRunConfig{}.share_by || !mpi.inputs.empty()) {
     out["mpi"] = {{"collector", mpi.collector},
                   {"silent_after_s", mpi.silent_after_s},
-                  {"devices", mpi.devices}};
+                  {"devices", mpi.devices},
+                  {"share_by", mpi.share_by}};
+    if (!mpi.inputs.empty()) out["mpi"]["inputs"] = mpi.inputs;
+  }
   for (const auto& [name, section] : stages) out[name] = section;
   return out;
 }

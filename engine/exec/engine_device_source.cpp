@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "exec/engine_impl.hpp"
+#include "exec/produced_share.hpp"
 #include "sim/simulator_settings.hpp"
 
 namespace livedrp {
@@ -13,6 +14,22 @@ using namespace engine_detail;
 void Engine::Impl::run_device_source() {
 #ifdef LIVEDRP_HAVE_CUDA
   try {
+    const SimulatorConfig& sim = simulator->config();
+    // One engine of many (engine/mpi): the producer makes only this engine's share of the run,
+    // with the run's pulse ids, data and sequences (exec/produced_share.hpp).
+    const ProducedShare produced =
+        produced_share(share, config.events, config.rate_hz, sim.first_pulse_id,
+                       sim.pulses_per_event, std::size_t(config.simulator_pool));
+    if (produced.none) {
+      {
+        std::lock_guard lock(mutex);
+        run_start = Clock::now();
+      }
+      set_state("running", "no event of the run falls to this engine's share");
+      producer_done = true;
+      consumer_done = true;
+      return;
+    }
     std::vector<std::vector<std::uint8_t>> pool(std::size_t(config.simulator_pool));
     {
       ThreadPool threads(config.cpu_threads == 0 ? std::thread::hardware_concurrency()
@@ -21,7 +38,7 @@ void Engine::Impl::run_device_source() {
           *simulator, std::size_t(config.simulator_pool), config.simulator_pool_selection);
       for (std::size_t i = 0; i < pool.size() && !stop_requested; ++i) {
         pool[i].resize(detector.raw_event_bytes());
-        simulator->generate(indices[i], pool[i].data(), nullptr, &threads);
+        simulator->generate(indices[produced.pool_order[i]], pool[i].data(), nullptr, &threads);
       }
     }
     gpu::ResidentConfig resident;
@@ -29,12 +46,11 @@ void Engine::Impl::run_device_source() {
     resident.lanes = config.runtime.streams;
     resident.ring_slots = config.ring_slots;
     resident.producer = gpu::ProducerMode::Copy;  // the simulator writes every event's data
-    resident.rate_hz = config.rate_hz;
-    resident.events = config.events;
+    resident.rate_hz = produced.rate_hz;
+    resident.events = produced.events;
     resident.params = config.calibration;
-    const SimulatorConfig& sim = simulator->config();
-    resident.first_pulse_id = sim.first_pulse_id;
-    resident.pulses_per_event = sim.pulses_per_event;
+    resident.first_pulse_id = produced.first_pulse_id;
+    resident.pulses_per_event = produced.pulses_per_event;
     if (compress_stage) resident.stages.compression = compress_stage->params();
     if (integrate_stage) resident.stages.integrator = integrate_stage->integrator();
     if (peak_stage) resident.stages.peak_finder = peak_stage->first_finder();
@@ -71,7 +87,8 @@ void Engine::Impl::run_device_source() {
       } else {
         last_result = Clock::now();
         CompletedEvent done;
-        done.header.sequence = result->sequence;
+        // The producer counts its own events; the run's sequence of its j-th is the share's.
+        done.header.sequence = produced.sequence(result->sequence);
         done.header.pulse_id = result->pulse_id;
         // Source time: the doorbell, on the host's wall clock; latency = doorbell -> seen here.
         done.header.timestamp_ns = pipeline.to_host_ns(result->doorbell_ns) + wall_minus_steady;

@@ -31,18 +31,28 @@ void Engine::Impl::produce() {
     }
     set_state("running");
     const bool paced = config.rate_hz > 0;
-    // rate_hz is the run's: under a share this engine's events come share.count times as far
-    // apart.
-    const auto period =
-        paced ? std::chrono::duration_cast<Clock::duration>(
-                    std::chrono::duration<double>(double(share.count) / config.rate_hz))
-              : Clock::duration::zero();
+    // rate_hz is the source's: under a share of a common source (engine/mpi) the events of the
+    // other shares pass by in their time without being waited for, so this engine's come at
+    // its share of the rate.
+    const auto period = paced ? std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(1.0 / config.rate_hz))
+                              : Clock::duration::zero();
     // A paced source that falls behind does not burst to catch up by more than this.
     const auto max_lag = std::chrono::milliseconds(100);
     auto next_time = Clock::now();
-    // Under a share (engine/mpi) this engine takes every share.count-th event of the run.
-    for (std::uint64_t i = share.index;
-         (config.events == 0 || i < config.events) && !stop_requested; i += share.count) {
+    // `i` is the event's index over the source (the run's, for a common source; this engine's
+    // own, for an own input): config.events counts those.
+    for (std::uint64_t i = 0, local = 0;
+         (config.events == 0 || i < config.events) && !stop_requested; ++i) {
+      EventHeader header = simulator->header_for(i);
+      if (!share.takes(i, header.pulse_id)) {
+        // The simulator's pulse ids step evenly, so which events a share takes repeats every
+        // share.count events: none in the first count, none ever (a share by pulse id whose
+        // residue the pulse ids never reach), and a run without end would spin here.
+        if (local == 0 && i + 1 >= share.count) break;
+        next_time += period;
+        continue;
+      }
       if (paced) {
         std::this_thread::sleep_until(next_time);
         next_time += period;
@@ -50,7 +60,7 @@ void Engine::Impl::produce() {
       }
       events_in.fetch_add(1, std::memory_order_relaxed);
       const HostEventBuffer& raw = event_pool[i % event_pool.size()];
-      EventHeader header = simulator->header_for(i);
+      header.sequence = share.sequence(i, local++);
       header.timestamp_ns = wall_clock_ns();
       // Recorded whether or not the ring takes it: the recording is what the source produced.
       record(header, raw.data());
@@ -122,16 +132,17 @@ void Engine::Impl::produce_replay() {
     }
     set_state("running", replay_pace_note);
     const bool by_rate = replay_pace == "rate", by_time = replay_pace == "recorded";
-    const auto period =
-        by_rate ? std::chrono::duration_cast<Clock::duration>(
-                      std::chrono::duration<double>(double(share.count) / config.rate_hz))
-                : Clock::duration::zero();
+    // rate_hz is the source's: under a share of a common source the other shares' events pass
+    // by in their time (as for the simulator).
+    const auto period = by_rate ? std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(1.0 / config.rate_hz))
+                                : Clock::duration::zero();
     const auto max_lag = std::chrono::milliseconds(100);
     auto next_time = Clock::now();
     Clock::time_point anchor_wall;
     std::int64_t anchor_ts = 0, previous_ts = 0;
-    // `run_index` counts the events read over the whole run, every engine's share (engine/mpi)
-    // included; without a share it is `handed`.
+    // `run_index` counts the events read over the whole source, every engine's share
+    // (engine/mpi) included; without a share, or on an own input, it is `handed`.
     for (std::uint64_t handed = 0, run_index = 0;
          (config.events == 0 || run_index < config.events) && !stop_requested;) {
       if (paused && step_budget.load() <= 0) {
@@ -150,8 +161,9 @@ void Engine::Impl::produce_replay() {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         continue;
       }
-      if (run_index++ % share.count != share.index) {
+      if (!share.takes(run_index++, event.pulse_id)) {
         // Another engine's event: each reads the file, so that every one keeps its own pace.
+        if (by_rate) next_time += period;
         source.release();
         continue;
       }
@@ -172,9 +184,10 @@ void Engine::Impl::produce_replay() {
         std::this_thread::sleep_until(anchor_wall + std::chrono::nanoseconds(ts - anchor_ts));
       }
       const std::uint64_t admitted = events_in.fetch_add(1, std::memory_order_relaxed);
-      // Under a share the sequence is the event's index over the run (one identity on every
-      // engine); without one, run_index - 1 == admitted.
-      const std::uint64_t sequence = share.count > 1 ? run_index - 1 : admitted;
+      // Under a share of a common source the sequence is the event's index over the run (one
+      // identity on every engine); on an own input, this engine's index interleaved with the
+      // other shares' (exec/event_share.hpp); without a share, run_index - 1 == admitted.
+      const std::uint64_t sequence = share.sequence(run_index - 1, admitted);
       ++handed;
       replay_position = event.index;
       replay_handed = handed;
@@ -219,7 +232,10 @@ void Engine::Impl::produce_stream() {
         std::lock_guard lock(mutex);
         run_start = Clock::now();
       }
-      const std::uint64_t sequence = events_in.fetch_add(1, std::memory_order_relaxed);
+      // An own input of one of several engines (mpi.inputs): this engine's index interleaved
+      // with the other shares' (exec/event_share.hpp); a single engine's is its index.
+      const std::uint64_t local = events_in.fetch_add(1, std::memory_order_relaxed);
+      const std::uint64_t sequence = share.sequence(local, local);
       ++handed;
       // The detector's time is what a recording keeps; the ring carries the admission time, from
       // which the pipeline measures latency.

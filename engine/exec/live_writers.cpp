@@ -142,6 +142,7 @@ void LiveWriters::open(const EngineConfig& config, const DetectorDescription& de
     options.directory = w.hits_directory;
     options.run = config.run;
     options.segment = w.segment;
+    options.rank = config.mpi.rank;
     options.hits_per_file = w.hits_per_file;
     const peaks::SlabLayout slab = peaks::slab_layout(detector);
     options.slab_height = slab.height;
@@ -163,7 +164,7 @@ void LiveWriters::open(const EngineConfig& config, const DetectorDescription& de
   if (!w.profiles.empty()) {
     require_profile_stage(integrate != nullptr);
     io::ProfileSeriesOptions options;
-    options.path = io::segment_file_path(w.profiles, w.segment);
+    options.path = io::writer_file_path(w.profiles, config.mpi.rank, w.segment);
     options.radial = integrate->book_settings().centres;
     options.unit = integrate->integrator().config().unit;
     options.pipeline_config_json = config_json;
@@ -180,7 +181,7 @@ void LiveWriters::open(const EngineConfig& config, const DetectorDescription& de
   if (!w.average.empty()) {
     assembly_ = average_assembly(detector);
     io::AverageImageOptions options;
-    options.path = io::segment_file_path(w.average, w.segment);
+    options.path = io::writer_file_path(w.average, config.mpi.rank, w.segment);
     options.unit = image_unit(detector);
     options.pipeline_config_json = config_json;
     {

@@ -36,15 +36,15 @@ WriteSegment write_segment_of(const Engine& engine) {
 }
 
 std::vector<std::string> WriteSegments::first_files(const WriteConfig& write, std::int64_t run,
-                                                    int segment) {
+                                                    int segment, int rank) {
   std::vector<std::string> files;
   if (!write.hits_directory.empty())
     files.push_back(file_key(std::filesystem::path(write.hits_directory) /
-                             io::cxi_hit_file_name(run, segment, 0)));
+                             io::cxi_hit_file_name(run, segment, 0, rank)));
   if (!write.profiles.empty())
-    files.push_back(file_key(io::segment_file_path(write.profiles, segment)));
+    files.push_back(file_key(io::writer_file_path(write.profiles, rank, segment)));
   if (!write.average.empty())
-    files.push_back(file_key(io::segment_file_path(write.average, segment)));
+    files.push_back(file_key(io::writer_file_path(write.average, rank, segment)));
   return files;
 }
 
@@ -53,7 +53,7 @@ void WriteSegments::choose(EngineConfig& config) const {
   write.segment = io::kFirstSegment;
   if (!write.enabled()) return;
   auto taken = [this, &config](int segment) {
-    for (const std::string& file : first_files(config.write, config.run, segment))
+    for (const std::string& file : first_files(config.write, config.run, segment, config.mpi.rank))
       if (created_.count(file)) return true;
     return false;
   };
@@ -67,7 +67,8 @@ void WriteSegments::choose(EngineConfig& config) const {
 
 void WriteSegments::note_created(const EngineConfig& config) {
   if (!config.write.enabled()) return;
-  for (const std::string& file : first_files(config.write, config.run, config.write.segment))
+  for (const std::string& file :
+       first_files(config.write, config.run, config.write.segment, config.mpi.rank))
     created_.insert(file);
 }
 

@@ -2,8 +2,10 @@
 // Which segment of its live writers an engine writes (docs/formats.md, "Segments of a controlled
 // run"), for every owner that builds one engine after another with the same configuration: the
 // EngineController (`livedrp-engine run --control`) and the GUI's embedded engine host
-// (app/engine_host.cpp). Both keep one WriteSegments for their life, so the k-th start with the
-// same write paths writes segment k, and a start with new paths writes segment 1's names. No Qt.
+// (app/engine_host.cpp), and an MPI run's processing rank (mpi/rank_engines.hpp), whose files
+// carry its rank's name as well. Each keeps one WriteSegments for its life, so the k-th start with
+// the same write paths writes segment k, and a start with new paths writes segment 1's names. No
+// Qt.
 #include <cstdint>
 #include <set>
 #include <string>
@@ -43,9 +45,10 @@ class WriteSegments {
 
   // The first file of each writer of `write` in segment `segment` of run `run`, absolute and
   // normal (so "hits" and "./hits" are one folder): every segment's writers create these when
-  // the engine is built (hit files roll over to more later).
+  // the engine is built (hit files roll over to more later). `rank`: an MPI run's processing
+  // rank's names (config.mpi.rank; -1: the plain names).
   static std::vector<std::string> first_files(const WriteConfig& write, std::int64_t run,
-                                              int segment);
+                                              int segment, int rank = -1);
 
  private:
   std::set<std::string> created_;

@@ -117,7 +117,8 @@ CxiHitWriter::~CxiHitWriter() {
 
 void CxiHitWriter::open_next() {
   const std::filesystem::path path =
-      options_.directory / cxi_hit_file_name(options_.run, options_.segment, files_.size());
+      options_.directory /
+      cxi_hit_file_name(options_.run, options_.segment, files_.size(), options_.rank);
   file_ = std::make_unique<File>(path, options_);
   files_.push_back(path);
 }

@@ -28,6 +28,7 @@ struct CxiHitOptions {
   std::filesystem::path directory;
   std::int64_t run = 1;
   int segment = 1;  // of a controlled run: 1 keeps the plain names (io/segment_names.hpp)
+  int rank = -1;    // of an MPI run: the rank's own names; -1 keeps the plain ones (likewise)
   std::uint64_t hits_per_file = 1000;
   int slab_height = 0, slab_width = 0;  // peaks::slab_layout(detector)
   int max_peaks = 0;                    // columns of the peak arrays

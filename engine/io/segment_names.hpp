@@ -7,6 +7,13 @@
 //   FILE.EXT                  -> FILE.segSSS.EXT        (profiles.h5 -> profiles.seg002.h5)
 //   DIR/runRRRR-hits-NNN.cxi  -> DIR/runRRRR-segSSS-hits-NNN.cxi
 // SSS is the segment with at least three digits.
+// In a run of many engines under MPI (docs/mpi.md, "Output files") every processing rank writes
+// files of its own, named for its rank RRR (its number in MPI_COMM_WORLD, at least three digits),
+// before any segment part:
+//   FILE.EXT                  -> FILE.rankRRR.EXT       (profiles.h5 -> profiles.rank001.h5,
+//                                                        profiles.rank001.seg002.h5)
+//   DIR/runRRRR-hits-NNN.cxi  -> DIR/runRRRR-rankRRR[-segSSS]-hits-NNN.cxi
+//   DIR/runRRRR-NNN.h5        -> DIR/runRRRR-rankRRR-NNN.h5  (a recording, replay/recorder.cpp)
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -15,12 +22,25 @@ namespace livedrp::io {
 
 // The first segment, whose names are the configured ones.
 inline constexpr int kFirstSegment = 1;
+// Not a rank of an MPI run: the configured names.
+inline constexpr int kNoRank = -1;
 
 // `path` for segment `segment`: unchanged for segment 1, else ".segSSS" before the extension (or
 // at the end when the file name has none).
 std::string segment_file_path(const std::string& path, int segment);
 
-// The name (no folder) of hit file `index` (0-based) of run `run`, segment `segment`.
-std::string cxi_hit_file_name(std::int64_t run, int segment, std::size_t index);
+// `path` for MPI rank `rank`: unchanged for kNoRank, else ".rankRRR" before the extension (or at
+// the end when the file name has none).
+std::string rank_file_path(const std::string& path, int rank);
+
+// A live writer's file: the rank's name, then the segment's.
+std::string writer_file_path(const std::string& path, int rank, int segment);
+
+// The name (no folder) of hit file `index` (0-based) of run `run`, segment `segment`, written by
+// MPI rank `rank` (kNoRank: not an MPI run's).
+std::string cxi_hit_file_name(std::int64_t run, int segment, std::size_t index, int rank = kNoRank);
+
+// "-rankRRR" for a recording's or hit file's name; empty for kNoRank.
+std::string rank_name_part(int rank);
 
 }  // namespace livedrp::io

@@ -48,6 +48,42 @@ Clock::duration period_of(double seconds) {
   std::abort();  // MPI_Abort does not return; should a library's do, this process still ends
 }
 
+// How the processing ranks take their events (docs/mpi.md, "Sharing"): each its own input
+// (mpi.inputs), else a share of the common source by event index or pulse id.
+EventShare share_of(const EngineConfig& config, std::size_t index, std::size_t count) {
+  EventShare share{std::uint64_t(index), std::uint64_t(count)};
+  if (!config.mpi.inputs.empty())
+    share.by = EventShare::By::OwnInput;
+  else if (config.mpi.share_by == "pulse_id")
+    share.by = EventShare::By::PulseId;
+  return share;
+}
+
+// mpi.inputs gives one source to each processing rank: their numbers must agree. The same on
+// every rank; the collector says it (once) and no rank builds an engine.
+std::string inputs_mismatch(const EngineConfig& config, const std::vector<int>& processing) {
+  const std::size_t inputs = config.mpi.inputs.size();
+  if (inputs == 0 || inputs == processing.size()) return {};
+  std::string ranks;
+  if (!processing.empty())
+    ranks = processing.size() == 1 ? " (rank " + std::to_string(processing.front()) + ")"
+                                   : " (ranks " + std::to_string(processing.front()) + " to " +
+                                         std::to_string(processing.back()) + ")";
+  return "mpi.inputs lists " + std::to_string(inputs) + " source" + (inputs == 1 ? "" : "s") +
+         " but the run has " + std::to_string(processing.size()) + " processing rank" +
+         (processing.size() == 1 ? "" : "s") + ranks + " with mpi.collector \"" +
+         config.mpi.collector +
+         "\"; give one source for each processing rank, in rank order, or start as many ranks";
+}
+
+// How the collector's start line names what the ranks take.
+std::string shares_text(const EngineConfig& config, std::size_t processing) {
+  if (!config.mpi.inputs.empty())
+    return std::to_string(processing) + " take their own inputs (mpi.inputs)";
+  return std::to_string(processing) + " take a share of " + config.source + " by " +
+         config.mpi.share_by;
+}
+
 // Every rank learns whether all could start; rank 0 gets each failing rank's text.
 std::string agree_on_startup(const Session& session, const std::string& own_error) {
   const int ok = own_error.empty() ? 1 : 0;
@@ -231,8 +267,12 @@ protocol::StatusPayload collector_status(const EngineConfig& config, const Colle
   status.message =
       failures.empty() ? "MPI run over " + std::to_string(size) + " ranks" : "MPI run: " + failures;
   status.source = config.source;
+  // Each rank its own input: the status names them all, in rank order.
+  for (std::size_t k = 0; k < config.mpi.inputs.size(); ++k)
+    status.source = (k == 0 ? "mpi.inputs: " : status.source + ", ") + config.mpi.inputs[k];
   const std::string sim = "sim:";
-  if (config.source.rfind(sim, 0) == 0) status.detector = config.source.substr(sim.size());
+  const std::string& first = config.mpi.inputs.empty() ? config.source : config.mpi.inputs.front();
+  if (first.rfind(sim, 0) == 0) status.detector = first.substr(sim.size());
   status.backend = stats.backend;
   status.device = stats.device;
   status.config = config.to_json();
@@ -472,10 +512,14 @@ RankOutcome run_rank(Session& session, const EngineConfig& config, const std::at
       throw InputError(
           "mpi.collector \"dedicated\" needs at least 2 ranks (the collector and one that "
           "processes), got 1; start more ranks or set mpi.collector to \"processing\"");
-    if (processes) {
+    if (const std::string mismatch = inputs_mismatch(config, processing); !mismatch.empty()) {
+      // Said once, by the collector (whose failure ends the start-up of every rank); the other
+      // ranks build nothing.
+      if (outcome.collector) throw InputError(mismatch);
+    } else if (processes) {
       const auto share = std::find(processing.begin(), processing.end(), rank) - processing.begin();
       engines = std::make_unique<RankEngines>(
-          config, EventShare{std::uint64_t(share), std::uint64_t(processing.size())});
+          config, share_of(config, std::size_t(share), processing.size()), rank);
     }
     if (outcome.collector && !config.publish.empty()) {
       publisher = std::make_shared<Publisher>(config.publish);
@@ -510,11 +554,10 @@ RankOutcome run_rank(Session& session, const EngineConfig& config, const std::at
     abort_run(rank, e.what());
   }
   if (outcome.collector)
-    std::fprintf(stderr,
-                 "livedrp-engine: MPI run: %d ranks, rank 0 collects%s, %zu take a share of "
-                 "%s; publishing on %s\n",
-                 size, dedicated ? "" : " and processes", processing.size(), config.source.c_str(),
-                 outcome.publish_endpoint.empty() ? "nothing" : outcome.publish_endpoint.c_str());
+    std::fprintf(
+        stderr, "livedrp-engine: MPI run: %d ranks, rank 0 collects%s, %s; publishing on %s\n",
+        size, dedicated ? "" : " and processes", shares_text(config, processing.size()).c_str(),
+        outcome.publish_endpoint.empty() ? "nothing" : outcome.publish_endpoint.c_str());
   if (!outcome.control_endpoint.empty())
     std::fprintf(stderr, "livedrp-engine: control socket on %s\n",
                  outcome.control_endpoint.c_str());

@@ -6,16 +6,41 @@
 
 namespace livedrp::mpi {
 
-RankEngines::RankEngines(const EngineConfig& config, EventShare share)
-    : share_(share), current_(build(config)) {}
+RankEngines::RankEngines(const EngineConfig& config, EventShare share, int rank)
+    : share_(share), rank_(rank) {
+  const EngineConfig own = next_config(config);
+  current_ = build(own);
+  segments_.note_created(own);
+}
 
-RankEngines::Built RankEngines::build(const EngineConfig& config) const {
+EngineConfig RankEngines::next_config(const EngineConfig& config) const {
   EngineConfig own = config;
   own.publish = "";  // the collector publishes for the run
+  own.mpi.rank = rank_;
+  if (!config.mpi.inputs.empty()) {
+    if (share_.by != EventShare::By::OwnInput || share_.index >= config.mpi.inputs.size())
+      throw InputError("mpi.inputs: processing rank " + std::to_string(rank_) +
+                       " has no input of its own (share " + std::to_string(share_.index) + " of " +
+                       std::to_string(share_.count) + ", " +
+                       std::to_string(config.mpi.inputs.size()) + " inputs)");
+    own.source = config.mpi.inputs[share_.index];
+  }
+  segments_.choose(own);
+  return own;
+}
+
+RankEngines::Built RankEngines::build(const EngineConfig& own) const {
   Built built;
   built.sums = std::make_unique<RankSums>();
   built.messages = std::make_unique<RankMessages>();
-  built.engine = std::make_unique<Engine>(own);
+  try {
+    built.engine = std::make_unique<Engine>(own);
+  } catch (const InputError& e) {
+    // Which of the inputs it is, when each rank has its own.
+    if (own.mpi.inputs.empty()) throw;
+    throw InputError("mpi.inputs[" + std::to_string(share_.index) + "] '" + own.source +
+                     "': " + e.what());
+  }
   built.engine->set_event_share(share_);
   built.engine->set_event_observer(built.sums->observer());
   built.engine->keep_images();  // sent with the reports: the collector publishes the newest
@@ -26,7 +51,9 @@ RankEngines::Built RankEngines::build(const EngineConfig& config) const {
 void RankEngines::prepare(const EngineConfig& config) {
   if (building_.valid()) wait_prepared();
   discard();
-  building_ = std::async(std::launch::async, [this, config] { return build(config); });
+  // The segment is chosen on the build's thread: nothing notes a segment while a build runs
+  // (wait_prepared() does, after it).
+  building_ = std::async(std::launch::async, [this, config] { return build(next_config(config)); });
 }
 
 std::optional<std::string> RankEngines::prepared() {
@@ -40,6 +67,7 @@ std::string RankEngines::wait_prepared() {
   try {
     prepared_ = building_.get();
     build_error_.clear();
+    segments_.note_created(prepared_.engine->config());
   } catch (const std::exception& e) {
     build_error_ = e.what();
   }

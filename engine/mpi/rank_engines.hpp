@@ -5,6 +5,9 @@
 // a thread of its own (building one takes seconds: the rank's MPI thread goes on reporting and
 // the running engine goes on processing); commit() stops and drains the running one and starts
 // the prepared one; discard() drops it. Called on the rank's MPI thread only.
+// Every engine it builds is this rank's: its share of the events (or its own input, mpi.inputs)
+// and output files named for its rank, in the next free segment (exec/write_segments.hpp), so
+// that no two ranks, and no two runs of one rank, write the same file.
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -12,6 +15,7 @@
 #include <string>
 
 #include "exec/engine.hpp"
+#include "exec/write_segments.hpp"
 #include "mpi/rank_messages.hpp"
 #include "mpi/rank_sums.hpp"
 
@@ -19,9 +23,11 @@ namespace livedrp::mpi {
 
 class RankEngines {
  public:
-  // Builds the first engine (not started) for the share `share` of the events; the rank
-  // publishes nothing (the collector publishes for the run). Throws InputError.
-  RankEngines(const EngineConfig& config, EventShare share);
+  // Builds the first engine (not started) of MPI rank `rank` for the share `share` of the
+  // events (with mpi.inputs, its own input mpi.inputs[share.index]); the rank publishes nothing
+  // (the collector publishes for the run). Throws InputError (naming the input, for one of
+  // mpi.inputs).
+  RankEngines(const EngineConfig& config, EventShare share, int rank);
 
   Engine& engine() { return *current_.engine; }
   const Engine& engine() const { return *current_.engine; }
@@ -49,9 +55,15 @@ class RankEngines {
     std::unique_ptr<RankMessages> messages;  // likewise (its stage message sink)
     std::unique_ptr<Engine> engine;
   };
-  Built build(const EngineConfig& config) const;
+  // What this rank's engine runs of `config`: its input, its rank's file names, nothing
+  // published, the next free segment of its files. Throws InputError.
+  EngineConfig next_config(const EngineConfig& config) const;
+  // An engine of next_config()'s configuration.
+  Built build(const EngineConfig& own) const;
 
   EventShare share_;
+  int rank_;
+  WriteSegments segments_;
   Built current_, prepared_;
   std::future<Built> building_;
   std::string build_error_;

@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "core/error.hpp"
+#include "io/segment_names.hpp"
 #include "replay/hdf5_lock.hpp"
 
 namespace livedrp::replay {
@@ -45,14 +46,14 @@ Recorder::~Recorder() {
 }
 
 void Recorder::open_next() {
-  char name[64];
+  char name[96];
   std::size_t index;
   {
     std::lock_guard lock(mutex_);
     index = files_.size();
   }
-  std::snprintf(name, sizeof name, "run%04lld-%03zu.h5", static_cast<long long>(options_.run),
-                index);
+  std::snprintf(name, sizeof name, "run%04lld%s-%03zu.h5", static_cast<long long>(options_.run),
+                io::rank_name_part(options_.rank).c_str(), index);
   const auto path = options_.directory / name;
   // A recording is never written over: an earlier run's file of the same run number stays.
   if (std::filesystem::exists(path))

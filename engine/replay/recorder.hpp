@@ -32,6 +32,9 @@ struct RecordOptions {
   std::uint64_t max_file_bytes = 4ull << 30;  // a file closes before it would pass this
   WriteLayout layout;                         // must be chunked (files grow event by event)
   std::int64_t run = 1;
+  // An MPI run's processing rank records to names of its own (io/segment_names.hpp); -1: the
+  // plain names.
+  int rank = -1;
   // Events waiting for the writer, besides the one it is writing (each one event's bytes).
   // 16 epix10ka2M events are 69 MB: about 10 ms of a 1.5 kHz source, enough to ride out a file
   // rollover or a flush.

@@ -7,6 +7,7 @@
 // A replay source (replay:FILE.h5[:/dataset]) prints its position, percent, rate, time left and
 // what limits it; --record DIR records the source's events to HDF5 files (docs/formats.md).
 // Exit status: 0 done, 1 the run failed (device fault), 2 bad input (arguments, config, endpoint).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -544,7 +545,15 @@ int main(int argc, char** argv) {
                                  : livedrp::load_engine_config_file(config_file);
     if (!source.empty()) config.source = source;
     if (run->count("--events")) config.events = events;
-    const bool replay_source = config.source.rfind("replay:", 0) == 0;
+    // Under MPI with mpi.inputs each processing rank runs its own input instead of `source`: the
+    // replay and stream options are for those.
+    const std::vector<std::string> sources =
+        config.mpi.inputs.empty() ? std::vector<std::string>{config.source} : config.mpi.inputs;
+    const auto any_source = [&sources](const auto& is) {
+      return std::any_of(sources.begin(), sources.end(), is);
+    };
+    const bool replay_source =
+        any_source([](const std::string& s) { return s.rfind("replay:", 0) == 0; });
     if (run->count("--rate")) {
       if (!(rate >= 0))
         throw livedrp::InputError("--rate must be >= 0 Hz, got " + std::to_string(rate));
@@ -594,7 +603,7 @@ int main(int argc, char** argv) {
         throw livedrp::InputError("--write-average needs a file name, got ''");
       config.write.average = write_average;
     }
-    if (!stream_detector.empty() && !livedrp::stream::is_stream_source(config.source))
+    if (!stream_detector.empty() && !any_source(livedrp::stream::is_stream_source))
       throw livedrp::InputError("--stream-detector needs an sls: or dectris: source, got '" +
                                 config.source + "'");
     if (!replay_source && (flat_out || loop || !replay_detector.empty()))
@@ -621,6 +630,10 @@ int main(int argc, char** argv) {
 #else
         false;
 #endif
+    if (mpi_run && !source.empty() && !config.mpi.inputs.empty())
+      throw livedrp::InputError("--source '" + source +
+                                "' and mpi.inputs both name the run's input; under MPI each "
+                                "processing rank takes its own of mpi.inputs: leave one out");
     if (run->count("--control")) {
       if (control.empty()) throw livedrp::InputError("--control needs an endpoint, got ''");
     } else if (!mpi_run) {
