@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_process.hpp"
+#include "dectris_publisher_process.hpp"
 #include "hit_file_support.hpp"
 #include "live_integration_support.hpp"
 #include "live_peaks_support.hpp"
@@ -160,21 +161,6 @@ nlohmann::json control_request(protocol::ControlClient& client, const QProcess& 
         return {{"ok", false}, {"error", std::string("job ended: ") + e.what()}};
     }
   }
-}
-
-// livedrp-dectris-publisher (a stand-in detector) started with `arguments`, bound on a free
-// port: the endpoint it bound, from its first line; empty when it said none.
-std::string start_dectris_publisher(QProcess& process, QStringList arguments) {
-  arguments << "--bind"
-            << "tcp://127.0.0.1:*";
-  process.start(qEnvironmentVariable("LIVEDRP_DECTRIS_PUBLISHER_EXE"), arguments);
-  if (!process.waitForStarted(20000)) return {};
-  while (!process.canReadLine())
-    if (!process.waitForReadyRead(20000)) return {};
-  const std::string line = process.readLine().toStdString();  // "dectris publisher: PUSH tcp..."
-  const std::size_t at = line.find("tcp://");
-  if (at == std::string::npos) return {};
-  return line.substr(at, line.find(',', at) - at);
 }
 
 }  // namespace
@@ -445,8 +431,8 @@ class TestMpiShares : public QObject {
     QProcess detector_a, detector_b;
     QStringList arguments{"--source", "poisson:64x48",         "--dtype", "uint32",
                           "--images", QString::number(images), "--rate",  "0"};
-    const std::string a = start_dectris_publisher(detector_a, arguments);
-    const std::string b = start_dectris_publisher(detector_b, arguments);
+    const std::string a = livedrp::testing::start_dectris_publisher(detector_a, arguments);
+    const std::string b = livedrp::testing::start_dectris_publisher(detector_b, arguments);
     QVERIFY2(!a.empty() && !b.empty(),
              qPrintable(detector_a.readAllStandardError() + detector_b.readAllStandardError()));
     EngineConfig c = sim_config(images);

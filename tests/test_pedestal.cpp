@@ -240,6 +240,59 @@ class TestPedestal : public QObject {
              qPrintable(describe("mean variance ratio", mean, 1 - bound, 1 + bound)));
   }
 
+  // Three dark runs of `frames` frames (stages G0, G1, G2) simulated for the Jungfrau test
+  // detector into files named PREFIX_gK.h5, their constants from the files (the reference a live
+  // run is compared with), and the frames of the run of stage `live_stage` read back, to be sent
+  // by a stand-in detector.
+  struct DarkRuns {
+    DetectorDescription detector;
+    std::string description;  // the detector's description file
+    QStringList files;        // the three runs, by stage
+    QStringList common;       // `pedestal --detector DESCRIPTION`
+    std::string from_files;   // the constants of the three files
+    std::vector<std::vector<std::byte>> live_frames;
+  };
+  bool make_dark_runs(const std::string& prefix, int frames, int live_stage, DarkRuns& runs) {
+    runs.detector = test_detector("jungfrau");
+    const DetectorDescription& d = runs.detector;
+    runs.description = path((prefix + ".json").c_str());
+    std::ofstream(runs.description) << to_json(d).dump();
+    for (int stage : {0, 1, 2}) {
+      const std::string file = path((prefix + "_g" + std::to_string(stage) + ".h5").c_str());
+      const CliResult r = run_cli(
+          "LIVEDRP_ENGINE_EXE",
+          {"simulate-dark", "--detector", QString::fromStdString(runs.description), "--frames",
+           QString::number(frames), "--first-event", QString::number(stage * 1000), "--gain-stage",
+           QString("G%1").arg(stage), "--output", QString::fromStdString(file)});
+      if (r.exit_code != 0) {
+        qWarning("simulate-dark: %s", qPrintable(r.err));
+        return false;
+      }
+      runs.files << QString::fromStdString(file);
+    }
+    runs.common = {"pedestal", "--detector", QString::fromStdString(runs.description)};
+    runs.from_files = path((prefix + "_files.h5").c_str());
+    const CliResult reference =
+        run_cli("LIVEDRP_ENGINE_EXE", QStringList(runs.common)
+                                          << "--input" << runs.files[0] << "--input"
+                                          << runs.files[1] << "--input" << runs.files[2]
+                                          << "--output" << QString::fromStdString(runs.from_files));
+    if (reference.exit_code != 0) {
+      qWarning("pedestal from files: %s", qPrintable(reference.err));
+      return false;
+    }
+    replay::ReplayOptions options;
+    options.files = {runs.files[live_stage].toStdString()};
+    options.detector = runs.description;
+    replay::ReplaySource source(options);
+    replay::ReplayEvent event;
+    while (source.acquire(event)) {
+      runs.live_frames.emplace_back(event.data, event.data + d.raw_event_bytes());
+      source.release();
+    }
+    return runs.live_frames.size() == std::size_t(frames);
+  }
+
  private slots:
   void initTestCase() { QVERIFY(dir_.isValid()); }
 
@@ -752,42 +805,14 @@ class TestPedestal : public QObject {
   // A dark run taken live from a detector's stream (here the sls receivers' of the repository's
   // publisher) gives the constants the same frames give from a file.
   void a_live_stream_is_a_dark_run() {
-    const DetectorDescription d = test_detector("jungfrau");
-    const std::string description = path("live.json");
-    std::ofstream(description) << to_json(d).dump();
-    QStringList files;
-    for (int stage : {0, 1, 2}) {
-      const std::string file = path(("live_g" + std::to_string(stage) + ".h5").c_str());
-      const CliResult r =
-          run_cli("LIVEDRP_ENGINE_EXE",
-                  {"simulate-dark", "--detector", QString::fromStdString(description), "--frames",
-                   "8", "--first-event", QString::number(stage * 1000), "--gain-stage",
-                   QString("G%1").arg(stage), "--output", QString::fromStdString(file)});
-      QVERIFY2(r.exit_code == 0, qPrintable(r.err));
-      files << QString::fromStdString(file);
-    }
-    const QStringList common = {"pedestal", "--detector", QString::fromStdString(description)};
-    const std::string from_files = path("live_files.h5");
-    const CliResult reference = run_cli(
-        "LIVEDRP_ENGINE_EXE", QStringList(common)
-                                  << "--input" << files[0] << "--input" << files[1] << "--input"
-                                  << files[2] << "--output" << QString::fromStdString(from_files));
-    QVERIFY2(reference.exit_code == 0, qPrintable(reference.err));
-
     // The G0 frames of the file, streamed while the command takes its live run.
-    std::vector<std::vector<std::byte>> frames;
-    {
-      replay::ReplayOptions options;
-      options.files = {files[0].toStdString()};
-      options.detector = description;
-      replay::ReplaySource source(options);
-      replay::ReplayEvent event;
-      while (source.acquire(event)) {
-        frames.emplace_back(event.data, event.data + d.raw_event_bytes());
-        source.release();
-      }
-    }
-    QCOMPARE(frames.size(), std::size_t(8));
+    DarkRuns runs;
+    QVERIFY(make_dark_runs("live", 8, 0, runs));
+    const DetectorDescription& d = runs.detector;
+    const QStringList& files = runs.files;
+    const QStringList& common = runs.common;
+    const std::string& from_files = runs.from_files;
+    const std::vector<std::vector<std::byte>>& frames = runs.live_frames;
     tools::SlsPublisher publisher(d);
     std::atomic<bool> subscribed{false};
     std::thread detector([&] {
@@ -828,42 +853,14 @@ class TestPedestal : public QObject {
   // Jungfraujoch sends a Jungfrau's raw frames as a Dectris SIMPLON stream (uint16 images of the
   // modules stacked): a dark run taken from it gives the constants of the same frames in a file.
   void a_dectris_stream_is_a_dark_run() {
-    const DetectorDescription d = test_detector("jungfrau");
-    const std::string description = path("jfjoch.json");
-    std::ofstream(description) << to_json(d).dump();
-    QStringList files;
-    for (int stage : {0, 1, 2}) {
-      const std::string file = path(("jfjoch_g" + std::to_string(stage) + ".h5").c_str());
-      const CliResult r =
-          run_cli("LIVEDRP_ENGINE_EXE",
-                  {"simulate-dark", "--detector", QString::fromStdString(description), "--frames",
-                   "6", "--first-event", QString::number(stage * 1000), "--gain-stage",
-                   QString("G%1").arg(stage), "--output", QString::fromStdString(file)});
-      QVERIFY2(r.exit_code == 0, qPrintable(r.err));
-      files << QString::fromStdString(file);
-    }
-    const QStringList common = {"pedestal", "--detector", QString::fromStdString(description)};
-    const std::string from_files = path("jfjoch_files.h5");
-    const CliResult reference = run_cli(
-        "LIVEDRP_ENGINE_EXE", QStringList(common)
-                                  << "--input" << files[0] << "--input" << files[1] << "--input"
-                                  << files[2] << "--output" << QString::fromStdString(from_files));
-    QVERIFY2(reference.exit_code == 0, qPrintable(reference.err));
-
     // The G1 frames of the file, sent as one series while the command takes its live run.
-    std::vector<std::vector<std::byte>> frames;
-    {
-      replay::ReplayOptions options;
-      options.files = {files[1].toStdString()};
-      options.detector = description;
-      replay::ReplaySource source(options);
-      replay::ReplayEvent event;
-      while (source.acquire(event)) {
-        frames.emplace_back(event.data, event.data + d.raw_event_bytes());
-        source.release();
-      }
-    }
-    QCOMPARE(frames.size(), std::size_t(6));
+    DarkRuns runs;
+    QVERIFY(make_dark_runs("jfjoch", 6, 1, runs));
+    const DetectorDescription& d = runs.detector;
+    const QStringList& files = runs.files;
+    const QStringList& common = runs.common;
+    const std::string& from_files = runs.from_files;
+    const std::vector<std::vector<std::byte>>& frames = runs.live_frames;
     // Sends wait for the command's PULL socket (up to two minutes on a loaded machine).
     testing::DectrisPublisher publisher("tcp://127.0.0.1:*", 120000);
     const testing::SeriesSettings series{.width = std::uint32_t(d.cols),

@@ -22,6 +22,7 @@
 #include "core/error.hpp"
 #include "counting_allocator.hpp"
 #include "dectris_publisher.hpp"
+#include "dectris_publisher_process.hpp"
 #include "replay/chunk_decoder.hpp"
 #include "replay/hdf5_event_file.hpp"
 #include "simulated_events.hpp"
@@ -88,21 +89,6 @@ std::string write_detector(const QTemporaryDir& dir, const std::string& encoding
   const std::string path = dir.filePath(QString::fromStdString(encoding + ".json")).toStdString();
   std::ofstream(path) << description.dump();
   return path;
-}
-
-// livedrp-dectris-publisher started with `arguments` and --bind on a free port: the endpoint it
-// bound, read from its first line, or empty when it said none.
-std::string start_publisher(QProcess& process, QStringList arguments) {
-  arguments << "--bind"
-            << "tcp://127.0.0.1:*";
-  process.start(qEnvironmentVariable("LIVEDRP_DECTRIS_PUBLISHER_EXE"), arguments);
-  if (!process.waitForStarted(20000)) return {};
-  while (!process.canReadLine())
-    if (!process.waitForReadyRead(20000)) return {};
-  const std::string line = process.readLine().toStdString();  // "dectris publisher: PUSH tcp..."
-  const std::size_t at = line.find("tcp://");
-  if (at == std::string::npos) return {};
-  return line.substr(at, line.find(',', at) - at);
 }
 
 // 2026-01-01T00:00:00Z in Unix seconds.
@@ -881,7 +867,7 @@ class TestStreamDectris : public QObject {
 
   void the_publisher_tool_streams_poisson_counts() {
     QProcess tool;
-    const std::string endpoint = start_publisher(
+    const std::string endpoint = livedrp::testing::start_dectris_publisher(
         tool, {"--source", "poisson:64x48", "--dtype", "uint32", "--compression", "bslz4",
                "--images", "5", "--rate", "0", "--distinct-frames", "2", "--mean-counts", "3"});
     QVERIFY2(!endpoint.empty(), qPrintable(tool.readAllStandardError()));
@@ -927,9 +913,9 @@ class TestStreamDectris : public QObject {
       writer.close();
     }
     QProcess tool;
-    const std::string endpoint =
-        start_publisher(tool, {"--source", QString::fromStdString("replay:" + path),
-                               "--compression", "lz4", "--images", "2", "--rate", "0"});
+    const std::string endpoint = livedrp::testing::start_dectris_publisher(
+        tool, {"--source", QString::fromStdString("replay:" + path), "--compression", "lz4",
+               "--images", "2", "--rate", "0"});
     QVERIFY2(!endpoint.empty(), qPrintable(tool.readAllStandardError()));
     auto source =
         open_stream_source("dectris:" + endpoint, StreamOptions{.detector = "epix10ka2m"});
