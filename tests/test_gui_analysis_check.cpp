@@ -69,6 +69,17 @@ class Gate {
   bool released_ = false;
 };
 
+// Turns integration on with `bins` bins in the window's Analysis dock and applies it, its check
+// held at `gate`: true once the check has begun.
+bool applyHeld(MainWindow& window, Gate& gate, int bins) {
+  window.configCheck()->setCheck(gate.check());
+  AnalysisPanel& dock = *window.analysis();
+  dock.integrationBox()->setChecked(true);
+  dock.binsSpin()->setValue(bins);
+  dock.applyButton()->click();
+  return QTest::qWaitFor([&] { return gate.entered() == 1; }, kCheckTimeoutMs);
+}
+
 // A 4 x 4 mask: not the shape of any built-in detector's event.
 QString writeSmallMask(const QString& path) {
   livedrp::io::Array array;
@@ -168,12 +179,8 @@ class AnalysisCheckTest : public QObject {
   void editsMadeDuringTheCheckAreNotApplied() {
     MainWindow window(idle_window_options(dir_, "edits.ini"));
     Gate gate;
-    window.configCheck()->setCheck(gate.check());
+    QVERIFY(applyHeld(window, gate, 300));
     AnalysisPanel& dock = *window.analysis();
-    dock.integrationBox()->setChecked(true);
-    dock.binsSpin()->setValue(300);
-    dock.applyButton()->click();
-    QTRY_VERIFY_WITH_TIMEOUT(gate.entered() == 1, kCheckTimeoutMs);
 
     dock.binsSpin()->setValue(999);
     dock.polarizationEdit()->setText(QStringLiteral("0.5"));
@@ -204,12 +211,8 @@ class AnalysisCheckTest : public QObject {
     }
     MainWindow window(idle_window_options(dir_, "stale.ini"));
     Gate gate;
-    window.configCheck()->setCheck(gate.check());
+    QVERIFY(applyHeld(window, gate, 300));
     AnalysisPanel& dock = *window.analysis();
-    dock.integrationBox()->setChecked(true);
-    dock.binsSpin()->setValue(300);
-    dock.applyButton()->click();
-    QTRY_VERIFY_WITH_TIMEOUT(gate.entered() == 1, kCheckTimeoutMs);
 
     QVERIFY(window.openConfiguration(path("opened.json")));
     QCOMPARE(window.engineConfig().integration.npt, 640);
@@ -229,13 +232,9 @@ class AnalysisCheckTest : public QObject {
     auto window = std::make_unique<MainWindow>(idle_window_options(dir_, "closed.ini"));
     window->show();
     Gate gate;
-    window->configCheck()->setCheck(gate.check());
-    AnalysisPanel& dock = *window->analysis();
     const int npt = window->engineConfig().integration.npt;
-    dock.integrationBox()->setChecked(true);
-    dock.binsSpin()->setValue(npt + 7);
-    dock.applyButton()->click();
-    QTRY_VERIFY_WITH_TIMEOUT(gate.entered() == 1, kCheckTimeoutMs);
+    QVERIFY(applyHeld(*window, gate, npt + 7));
+    AnalysisPanel& dock = *window->analysis();
 
     QVERIFY(window->close());
     QVERIFY(!window->configCheck()->isRunning());

@@ -50,6 +50,19 @@ class PaintCounter : public QObject {
   }
 };
 
+// A window holding one image view, shown.
+struct ShownImageView {
+  QWidget window;
+  widgets::DetectorImageView* view = new widgets::DetectorImageView(nullptr);
+  ShownImageView() {
+    auto* layout = new QVBoxLayout(&window);
+    layout->addWidget(view);
+    window.resize(800, 600);
+    window.show();
+  }
+  bool exposed() { return QTest::qWaitForWindowExposed(&window); }
+};
+
 }  // namespace
 
 class TestGuiBenchmark : public QObject {
@@ -85,13 +98,10 @@ class TestGuiBenchmark : public QObject {
   }
 
   void theBenchmarkMeasuresFromTheFirstImageDrawn() {
-    QWidget window;
-    auto* view = new widgets::DetectorImageView(nullptr);
-    auto* layout = new QVBoxLayout(&window);
-    layout->addWidget(view);
-    window.resize(800, 600);
-    window.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    ShownImageView shown;
+    QVERIFY(shown.exposed());
+    QWidget& window = shown.window;
+    widgets::DetectorImageView* view = shown.view;
     GuiBenchmark benchmark(window, *view, 0.5);
     QSignalSpy finished(&benchmark, &GuiBenchmark::finished);
     QVERIFY(!benchmark.running());
@@ -128,13 +138,9 @@ class TestGuiBenchmark : public QObject {
   // The end point of event-to-screen is the canvas's paint of the image: imageDrawn comes after a
   // paint of the canvas that began after the image was shown (a replot only asks for one).
   void anImageCountsAsDrawnOnceTheCanvasHasPaintedIt() {
-    QWidget window;
-    auto* view = new widgets::DetectorImageView(nullptr);
-    auto* layout = new QVBoxLayout(&window);
-    layout->addWidget(view);
-    window.resize(800, 600);
-    window.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    ShownImageView shown;
+    QVERIFY(shown.exposed());
+    widgets::DetectorImageView* view = shown.view;
     auto* canvas_paints = new PaintCounter(view->plot()->canvas());
     int paints_when_drawn = -1;
     connect(view, &widgets::DetectorImageView::imageDrawn, this,

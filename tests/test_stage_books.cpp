@@ -5,12 +5,14 @@
 // CPU part against the codec run directly, and an event without a stage's result refused.
 #include <QtTest/QtTest>
 
+#include <chrono>
 #include <cmath>
 #include <deque>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "codec/codec.hpp"
@@ -43,6 +45,54 @@ protocol::RadialProfile published_profile(stages::StageBook& book) {
   if (messages.size() != 1) throw std::runtime_error("expected one profile message");
   return protocol::profile_from_message(messages.front());
 }
+
+// A stage of this test only: its book counts how often it is asked to publish, and reads the
+// result of the stage named `other` of each event it is given.
+struct AskedCounts {
+  int asked = 0;
+  std::optional<int> other_result;
+  bool absent_found = false;
+};
+class AskedBook : public stages::StageBook {
+ public:
+  AskedBook(double hz, std::string other, AskedCounts* counts)
+      : hz_(hz), other_(std::move(other)), counts_(counts) {}
+  void add(const EventHeader&, const std::any&) override {}
+  void add_event(const EventHeader&, const std::any&, double,
+                 const stages::EventResults& event) override {
+    if (const std::any* other = event.find(other_))
+      counts_->other_result = std::any_cast<int>(*other);
+    counts_->absent_found = event.find("absent") != nullptr;
+  }
+  std::vector<protocol::Message> publish(bool) override {
+    ++counts_->asked;
+    return {};
+  }
+  nlohmann::json stats_block(bool) override { return nullptr; }
+  double publish_hz() const override { return hz_; }
+
+ private:
+  double hz_;
+  std::string other_;
+  AskedCounts* counts_;
+};
+class AskedStage : public stages::Stage {
+ public:
+  AskedStage(std::string name, double hz, std::string other, AskedCounts* counts)
+      : name_(std::move(name)), hz_(hz), other_(std::move(other)), counts_(counts) {}
+  std::string name() const override { return name_; }
+  std::uint64_t input_bytes() const override { return 0; }
+  std::any run_cpu(const stages::CpuEvent&) override { return {}; }
+  std::unique_ptr<stages::StageBook> make_book() const override {
+    return std::make_unique<AskedBook>(hz_, other_, counts_);
+  }
+
+ private:
+  std::string name_;
+  double hz_;
+  std::string other_;
+  AskedCounts* counts_;
+};
 
 }  // namespace
 
@@ -216,6 +266,39 @@ class TestStageBooks : public QObject {
     // An event that came back without the stage's result is a backend fault, named.
     CompletedEvent empty;
     QVERIFY_THROWS_EXCEPTION(RuntimeFault, books.add(empty));
+  }
+
+  // A book with kEveryStep is asked at every step of the reporter, one with a rate once a period
+  // (4 Hz: 250 ms), neither at the report ticks, both at the end; each book reads the other
+  // stage's result of the same event by its name, and none for a name the run does not have.
+  void booksAreAskedAtTheirRateAndReadTheOtherStagesResults() {
+    AskedCounts every, rated;
+    StageBooks books(stages::StageList{
+        std::make_shared<AskedStage>("every", stages::StageBook::kEveryStep, "rated", &every),
+        std::make_shared<AskedStage>("rated", 4.0, "every", &rated)});
+    const StageMessageSink sink = [](const protocol::Message&) {};
+    const auto t0 = std::chrono::steady_clock::now();
+    books.publish_due(sink, 1, t0);
+    books.publish_due(sink, 1, t0);
+    books.publish_due(sink, 1, t0 + std::chrono::milliseconds(100));
+    books.publish_due(sink, 1, t0 + std::chrono::milliseconds(260));
+    QCOMPARE(every.asked, 4);
+    QCOMPARE(rated.asked, 2);
+    books.publish(sink, 1, false);
+    QCOMPARE(every.asked, 4);
+    QCOMPARE(rated.asked, 2);
+    books.publish(sink, 1, true);
+    QCOMPARE(every.asked, 5);
+    QCOMPARE(rated.asked, 3);
+
+    CompletedEvent done;
+    done.header = EventHeader{0, 1, 0};
+    done.stage_outputs.push_back({std::any(7), 0.0});
+    done.stage_outputs.push_back({std::any(11), 0.0});
+    books.add(done);
+    QCOMPARE(every.other_result, std::optional<int>(11));
+    QCOMPARE(rated.other_result, std::optional<int>(7));
+    QVERIFY(!every.absent_found && !rated.absent_found);
   }
 
  private:

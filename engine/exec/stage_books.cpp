@@ -65,8 +65,9 @@ void StageBooks::publish_due(const StageMessageSink& sink, std::int64_t run,
   for (auto& entry : entries_) {
     const double hz = entry->book->publish_hz();
     if (!(hz > 0) || now < entry->next_publish) continue;
-    entry->next_publish = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                    std::chrono::duration<double>(1.0 / hz));
+    if (hz != stages::StageBook::kEveryStep)
+      entry->next_publish = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(1.0 / hz));
     publish_entry(*entry, sink, run, false);
   }
 }

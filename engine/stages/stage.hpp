@@ -39,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -184,7 +185,10 @@ class StageBook {
   // last call, or over the whole run when `whole_run` (the summary). null: nothing to add.
   virtual nlohmann::json stats_block(bool whole_run) = 0;
   // How often publish() wants to be asked between report ticks, for a topic with a rate of its
-  // own (the built-in `profile`); 0: at the report ticks only.
+  // own (the built-in `profile`); 0: at the report ticks only; kEveryStep: at every step of the
+  // reporter between ticks (a few milliseconds), for a book whose messages should leave as soon
+  // as their event is accounted and that publishes only when it has one (the `image`).
+  static constexpr double kEveryStep = std::numeric_limits<double>::infinity();
   virtual double publish_hz() const { return 0; }
   // The protocol's own blocks of `stats` that a built-in stage's book fills (stats.compression),
   // for the interval or the whole run; a stage defined outside the engine uses stats_block.

@@ -64,9 +64,9 @@ class ImageBook final : public StageBook {
     return {protocol::make_image_message(*image)};
   }
   nlohmann::json stats_block(bool) override { return nullptr; }
-  // The sampler sets the image's rate; the book is asked at every step of the reporter (5 ms),
-  // so that an image leaves as soon as its event is accounted, and publishes only when one came.
-  double publish_hz() const override { return 200; }
+  // The sampler sets the image's rate; the book publishes only when a sample came, as soon as
+  // the reporter's next step comes round.
+  double publish_hz() const override { return kEveryStep; }
 
  private:
   std::shared_ptr<LiveImage> mailbox_;
